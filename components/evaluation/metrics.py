@@ -1,0 +1,176 @@
+"""Classification / regression metrics in NumPy, and the per-task GLUE metric sets.
+
+All scores are fractions in [0, 1] (correlations in [-1, 1]); multiply by 100 for the paper's
+tables. Degenerate inputs follow scikit-learn / SciPy: F1 and MCC are 0.0 when undefined, Pearson
+and Spearman are NaN when an input is constant.
+"""
+from __future__ import annotations
+
+from typing import Dict, Sequence
+
+import numpy as np
+
+__all__ = [
+    "accuracy",
+    "f1_binary",
+    "matthews_corrcoef",
+    "pearson",
+    "spearman",
+    "rankdata_average",
+    "glue_metrics",
+    "GLUE_METRICS",
+]
+
+
+def _as_1d(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    return arr
+
+
+def _check_same_length(a: np.ndarray, b: np.ndarray) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"predictions and labels differ in length: {a.shape[0]} vs {b.shape[0]}")
+
+
+def accuracy(predictions, labels) -> float:
+    p, y = _as_1d(predictions, "predictions"), _as_1d(labels, "labels")
+    _check_same_length(p, y)
+    if p.size == 0:
+        return float("nan")
+    return float(np.mean(p == y))
+
+
+def f1_binary(predictions, labels, positive=1) -> float:
+    """F1 of the positive class (sklearn ``f1_score(average='binary')``; 0.0 when undefined)."""
+    p, y = _as_1d(predictions, "predictions"), _as_1d(labels, "labels")
+    _check_same_length(p, y)
+    tp = int(np.sum((p == positive) & (y == positive)))
+    fp = int(np.sum((p == positive) & (y != positive)))
+    fn = int(np.sum((p != positive) & (y == positive)))
+    denom = 2 * tp + fp + fn
+    return 0.0 if denom == 0 else 2.0 * tp / denom
+
+
+def matthews_corrcoef(predictions, labels) -> float:
+    """Matthews correlation (multiclass form of Gorodkin 2004, as sklearn); 0.0 when undefined."""
+    p, y = _as_1d(predictions, "predictions"), _as_1d(labels, "labels")
+    _check_same_length(p, y)
+    classes, inv = np.unique(np.concatenate([y, p]), return_inverse=True)
+    k = classes.size
+    yi, pi = inv[: y.size], inv[y.size:]
+    cm = np.zeros((k, k), dtype=np.float64)
+    np.add.at(cm, (yi, pi), 1.0)
+    t_sum = cm.sum(axis=1)  # true occurrences per class
+    p_sum = cm.sum(axis=0)  # predicted occurrences per class
+    n_correct = np.trace(cm)
+    n = cm.sum()
+    cov_ytyp = n_correct * n - np.dot(t_sum, p_sum)
+    cov_ypyp = n * n - np.dot(p_sum, p_sum)
+    cov_ytyt = n * n - np.dot(t_sum, t_sum)
+    if cov_ypyp * cov_ytyt == 0:
+        return 0.0
+    return float(cov_ytyp / np.sqrt(cov_ytyt * cov_ypyp))
+
+
+def pearson(x, y) -> float:
+    a = _as_1d(x, "x").astype(np.float64)
+    b = _as_1d(y, "y").astype(np.float64)
+    _check_same_length(a, b)
+    if a.size < 2:
+        return float("nan")
+    a = a - a.mean()
+    b = b - b.mean()
+    na, nb = np.sqrt(np.dot(a, a)), np.sqrt(np.dot(b, b))
+    if na == 0 or nb == 0:
+        return float("nan")
+    r = float(np.dot(a / na, b / nb))
+    return max(-1.0, min(1.0, r))
+
+
+def rankdata_average(x) -> np.ndarray:
+    """Ranks 1..n, ties get the average of the ranks they span (scipy ``rankdata(method='average')``)."""
+    a = _as_1d(x, "x")
+    n = a.size
+    order = np.argsort(a, kind="mergesort")
+    sorted_a = a[order]
+    # Start of each run of equal values.
+    new_group = np.ones(n, dtype=bool)
+    if n > 1:
+        new_group[1:] = sorted_a[1:] != sorted_a[:-1]
+    starts = np.flatnonzero(new_group)
+    ends = np.append(starts[1:], n)  # exclusive
+    avg = (starts + ends - 1) / 2.0 + 1.0  # mean of 1-based ranks start+1 .. end
+    group_id = np.cumsum(new_group) - 1
+    ranks = np.empty(n, dtype=np.float64)
+    ranks[order] = avg[group_id]
+    return ranks
+
+
+def spearman(x, y) -> float:
+    """Spearman's rho = Pearson of the average ranks (handles ties like scipy)."""
+    a, b = _as_1d(x, "x"), _as_1d(y, "y")
+    _check_same_length(a, b)
+    return pearson(rankdata_average(a), rankdata_average(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# GLUE
+
+# Metric names per task, and which one (or the mean of which) is the task's headline score.
+GLUE_METRICS: Dict[str, Dict[str, Sequence[str]]] = {
+    "CoLA": {"metrics": ("mcc", "accuracy"), "headline": ("mcc",)},
+    "SST-2": {"metrics": ("accuracy",), "headline": ("accuracy",)},
+    "MRPC": {"metrics": ("f1", "accuracy"), "headline": ("f1", "accuracy")},
+    "STS-B": {"metrics": ("pearson", "spearman"), "headline": ("pearson", "spearman")},
+    "QQP": {"metrics": ("f1", "accuracy"), "headline": ("f1", "accuracy")},
+    "MNLI": {"metrics": ("accuracy",), "headline": ("accuracy",)},
+    "QNLI": {"metrics": ("accuracy",), "headline": ("accuracy",)},
+    "RTE": {"metrics": ("accuracy",), "headline": ("accuracy",)},
+    "WNLI": {"metrics": ("accuracy",), "headline": ("accuracy",)},
+}
+_ALIASES = {"MNLI-M": "MNLI", "MNLI-MM": "MNLI", "SST2": "SST-2", "STSB": "STS-B", "STS": "STS-B"}
+
+
+def _canonical_task(task: str) -> str:
+    for name in GLUE_METRICS:
+        if name.upper() == task.upper():
+            return name
+    if task.upper() in _ALIASES:
+        return _ALIASES[task.upper()]
+    raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_METRICS)}")
+
+
+def glue_metrics(task: str, predictions, labels) -> Dict[str, float]:
+    """Metrics of one GLUE task plus ``score``, the task's headline number.
+
+    ``predictions`` are label ids ([N]), or logits ([N, C]) which are arg-maxed; for STS-B they
+    are the regression outputs ([N] or [N, 1]). Headline: CoLA MCC; MRPC/QQP mean of F1 and
+    accuracy; STS-B mean of Pearson and Spearman; the other tasks accuracy (GLUE leaderboard rule).
+    """
+    name = _canonical_task(task)
+    preds = np.asarray(predictions)
+    labels = np.asarray(labels)
+    if name == "STS-B":
+        preds = preds.reshape(preds.shape[0], -1)[:, 0] if preds.ndim == 2 else preds
+        preds = preds.astype(np.float64)
+        labels = labels.astype(np.float64)
+    elif preds.ndim == 2:
+        preds = np.argmax(preds, axis=-1)
+    values: Dict[str, float] = {}
+    for metric in GLUE_METRICS[name]["metrics"]:
+        if metric == "accuracy":
+            values[metric] = accuracy(preds, labels)
+        elif metric == "f1":
+            values[metric] = f1_binary(preds, labels, positive=1)
+        elif metric == "mcc":
+            values[metric] = matthews_corrcoef(preds, labels)
+        elif metric == "pearson":
+            values[metric] = pearson(preds, labels)
+        elif metric == "spearman":
+            values[metric] = spearman(preds, labels)
+    headline = GLUE_METRICS[name]["headline"]
+    values["score"] = float(np.mean([values[m] for m in headline]))
+    values["n"] = int(labels.shape[0])
+    return values

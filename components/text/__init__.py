@@ -1,0 +1,1 @@
+"""Pure text processing: normalisation, tokenization, sentence splitting, Wikipedia and book readers."""

@@ -1,0 +1,118 @@
+"""The document record shared by the corpus readers, and the on-disk pretraining-text format.
+
+A document is a list of sentences because ALBERT's data generator packs *whole sentences* into
+segments and draws its sentence-order (SOP) pairs from within a document; document boundaries must
+therefore survive every stage. Sentences keep their original case and accents: normalisation
+(``preprocess_text``) happens once, at tokenization time, so a vocabulary trained with a different
+``do_lower_case`` can reuse the same text.
+
+The on-disk format is the official one: one sentence per line, a blank line after each document.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, List
+
+from components.text.normalize import preprocess_text
+from components.text.sentences import split_sentences
+
+# A single "sentence" longer than this (a 10 MB line of a broken dump, a table flattened into one
+# line) is cut into chunks of at most this many characters so tokenizers and packers stay bounded.
+MAX_SENTENCE_CHARS = 10_000
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document. ``doc_id`` is stable across runs ("wiki:<page_id>", "book:<relative path>")."""
+
+    doc_id: str
+    source: str  # "wikipedia" | "books" | ...
+    title: str
+    sentences: List[str] = field(default_factory=list)
+
+    @property
+    def num_chars(self) -> int:
+        return sum(len(s) for s in self.sentences)
+
+
+def chunk_text(text: str, max_chars: int = MAX_SENTENCE_CHARS) -> List[str]:
+    """Cut ``text`` into pieces of at most ``max_chars``, preferring the last space in each window."""
+    if max_chars <= 0:
+        raise ValueError("max_chars must be positive")
+    chunks: List[str] = []
+    while len(text) > max_chars:
+        cut = text.rfind(" ", max_chars // 2, max_chars + 1)
+        if cut <= 0:
+            cut = max_chars
+        head, text = text[:cut].strip(), text[cut:].strip()
+        if head:
+            chunks.append(head)
+    if text:
+        chunks.append(text)
+    return chunks
+
+
+def clean_sentences(sentences: Iterable[str], max_chars: int = MAX_SENTENCE_CHARS) -> List[str]:
+    """Collapse all whitespace (line breaks included, so one sentence = one line), drop empty
+    sentences and cut over-long ones into bounded chunks."""
+    out: List[str] = []
+    for sentence in sentences:
+        sentence = " ".join(sentence.split())
+        if sentence:
+            out.extend(chunk_text(sentence, max_chars))
+    return out
+
+
+def make_document(
+    doc_id: str, source: str, title: str, paragraphs: Iterable[str], max_chars: int = MAX_SENTENCE_CHARS
+) -> Document:
+    """Sentence-split each paragraph and build a :class:`Document` with clean, bounded sentences.
+
+    Over-long paragraphs are chunked *before* splitting too, so the splitter never sees a 10 MB string.
+    """
+    sentences: List[str] = []
+    for paragraph in paragraphs:
+        for piece in chunk_text(" ".join(paragraph.split()), 10 * max_chars) if paragraph else ():
+            sentences.extend(split_sentences(piece))
+    return Document(doc_id=doc_id, source=source, title=title, sentences=clean_sentences(sentences, max_chars))
+
+
+def to_text_block(doc: Document) -> str:
+    """The document in the official format: its sentences one per line, then a blank line.
+
+    Sentences are re-cleaned here so a hand-built Document with a newline inside a sentence cannot
+    corrupt the file; a document with no sentences yields "" (the format has no empty documents).
+    """
+    sentences = clean_sentences(doc.sentences)
+    return "".join(s + "\n" for s in sentences) + "\n" if sentences else ""
+
+
+def parse_text_blocks(lines: Iterable[str]) -> Iterator[List[str]]:
+    """Read the official format back: yield each document's sentences (blank line = boundary).
+
+    Only sentences are returned because the format carries no ids or titles. Whitespace-only lines
+    count as blank; runs of blank lines never produce empty documents.
+    """
+    current: List[str] = []
+    for line in lines:
+        line = line.strip()
+        if line:
+            current.append(line)
+        elif current:
+            yield current
+            current = []
+    if current:
+        yield current
+
+
+def doc_fingerprint(doc: Document) -> str:
+    """SHA-1 (hex) of the normalised sentences: equal for documents differing only in case, accents
+    or whitespace, which is what exact-duplicate removal should treat as the same text."""
+    h = hashlib.sha1()
+    for sentence in doc.sentences:
+        normalized = preprocess_text(sentence)
+        if normalized:
+            h.update(normalized.encode("utf-8"))
+            h.update(b"\n")
+    return h.hexdigest()
