@@ -11,6 +11,7 @@ The on-disk format is the official one: one sentence per line, a blank line afte
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, List
 
@@ -20,6 +21,9 @@ from components.text.sentences import split_sentences
 # A single "sentence" longer than this (a 10 MB line of a broken dump, a table flattened into one
 # line) is cut into chunks of at most this many characters so tokenizers and packers stay bounded.
 MAX_SENTENCE_CHARS = 10_000
+# Control characters that are not whitespace (DOS EOF ^Z, NUL, escape...); whitespace ones are
+# handled by str.split().
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f\ufeff]")
 
 
 @dataclass(frozen=True)
@@ -37,28 +41,35 @@ class Document:
 
 
 def chunk_text(text: str, max_chars: int = MAX_SENTENCE_CHARS) -> List[str]:
-    """Cut ``text`` into pieces of at most ``max_chars``, preferring the last space in each window."""
+    """Cut ``text`` into pieces of at most ``max_chars``, preferring the last space in each window
+    (a hard cut when the window has no space in its second half). Linear in ``len(text)``."""
     if max_chars <= 0:
         raise ValueError("max_chars must be positive")
+    if len(text) <= max_chars:
+        return [text.strip()] if text.strip() else []
     chunks: List[str] = []
-    while len(text) > max_chars:
-        cut = text.rfind(" ", max_chars // 2, max_chars + 1)
-        if cut <= 0:
-            cut = max_chars
-        head, text = text[:cut].strip(), text[cut:].strip()
-        if head:
-            chunks.append(head)
-    if text:
-        chunks.append(text)
+    pos, n = 0, len(text)
+    while pos < n:
+        while pos < n and text[pos].isspace():
+            pos += 1
+        if n - pos <= max_chars:
+            end = n
+        else:
+            cut = text.rfind(" ", pos + max_chars // 2, pos + max_chars + 1)
+            end = cut if cut > pos else pos + max_chars
+        piece = text[pos:end].strip()
+        if piece:
+            chunks.append(piece)
+        pos = end
     return chunks
 
 
 def clean_sentences(sentences: Iterable[str], max_chars: int = MAX_SENTENCE_CHARS) -> List[str]:
-    """Collapse all whitespace (line breaks included, so one sentence = one line), drop empty
-    sentences and cut over-long ones into bounded chunks."""
+    """Remove control characters, collapse all whitespace (line breaks included, so one sentence =
+    one line), drop empty sentences and cut over-long ones into bounded chunks."""
     out: List[str] = []
     for sentence in sentences:
-        sentence = " ".join(sentence.split())
+        sentence = " ".join(_CONTROL.sub("", sentence).split())
         if sentence:
             out.extend(chunk_text(sentence, max_chars))
     return out

@@ -1,0 +1,69 @@
+"""``albert-pipeline make-pretraining-data``: the DAG's data-generation Beam code, outside TFX.
+
+Output layout equals the ``Examples`` artifact the pipeline writes (``Split-train/``,
+``Split-eval/``, ``stats.json``, ``vocab/spm.model``). It is built in a sibling temporary folder
+and renamed into place only when complete, so an interrupted run leaves no output behind.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Dict, List, Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from components import datagen_beam
+from components.vocab_lib import validate_model
+
+
+def expand_inputs(inputs: Sequence[str]) -> List[str]:
+    """Folders → their ``documents-*.txt`` shards (or every ``*.txt``); files stay as given."""
+    files: List[str] = []
+    for item in inputs:
+        if os.path.isdir(item):
+            names = sorted(os.listdir(item))
+            shards = [n for n in names if n.startswith("documents-") and n.endswith(".txt")]
+            chosen = shards or [n for n in names if n.endswith(".txt")]
+            if not chosen:
+                raise FileNotFoundError(f"{item}: no documents-*.txt or *.txt files")
+            files.extend(os.path.join(item, n) for n in chosen)
+        elif os.path.isfile(item):
+            files.append(item)
+        else:
+            raise FileNotFoundError(f"input {item!r} does not exist")
+    return files
+
+
+def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1) -> Dict:
+    if os.path.exists(output) and os.listdir(output):
+        raise FileExistsError(f"output folder {output} exists and is not empty")
+    validate_model(spm_model)
+    files = expand_inputs(inputs)
+    tmp = output.rstrip("/") + f".tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    dirs = {s: os.path.join(tmp, f"Split-{s}") for s in datagen_beam.SPLITS}
+    for d in dirs.values():
+        os.makedirs(d)
+    os.makedirs(os.path.join(tmp, "vocab"))
+    shutil.copyfile(spm_model, os.path.join(tmp, "vocab", "spm.model"))
+    d = config.datagen
+    mode = "multi_processing" if workers > 1 else "in_memory"
+    options = PipelineOptions(["--runner=DirectRunner", f"--direct_num_workers={workers}",
+                               f"--direct_running_mode={mode}"])
+    try:
+        with beam.Pipeline(options=options) as p:
+            datagen_beam.build_pretraining_data(
+                p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
+                params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
+                num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
+                do_lower_case=config.vocab.do_lower_case)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if os.path.exists(output):
+        os.rmdir(output)  # empty (checked above)
+    os.replace(tmp, output)
+    with open(os.path.join(output, datagen_beam.STATS_FILE)) as f:
+        return json.load(f)

@@ -1,0 +1,191 @@
+"""TFX components of the ALBERT DAG: thin shells that wire the pure cores into Beam and MLMD.
+
+Each takes the whole pipeline configuration as one JSON parameter (``config_json``): MLMD records
+exactly what produced every artifact, and the cache key changes when any setting does. Outputs are
+written under the artifact's URI, which TFX publishes only when the executor returns: a failed run
+leaves no LIVE artifact for a downstream step to consume.
+"""
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import tempfile
+from typing import Optional
+
+import apache_beam as beam
+import tensorflow as tf
+from tfx.dsl.component.experimental.annotations import (BeamComponentParameter, InputArtifact, OutputArtifact,
+                                                        Parameter)
+from tfx.dsl.component.experimental.decorators import component
+from tfx.types import standard_artifacts
+
+from components import artifacts
+from pipeline.configs import PipelineConfig
+
+
+def _config(config_json: str) -> PipelineConfig:
+    return PipelineConfig.from_json(config_json)
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. Ingestion
+# ------------------------------------------------------------------------------------------------
+@component(use_beam=True)
+def CorpusGen(
+    documents: OutputArtifact[artifacts.Documents],
+    config_json: Parameter[str],
+    wikipedia: Optional[InputArtifact[artifacts.RawCorpus]] = None,
+    books: Optional[InputArtifact[artifacts.RawCorpus]] = None,
+    beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
+) -> None:
+    """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line)."""
+    from components import corpus_beam
+
+    cfg = _config(config_json).corpus
+    inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, cfg.wikipedia_glob,
+                                     books.uri if books else None, cfg.books_glob)
+    with beam_pipeline as p:
+        corpus_beam.build_corpus(p, inputs, documents.uri, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
+                                 dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback)
+    counts = corpus_beam.read_counts(documents.uri)
+    documents.num_documents = counts["documents"]
+    documents.num_sentences = counts["sentences"]
+    documents.num_chars = counts["characters"]
+    for source, c in counts["per_source"].items():
+        for key, value in c.items():
+            documents.set_int_custom_property(f"{source}_{key}", value)
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. Vocabulary
+# ------------------------------------------------------------------------------------------------
+@component
+def VocabGen(
+    documents: InputArtifact[artifacts.Documents],
+    vocab: OutputArtifact[artifacts.SentencePieceModel],
+    config_json: Parameter[str],
+) -> None:
+    """Train SentencePiece with ALBERT's recipe on the documents, or import ``vocab.import_model``."""
+    from components import corpus_beam, vocab_lib
+
+    cfg = _config(config_json)
+    with tempfile.TemporaryDirectory() as tmp:
+        if cfg.vocab.import_model:
+            vocab_lib.import_sentencepiece(cfg.vocab.import_model, tmp)
+            origin = f"imported:{cfg.vocab.import_model}"
+        else:
+            sentences = vocab_lib.iter_sentences(corpus_beam.document_shards(documents.uri))
+            vocab_lib.train_sentencepiece(
+                sentences, tmp, vocab_size=cfg.vocab.vocab_size, character_coverage=cfg.vocab.character_coverage,
+                input_sentence_size=cfg.vocab.input_sentence_size, do_lower_case=cfg.vocab.do_lower_case,
+                seed=cfg.seed)
+            origin = "trained"
+        size = vocab_lib.validate_model(os.path.join(tmp, vocab_lib.MODEL_FILE))
+        _copy_tree(tmp, vocab.uri)
+    vocab.vocab_size = size
+    vocab.origin = origin
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. Pretraining data
+# ------------------------------------------------------------------------------------------------
+@component(use_beam=True)
+def PretrainingDataGen(
+    documents: InputArtifact[artifacts.Documents],
+    vocab: InputArtifact[artifacts.SentencePieceModel],
+    examples: OutputArtifact[standard_artifacts.Examples],
+    statistics: OutputArtifact[artifacts.DataGenStatistics],
+    config_json: Parameter[str],
+    beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
+) -> None:
+    """Documents → ``[CLS] A [SEP] B [SEP]`` SOP instances with n-gram masking, as sharded TFRecords."""
+    from components import corpus_beam, datagen_beam
+
+    cfg = _config(config_json)
+    d = cfg.datagen
+    spm_src = posixpath.join(vocab.uri, "spm.model")
+    # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
+    tf.io.gfile.makedirs(posixpath.join(examples.uri, "vocab"))
+    tf.io.gfile.copy(spm_src, posixpath.join(examples.uri, "vocab", "spm.model"), overwrite=True)
+    output_dirs = {s: posixpath.join(examples.uri, f"Split-{s}") for s in datagen_beam.SPLITS}
+    for path in output_dirs.values():
+        tf.io.gfile.makedirs(path)
+    with beam_pipeline as p:
+        datagen_beam.build_pretraining_data(
+            p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
+            posixpath.join(statistics.uri, datagen_beam.STATS_FILE), params=datagen_beam.instance_params(d),
+            seed=cfg.seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
+            compression=d.compression, do_lower_case=cfg.vocab.do_lower_case)
+    examples.split_names = json.dumps(list(datagen_beam.SPLITS))
+    with tf.io.gfile.GFile(posixpath.join(statistics.uri, datagen_beam.STATS_FILE)) as f:
+        stats = json.load(f)
+    for split, s in stats["splits"].items():
+        examples.set_int_custom_property(f"{split}_instances", int(s["instances"]))
+        statistics.set_int_custom_property(f"{split}_instances", int(s["instances"]))
+    examples.set_string_custom_property("feature_spec", "official ALBERT (input_ids, input_mask, segment_ids, "
+                                        "token_boundary, masked_lm_*, next_sentence_labels)")
+    examples.set_int_custom_property("max_seq_length", d.max_seq_length)
+    examples.set_int_custom_property("max_predictions_per_seq", d.max_predictions_per_seq)
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. Benchmarks and report
+# ------------------------------------------------------------------------------------------------
+@component
+def BenchmarkEval(
+    model: InputArtifact[standard_artifacts.Model],
+    dataset: InputArtifact[artifacts.RawCorpus],
+    result: OutputArtifact[artifacts.BenchmarkResult],
+    config_json: Parameter[str],
+    benchmark: Parameter[str],
+) -> None:
+    """Fine-tune the pretrained encoder on one benchmark family (glue | squad | race) and score dev."""
+    from components.evaluation import runner
+
+    cfg = _config(config_json)
+    albert_dir = posixpath.join(model.uri, "albert")
+    metrics = runner.run_benchmark(benchmark, albert_dir, dataset.uri, cfg, result.uri)
+    result.benchmark = benchmark
+    for task, values in metrics.get("tasks", {}).items():
+        if "score" in values:
+            result.set_float_custom_property(f"{task}_score", float(values["score"]))
+
+
+@component
+def BenchmarkReport(
+    model: InputArtifact[standard_artifacts.Model],
+    model_run: InputArtifact[standard_artifacts.ModelRun],
+    statistics: InputArtifact[artifacts.DataGenStatistics],
+    report: OutputArtifact[artifacts.BenchmarkReport],
+    config_json: Parameter[str],
+    glue: Optional[InputArtifact[artifacts.BenchmarkResult]] = None,
+    squad: Optional[InputArtifact[artifacts.BenchmarkResult]] = None,
+    race: Optional[InputArtifact[artifacts.BenchmarkResult]] = None,
+) -> None:
+    """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids."""
+    from components import report_lib
+
+    cfg = _config(config_json)
+    results = {name: art for name, art in (("glue", glue), ("squad", squad), ("race", race)) if art is not None}
+    summary = report_lib.write_report(
+        report.uri, cfg,
+        results={name: report_lib.load_result(art.uri) for name, art in results.items()},
+        model_dir=model.uri, model_run_dir=model_run.uri, stats_dir=statistics.uri,
+        artifact_ids={"model": model.id, "model_run": model_run.id, "statistics": statistics.id,
+                      **{name: art.id for name, art in results.items()}})
+    if summary.get("avg") is not None:
+        report.set_float_custom_property("avg", float(summary["avg"]))
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    tf.io.gfile.makedirs(dst)
+    for name in sorted(os.listdir(src)):
+        path = os.path.join(src, name)
+        if os.path.isdir(path):
+            _copy_tree(path, posixpath.join(dst, name))
+        else:
+            tf.io.gfile.copy(path, posixpath.join(dst, name), overwrite=True)
+
+
+__all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "BenchmarkEval", "BenchmarkReport"]

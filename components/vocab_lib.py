@@ -1,0 +1,122 @@
+"""SentencePiece vocabulary: train one with ALBERT's recipe, or import an existing model.
+
+Training samples ``input_sentence_size`` sentences from the documents with a seeded reservoir (the
+official recipe relies on SentencePiece's own unseeded shuffling), normalises them exactly as
+tokenization will (:func:`preprocess_text`), and trains single-threaded so the same documents and
+seed give a byte-identical model. Either way the result must put pad/unk/[CLS]/[SEP]/[MASK] at ids
+0-4, or this module refuses it.
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from typing import Iterable, Iterator, List, Optional
+
+import sentencepiece as spm
+
+from components.text.documents import parse_text_blocks
+from components.text.normalize import preprocess_text
+from components.text.tokenization import check_special_ids
+
+MODEL_FILE = "spm.model"
+VOCAB_FILE = "spm.vocab"
+# ALBERT's user-defined symbols: kept whole so the tokenizer never merges them into neighbours.
+USER_DEFINED_SYMBOLS = ["(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac"]
+CONTROL_SYMBOLS = ["[CLS]", "[SEP]", "[MASK]"]
+
+
+def iter_sentences(shard_paths: Iterable[str]) -> Iterator[str]:
+    """Sentences of documents shards (official text format), in shard order."""
+    from apache_beam.io.filesystems import FileSystems  # gs:// aware; light import
+
+    for path in shard_paths:
+        with FileSystems.open(path) as f:
+            lines = (line.decode("utf-8") for line in f)
+            for sentences in parse_text_blocks(lines):
+                yield from sentences
+
+
+def sample_sentences(sentences: Iterable[str], k: int, seed: int) -> List[str]:
+    """Reservoir sample of ``k`` sentences (Algorithm R with a seeded RNG), returned in input order."""
+    rng = random.Random(seed)
+    reservoir: List[tuple] = []
+    for i, s in enumerate(sentences):
+        if i < k:
+            reservoir.append((i, s))
+        else:
+            j = rng.randint(0, i)
+            if j < k:
+                reservoir[j] = (i, s)
+    reservoir.sort()
+    return [s for _, s in reservoir]
+
+
+def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size: int,
+                        character_coverage: float = 0.99995, input_sentence_size: int = 10_000_000,
+                        do_lower_case: bool = True, seed: int = 12345, num_threads: int = 1) -> str:
+    """Train ALBERT's unigram model into ``output_dir/spm.model``; returns the model path."""
+    sample = sample_sentences(sentences, input_sentence_size, seed)
+    normalized = [t for t in (preprocess_text(s, lower=do_lower_case) for s in sample) if t]
+    if not normalized:
+        raise ValueError("no sentences to train the SentencePiece model on")
+    os.makedirs(output_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = os.path.join(tmp, "sentences.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            for s in normalized:
+                f.write(s + "\n")
+        spm.set_random_generator_seed(seed)
+        prefix = os.path.join(tmp, "spm")
+        spm.SentencePieceTrainer.train(
+            input=corpus,
+            model_prefix=prefix,
+            model_type="unigram",
+            vocab_size=vocab_size,
+            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+            control_symbols=CONTROL_SYMBOLS,
+            user_defined_symbols=USER_DEFINED_SYMBOLS,
+            character_coverage=character_coverage,
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=False,  # already sampled with our seed, in a fixed order
+            num_threads=num_threads,
+            minloglevel=2,
+        )
+        model_path = os.path.join(output_dir, MODEL_FILE)
+        shutil.copyfile(prefix + ".model", model_path)
+        shutil.copyfile(prefix + ".vocab", os.path.join(output_dir, VOCAB_FILE))
+    validate_model(model_path)
+    return model_path
+
+
+def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Optional[int] = None) -> str:
+    """Copy an existing model (e.g. the official ``30k-clean.model``) after validating its special ids."""
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(source) as f:
+        data = f.read()
+    sp = spm.SentencePieceProcessor()
+    try:
+        sp.load_from_serialized_proto(data)
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError on garbage
+        raise ValueError(f"{source} is not a SentencePiece model: {exc}") from None
+    check_special_ids(sp, source)
+    if expected_vocab_size is not None and sp.get_piece_size() != expected_vocab_size:
+        raise ValueError(f"{source} has {sp.get_piece_size()} pieces but the config says vocab_size={expected_vocab_size}")
+    os.makedirs(output_dir, exist_ok=True)
+    model_path = os.path.join(output_dir, MODEL_FILE)
+    with open(model_path, "wb") as f:
+        f.write(data)
+    with open(os.path.join(output_dir, VOCAB_FILE), "w", encoding="utf-8") as f:
+        for i in range(sp.get_piece_size()):
+            f.write(f"{sp.id_to_piece(i)}\t{sp.get_score(i)}\n")
+    return model_path
+
+
+def validate_model(model_path: str) -> int:
+    """Load ``model_path``, check ALBERT's special ids, return the vocabulary size."""
+    sp = spm.SentencePieceProcessor()
+    sp.load(model_path)
+    check_special_ids(sp, model_path)
+    return sp.get_piece_size()

@@ -1,0 +1,246 @@
+"""``albert-pipeline``: the one command-line entry point.
+
+    albert-pipeline run [--preset sample|paper] [--config FILE.yaml] [--set section.key=value ...]
+    albert-pipeline compile --output spec.json --image IMAGE [...]
+    albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
+    albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
+    albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
+    albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
+    albert-pipeline score squad|squad2|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
+
+Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", default="sample", choices=["sample", "paper"], help="configuration preset")
+    p.add_argument("--config", help="YAML file merged over the preset (parsed with yaml.safe_load)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   help="override one value, e.g. --set train.num_train_steps=200 (repeatable)")
+
+
+def _config(args):
+    from pipeline.configs import build_config
+
+    return build_config(args.preset, args.config, args.overrides)
+
+
+def cmd_run(args) -> int:
+    config = _config(args)
+    if args.output_dir:
+        config.pipeline_root = os.path.join(args.output_dir, "pipeline_root")
+        config.metadata_path = os.path.join(args.output_dir, "metadata.sqlite")
+    from pipeline.local_runner import latest_report, run_local
+
+    paths = run_local(config, runner=args.runner)
+    report_dir = latest_report(paths["metadata_path"], config.pipeline_name)
+    print(json.dumps({**paths, "report": os.path.join(report_dir, "report.md"),
+                      "report_html": os.path.join(report_dir, "report.html")}, indent=2))
+    print(f"Report: {os.path.join(report_dir, 'report.md')}")
+    return 0
+
+
+def cmd_compile(args) -> int:
+    config = _config(args)
+    if args.pipeline_root:
+        config.pipeline_root = args.pipeline_root
+    from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
+
+    compile_pipeline(config, args.output, image=args.image, beam_pipeline_args=args.beam_arg or None)
+    print(json.dumps({"spec": args.output, **spec_summary(args.output)}, indent=2))
+    return 0
+
+
+def _vertex_target(args):
+    from pipeline.cloud import VertexTarget
+
+    labels = dict(item.split("=", 1) for item in args.label) if args.label else None
+    return VertexTarget(project=args.project, region=args.region, pipeline_root=args.pipeline_root,
+                        service_account=args.service_account, network=args.network, labels=labels).validate()
+
+
+def cmd_submit(args) -> int:
+    from pipeline import cloud
+
+    params = json.loads(args.parameters) if args.parameters else {}
+    if args.endpoint:
+        result = cloud.submit_kfp(args.spec, args.endpoint, run_name=args.run_name,
+                                  experiment_name=args.experiment, arguments=params)
+        print(f"submitted KFP run: {getattr(result, 'run_id', result)}")
+        return 0
+    target = _vertex_target(args)
+    job = cloud.build_pipeline_job(args.spec, target, display_name=args.run_name, parameter_values=params)
+    cloud.submit_vertex(job, target)
+    print(f"submitted Vertex AI PipelineJob: {job.resource_name}")
+    return 0
+
+
+def cmd_schedule(args) -> int:
+    from pipeline import cloud
+
+    target = _vertex_target(args)
+    job = cloud.build_pipeline_job(args.spec, target, display_name=args.run_name,
+                                   parameter_values=json.loads(args.parameters) if args.parameters else {})
+    schedule, kwargs = cloud.build_schedule(job, cloud.ScheduleSpec(
+        cron=args.cron, display_name=args.run_name, max_concurrent_run_count=args.max_concurrent,
+        max_run_count=args.max_runs, start_time=args.start_time, end_time=args.end_time))
+    cloud.create_schedule(schedule, kwargs, service_account=target.service_account)
+    print(f"created schedule: {schedule.resource_name}")
+    return 0
+
+
+def cmd_make_pretraining_data(args) -> int:
+    from pipeline.configs import build_config
+
+    config = build_config(args.preset, args.config, args.overrides)
+    from components.datagen_tool import make_pretraining_data
+
+    summary = make_pretraining_data(args.input, args.spm_model, args.output, config, workers=args.workers)
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_model_info(args) -> int:
+    from trainer.modeling_albert import AlbertConfig, count_parameters
+
+    overrides = {k: v for k, v in {
+        "embedding_size": args.E, "hidden_size": args.H, "num_hidden_layers": args.L,
+        "num_attention_heads": args.heads, "intermediate_size": args.ffn, "sharing": args.sharing,
+        "num_hidden_groups": args.groups, "inner_group_num": args.inner_groups, "vocab_size": args.vocab_size,
+    }.items() if v is not None}
+    if args.H is not None and args.heads is None:
+        overrides["num_attention_heads"] = max(1, args.H // 64)
+    if args.H is not None and args.ffn is None:
+        overrides["intermediate_size"] = 4 * args.H
+    config = AlbertConfig.named(args.size, **overrides)
+    counts = count_parameters(config, include_heads=args.include_heads)
+    heads = count_parameters(config, include_heads=True)["heads"]
+    print(json.dumps({"config": config.to_dict(), "parameters": {**counts, "heads": heads}}, indent=2))
+    return 0
+
+
+def cmd_score(args) -> int:
+    from components.evaluation.score import score
+
+    kwargs = {"task": args.task}
+    if args.na_prob:
+        kwargs["na_prob_path"] = args.na_prob
+    print(json.dumps(score(args.benchmark, args.dataset, args.predictions, **kwargs), indent=2, sort_keys=True))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="albert-pipeline", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run the whole DAG locally (BeamDagRunner or LocalDagRunner, sqlite MLMD)")
+    _add_config_args(p)
+    p.add_argument("--runner", default="beam", choices=["beam", "local"])
+    p.add_argument("--output-dir", default="outputs/sample", help="pipeline root + MLMD sqlite go here")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("compile", help="compile to a Kubeflow Pipelines v2 / Vertex AI pipeline spec (JSON)")
+    _add_config_args(p)
+    p.add_argument("--output", default="outputs/albert_pipeline.json")
+    p.add_argument("--image", default=None, help="container image with this package installed")
+    p.add_argument("--pipeline-root", help="gs:// root recorded in the spec")
+    p.add_argument("--beam-arg", action="append", help="Beam args for the Beam components (e.g. --runner=DataflowRunner)")
+    p.set_defaults(func=cmd_compile)
+
+    for name, func, helptext in (("submit", cmd_submit, "submit a compiled spec to Vertex AI or a KFP endpoint"),
+                                 ("schedule", cmd_schedule, "create a Vertex AI cron schedule for a compiled spec")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--spec", required=True, help="compiled pipeline spec JSON")
+        p.add_argument("--run-name", default="albert-tfx")
+        p.add_argument("--parameters", help="JSON object of pipeline parameter values")
+        p.add_argument("--project")
+        p.add_argument("--region")
+        p.add_argument("--pipeline-root")
+        p.add_argument("--service-account")
+        p.add_argument("--network")
+        p.add_argument("--label", action="append", help="key=value (repeatable)")
+        if name == "submit":
+            p.add_argument("--endpoint", help="KFP API host: submit there instead of Vertex AI (`kfp run submit` path)")
+            p.add_argument("--experiment", default="albert-tfx")
+        else:
+            p.add_argument("--cron", required=True, help='cron expression, e.g. "TZ=Europe/Paris 0 3 * * 1"')
+            p.add_argument("--max-concurrent", type=int, default=1)
+            p.add_argument("--max-runs", type=int)
+            p.add_argument("--start-time")
+            p.add_argument("--end-time")
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("make-pretraining-data", help="documents → masked SOP TFRecords (same Beam code as the DAG)")
+    _add_config_args(p)
+    p.add_argument("--input", required=True, nargs="+", help="documents folder(s) or text files (official format)")
+    p.add_argument("--spm-model", required=True)
+    p.add_argument("--output", required=True)
+    p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
+    p.set_defaults(func=cmd_make_pretraining_data)
+
+    p = sub.add_parser("model-info", help="parameter counts of a configuration, as JSON")
+    p.add_argument("--size", default="albert-base")
+    p.add_argument("-E", type=int, help="embedding size")
+    p.add_argument("-H", type=int, help="hidden size")
+    p.add_argument("-L", type=int, help="number of layers")
+    p.add_argument("--heads", type=int)
+    p.add_argument("--ffn", type=int)
+    p.add_argument("--sharing", choices=["all", "attention", "ffn", "none", "groups"])
+    p.add_argument("--groups", type=int)
+    p.add_argument("--inner-groups", type=int)
+    p.add_argument("--vocab-size", type=int)
+    p.add_argument("--include-heads", action="store_true", help="count the pretraining heads in total")
+    p.set_defaults(func=cmd_model_info)
+
+    p = sub.add_parser("score", help="score predictions in the official formats")
+    p.add_argument("benchmark", choices=["squad", "squad2", "glue", "race"])
+    p.add_argument("dataset")
+    p.add_argument("predictions")
+    p.add_argument("--task", help="GLUE task name")
+    p.add_argument("--na-prob", help="SQuAD 2.0 no-answer probabilities JSON")
+    p.set_defaults(func=cmd_score)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    args = build_parser().parse_args(argv)
+    if args.command == "compile" and not args.image:
+        from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
+
+        args.image = DEFAULT_IMAGE
+    try:
+        code = args.func(args)
+    except Exception as exc:  # a clear one-line error, not a traceback, for user mistakes
+        from pipeline.configs import ConfigError
+
+        known = (ConfigError, FileNotFoundError, ValueError)
+        if isinstance(exc, known) and not os.environ.get("ALBERT_TFX_TRACEBACK"):
+            print(f"albert-pipeline {args.command}: error: {exc}", file=sys.stderr)
+            code = 2
+        else:
+            raise
+    _exit(code)
+
+
+def _exit(code: int) -> None:
+    """Flush and leave without interpreter teardown.
+
+    TensorFlow/tf.Transform processes can segfault during teardown (a protobuf upb bug) after all
+    work is done; the work's outcome is what the exit code must report.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

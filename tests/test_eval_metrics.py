@@ -1,0 +1,116 @@
+"""NumPy metrics vs scikit-learn / SciPy, and the per-task GLUE metric sets."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from components.evaluation import metrics as M
+
+sklearn_metrics = pytest.importorskip("sklearn.metrics")
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+def _scipy_corr(fn, x, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(fn(x, y)[0])
+
+
+def _same(a, b, tol=1e-10):
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return abs(a - b) <= tol
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_classification_metrics_match_sklearn_random(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    labels = rng.integers(0, 2, n)
+    preds = np.where(rng.random(n) < 0.7, labels, 1 - labels)
+    assert _same(M.accuracy(preds, labels), sklearn_metrics.accuracy_score(labels, preds))
+    assert _same(M.f1_binary(preds, labels), sklearn_metrics.f1_score(labels, preds, zero_division=0))
+    assert _same(M.matthews_corrcoef(preds, labels), sklearn_metrics.matthews_corrcoef(labels, preds))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mcc_multiclass_matches_sklearn(seed):
+    rng = np.random.default_rng(100 + seed)
+    labels = rng.integers(0, 3, 150)
+    preds = np.where(rng.random(150) < 0.5, labels, rng.integers(0, 3, 150))
+    assert _same(M.matthews_corrcoef(preds, labels), sklearn_metrics.matthews_corrcoef(labels, preds))
+
+
+@pytest.mark.parametrize("preds,labels", [
+    ([1, 1, 1, 1], [1, 1, 1, 1]),          # single class everywhere: MCC undefined → 0
+    ([0, 0, 0, 0], [0, 1, 0, 1]),          # no positive predictions: F1 0, MCC 0
+    ([1, 1, 1, 1], [0, 1, 0, 1]),          # constant predictions
+    ([0, 1, 0, 1], [0, 1, 0, 1]),          # perfect
+    ([1, 0, 1, 0], [0, 1, 0, 1]),          # perfectly wrong: MCC -1
+    ([0, 0, 0], [0, 0, 0]),                # no positives at all: F1 0
+    ([1], [1]),
+])
+def test_classification_edge_cases(preds, labels):
+    p, y = np.array(preds), np.array(labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_f1 = sklearn_metrics.f1_score(y, p, zero_division=0)
+        want_mcc = sklearn_metrics.matthews_corrcoef(y, p)
+    assert _same(M.f1_binary(p, y), want_f1)
+    assert _same(M.matthews_corrcoef(p, y), want_mcc)
+    assert _same(M.accuracy(p, y), sklearn_metrics.accuracy_score(y, p))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_correlations_match_scipy_random(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 300))
+    x = rng.normal(size=n)
+    y = 0.5 * x + rng.normal(size=n)
+    assert _same(M.pearson(x, y), _scipy_corr(scipy_stats.pearsonr, x, y), 1e-9)
+    assert _same(M.spearman(x, y), _scipy_corr(scipy_stats.spearmanr, x, y), 1e-9)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_spearman_with_ties_matches_scipy(seed):
+    rng = np.random.default_rng(50 + seed)
+    x = rng.integers(0, 5, 80).astype(float)     # heavy ties (STS-B style 0..5 scores)
+    y = np.round(x + rng.normal(scale=1.5, size=80))
+    assert _same(M.spearman(x, y), _scipy_corr(scipy_stats.spearmanr, x, y), 1e-9)
+    np.testing.assert_allclose(M.rankdata_average(x), scipy_stats.rankdata(x, method="average"))
+
+
+def test_correlation_edge_cases():
+    assert math.isnan(M.pearson([1, 1, 1], [1, 2, 3]))       # constant input (SciPy also NaN)
+    assert math.isnan(M.spearman([2, 2, 2, 2], [1, 2, 3, 4]))
+    assert M.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert M.pearson([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert M.spearman([1, 2, 3, 4], [1, 4, 9, 16]) == pytest.approx(1.0)
+    np.testing.assert_allclose(M.rankdata_average([10, 20, 20, 30]), [1, 2.5, 2.5, 4])
+    with pytest.raises(ValueError):
+        M.accuracy([1, 2], [1])
+
+
+def test_glue_metrics_per_task():
+    labels = np.array([1, 0, 1, 1, 0, 1])
+    preds = np.array([1, 0, 0, 1, 1, 1])
+    cola = M.glue_metrics("CoLA", preds, labels)
+    assert cola["score"] == cola["mcc"] == pytest.approx(sklearn_metrics.matthews_corrcoef(labels, preds))
+    mrpc = M.glue_metrics("MRPC", preds, labels)
+    assert mrpc["f1"] == pytest.approx(sklearn_metrics.f1_score(labels, preds))
+    assert mrpc["accuracy"] == pytest.approx(4 / 6)
+    assert mrpc["score"] == pytest.approx((mrpc["f1"] + mrpc["accuracy"]) / 2)
+    assert set(M.glue_metrics("QQP", preds, labels)) >= {"f1", "accuracy", "score"}
+    for task in ("SST-2", "MNLI", "QNLI", "RTE", "WNLI"):
+        out = M.glue_metrics(task, preds, labels)
+        assert out["score"] == out["accuracy"] == pytest.approx(4 / 6)
+    # Logits are arg-maxed.
+    logits = np.eye(3)[[0, 1, 2, 2]]
+    assert M.glue_metrics("MNLI", logits, np.array([0, 1, 2, 0]))["accuracy"] == pytest.approx(0.75)
+    stsb = M.glue_metrics("STS-B", np.array([[0.1], [2.0], [3.9], [5.0]]), np.array([0.0, 2.5, 3.0, 4.8]))
+    assert stsb["pearson"] == pytest.approx(scipy_stats.pearsonr([0.1, 2.0, 3.9, 5.0], [0.0, 2.5, 3.0, 4.8])[0])
+    assert stsb["spearman"] == pytest.approx(1.0)
+    assert stsb["score"] == pytest.approx((stsb["pearson"] + stsb["spearman"]) / 2)
+    with pytest.raises(ValueError, match="unknown GLUE task"):
+        M.glue_metrics("SQuAD", preds, labels)

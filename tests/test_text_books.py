@@ -1,0 +1,156 @@
+"""Book folder reading: Gutenberg boilerplate, paragraphs, strict decoding, empty files."""
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from components.text.books import book_document_from_bytes, book_documents, iter_book_files, read_book, strip_gutenberg
+from components.text.errors import CorruptInputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data/sample/books"
+SHARED = Path("/work/shared/data/books/gutenberg")
+
+MODERN = """The Project Gutenberg EBook of A Test Book, by Some One
+
+This eBook is for the use of anyone anywhere at no cost and with
+almost no restrictions whatsoever.
+
+Title: A Test Book
+
+Author: Some One
+
+*** START OF THIS PROJECT GUTENBERG EBOOK A TEST BOOK ***
+
+
+
+
+Produced by Volunteers at Distributed Proofreaders
+
+
+
+
+
+CHAPTER I
+
+It was a dark and stormy night; the rain fell in
+torrents, except at occasional intervals. Mr. Smith
+stayed well-
+known indoors.
+
+The second paragraph is short. It has two sentences.
+
+End of the Project Gutenberg EBook of A Test Book, by Some One
+
+*** END OF THIS PROJECT GUTENBERG EBOOK A TEST BOOK ***
+
+***** This file should be named 12345.txt or 12345.zip *****
+Project Gutenberg-tm is synonymous with the free distribution.
+"""
+
+OLD = """**The Project Gutenberg Etext of Old Book**
+Please take a look at the important information in this header.
+
+***START**THE SMALL PRINT!**FOR PUBLIC DOMAIN ETEXTS**START***
+Why is this "Small Print!" statement here? You know: lawyers.
+*END*THE SMALL PRINT! FOR PUBLIC DOMAIN ETEXTS*Ver.04.29.93*END*
+
+The old book begins here with a proper sentence. And a second one follows it.
+
+{filler}
+End of Project Gutenberg's Old Book
+"""
+
+
+def test_sample_books_are_clean_documents():
+    docs = list(book_documents(SAMPLE))
+    assert [d.doc_id for d in docs] == ["book:austen-persuasion.txt", "book:chesterton-thursday.txt"]
+    persuasion, thursday = docs
+    assert (persuasion.title, thursday.title) == ("Persuasion", "The Man Who Was Thursday")
+    assert all(d.source == "books" for d in docs)
+    assert persuasion.sentences[0].startswith("Sir Walter Elliot, of Kellynch Hall, in Somersetshire, was a man who,")
+    assert persuasion.sentences[0].endswith("with an interest which never failed.")  # hard-wrapped lines joined
+    for doc in docs:
+        assert len(doc.sentences) > 900
+        joined = "\n".join(doc.sentences)
+        assert "[Persuasion by Jane Austen" not in joined and "Gutenberg" not in joined
+        assert not re.search(r"^(Chapter|CHAPTER) ", joined, re.M)
+        assert "\n\n" not in joined and all(s == s.strip() and s for s in doc.sentences)
+    assert "Chapter 1" not in persuasion.sentences
+    assert sum("Dr. Bull" in s for s in thursday.sentences) == 7
+    assert not any(re.search(r"\b(Mr|Dr|St)\.$", s) for d in docs for s in d.sentences)  # no split after "Dr."
+
+
+def test_modern_gutenberg_header_and_footer_are_removed(tmp_path):
+    doc = book_document_from_bytes(MODERN.encode(), "modern.txt", min_chars=10)
+    assert doc.title == "A Test Book"
+    assert doc.sentences == [
+        "It was a dark and stormy night; the rain fell in torrents, except at occasional intervals.",
+        "Mr. Smith stayed well-known indoors.",
+        "The second paragraph is short.",
+        "It has two sentences.",
+    ]
+
+
+def test_old_small_print_header_and_end_line_are_removed():
+    text = OLD.format(filler="More text of the book follows here.\n" * 20)
+    doc = book_document_from_bytes(text.encode(), "old/old.txt", min_chars=10)
+    assert doc.doc_id == "book:old/old.txt" and doc.title == "old"
+    assert doc.sentences[:3] == [
+        "The old book begins here with a proper sentence.",
+        "And a second one follows it.",
+        "More text of the book follows here.",
+    ]
+    assert len(doc.sentences) == 22
+
+
+def test_small_print_at_end_does_not_count_as_header():
+    text = "Body sentence one is here. Body sentence two is here.\n\n" * 20 + OLD.split("\n\n", 1)[1].format(filler="")
+    body, _ = strip_gutenberg(text)
+    assert body.startswith("Body sentence one") and "SMALL PRINT" not in body
+
+
+def test_crlf_and_bom_and_nested_folders(tmp_path):
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "b" / "c" / "z.txt").write_bytes(b"\xef\xbb\xbfFirst line of a\r\nwrapped paragraph here.\r\n\r\nNext one.\r\n")
+    (tmp_path / "a.TXT").write_bytes(b"Upper-case suffix book. It is read too.")
+    (tmp_path / "notes.md").write_text("not a book")
+    assert [p.relative_to(tmp_path).as_posix() for p in iter_book_files(tmp_path)] == ["a.TXT", "b/c/z.txt"]
+    docs = list(book_documents(tmp_path, min_chars=1))
+    assert [d.doc_id for d in docs] == ["book:a.TXT", "book:b/c/z.txt"]
+    assert docs[1].sentences == ["First line of a wrapped paragraph here.", "Next one."]
+
+
+def test_non_utf8_raises_with_offset_unless_fallback(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes("Caf\u00e9 society was a phrase. ".encode("latin-1") * 20)
+    with pytest.raises(CorruptInputError) as info:
+        read_book(path, tmp_path)
+    assert str(path) in str(info.value) and "byte offset 3" in str(info.value) and "0xe9" in str(info.value)
+    doc = read_book(path, tmp_path, encoding_fallback="latin-1")
+    assert doc.sentences[0] == "Café society was a phrase."
+
+
+def test_empty_and_boilerplate_only_files_give_no_document(tmp_path):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    (tmp_path / "blank.txt").write_bytes(b"\n\n   \n")
+    (tmp_path / "only-header.txt").write_text("*** START OF THE PROJECT GUTENBERG EBOOK X ***\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\n")
+    assert read_book(tmp_path / "empty.txt") is None
+    assert list(book_documents(tmp_path)) == []
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="/work/shared/data not available")
+def test_shared_gutenberg_files(tmp_path):
+    # chesterton-ball has a real PG footer and a non-UTF-8 byte; shakespeare-caesar is Latin-1.
+    for name, offset in (("chesterton-ball.txt", 227337), ("shakespeare-caesar.txt", 3843)):
+        with pytest.raises(CorruptInputError, match=f"{name}.*byte offset {offset}"):
+            read_book(SHARED / name, SHARED)
+    ball = read_book(SHARED / "chesterton-ball.txt", SHARED, encoding_fallback="latin-1")
+    assert ball.title == "The Ball and The Cross"
+    assert ball.sentences[-1].endswith("fallen haphazard in the pattern of a cross.")
+    assert not any("Gutenberg" in s or "SMALL PRINT" in s for s in ball.sentences)
+    shutil.copy(SHARED / "melville-moby_dick.txt", tmp_path / "moby.txt")  # CRLF file
+    moby = read_book(tmp_path / "moby.txt")
+    assert moby.title == "Moby Dick" and not any("\r" in s for s in moby.sentences)
+    assert "Call me Ishmael." in moby.sentences
