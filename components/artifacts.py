@@ -3,48 +3,45 @@
 Each type names what a directory holds, so MLMD lineage reads like the paper's pipeline:
 RawCorpus → Documents → SentencePieceModel → Examples (masked TFRecords) → Model → BenchmarkResult
 → BenchmarkReport. Pretraining data uses TFX's standard ``Examples`` so the stock Trainer takes it.
+
+Values about an artifact (counts, vocabulary size, benchmark name) are MLMD *custom* properties:
+the Kubeflow v2 compiler only accepts schema-less custom types.
 """
 from tfx.types import artifact
 from tfx.types import standard_artifacts  # noqa: F401  (re-exported for callers)
-
-_INT = artifact.Property(type=artifact.PropertyType.INT)
-_STR = artifact.Property(type=artifact.PropertyType.STRING)
 
 
 class RawCorpus(artifact.Artifact):
     """A folder of raw input files (Wikipedia dumps, books, GLUE/SQuAD/RACE data) brought in by an Importer."""
 
-    TYPE_NAME = "AlbertRawCorpus"
+    TYPE_NAME = "albert.RawCorpus"
 
 
 class Documents(artifact.Artifact):
     """Clean documents, one sentence per line, blank line between documents, sharded text files."""
 
-    TYPE_NAME = "AlbertDocuments"
-    PROPERTIES = {"num_documents": _INT, "num_sentences": _INT, "num_chars": _INT}
+    TYPE_NAME = "albert.Documents"
 
 
 class SentencePieceModel(artifact.Artifact):
     """``spm.model`` (+ ``spm.vocab``) with ALBERT's special ids: pad 0, unk 1, [CLS] 2, [SEP] 3, [MASK] 4."""
 
-    TYPE_NAME = "AlbertSentencePieceModel"
-    PROPERTIES = {"vocab_size": _INT, "origin": _STR}
+    TYPE_NAME = "albert.SentencePieceModel"
 
 
 class DataGenStatistics(artifact.Artifact):
     """``stats.json`` of the pretraining data: lengths, SOP balance, masking shares, n-gram histogram."""
 
-    TYPE_NAME = "AlbertDataGenStatistics"
+    TYPE_NAME = "albert.DataGenStatistics"
 
 
 class BenchmarkResult(artifact.Artifact):
     """``metrics.json`` (+ predictions in the official formats) of one benchmark family."""
 
-    TYPE_NAME = "AlbertBenchmarkResult"
-    PROPERTIES = {"benchmark": _STR}
+    TYPE_NAME = "albert.BenchmarkResult"
 
 
 class BenchmarkReport(artifact.Artifact):
     """``report.md`` / ``report.html`` / ``results.json`` / curves in the shape of the paper's Table 2."""
 
-    TYPE_NAME = "AlbertBenchmarkReport"
+    TYPE_NAME = "albert.BenchmarkReport"

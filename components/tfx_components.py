@@ -5,13 +5,11 @@ exactly what produced every artifact, and the cache key changes when any setting
 written under the artifact's URI, which TFX publishes only when the executor returns: a failed run
 leaves no LIVE artifact for a downstream step to consume.
 """
-from __future__ import annotations
 
 import json
 import os
 import posixpath
 import tempfile
-from typing import Optional
 
 import apache_beam as beam
 import tensorflow as tf
@@ -35,8 +33,8 @@ def _config(config_json: str) -> PipelineConfig:
 def CorpusGen(
     documents: OutputArtifact[artifacts.Documents],
     config_json: Parameter[str],
-    wikipedia: Optional[InputArtifact[artifacts.RawCorpus]] = None,
-    books: Optional[InputArtifact[artifacts.RawCorpus]] = None,
+    wikipedia: InputArtifact[artifacts.RawCorpus] = None,
+    books: InputArtifact[artifacts.RawCorpus] = None,
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
 ) -> None:
     """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line)."""
@@ -49,9 +47,9 @@ def CorpusGen(
         corpus_beam.build_corpus(p, inputs, documents.uri, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
                                  dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback)
     counts = corpus_beam.read_counts(documents.uri)
-    documents.num_documents = counts["documents"]
-    documents.num_sentences = counts["sentences"]
-    documents.num_chars = counts["characters"]
+    documents.set_int_custom_property("num_documents", counts["documents"])
+    documents.set_int_custom_property("num_sentences", counts["sentences"])
+    documents.set_int_custom_property("num_chars", counts["characters"])
     for source, c in counts["per_source"].items():
         for key, value in c.items():
             documents.set_int_custom_property(f"{source}_{key}", value)
@@ -83,8 +81,8 @@ def VocabGen(
             origin = "trained"
         size = vocab_lib.validate_model(os.path.join(tmp, vocab_lib.MODEL_FILE))
         _copy_tree(tmp, vocab.uri)
-    vocab.vocab_size = size
-    vocab.origin = origin
+    vocab.set_int_custom_property("vocab_size", size)
+    vocab.set_string_custom_property("origin", origin)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -146,7 +144,7 @@ def BenchmarkEval(
     cfg = _config(config_json)
     albert_dir = posixpath.join(model.uri, "albert")
     metrics = runner.run_benchmark(benchmark, albert_dir, dataset.uri, cfg, result.uri)
-    result.benchmark = benchmark
+    result.set_string_custom_property("benchmark", benchmark)
     for task, values in metrics.get("tasks", {}).items():
         if "score" in values:
             result.set_float_custom_property(f"{task}_score", float(values["score"]))
@@ -159,9 +157,9 @@ def BenchmarkReport(
     statistics: InputArtifact[artifacts.DataGenStatistics],
     report: OutputArtifact[artifacts.BenchmarkReport],
     config_json: Parameter[str],
-    glue: Optional[InputArtifact[artifacts.BenchmarkResult]] = None,
-    squad: Optional[InputArtifact[artifacts.BenchmarkResult]] = None,
-    race: Optional[InputArtifact[artifacts.BenchmarkResult]] = None,
+    glue: InputArtifact[artifacts.BenchmarkResult] = None,
+    squad: InputArtifact[artifacts.BenchmarkResult] = None,
+    race: InputArtifact[artifacts.BenchmarkResult] = None,
 ) -> None:
     """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids."""
     from components import report_lib

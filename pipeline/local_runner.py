@@ -38,7 +38,7 @@ def latest_report(metadata_path: str, pipeline_name: str) -> str:
     cfg.sqlite.filename_uri = metadata_path
     cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
     store = metadata_store.MetadataStore(cfg)
-    reports = [a for a in store.get_artifacts_by_type("AlbertBenchmarkReport")
+    reports = [a for a in store.get_artifacts_by_type("albert.BenchmarkReport")
                if a.state == metadata_store_pb2.Artifact.LIVE]
     if not reports:
         raise RuntimeError(f"no BenchmarkReport artifact in {metadata_path}")

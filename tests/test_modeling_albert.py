@@ -360,6 +360,8 @@ def test_mixed_bfloat16_policy():
         assert all(v.dtype == tf.float32 for v in model.trainable_variables)
         assert model.albert.encoder.blocks[0].attention.query.compute_dtype == "bfloat16"
         assert model.albert.encoder.blocks[0].attention.LayerNorm.compute_dtype == "float32"
+        assert model.albert.embeddings.compute_dtype == "float32"
+        assert model.albert.embeddings.embedding_hidden_mapping_in.compute_dtype == "bfloat16"
         losses = pretraining_losses(out, np.ones((2, 3), np.int32), np.ones((2, 3), np.float32), np.zeros((2, 1)))
         assert np.isfinite(losses["loss"].numpy())
     finally:

@@ -320,9 +320,13 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
 
     The E -> H projection (``embedding_hidden_mapping_in``, official name ``bert/encoder/...``) exists iff
     ``config.uses_embedding_projection`` (official: E != H).
+
+    The layer itself is float32 under every policy (lookups, sums and LayerNorm in float32; its variables are plain
+    float32 variables, which the tied MLM decoder reads); the projection dense follows the global policy.
     """
 
     def __init__(self, config: AlbertConfig, **kwargs):
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.config = config
         self.LayerNorm = _layer_norm(config, "LayerNorm")

@@ -336,19 +336,22 @@ def truncate_pair(a: np.ndarray, b: np.ndarray, max_num_tokens: int,
 
 def _random_segment(rng: np.random.Generator, random_document: RandomDocument,
                     target_b_length: int) -> np.ndarray:
-    """B from a random document: whole sentences from a random start until the target length is reached."""
-    doc = [s for s in random_document(rng) if len(s) > 0]
-    if not doc:
+    """B from a random document: whole sentences from a random start until the target length is reached.
+    (Sentences are taken as given, not filtered, to stay O(length of B) on book-sized documents.)"""
+    doc = random_document(rng)
+    if len(doc) == 0:
         raise ValueError("random_document(rng) returned an empty document; it must return a non-empty one")
     start = int(rng.integers(0, len(doc)))
     out: List[np.ndarray] = []
     length = 0
-    for sent in doc[start:]:
-        out.append(np.asarray(sent, dtype=np.int32))
-        length += len(sent)
-        if length >= target_b_length:
+    for j in range(start, len(doc)):
+        out.append(np.asarray(doc[j], dtype=np.int32))
+        length += out[-1].shape[0]
+        if length >= max(target_b_length, 1):
             break
-    return np.concatenate(out)
+    if length == 0:
+        raise ValueError("random_document(rng) returned empty sentences; tokenize_document drops them")
+    return np.concatenate(out) if len(out) > 1 else out[0]
 
 
 def _split_sentence(sent: np.ndarray, rng: np.random.Generator, vocab: VocabInfo) -> Optional[int]:

@@ -1,0 +1,620 @@
+"""The run report: paper-Table-2-shaped results, GLUE details, protocol, pretraining and data facts.
+
+``write_report`` writes into ``out_dir``:
+
+* ``report.md``   – Markdown;
+* ``report.html`` – the same content, self-contained (inline CSS, the curves PNG embedded as a
+  data URI), every value HTML-escaped;
+* ``results.json`` – the numbers behind both (Table-2 row, GLUE rows, per-benchmark metrics);
+* ``pretraining_curves.png`` – MLM loss/accuracy and SOP loss/accuracy vs step, from
+  ``<model_run_dir>/train_history.jsonl`` (skipped, and said so, when the file is absent).
+
+Table 2 "Avg" (paper): mean over SQuAD1.1, SQuAD2.0, MNLI, SST-2 and RACE where each SQuAD column
+is first the mean of its F1 and EM. Columns this run did not produce are named, never filled in;
+the average is then over the columns present and is not comparable with the paper's Avg.
+
+No TFX import; TensorFlow only lazily (parameter count, ``gs://`` paths).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = [
+    "load_result",
+    "write_report",
+    "table2_row",
+    "PAPER_ALBERT_BASE",
+    "TABLE2_COLUMNS",
+    "REPORT_MD",
+    "REPORT_HTML",
+    "RESULTS_JSON",
+    "CURVES_PNG",
+]
+
+REPORT_MD = "report.md"
+REPORT_HTML = "report.html"
+RESULTS_JSON = "results.json"
+CURVES_PNG = "pretraining_curves.png"
+HISTORY_FILE = "train_history.jsonl"
+METRICS_FILE = "metrics.json"
+
+# Paper Table 2, ALBERT base (dev, 125k steps).
+PAPER_ALBERT_BASE = {
+    "SQuAD1.1": {"f1": 89.3, "exact_match": 82.3},
+    "SQuAD2.0": {"f1": 80.0, "exact_match": 77.1},
+    "MNLI": 81.6,
+    "SST-2": 90.3,
+    "RACE": 64.0,
+    "Avg": 80.1,
+}
+# (column, task names in the results (first found wins), metric key(s))
+TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
+    ("SQuAD1.1", ("SQuAD1.1",), ("f1", "exact_match")),
+    ("SQuAD2.0", ("SQuAD2.0",), ("f1", "exact_match")),
+    ("MNLI", ("MNLI-m", "MNLI"), ("accuracy",)),
+    ("SST-2", ("SST-2",), ("accuracy",)),
+    ("RACE", ("RACE",), ("all",)),
+)
+GLUE_ORDER = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "WNLI")
+GLUE_METRIC_COLUMNS = ("mcc", "accuracy", "f1", "pearson", "spearman", "score")
+
+
+# ---------------------------------------------------------------------------------------------
+# File helpers (local paths with open(); URIs with a scheme through tf.io.gfile)
+
+
+def _is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def _exists(path: str) -> bool:
+    if _is_uri(path):
+        import tensorflow as tf
+        return tf.io.gfile.exists(path)
+    return os.path.exists(path)
+
+
+def _read_text(path: str) -> str:
+    if _is_uri(path):
+        import tensorflow as tf
+        with tf.io.gfile.GFile(path, "r") as f:
+            return f.read()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _read_json(path: Optional[str]) -> Optional[Any]:
+    if not path or not _exists(path):
+        return None
+    return json.loads(_read_text(path))
+
+
+def _write(path: str, data, binary: bool = False) -> None:
+    if _is_uri(path):
+        import tensorflow as tf
+        with tf.io.gfile.GFile(path, "wb" if binary else "w") as f:
+            f.write(data)
+        return
+    with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+        f.write(data)
+
+
+def _join(*parts: str) -> str:
+    return "/".join([parts[0].rstrip("/")] + [p.strip("/") for p in parts[1:]]) if _is_uri(parts[0]) \
+        else os.path.join(*parts)
+
+
+def load_result(uri: str) -> Dict[str, Any]:
+    """The ``metrics.json`` a benchmark evaluator wrote into its artifact ``uri``."""
+    path = _join(uri, METRICS_FILE)
+    if not _exists(path):
+        raise FileNotFoundError(f"no {METRICS_FILE} in {uri}")
+    return json.loads(_read_text(path))
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers
+
+
+def _num(value) -> Optional[float]:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def _fmt(value, digits: int = 1) -> str:
+    v = _num(value)
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _all_tasks(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    tasks: Dict[str, Dict[str, Any]] = {}
+    for result in results.values():
+        for name, metrics in (result or {}).get("tasks", {}).items():
+            tasks[name] = metrics
+    return tasks
+
+
+def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """Table-2 cells from task metrics: ``columns`` {column: value or {"f1","exact_match"}},
+    ``headline`` {column: number used in Avg}, ``present``/``missing`` column names, ``avg``
+    (mean of the present headlines, each SQuAD pair averaged first; None if none present) and
+    ``complete`` (all five columns present)."""
+    columns: Dict[str, Any] = {}
+    headline: Dict[str, float] = {}
+    missing: List[str] = []
+    for column, names, keys in TABLE2_COLUMNS:
+        metrics = next((tasks[n] for n in names if n in tasks), None)
+        values = [_num(metrics.get(k)) for k in keys] if metrics else [None]
+        if any(v is None for v in values):
+            missing.append(column)
+            continue
+        if len(keys) == 2:
+            columns[column] = {keys[0]: values[0], keys[1]: values[1]}
+        else:
+            columns[column] = values[0]
+        headline[column] = sum(values) / len(values)
+    avg = sum(headline.values()) / len(headline) if headline else None
+    return {"columns": columns, "headline": headline, "present": list(headline), "missing": missing,
+            "avg": avg, "complete": not missing}
+
+
+def _paper_avg_check() -> float:
+    p = PAPER_ALBERT_BASE
+    cols = [(p["SQuAD1.1"]["f1"] + p["SQuAD1.1"]["exact_match"]) / 2,
+            (p["SQuAD2.0"]["f1"] + p["SQuAD2.0"]["exact_match"]) / 2, p["MNLI"], p["SST-2"], p["RACE"]]
+    return sum(cols) / len(cols)  # 80.05 → the paper's 80.1
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: model, pretraining history, data statistics
+
+
+def _parameter_count(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:
+    if not model_dir:
+        return None
+    path = _join(model_dir, "albert", "albert_config.json")
+    raw = _read_json(path)
+    if raw is None:
+        return None
+    from trainer.modeling_albert import AlbertConfig, count_parameters
+
+    config = AlbertConfig.from_dict(raw)
+    counts = count_parameters(config)
+    return {"counts": counts, "config_path": path,
+            "config": {k: raw.get(k) for k in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers",
+                                               "num_attention_heads", "intermediate_size", "num_hidden_groups",
+                                               "inner_group_num", "sharing") if k in raw}}
+
+
+def _read_history(model_run_dir: Optional[str]) -> List[Dict[str, Any]]:
+    if not model_run_dir:
+        return []
+    path = _join(model_run_dir, HISTORY_FILE)
+    if not _exists(path):
+        return []
+    rows = []
+    for line in _read_text(path).splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line of a preempted run
+    return rows
+
+
+def _plot_curves(history: Sequence[Mapping[str, Any]], path: str, sentence: str = "SOP") -> bool:
+    """2×2 panels (MLM loss / accuracy, SOP loss / accuracy), train and eval; False if nothing to draw.
+
+    A step logged twice (a resumed run re-logs from its checkpoint) keeps its last value."""
+    panels = (("mlm_loss", "MLM loss"), ("mlm_accuracy", "MLM accuracy"),
+              ("sentence_loss", f"{sentence} loss"), ("sentence_accuracy", f"{sentence} accuracy"))
+    points: Dict[Tuple[str, str], Dict[float, float]] = {}
+    for row in history:
+        step = _num(row.get("step"))
+        if step is None:
+            continue
+        split = str(row.get("split", "train"))
+        for key, _ in panels:
+            v = _num(row.get(key))
+            if v is not None:
+                points.setdefault((key, split), {})[step] = v
+    if not points:
+        return False
+    series = {k: ([x for x in sorted(d)], [d[x] for x in sorted(d)]) for k, d in points.items()}
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7))
+    for ax, (key, title) in zip(axes.ravel(), panels):
+        drawn = False
+        for split, style in (("train", "-"), ("eval", "o--")):
+            if (key, split) in series:
+                xs, ys = series[(key, split)]
+                ax.plot(xs, ys, style, label=split, markersize=4)
+                drawn = True
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+        if drawn:
+            ax.legend()
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    fig.suptitle("Pretraining curves")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    _write(path, buf.getvalue(), binary=True)
+    return True
+
+
+def _datagen_highlights(stats: Optional[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Per split: instances, tokens, mean length, SOP balance, masked share, replacement shares..."""
+    if not stats:
+        return {}
+    splits = stats.get("splits") if isinstance(stats.get("splits"), dict) else {"all": stats}
+    out: Dict[str, Dict[str, Any]] = {}
+    for split, s in splits.items():
+        if not isinstance(s, dict):
+            continue
+        out[split] = {
+            "instances": s.get("instances"),
+            "tokens": s.get("tokens"),
+            "length_mean": s.get("length_mean"),
+            "length_p50": s.get("length_p50"),
+            "length_max": s.get("length_max"),
+            "short_target_share": s.get("short_target_share_instances"),
+            "sop_label_1_share": s.get("sop_label_1_share"),
+            "masked_token_share": s.get("masked_token_share"),
+            "masked_per_instance": s.get("masked_per_instance"),
+            "replacement_shares": s.get("replacement_shares"),
+            "ngram_span_shares": s.get("ngram_span_shares"),
+        }
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering: one neutral structure (sections of paragraphs / tables), two writers
+
+
+def _cfg_dict(cfg) -> Dict[str, Any]:
+    if cfg is None:
+        return {}
+    if hasattr(cfg, "to_dict"):
+        return cfg.to_dict()
+    return dict(cfg)
+
+
+def _share(v) -> str:
+    n = _num(v)
+    return "—" if n is None else f"{100 * n:.1f}%"
+
+
+def _shares_text(d) -> str:
+    if not isinstance(d, dict) or not d:
+        return "—"
+    return ", ".join(f"{k}: {_share(v)}" for k, v in d.items())
+
+
+def _int_text(v) -> str:
+    n = _num(v)
+    return "—" if n is None else f"{int(n):,}"
+
+
+def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids, curves_ok,
+                    history_path) -> List[Tuple[str, List[Any]]]:
+    """[(heading, [block, ...])]; a block is a str paragraph or ("table", header, rows) or ("image", path, alt)."""
+    sections: List[Tuple[str, List[Any]]] = []
+
+    # -- Table 2
+    header = ["Model", "SQuAD1.1 F1/EM", "SQuAD2.0 F1/EM", "MNLI", "SST-2", "RACE", "Avg"]
+
+    def pair(col):
+        v = row["columns"].get(col)
+        return "—" if v is None else f"{_fmt(v['f1'])}/{_fmt(v['exact_match'])}"
+
+    avg_text = _fmt(row["avg"]) if row["avg"] is not None else "—"
+    if row["avg"] is not None and not row["complete"]:
+        avg_text += f" ({len(row['present'])} of 5)"
+    this = ["This run", pair("SQuAD1.1"), pair("SQuAD2.0"), _fmt(row["columns"].get("MNLI")),
+            _fmt(row["columns"].get("SST-2")), _fmt(row["columns"].get("RACE")), avg_text]
+    p = PAPER_ALBERT_BASE
+    paper = ["ALBERT base — paper's number (Table 2, 125k steps; not produced by this run)",
+             f"{p['SQuAD1.1']['f1']}/{p['SQuAD1.1']['exact_match']}",
+             f"{p['SQuAD2.0']['f1']}/{p['SQuAD2.0']['exact_match']}",
+             f"{p['MNLI']}", f"{p['SST-2']}", f"{p['RACE']}", f"{p['Avg']}"]
+    blocks: List[Any] = [("table", header, [this, paper])]
+    if row["missing"]:
+        blocks.append("Missing columns (not run or no result; no number is shown for them): "
+                      + ", ".join(row["missing"]) + ".")
+    if row["avg"] is None:
+        blocks.append("Avg: not computed — none of the five Table-2 columns has a result.")
+    elif row["complete"]:
+        blocks.append("Avg = mean of the five columns, each SQuAD column first averaged over F1 and EM "
+                      "(the paper's definition).")
+    else:
+        blocks.append(f"Avg here is over the {len(row['present'])} present column(s) only "
+                      f"({', '.join(row['present'])}; each SQuAD column first averaged over F1 and EM), so it "
+                      "is not comparable with the paper's Avg over all five.")
+    blocks.append("MNLI = matched dev accuracy; SST-2 = dev accuracy; RACE = accuracy over middle+high; "
+                  "SQuAD = dev F1/EM. All numbers are percentages on the dev sets this run used "
+                  "(see Protocol) — sample-preset numbers are smoke-test values, not comparable with the paper.")
+    sections.append(("Results in the shape of the paper's Table 2", blocks))
+
+    # -- GLUE
+    glue_names = [t for t in GLUE_ORDER if t in tasks] + sorted(
+        t for t in tasks if t not in GLUE_ORDER and t not in ("SQuAD1.1", "SQuAD2.0", "RACE"))
+    if glue_names:
+        metric_cols = [m for m in GLUE_METRIC_COLUMNS if any(m in tasks[t] for t in glue_names)]
+        g_header = ["Task"] + metric_cols + ["runs (median of)", "selected step", "train / dev examples"]
+        g_rows = []
+        for t in glue_names:
+            m = tasks[t]
+            runs = m.get("run_scores")
+            g_rows.append([t] + [_fmt(m.get(c)) if c in m else "" for c in metric_cols]
+                          + [str(len(runs)) if isinstance(runs, list) else "1", str(m.get("selected_step", "—")),
+                             f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
+        g_blocks: List[Any] = [("table", g_header, g_rows),
+                               "score = the task's headline (CoLA MCC; MRPC/QQP mean of F1 and accuracy; STS-B mean "
+                               "of Pearson and Spearman; others accuracy); MCC and correlations ×100."]
+        skipped = {}
+        for r in results.values():
+            skipped.update((r or {}).get("skipped", {}) or {})
+        if skipped:
+            g_blocks.append("Skipped: " + "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) + ".")
+        sections.append(("GLUE (dev)", g_blocks))
+
+    # -- SQuAD / RACE details
+    other_rows = []
+    for t in ("SQuAD1.1", "SQuAD2.0", "RACE"):
+        if t not in tasks:
+            continue
+        m = tasks[t]
+        if t == "RACE":
+            detail = f"middle {_fmt(m.get('middle'))}, high {_fmt(m.get('high'))}, all {_fmt(m.get('all'))}"
+        else:
+            detail = f"F1 {_fmt(m.get('f1'))}, EM {_fmt(m.get('exact_match'))}"
+            if t == "SQuAD2.0":
+                detail += (f", HasAns F1 {_fmt(m.get('HasAns_f1'))}, NoAns F1 {_fmt(m.get('NoAns_f1'))}, "
+                           f"null threshold {_fmt(m.get('null_threshold'), 3)}")
+        other_rows.append([t, detail, _fmt(m.get("score")), str(m.get("selected_step", "—")),
+                           f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
+    if other_rows:
+        sections.append(("SQuAD and RACE (dev)", [("table", ["Task", "metrics", "headline", "selected step",
+                                                             "train / dev examples"], other_rows)]))
+
+    # -- Protocol
+    p_blocks: List[Any] = []
+    p_rows = []
+    for name, r in sorted(results.items()):
+        proto = (r or {}).get("protocol", {}) or {}
+        if not proto:
+            continue
+        hp = proto.get("hparams", {}) or {}
+        hp_text = "; ".join(
+            f"{t}: lr {h.get('learning_rate')}, batch {h.get('batch_size')}, steps {h.get('train_steps')}, "
+            f"warmup {h.get('warmup_steps')}, seq {h.get('max_seq_length')}, dropout {h.get('albert_dropout')}"
+            f"/{h.get('classifier_dropout')}" for t, h in sorted(hp.items()))
+        p_rows.append([name, ", ".join(str(s) for s in proto.get("seeds", [])) or "—",
+                       str(proto.get("aggregation", "—")),
+                       f"{proto.get('checkpoint_selection', '—')} (effective: "
+                       f"{proto.get('checkpoint_selection_effective', '—')}, eval_every {proto.get('eval_every', '—')})",
+                       str(proto.get("max_eval_examples") or "all"), hp_text or "—",
+                       str((proto.get("pretrained") or {}).get("encoder_checkpoint", "—"))])
+    if p_rows:
+        p_blocks.append(("table", ["Benchmark", "seeds", "aggregation", "checkpoint selection", "dev cap",
+                                   "hyper-parameters", "pretrained encoder"], p_rows))
+        p_blocks.append("Optimizer: AdamW (weight decay 0.01, no decay on LayerNorm/bias), global-norm clip 1.0, "
+                        "linear warmup then linear decay to 0.")
+    else:
+        p_blocks.append("No benchmark results were given.")
+    if cfg_d:
+        p_blocks.append(f"Pipeline: {cfg_d.get('pipeline_name', '—')}, preset {cfg_d.get('preset', '—')}, "
+                        f"seed {cfg_d.get('seed', '—')}, model {((cfg_d.get('model') or {}).get('size')) or '—'}.")
+    sections.append(("Protocol", p_blocks))
+
+    # -- Model
+    m_blocks: List[Any] = []
+    if params:
+        c = params["counts"]
+        m_blocks.append(("table", ["part", "parameters"],
+                         [[k, _int_text(c.get(k))] for k in ("embedding", "encoder", "pooler", "total")]))
+        m_blocks.append(f"Total {c['total'] / 1e6:.2f}M parameters (embeddings + encoder + pooler, heads excluded; "
+                        f"the paper's Table 1 counts the same parts), config {json.dumps(params['config'])}.")
+    else:
+        m_blocks.append("Parameter count unavailable (no albert/albert_config.json in the model artifact).")
+    if export_info:
+        ev = export_info.get("eval_metrics") or {}
+        if ev:
+            m_blocks.append(("table", ["pretraining eval metric (final)", "value (accuracies as fractions)"],
+                             [[k, _fmt(v, 4)] for k, v in sorted(ev.items())]))
+        facts = [f"{k} {export_info[k]}" for k in ("final_step", "precision", "num_replicas") if k in export_info]
+        if facts:
+            m_blocks.append("Pretraining: " + ", ".join(facts) + ".")
+    else:
+        m_blocks.append("Pretraining export_info.json not found.")
+    if curves_ok:
+        m_blocks.append(("image", CURVES_PNG, "Pretraining curves: MLM and SOP loss and accuracy vs step"))
+    else:
+        m_blocks.append(f"Pretraining curves: no history found ({history_path or 'no model_run dir given'}).")
+    sections.append(("Pretrained model", m_blocks))
+
+    # -- Data
+    if highlights:
+        d_rows = []
+        for split, h in highlights.items():
+            d_rows.append([split, _int_text(h.get("instances")), _int_text(h.get("tokens")),
+                           _fmt(h.get("length_mean")), _share(h.get("short_target_share")),
+                           _share(h.get("sop_label_1_share")), _share(h.get("masked_token_share")),
+                           _fmt(h.get("masked_per_instance"), 2), _shares_text(h.get("replacement_shares")),
+                           _shares_text(h.get("ngram_span_shares"))])
+        sections.append(("Pretraining data (datagen statistics)", [
+            ("table", ["split", "instances", "tokens", "mean length", "short-target share", "SOP label 1 (swapped)",
+                       "masked share", "masked / instance", "replacement (mask/random/keep)", "n-gram spans"], d_rows)]))
+    else:
+        sections.append(("Pretraining data (datagen statistics)", ["stats.json not found."]))
+
+    # -- Artifacts
+    if artifact_ids:
+        a_rows = []
+        for name, value in sorted(artifact_ids.items()):
+            if isinstance(value, Mapping):
+                a_rows.append([name, str(value.get("id", "—")), str(value.get("type", "")), str(value.get("uri", ""))])
+            else:
+                a_rows.append([name, str(value), "", ""])
+        sections.append(("MLMD artifacts", [("table", ["artifact", "id", "type", "uri"], a_rows)]))
+    return sections
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _render_md(title: str, sections) -> str:
+    lines = [f"# {title}", ""]
+    for heading, blocks in sections:
+        lines += [f"## {heading}", ""]
+        for block in blocks:
+            if isinstance(block, str):
+                lines += [block, ""]
+            elif block[0] == "table":
+                _, header, rows = block
+                lines.append("| " + " | ".join(_md_cell(h) for h in header) + " |")
+                lines.append("|" + "|".join("---" for _ in header) + "|")
+                for r in rows:
+                    lines.append("| " + " | ".join(_md_cell(c) for c in r) + " |")
+                lines.append("")
+            elif block[0] == "image":
+                lines += [f"![{block[2]}]({block[1]})", ""]
+    return "\n".join(lines)
+
+
+_CSS = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:0.5em 0 1em}th,td{border:1px solid #ccc;padding:4px 8px;"
+        "text-align:left;vertical-align:top}th{background:#f3f3f3}tr.paper td{font-style:italic;color:#555}"
+        "img{max-width:100%}")
+
+
+def _render_html(title: str, sections, png: Optional[bytes]) -> str:
+    e = html.escape
+    out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+           f"<title>{e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]
+    for heading, blocks in sections:
+        out.append(f"<h2>{e(heading)}</h2>")
+        for block in blocks:
+            if isinstance(block, str):
+                out.append(f"<p>{e(block)}</p>")
+            elif block[0] == "table":
+                _, header, rows = block
+                out.append("<table><thead><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in header) + "</tr></thead><tbody>")
+                for r in rows:
+                    cls = " class=\"paper\"" if str(r[0]).startswith("ALBERT base — paper") else ""
+                    out.append(f"<tr{cls}>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
+                out.append("</tbody></table>")
+            elif block[0] == "image" and png:
+                data = base64.b64encode(png).decode("ascii")
+                out.append(f"<img alt=\"{e(block[2])}\" src=\"data:image/png;base64,{data}\">")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Optional[str],
+                 model_run_dir: Optional[str], stats_dir: Optional[str],
+                 artifact_ids: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """Write report.md / report.html / results.json (+ pretraining_curves.png) into ``out_dir``.
+
+    ``results``: {name: metrics dict as written by ``runner.run_benchmark``} (e.g. glue/squad/race);
+    ``model_dir``: the Trainer's model artifact (``albert/albert_config.json``,
+    ``albert/export_info.json``); ``model_run_dir``: holds ``train_history.jsonl``;
+    ``stats_dir``: holds the datagen ``stats.json``; ``artifact_ids``: {name: id or {"id","type","uri"}}.
+    Returns the summary (also in results.json): ``avg`` (None if no Table-2 column), ``table2``,
+    ``missing_columns``, ``num_parameters``, ``files``.
+    """
+    if not _is_uri(out_dir):
+        os.makedirs(out_dir, exist_ok=True)
+    else:
+        import tensorflow as tf
+        tf.io.gfile.makedirs(out_dir)
+    results = dict(results or {})
+    cfg_d = _cfg_dict(cfg)
+    tasks = _all_tasks(results)
+    row = table2_row(tasks)
+    params = _parameter_count(model_dir)
+    export_info = _read_json(_join(model_dir, "albert", "export_info.json")) if model_dir else None
+    stats = _read_json(_join(stats_dir, "stats.json")) if stats_dir else None
+    highlights = _datagen_highlights(stats)
+    history = _read_history(model_run_dir)
+    history_path = _join(model_run_dir, HISTORY_FILE) if model_run_dir else None
+    curves_path = _join(out_dir, CURVES_PNG)
+    sentence = str((cfg_d.get("train") or {}).get("sentence_task") or "sop").upper()
+    curves_ok = _plot_curves(history, curves_path, sentence) if history else False
+    png = None
+    if curves_ok:
+        if _is_uri(curves_path):
+            import tensorflow as tf
+            with tf.io.gfile.GFile(curves_path, "rb") as f:
+                png = f.read()
+        else:
+            with open(curves_path, "rb") as f:
+                png = f.read()
+
+    title = f"ALBERT-TFX report — {cfg_d.get('pipeline_name', 'albert-tfx')} ({cfg_d.get('preset', '?')} preset)"
+    sections = _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids or {},
+                               curves_ok, history_path)
+    _write(_join(out_dir, REPORT_MD), _render_md(title, sections))
+    _write(_join(out_dir, REPORT_HTML), _render_html(title, sections, png))
+
+    files = {"report_md": REPORT_MD, "report_html": REPORT_HTML, "results_json": RESULTS_JSON,
+             "pretraining_curves": CURVES_PNG if curves_ok else None}
+    summary = {
+        "avg": row["avg"],
+        "avg_complete": row["complete"],
+        "table2": {"columns": row["columns"], "headline": row["headline"], "present": row["present"],
+                   "missing": row["missing"], "avg": row["avg"]},
+        "missing_columns": row["missing"],
+        "paper_albert_base": PAPER_ALBERT_BASE,
+        "glue": {t: m for t, m in tasks.items() if t not in ("SQuAD1.1", "SQuAD2.0", "RACE")},
+        "num_parameters": params["counts"]["total"] if params else None,
+        "parameters": params["counts"] if params else None,
+        "pretraining_eval": (export_info or {}).get("eval_metrics"),
+        "datagen": highlights,
+        "artifact_ids": dict(artifact_ids or {}),
+        "files": files,
+    }
+    payload = {"summary": summary, "results": results, "config": cfg_d}
+    _write(_join(out_dir, RESULTS_JSON), json.dumps(_json_safe(payload), indent=2, sort_keys=True, allow_nan=False))
+    return _json_safe(summary)
+
+
+def _json_safe(obj):
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        try:
+            return _json_safe(obj.item())
+        except (TypeError, ValueError):
+            return str(obj)
+    return obj

@@ -1,0 +1,302 @@
+"""Tests for trainer.checkpoint_interop: official TF1 names and Hugging Face safetensors.
+
+The TF1 checkpoint is written independently of the module under test: a tf.compat.v1 graph with variables named as
+in the official ALBERT code (names and shapes written out by hand below), saved with tf.compat.v1.train.Saver.
+A comparison against real `transformers` needs torch, which is not installed: the HF part checks names, shapes and
+a round trip only.
+"""
+import json
+
+import numpy as np
+import pytest
+
+import trainer  # noqa: F401
+import tensorflow as tf
+import tf_keras
+
+from trainer.checkpoint_interop import (
+    CheckpointMismatchError,
+    config_from_hf_dict,
+    config_to_hf_dict,
+    hf_state_dict,
+    load_hf_pretrained,
+    load_tf1_checkpoint,
+    save_hf_pretrained,
+    save_tf1_checkpoint,
+    tf1_variable_map,
+)
+from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel
+
+V, E, H, F, P = 50, 16, 32, 64, 24
+
+
+def tiny(**overrides):
+    fields = dict(vocab_size=V, embedding_size=E, hidden_size=H, intermediate_size=F, num_attention_heads=4,
+                  num_hidden_layers=2, max_position_embeddings=P)
+    fields.update(overrides)
+    return AlbertConfig.named("albert-tiny", **fields)
+
+
+def inputs(seed=0):
+    rng = np.random.RandomState(seed)
+    ids = rng.randint(5, V, size=(2, 9)).astype(np.int32)
+    mask = np.ones_like(ids)
+    mask[1, 6:] = 0
+    return {"input_ids": ids, "input_mask": mask, "segment_ids": (np.arange(9)[None] >= 4).astype(np.int32) * mask,
+            "masked_lm_positions": np.array([[1, 3], [2, 5]], np.int32)}
+
+
+def official_names_and_shapes(groups=1, inner=1, heads=True, projection=True):
+    """Official ALBERT TF1 variable names and shapes, written out from the reference (not from the module)."""
+    out = {
+        "bert/embeddings/word_embeddings": (V, E),
+        "bert/embeddings/token_type_embeddings": (2, E),
+        "bert/embeddings/position_embeddings": (P, E),
+        "bert/embeddings/LayerNorm/gamma": (E,),
+        "bert/embeddings/LayerNorm/beta": (E,),
+        "bert/pooler/dense/kernel": (H, H),
+        "bert/pooler/dense/bias": (H,),
+    }
+    if projection:
+        out["bert/encoder/embedding_hidden_mapping_in/kernel"] = (E, H)
+        out["bert/encoder/embedding_hidden_mapping_in/bias"] = (H,)
+    for g in range(groups):
+        for j in range(inner):
+            p = f"bert/encoder/transformer/group_{g}/inner_group_{j}/"
+            for part in ("query", "key", "value"):
+                out[p + f"attention_1/self/{part}/kernel"] = (H, H)
+                out[p + f"attention_1/self/{part}/bias"] = (H,)
+            out[p + "attention_1/output/dense/kernel"] = (H, H)
+            out[p + "attention_1/output/dense/bias"] = (H,)
+            out[p + "LayerNorm/gamma"] = (H,)
+            out[p + "LayerNorm/beta"] = (H,)
+            out[p + "ffn_1/intermediate/dense/kernel"] = (H, F)
+            out[p + "ffn_1/intermediate/dense/bias"] = (F,)
+            out[p + "ffn_1/intermediate/output/dense/kernel"] = (F, H)
+            out[p + "ffn_1/intermediate/output/dense/bias"] = (H,)
+            out[p + "LayerNorm_1/gamma"] = (H,)
+            out[p + "LayerNorm_1/beta"] = (H,)
+    if heads:
+        out.update({
+            "cls/predictions/transform/dense/kernel": (H, E),
+            "cls/predictions/transform/dense/bias": (E,),
+            "cls/predictions/transform/LayerNorm/gamma": (E,),
+            "cls/predictions/transform/LayerNorm/beta": (E,),
+            "cls/predictions/output_bias": (V,),
+            "cls/seq_relationship/output_weights": (2, H),
+            "cls/seq_relationship/output_bias": (2,),
+        })
+    return out
+
+
+def write_tf1_with_saver(path, values, extra=None):
+    """Write a name-based checkpoint the TF1 way: graph variables + tf.compat.v1.train.Saver."""
+    values = dict(values, **(extra or {}))
+    graph = tf.Graph()
+    with graph.as_default():
+        variables = {}
+        feeds = {}
+        for name, value in values.items():
+            ph = tf.compat.v1.placeholder(tf.as_dtype(value.dtype), value.shape)
+            variables[name] = tf.compat.v1.Variable(ph, name=name.replace(":", "_"))
+            feeds[ph] = value
+        saver = tf.compat.v1.train.Saver(var_list=variables)
+        with tf.compat.v1.Session(graph=graph) as sess:
+            sess.run([v.initializer for v in variables.values()], feed_dict=feeds)
+            return saver.save(sess, path)
+
+
+def random_official_values(seed=0, **kwargs):
+    rng = np.random.RandomState(seed)
+    return {n: (rng.randn(*s) * 0.2).astype(np.float32) for n, s in official_names_and_shapes(**kwargs).items()}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# TF1
+# ---------------------------------------------------------------------------------------------------------------------
+def test_variable_map_names_match_official():
+    model = AlbertForPreTraining(tiny())
+    var_map = tf1_variable_map(model)
+    expected = official_names_and_shapes()
+    assert sorted(var_map) == sorted(expected)
+    for name, (var, transpose) in var_map.items():
+        shape = tuple(var.shape)[::-1] if transpose else tuple(var.shape)
+        assert shape == expected[name], name
+    groups = AlbertForPreTraining(tiny(num_hidden_layers=4, sharing="groups", num_hidden_groups=2, inner_group_num=2))
+    assert sorted(tf1_variable_map(groups)) == sorted(official_names_and_shapes(groups=2, inner=2))
+    bert_style = AlbertModel(tiny(embedding_size=H, sharing="none"))
+    assert sorted(tf1_variable_map(bert_style)) == sorted(
+        official_names_and_shapes(groups=2, heads=False, projection=False))
+
+
+@pytest.mark.parametrize("hub_prefix", ["", "module/"])
+def test_load_official_tf1_checkpoint(tmp_path, hub_prefix):
+    values = random_official_values()
+    extra = {"global_step": np.array(125000, np.int64),
+             hub_prefix + "bert/embeddings/word_embeddings/adam_m": np.zeros((V, E), np.float32)}
+    path = write_tf1_with_saver(str(tmp_path / "model.ckpt"), {hub_prefix + k: v for k, v in values.items()}, extra)
+
+    model = AlbertForPreTraining(tiny())
+    report = load_tf1_checkpoint(model, path)
+    assert report["prefix"] == hub_prefix and not report["missing"] and not report["unexpected"]
+    emb = model.albert.embeddings
+    np.testing.assert_array_equal(emb.word_embeddings.numpy(), values["bert/embeddings/word_embeddings"])
+    np.testing.assert_array_equal(model.seq_relationship.kernel.numpy(),
+                                  values["cls/seq_relationship/output_weights"].T)
+    np.testing.assert_array_equal(
+        model.albert.encoder.blocks[0].ffn.output_dense.kernel.numpy(),
+        values["bert/encoder/transformer/group_0/inner_group_0/ffn_1/intermediate/output/dense/kernel"])
+
+    # A second model loaded from the same checkpoint (via the directory) gives identical outputs.
+    other = AlbertForPreTraining(tiny())
+    load_tf1_checkpoint(other, str(tmp_path))
+    a, b = model(inputs()), other(inputs())
+    for key in ("sequence_output", "pooled_output", "mlm_logits", "sentence_logits"):
+        np.testing.assert_array_equal(a[key].numpy(), b[key].numpy())
+
+    # The encoder alone loads the bert/ part and skips cls/.
+    encoder = AlbertModel(tiny())
+    report = load_tf1_checkpoint(encoder, path)
+    assert report["skipped"] and all(n.startswith("cls/") for n in report["skipped"])
+    np.testing.assert_allclose(encoder(inputs())["sequence_output"], a["sequence_output"], rtol=1e-6, atol=1e-6)
+
+
+def test_tf1_round_trip_and_names(tmp_path):
+    tf_keras.utils.set_random_seed(3)
+    model = AlbertForPreTraining(tiny(num_hidden_layers=4, sharing="groups", num_hidden_groups=2))
+    reference = model(inputs())
+    path = save_tf1_checkpoint(model, str(tmp_path / "ckpt" / "model.ckpt-7"), prefix="module/", global_step=7)
+    reader = tf.train.load_checkpoint(path)
+    shapes = reader.get_variable_to_shape_map()
+    expected = {"module/" + k: v for k, v in official_names_and_shapes(groups=2).items()}
+    expected["global_step"] = ()
+    assert {k: tuple(v) for k, v in shapes.items()} == expected
+    assert tf.train.latest_checkpoint(str(tmp_path / "ckpt")).endswith("model.ckpt-7")
+    config = AlbertConfig.from_json_file(str(tmp_path / "ckpt" / "albert_config.json"))
+    assert config == model.config
+    with open(tmp_path / "ckpt" / "albert_config.json") as f:
+        assert json.load(f)["net_structure_type"] == 0  # official keys present
+
+    restored = AlbertForPreTraining(config)
+    load_tf1_checkpoint(restored, path)
+    out = restored(inputs())
+    for key in ("sequence_output", "mlm_logits", "sentence_logits"):
+        np.testing.assert_array_equal(out[key].numpy(), reference[key].numpy())
+
+
+def test_mismatch_lists_missing_and_unexpected(tmp_path):
+    values = random_official_values()
+    del values["bert/pooler/dense/bias"]
+    values["bert/encoder/transformer/group_1/inner_group_0/LayerNorm/gamma"] = np.ones(H, np.float32)
+    path = write_tf1_with_saver(str(tmp_path / "bad.ckpt"), values)
+    model = AlbertForPreTraining(tiny())
+    model(inputs())
+    before = model.albert.embeddings.word_embeddings.numpy().copy()
+    with pytest.raises(CheckpointMismatchError) as err:
+        load_tf1_checkpoint(model, path)
+    message = str(err.value)
+    assert "missing from the checkpoint" in message and "bert/pooler/dense/bias" in message
+    assert "unexpected in the checkpoint" in message and "group_1/inner_group_0/LayerNorm/gamma" in message
+    np.testing.assert_array_equal(model.albert.embeddings.word_embeddings.numpy(), before)  # nothing assigned
+    report = load_tf1_checkpoint(model, path, strict=False)
+    assert report["missing"] == ["bert/pooler/dense/bias"]
+    np.testing.assert_array_equal(model.albert.embeddings.word_embeddings.numpy(),
+                                  values["bert/embeddings/word_embeddings"])
+
+
+def test_shape_mismatch_is_reported(tmp_path):
+    values = random_official_values()
+    values["bert/embeddings/word_embeddings"] = np.zeros((V + 1, E), np.float32)
+    path = write_tf1_with_saver(str(tmp_path / "shape.ckpt"), values)
+    with pytest.raises(CheckpointMismatchError, match="shape mismatch"):
+        load_tf1_checkpoint(AlbertForPreTraining(tiny()), path)
+
+
+def test_unsupported_sharing_raises():
+    with pytest.raises(ValueError, match="no official"):
+        tf1_variable_map(AlbertForPreTraining(tiny(sharing="attention")))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Hugging Face safetensors
+# ---------------------------------------------------------------------------------------------------------------------
+HF_LAYER = "albert.encoder.albert_layer_groups.0.albert_layers.0."
+
+
+def test_hf_names_and_shapes():
+    model = AlbertForPreTraining(tiny())
+    sd = hf_state_dict(model)
+    expected = {
+        "albert.embeddings.word_embeddings.weight": (V, E),
+        "albert.embeddings.position_embeddings.weight": (P, E),
+        "albert.embeddings.token_type_embeddings.weight": (2, E),
+        "albert.embeddings.LayerNorm.weight": (E,), "albert.embeddings.LayerNorm.bias": (E,),
+        "albert.encoder.embedding_hidden_mapping_in.weight": (H, E),
+        "albert.encoder.embedding_hidden_mapping_in.bias": (H,),
+        HF_LAYER + "attention.query.weight": (H, H), HF_LAYER + "attention.query.bias": (H,),
+        HF_LAYER + "attention.key.weight": (H, H), HF_LAYER + "attention.key.bias": (H,),
+        HF_LAYER + "attention.value.weight": (H, H), HF_LAYER + "attention.value.bias": (H,),
+        HF_LAYER + "attention.dense.weight": (H, H), HF_LAYER + "attention.dense.bias": (H,),
+        HF_LAYER + "attention.LayerNorm.weight": (H,), HF_LAYER + "attention.LayerNorm.bias": (H,),
+        HF_LAYER + "ffn.weight": (F, H), HF_LAYER + "ffn.bias": (F,),
+        HF_LAYER + "ffn_output.weight": (H, F), HF_LAYER + "ffn_output.bias": (H,),
+        HF_LAYER + "full_layer_layer_norm.weight": (H,), HF_LAYER + "full_layer_layer_norm.bias": (H,),
+        "albert.pooler.weight": (H, H), "albert.pooler.bias": (H,),
+        "predictions.dense.weight": (E, H), "predictions.dense.bias": (E,),
+        "predictions.LayerNorm.weight": (E,), "predictions.LayerNorm.bias": (E,),
+        "predictions.bias": (V,),
+        "sop_classifier.classifier.weight": (2, H), "sop_classifier.classifier.bias": (2,),
+    }
+    assert {k: v.shape for k, v in sd.items()} == expected
+    np.testing.assert_array_equal(sd[HF_LAYER + "ffn.weight"],
+                                  model.albert.encoder.blocks[0].ffn.intermediate.kernel.numpy().T)
+
+
+@pytest.mark.parametrize("overrides", [dict(), dict(num_hidden_layers=4, sharing="groups", num_hidden_groups=2,
+                                                     inner_group_num=2),
+                                       dict(embedding_size=H, sharing="none")])
+def test_hf_safetensors_round_trip(tmp_path, overrides):
+    pytest.importorskip("safetensors.numpy")
+    from safetensors.numpy import load_file
+
+    tf_keras.utils.set_random_seed(5)
+    model = AlbertForPreTraining(tiny(**overrides))
+    reference = model(inputs())
+    paths = save_hf_pretrained(model, str(tmp_path / "hf"))
+    with open(paths["config"]) as f:
+        hf_config = json.load(f)
+    assert hf_config["model_type"] == "albert" and hf_config["architectures"] == ["AlbertForPreTraining"]
+    assert hf_config["hidden_act"] == "gelu_new"
+    assert all(v.dtype == np.float32 for v in load_file(paths["weights"]).values())
+
+    restored = load_hf_pretrained(str(tmp_path / "hf"))
+    assert restored.config == model.config
+    out = restored(inputs())
+    for key in ("sequence_output", "mlm_logits", "sentence_logits"):
+        np.testing.assert_array_equal(out[key].numpy(), reference[key].numpy())
+
+
+def test_hf_foreign_config_and_identity_projection(tmp_path):
+    pytest.importorskip("safetensors.numpy")
+    from safetensors.numpy import load_file, save_file
+
+    # A config.json as transformers writes it (no albert_tfx block) -> always a projection.
+    model = AlbertForPreTraining(tiny(embedding_size=H, sharing="none"))  # E == H: no projection (official)
+    d = config_to_hf_dict(model.config)
+    d.pop("albert_tfx")
+    foreign = config_from_hf_dict(d)
+    assert foreign.sharing == "groups" and foreign.num_hidden_groups == 2 and foreign.embedding_projection is True
+    # Our no-projection model is written with an identity mapping, so transformers' layout loads it exactly.
+    reference = model(inputs())
+    paths = save_hf_pretrained(model, str(tmp_path / "hf"))
+    tensors = load_file(paths["weights"])
+    np.testing.assert_array_equal(tensors["albert.encoder.embedding_hidden_mapping_in.weight"], np.eye(H))
+    with_proj = AlbertForPreTraining(foreign)
+    load_hf_pretrained(str(tmp_path / "hf"), model=with_proj)
+    np.testing.assert_allclose(with_proj(inputs())["mlm_logits"], reference["mlm_logits"], rtol=1e-5, atol=1e-5)
+
+    # Missing tensors are listed.
+    del tensors["albert.pooler.bias"]
+    save_file(tensors, paths["weights"])
+    with pytest.raises(CheckpointMismatchError, match="albert.pooler.bias"):
+        load_hf_pretrained(str(tmp_path / "hf"))

@@ -1,0 +1,200 @@
+"""components/evaluation/runner.py: fine-tune a tiny random ALBERT on the bundled benchmark samples.
+
+The encoder is exported the way ``trainer.train_lib.export`` does (official-key config json,
+``tf.train.Checkpoint(encoder=model.albert)``, the SentencePiece model). Scores on random weights
+mean nothing; the tests check the structure, ranges, agreement with the prediction files written
+(re-scored with ``components.evaluation.score``) and, on a synthetic task, that the loop learns.
+"""
+import json
+import math
+import os
+import random
+import shutil
+
+import pytest
+
+import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
+
+tf = pytest.importorskip("tensorflow")
+
+from components.evaluation import glue as glue_lib  # noqa: E402
+from components.evaluation import score as score_lib  # noqa: E402
+from components.evaluation.runner import run_benchmark  # noqa: E402
+from pipeline.configs import SAMPLE_DATA, FinetuneHParams, sample_config  # noqa: E402
+from trainer import train_lib  # noqa: E402
+from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining  # noqa: E402
+
+SPM = os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model")
+
+
+@pytest.fixture(scope="module")
+def albert_dir(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("albert"))
+    tf.random.set_seed(0)
+    config = AlbertConfig.named("albert-tiny", vocab_size=30000)
+    model = AlbertForPreTraining(config)
+    model(model.dummy_inputs(batch_size=1, seq_len=8, num_predictions=2))
+    config.to_json_file(os.path.join(d, train_lib.CONFIG_FILE), official=True)
+    tf.train.Checkpoint(encoder=model.albert).write(os.path.join(d, train_lib.ENCODER_CKPT))
+    shutil.copy(SPM, os.path.join(d, train_lib.SPM_FILE))
+    return d
+
+
+def _cfg(steps=8, batch=8, seq=64, **bench):
+    cfg = sample_config()
+    hp = FinetuneHParams(1e-3, batch, 0.0, 0.1, train_steps=steps, warmup_steps=1, max_seq_length=seq)
+    cfg.benchmarks.hparams = {name: hp for name in cfg.benchmarks.hparams}
+    for key, value in bench.items():
+        setattr(cfg.benchmarks, key, value)
+    return cfg
+
+
+def _in_range(value, lo=0.0, hi=100.0):
+    return value is not None and lo <= value <= hi
+
+
+def _check_common(result, out_dir, benchmark):
+    with open(os.path.join(out_dir, "metrics.json"), encoding="utf-8") as f:
+        on_disk = json.load(f)
+    assert on_disk == result
+    assert result["benchmark"] == benchmark
+    p = result["protocol"]
+    for key in ("seeds", "checkpoint_selection", "hparams", "pretrained", "max_eval_examples", "optimizer"):
+        assert key in p
+    assert p["pretrained"]["encoder_checkpoint"].endswith(os.path.join("encoder", "ckpt"))
+    for task in result["tasks"].values():
+        assert task["num_train"] > 0 and task["num_dev"] > 0
+        assert _in_range(task["score"], -100.0, 100.0)
+
+
+def test_glue_structure_seeds_and_skip(albert_dir, tmp_path):
+    cfg = _cfg(steps=6, seeds=3, glue_tasks=["CoLA", "QQP"])
+    out = str(tmp_path / "glue")
+    result = run_benchmark("glue", albert_dir, cfg.benchmarks.glue_dir, cfg, out)
+    _check_common(result, out, "glue")
+    assert set(result["tasks"]) == {"CoLA"}
+    assert "QQP" in result["skipped"]
+    cola = result["tasks"]["CoLA"]
+    assert cola["num_train"] == 200 and cola["num_dev"] == 100
+    assert _in_range(cola["accuracy"]) and _in_range(cola["mcc"], -100, 100)
+    assert cola["score"] == cola["mcc"]
+    # Median of 3 seeds: the reported run is the middle one.
+    assert result["protocol"]["seeds"] == [cfg.seed, cfg.seed + 1, cfg.seed + 2]
+    assert len(result["runs"]["CoLA"]) == 3
+    assert cola["score"] == sorted(cola["run_scores"])[1] == cola["score_median"]
+    # The dev predictions file re-scores to the reported numbers.
+    rescored = score_lib.score("glue", os.path.join(cfg.benchmarks.glue_dir, "CoLA", "dev.tsv"),
+                               os.path.join(out, cola["predictions"]), task="CoLA")
+    assert math.isclose(100 * rescored["mcc"], cola["mcc"], abs_tol=1e-9)
+    assert math.isclose(100 * rescored["accuracy"], cola["accuracy"], abs_tol=1e-9)
+
+
+def test_squad_v1_structure_and_consistency(albert_dir, tmp_path):
+    cfg = _cfg(steps=6, seq=128, max_eval_examples=40)
+    out = str(tmp_path / "squad")
+    result = run_benchmark("squad", albert_dir, cfg.benchmarks.squad_dir, cfg, out)
+    _check_common(result, out, "squad")
+    sq = result["tasks"]["SQuAD1.1"]
+    assert sq["num_dev"] == 40 and sq["num_train"] == 122
+    assert sq["num_dev_features"] >= 40
+    assert _in_range(sq["f1"]) and _in_range(sq["exact_match"]) and sq["exact_match"] <= sq["f1"]
+    assert math.isclose(sq["score"], (sq["f1"] + sq["exact_match"]) / 2)
+    with open(os.path.join(out, sq["predictions"]), encoding="utf-8") as f:
+        preds = json.load(f)
+    assert len(preds) == 40
+    rescored = score_lib.score("squad", os.path.join(out, sq["dev_subset"]), os.path.join(out, sq["predictions"]))
+    assert math.isclose(rescored["f1"], sq["f1"]) and math.isclose(rescored["exact_match"], sq["exact_match"])
+
+
+def test_squad_v2_answerability_head(albert_dir, tmp_path):
+    # A v2 file from the v1 sample: every third question becomes unanswerable.
+    with open(os.path.join(SAMPLE_DATA, "squad", "dev-v1.1-sample.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    k = 0
+    for article in data["data"]:
+        for p in article["paragraphs"]:
+            for qa in p["qas"]:
+                qa["is_impossible"] = k % 3 == 0
+                if qa["is_impossible"]:
+                    qa["plausible_answers"], qa["answers"] = qa["answers"], []
+                k += 1
+    data["version"] = "v2.0"
+    squad_dir = tmp_path / "squad2"
+    squad_dir.mkdir()
+    (squad_dir / "train-v2.0.json").write_text(json.dumps(data), encoding="utf-8")
+    (squad_dir / "dev-v2.0.json").write_text(json.dumps(data), encoding="utf-8")
+    cfg = _cfg(steps=4, seq=128, squad_version="2.0", squad_train_file="train-v2.0.json",
+               squad_dev_file="dev-v2.0.json", max_eval_examples=30)
+    out = str(tmp_path / "out")
+    result = run_benchmark("squad", albert_dir, str(squad_dir), cfg, out)
+    _check_common(result, out, "squad")
+    sq = result["tasks"]["SQuAD2.0"]
+    for key in ("f1", "exact_match", "HasAns_f1", "NoAns_f1", "best_f1"):
+        assert _in_range(sq[key]), key
+    assert math.isclose(sq["f1"], sq["best_f1"])  # threshold tuned on dev
+    with open(os.path.join(out, sq["na_prob"]), encoding="utf-8") as f:
+        na_prob = json.load(f)
+    assert len(na_prob) == 30 and all(0.0 <= v <= 1.0 for v in na_prob.values())
+    rescored = score_lib.score("squad2", os.path.join(out, sq["dev_subset"]), os.path.join(out, sq["predictions"]),
+                               na_prob_path=os.path.join(out, sq["na_prob"]))
+    assert math.isclose(rescored["best_f1"], sq["best_f1"])
+
+
+def test_race_structure_and_consistency(albert_dir, tmp_path):
+    cfg = _cfg(steps=4, batch=4, seq=96)
+    out = str(tmp_path / "race")
+    result = run_benchmark("race", albert_dir, cfg.benchmarks.race_dir, cfg, out)
+    _check_common(result, out, "race")
+    race = result["tasks"]["RACE"]
+    assert race["n_middle"] + race["n_high"] == race["n_all"] == race["num_dev"]
+    for key in ("middle", "high", "all"):
+        assert _in_range(race[key])
+    assert race["score"] == race["all"]
+    rescored = score_lib.score("race", os.path.join(cfg.benchmarks.race_dir, "dev"), os.path.join(out, race["predictions"]))
+    assert math.isclose(100 * rescored["all"], race["all"])
+    assert math.isclose(100 * rescored["middle"], race["middle"])
+
+
+def _synthetic_glue(root, rng):
+    """SST-2-format task: label 1 iff the sentence contains "banana"."""
+    words = ("the quick brown fox jumps over a lazy dog while red birds sing in green trees near old houses "
+             "and small children play with yellow kites under blue sky").split()
+    task_dir = root / "SST-2"
+    task_dir.mkdir(parents=True)
+
+    def sentence(positive):
+        toks = rng.sample(words, rng.randint(5, 9))
+        if positive:
+            toks.insert(rng.randint(0, len(toks)), "banana")
+        return " ".join(toks)
+
+    for split, n in (("train", 240), ("dev", 80)):
+        rows = ["sentence\tlabel"]
+        for i in range(n):
+            label = i % 2
+            rows.append(f"{sentence(label)}\t{label}")
+        (task_dir / f"{split}.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    rows = ["index\tsentence"] + [f"{i}\t{sentence(i % 2)}" for i in range(10)]
+    (task_dir / "test.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def test_classifier_learns_synthetic_task(albert_dir, tmp_path):
+    _synthetic_glue(tmp_path / "glue", random.Random(7))
+    cfg = _cfg(steps=60, batch=16, seq=24, glue_tasks=["SST-2"], checkpoint_selection="best", eval_every=20)
+    # lr 5e-4: from random weights this tiny post-LN model does not learn at >= 1e-3 in 60 steps.
+    cfg.benchmarks.hparams["SST-2"] = FinetuneHParams(5e-4, 16, 0.0, 0.1, train_steps=60, warmup_steps=6,
+                                                      max_seq_length=24)
+    out = str(tmp_path / "out")
+    result = run_benchmark("glue", albert_dir, str(tmp_path / "glue"), cfg, out)
+    sst = result["tasks"]["SST-2"]
+    assert sst["accuracy"] >= 90.0, result["runs"]["SST-2"]
+    # "best" selection: evaluated at steps 20, 40, 60 and the reported step is the best one.
+    history = result["runs"]["SST-2"][0]["history"]
+    assert [h["step"] for h in history] == [20, 40, 60]
+    best = max(history, key=lambda h: h["score"])
+    assert sst["score"] == best["score"] and sst["selected_step"] == best["step"]
+    # GLUE submission file for the test split, written with the selected weights.
+    preds = glue_lib.read_glue_predictions(os.path.join(out, sst["test_predictions"]))
+    assert sorted(preds, key=int) == [str(i) for i in range(10)]
+    assert set(preds.values()) <= {"0", "1"}
+    assert sum(preds[str(i)] == str(i % 2) for i in range(10)) >= 8
