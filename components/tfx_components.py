@@ -146,7 +146,7 @@ def BenchmarkEval(
     metrics = runner.run_benchmark(benchmark, albert_dir, dataset.uri, cfg, result.uri)
     result.set_string_custom_property("benchmark", benchmark)
     for task, values in metrics.get("tasks", {}).items():
-        if "score" in values:
+        if values.get("score") is not None:  # NaN metrics are stored as null
             result.set_float_custom_property(f"{task}_score", float(values["score"]))
 
 

@@ -8,10 +8,9 @@ seed give a byte-identical model. Either way the result must put pad/unk/[CLS]/[
 """
 from __future__ import annotations
 
+import io
 import os
 import random
-import shutil
-import tempfile
 from typing import Iterable, Iterator, List, Optional
 
 import sentencepiece as spm
@@ -62,30 +61,26 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
     if not normalized:
         raise ValueError("no sentences to train the SentencePiece model on")
     os.makedirs(output_dir, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        corpus = os.path.join(tmp, "sentences.txt")
-        with open(corpus, "w", encoding="utf-8") as f:
-            for s in normalized:
-                f.write(s + "\n")
-        spm.set_random_generator_seed(seed)
-        prefix = os.path.join(tmp, "spm")
-        spm.SentencePieceTrainer.train(
-            input=corpus,
-            model_prefix=prefix,
-            model_type="unigram",
-            vocab_size=vocab_size,
-            pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-            control_symbols=CONTROL_SYMBOLS,
-            user_defined_symbols=USER_DEFINED_SYMBOLS,
-            character_coverage=character_coverage,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=False,  # already sampled with our seed, in a fixed order
-            num_threads=num_threads,
-            minloglevel=2,
-        )
-        model_path = os.path.join(output_dir, MODEL_FILE)
-        shutil.copyfile(prefix + ".model", model_path)
-        shutil.copyfile(prefix + ".vocab", os.path.join(output_dir, VOCAB_FILE))
+    model = io.BytesIO()
+    spm.set_random_generator_seed(seed)
+    # From an iterator into memory: the model proto then records no temporary paths, so the same
+    # sentences and seed give byte-identical files.
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(normalized),
+        model_writer=model,
+        model_type="unigram",
+        vocab_size=vocab_size,
+        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        control_symbols=CONTROL_SYMBOLS,
+        user_defined_symbols=USER_DEFINED_SYMBOLS,
+        character_coverage=character_coverage,
+        input_sentence_size=0,  # all of them: the seeded sample above already bounds the count
+        shuffle_input_sentence=False,  # already sampled with our seed, in a fixed order
+        num_threads=num_threads,
+        minloglevel=2,
+    )
+    model_path = os.path.join(output_dir, MODEL_FILE)
+    _write_model(model.getvalue(), output_dir)
     validate_model(model_path)
     return model_path
 
@@ -104,6 +99,13 @@ def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Opti
     check_special_ids(sp, source)
     if expected_vocab_size is not None and sp.get_piece_size() != expected_vocab_size:
         raise ValueError(f"{source} has {sp.get_piece_size()} pieces but the config says vocab_size={expected_vocab_size}")
+    return _write_model(data, output_dir)
+
+
+def _write_model(data: bytes, output_dir: str) -> str:
+    """``spm.model`` plus the ``spm.vocab`` listing (piece<TAB>score) that ALBERT tooling reads."""
+    sp = spm.SentencePieceProcessor()
+    sp.load_from_serialized_proto(data)
     os.makedirs(output_dir, exist_ok=True)
     model_path = os.path.join(output_dir, MODEL_FILE)
     with open(model_path, "wb") as f:

@@ -5,6 +5,7 @@
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
     albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
+    albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline score squad|squad2|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
 
@@ -109,6 +110,17 @@ def cmd_make_pretraining_data(args) -> int:
     return 0
 
 
+def cmd_pretrain(args) -> int:
+    from pipeline.configs import build_config
+
+    config = build_config(args.preset, args.config, args.overrides)
+    from trainer.task import pretrain_from_examples
+
+    info = pretrain_from_examples(args.examples, args.output, config)
+    print(json.dumps({k: info[k] for k in ("start_step", "final_step", "eval_metrics", "checkpoint_dir")}, indent=2))
+    return 0
+
+
 def cmd_model_info(args) -> int:
     from trainer.modeling_albert import AlbertConfig, count_parameters
 
@@ -186,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True)
     p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
     p.set_defaults(func=cmd_make_pretraining_data)
+
+    p = sub.add_parser("pretrain", help="pretrain from make-pretraining-data output (the Trainer's run_fn, no TFX)")
+    _add_config_args(p)
+    p.add_argument("--examples", required=True, help="folder written by make-pretraining-data")
+    p.add_argument("--output", required=True, help="model, logs and checkpoints (rerun to resume)")
+    p.set_defaults(func=cmd_pretrain)
 
     p = sub.add_parser("model-info", help="parameter counts of a configuration, as JSON")
     p.add_argument("--size", default="albert-base")

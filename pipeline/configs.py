@@ -396,11 +396,11 @@ def sample_config() -> PipelineConfig:
             squad_dev_file="dev-v1.1-sample.json",
             race_dir=os.path.join(SAMPLE_DATA, "race"),
             hparams={
-                **{t: FinetuneHParams(1e-3, 16, train_steps=60, warmup_steps=6, max_seq_length=64, **small)
+                **{t: FinetuneHParams(5e-4, 16, train_steps=60, warmup_steps=6, max_seq_length=64, **small)
                    for t in ("CoLA", "SST-2", "MRPC", "RTE", "STS-B", "QNLI", "WNLI", "MNLI", "QQP")},
-                "SQuAD1.1": FinetuneHParams(1e-3, 16, train_steps=60, warmup_steps=6, max_seq_length=128, **small),
-                "SQuAD2.0": FinetuneHParams(1e-3, 16, train_steps=60, warmup_steps=6, max_seq_length=128, **small),
-                "RACE": FinetuneHParams(1e-3, 8, train_steps=30, warmup_steps=3, max_seq_length=128, **small),
+                "SQuAD1.1": FinetuneHParams(5e-4, 16, train_steps=60, warmup_steps=6, max_seq_length=128, **small),
+                "SQuAD2.0": FinetuneHParams(5e-4, 16, train_steps=60, warmup_steps=6, max_seq_length=128, **small),
+                "RACE": FinetuneHParams(5e-4, 8, train_steps=30, warmup_steps=3, max_seq_length=128, **small),
             },
             checkpoint_selection="last",
             doc_stride=64,

@@ -1,7 +1,6 @@
 """components/report_lib.py: Table-2 arithmetic, missing columns, escaping, curves, summary."""
 import json
 import math
-import os
 
 import pytest
 

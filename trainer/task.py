@@ -47,46 +47,75 @@ def checkpoint_dir_for(checkpoint_root: str, pipeline_cfg: dict, train_files) ->
     return posixpath.join(checkpoint_root, hashlib.sha1(key.encode()).hexdigest()[:16])
 
 
-def run_fn(fn_args) -> None:
+def run_pretraining(config_json: str, train_files, eval_files, spm_path: str, serving_dir: str, albert_dir: str,
+                    log_dir: str, checkpoint_root: str) -> dict:
+    """Train (or resume) and export; shared by ``run_fn`` and ``albert-pipeline pretrain``."""
     from pipeline.configs import PipelineConfig  # light: dataclasses only
 
-    cfg = PipelineConfig.from_json(fn_args.custom_config["albert"])
-    raw = json.loads(fn_args.custom_config["albert"])
-    examples_root = _examples_root(fn_args.train_files)
-    spm_path = posixpath.join(examples_root, "vocab", "spm.model")
+    cfg = PipelineConfig.from_json(config_json)
+    raw = json.loads(config_json)
     import sentencepiece as spm
 
     sp = spm.SentencePieceProcessor()
     with tf.io.gfile.GFile(spm_path, "rb") as f:
         sp.load_from_serialized_proto(f.read())
     albert_config = albert_config_from(raw, sp.get_piece_size())
-
-    checkpoint_root = fn_args.custom_config.get("checkpoint_root") or posixpath.join(fn_args.model_run_dir, "checkpoints")
     job = train_lib.PretrainJob(
         albert_config=albert_config,
         train=cfg.train,
         seed=cfg.seed,
-        train_files=list(fn_args.train_files),
-        eval_files=list(fn_args.eval_files or []),
+        train_files=list(train_files),
+        eval_files=list(eval_files or []),
         max_seq_length=cfg.datagen.max_seq_length,
         max_predictions_per_seq=cfg.datagen.max_predictions_per_seq,
-        checkpoint_dir=checkpoint_dir_for(checkpoint_root, raw, fn_args.train_files),
-        log_dir=fn_args.model_run_dir,
+        checkpoint_dir=checkpoint_dir_for(checkpoint_root, raw, train_files),
+        log_dir=log_dir,
     )
     result = train_lib.pretrain(job)
-    params = count_parameters(albert_config)
     info = {
         "eval_metrics": result["eval_metrics"],
         "start_step": result["start_step"],
         "final_step": result["final_step"],
         "precision": result["precision"],
         "num_replicas": result["num_replicas"],
-        "parameters": params,
+        "parameters": count_parameters(albert_config),
         "checkpoint_dir": job.checkpoint_dir,
         "albert_config": albert_config.to_dict(),
     }
-    albert_dir = posixpath.join(posixpath.dirname(fn_args.serving_model_dir.rstrip("/")), "albert")
-    train_lib.export(result["model"], fn_args.serving_model_dir, albert_dir, spm_path, info)
-    with tf.io.gfile.GFile(posixpath.join(fn_args.model_run_dir, "eval_metrics.json"), "w") as f:
+    train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
+    with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
         f.write(json.dumps(info, indent=2, sort_keys=True, default=str))
     log.info("pretraining done: %s", json.dumps(info["eval_metrics"]))
+    return info
+
+
+def run_fn(fn_args) -> None:
+    """TFX Trainer entry point (GenericExecutor)."""
+    examples_root = _examples_root(fn_args.train_files)
+    checkpoint_root = (fn_args.custom_config.get("checkpoint_root")
+                       or posixpath.join(fn_args.model_run_dir, "checkpoints"))
+    run_pretraining(
+        fn_args.custom_config["albert"], fn_args.train_files, fn_args.eval_files,
+        spm_path=posixpath.join(examples_root, "vocab", "spm.model"),
+        serving_dir=fn_args.serving_model_dir,
+        albert_dir=posixpath.join(posixpath.dirname(fn_args.serving_model_dir.rstrip("/")), "albert"),
+        log_dir=fn_args.model_run_dir,
+        checkpoint_root=checkpoint_root,
+    )
+
+
+def pretrain_from_examples(examples_dir: str, output_dir: str, config) -> dict:
+    """``albert-pipeline pretrain``: the Trainer's work on a folder laid out like the Examples artifact.
+
+    Checkpoints live in ``output_dir/checkpoints``; rerunning the same command after a crash resumes.
+    """
+    suffix = "*"
+    return run_pretraining(
+        config.to_json(), [posixpath.join(examples_dir, "Split-train", suffix)],
+        [posixpath.join(examples_dir, "Split-eval", suffix)],
+        spm_path=posixpath.join(examples_dir, "vocab", "spm.model"),
+        serving_dir=posixpath.join(output_dir, "model", "Format-Serving"),
+        albert_dir=posixpath.join(output_dir, "model", "albert"),
+        log_dir=posixpath.join(output_dir, "model_run"),
+        checkpoint_root=posixpath.join(output_dir, "checkpoints"),
+    )

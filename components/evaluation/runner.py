@@ -40,7 +40,10 @@ import json
 import logging
 import math
 import os
+import shutil
+import tempfile
 import time
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -203,13 +206,19 @@ def span_loss(outputs, batch):
 # The shared loop
 
 
+_PREDICT_FNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # one compiled step per model
+
+
 def predict(model: tf_keras.Model, arrays: Dict[str, np.ndarray], batch_size: int = EVAL_BATCH_SIZE,
             step_fn=None) -> Dict[str, np.ndarray]:
     """Model outputs (numpy) for every row of ``arrays``; the last batch is padded to a fixed shape
     so the compiled step is traced once."""
     feats = {k: arrays[k] for k in FEATURE_KEYS}
     n = feats["input_ids"].shape[0]
-    step_fn = step_fn or tf.function(lambda x: model(x, training=False))
+    if step_fn is None:
+        step_fn = _PREDICT_FNS.get(model)
+        if step_fn is None:
+            step_fn = _PREDICT_FNS[model] = tf.function(lambda x: model(x, training=False))
     chunks: Dict[str, List[np.ndarray]] = {}
     for start in range(0, n, batch_size):
         batch = {k: v[start:start + batch_size] for k, v in feats.items()}
@@ -255,7 +264,8 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
             loss = loss_fn(model(batch, training=True), batch)
         grads = tape.gradient(loss, variables)
         grads, _ = clip_gradients(grads, CLIP_NORM)
-        optimizer.apply_gradients(zip(grads, variables))
+        # Unused variables (e.g. the pooler under the SQuAD v1.1 head) have no gradient.
+        optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
         return loss
 
     periodic = selection == "best" and eval_every > 0
@@ -586,6 +596,31 @@ def _json_safe(obj):
 # Entry point
 
 
+def _is_uri(path: str) -> bool:
+    return "://" in str(path)
+
+
+def _download_tree(src: str, dst: str) -> None:
+    tf.io.gfile.makedirs(dst)
+    for name in tf.io.gfile.listdir(src):
+        name = name.rstrip("/")
+        s, d = src.rstrip("/") + "/" + name, os.path.join(dst, name)
+        if tf.io.gfile.isdir(s):
+            _download_tree(s, d)
+        else:
+            tf.io.gfile.copy(s, d, overwrite=True)
+
+
+def _upload_tree(src: str, dst: str) -> None:
+    tf.io.gfile.makedirs(dst)
+    for name in sorted(os.listdir(src)):
+        s, d = os.path.join(src, name), dst.rstrip("/") + "/" + name
+        if os.path.isdir(s):
+            _upload_tree(s, d)
+        else:
+            tf.io.gfile.copy(s, d, overwrite=True)
+
+
 def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_dir: str) -> Dict[str, Any]:
     """Fine-tune + evaluate one benchmark ("glue" | "squad" | "race"); writes and returns metrics.json.
 
@@ -593,7 +628,31 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
     ``<TASK>/`` folders, the folder holding the SQuAD files, or the RACE root holding
     ``train/`` and ``dev/``. Result: ``{"benchmark", "tasks": {name: metrics}, "skipped",
     "protocol", "runs", "seconds"}``; all metric values are percentages.
+
+    Remote URIs (``gs://...``) work for all three paths: the data and the SentencePiece model are
+    copied to a local temporary folder (the readers use ``open()``), outputs are written locally
+    and uploaded at the end.
     """
+    if not any(_is_uri(p) for p in (albert_dir, data_dir, output_dir)):
+        return _run_benchmark_local(benchmark, albert_dir, data_dir, cfg, output_dir)
+    scratch = tempfile.mkdtemp(prefix="albert_bench_")
+    try:
+        local_data = data_dir
+        if _is_uri(data_dir):
+            local_data = os.path.join(scratch, "data")
+            _download_tree(data_dir, local_data)
+        local_out = os.path.join(scratch, "out") if _is_uri(output_dir) else output_dir
+        result = _run_benchmark_local(benchmark, albert_dir, local_data, cfg, local_out,
+                                      spm_dir=os.path.join(scratch, "spm") if _is_uri(albert_dir) else None)
+        if _is_uri(output_dir):
+            _upload_tree(local_out, output_dir)
+        return result
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, output_dir: str,
+                         spm_dir: Optional[str] = None) -> Dict[str, Any]:
     benchmark = benchmark.lower()
     if benchmark not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
@@ -604,7 +663,12 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
     started = time.time()
     albert_config = load_encoder_config(albert_dir)
     spm_path = os.path.join(albert_dir, SPM_FILE)
-    tokenizer = AlbertTokenizer(spm_path, do_lower_case=cfg.vocab.do_lower_case)
+    local_spm = spm_path
+    if spm_dir is not None:
+        os.makedirs(spm_dir, exist_ok=True)
+        local_spm = os.path.join(spm_dir, SPM_FILE)
+        tf.io.gfile.copy(spm_path, local_spm, overwrite=True)
+    tokenizer = AlbertTokenizer(local_spm, do_lower_case=cfg.vocab.do_lower_case)
     if tokenizer.vocab_size != albert_config.vocab_size:
         raise ValueError(f"{spm_path} has {tokenizer.vocab_size} pieces but the model's vocab_size is "
                          f"{albert_config.vocab_size}")
