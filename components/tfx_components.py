@@ -116,6 +116,7 @@ def PretrainingDataGen(
             seed=cfg.seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
             compression=d.compression, do_lower_case=cfg.vocab.do_lower_case)
     examples.split_names = json.dumps(list(datagen_beam.SPLITS))
+    examples.set_string_custom_property("payload_format", "FORMAT_TF_EXAMPLE")
     with tf.io.gfile.GFile(posixpath.join(statistics.uri, datagen_beam.STATS_FILE)) as f:
         stats = json.load(f)
     for split, s in stats["splits"].items():
@@ -170,8 +171,8 @@ def BenchmarkReport(
         report.uri, cfg,
         results={name: report_lib.load_result(art.uri) for name, art in results.items()},
         model_dir=model.uri, model_run_dir=model_run.uri, stats_dir=statistics.uri,
-        artifact_ids={"model": model.id, "model_run": model_run.id, "statistics": statistics.id,
-                      **{name: art.id for name, art in results.items()}})
+        artifact_ids={name: {"id": art.id, "type": art.type_name, "uri": art.uri} for name, art in (
+            ("model", model), ("model_run", model_run), ("statistics", statistics), *results.items())})
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
 
