@@ -22,14 +22,15 @@ from apache_beam.options.pipeline_options import PipelineOptions  # noqa: E402
 from components import corpus_beam  # noqa: E402
 
 
-def run_once(inputs, workers):
+def run_once(inputs, workers, encoding_fallback=None):
     out = tempfile.mkdtemp(prefix="ingest_bench_")
     mode = "multi_processing" if workers > 1 else "in_memory"
     options = PipelineOptions(["--runner=DirectRunner", f"--direct_num_workers={workers}",
                                f"--direct_running_mode={mode}"])
     t0 = time.perf_counter()
     with beam.Pipeline(options=options) as p:
-        corpus_beam.build_corpus(p, inputs, out, num_shards=max(2, workers), min_chars=200)
+        corpus_beam.build_corpus(p, inputs, out, num_shards=max(2, workers), min_chars=200,
+                                 encoding_fallback=encoding_fallback)
     seconds = time.perf_counter() - t0
     counts = corpus_beam.read_counts(out)
     shutil.rmtree(out, ignore_errors=True)
@@ -40,6 +41,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", default=os.path.join(os.path.dirname(__file__), "..", "data", "sample"))
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--encoding-fallback", help="e.g. latin-1 for books that are not UTF-8")
     parser.add_argument("--repeat", type=int, default=1, help="runs per worker count; the best is reported")
     args = parser.parse_args()
     wiki = os.path.join(args.data_dir, "wikipedia")
@@ -49,7 +51,7 @@ def main():
     input_mb = sum(os.path.getsize(path) for _, path, _ in inputs) / 1e6
     results = []
     for workers in args.workers:
-        seconds, counts = min((run_once(inputs, workers) for _ in range(args.repeat)), key=lambda r: r[0])
+        seconds, counts = min((run_once(inputs, workers, args.encoding_fallback) for _ in range(args.repeat)), key=lambda r: r[0])
         results.append({"workers": workers, "seconds": round(seconds, 2), "documents": counts["documents"],
                         "documents_per_s": round(counts["documents"] / seconds, 1),
                         "input_mb_per_s": round(input_mb / seconds, 2)})

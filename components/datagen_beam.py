@@ -1,10 +1,20 @@
 """Beam pipeline: documents → masked SOP instances → shuffled, sharded TFRecords + statistics.
 
-Memory stays bounded at any corpus size: documents stream through a ``DoFn`` one at a time
-(the official script holds every instance in RAM), and the global shuffle is a random-key shard
-assignment followed by a per-shard sort on that key, so one worker holds at most one shard.
-Every random choice derives from (seed, document id, pass); shard files are sorted on a key
-derived the same way, so the bytes do not depend on how many workers ran or in what order.
+Memory stays bounded at any corpus size (the official script holds every instance in RAM):
+
+* file names are the only elements before generation; read → tokenize → instances → serialize is one fused
+  stage that streams documents one at a time, so no documents are materialized between stages;
+* serialized records never become Beam elements: each bundle appends them, with a deterministic random
+  shuffle key, to one spill file per (split, shard) and emits only the file names. The per-shard writer
+  reads the keys and offsets of its spill files (24 bytes a record), sorts them and copies the payloads
+  in key order into the TFRecord file: a global shuffle in bounded memory, with no per-record Beam cost;
+* the random-document pool (official SOP negatives, NSP) is a fixed-size deterministic sample of
+  documents, tokenized once into a compact :class:`DocumentPool` side input (pooled documents are not
+  tokenized a second time by the generator).
+
+Every random choice derives from (seed, document id, pass) and shard files are sorted on a key derived
+the same way, so the bytes do not depend on how many workers ran, on bundle boundaries or on order.
+TFRecords are framed here (CRC-32C from ``google_crc32c``, GZIP via zlib) so workers need no TensorFlow.
 
 Document ids are ``<shard file name>:<index in file>``: the documents artifact is itself
 deterministic, so ids are stable across runs.
@@ -14,20 +24,33 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+import struct
+import uuid
+import zlib
+from array import array
+from collections import OrderedDict
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
+import google_crc32c
 import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from components.datagen.generate import generate_for_document, tokenize_document
 from components.datagen.instances import InstanceParams, VocabInfo
+from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
 from components.text.documents import parse_text_blocks
 
 SPLITS = ("train", "eval")
 STATS_FILE = "stats.json"
-# Other-document pool for the official SOP negatives / NSP: a deterministic sample of documents.
+# Other-document pool for the official SOP negatives / NSP: a deterministic sample of documents (the
+# ones with the smallest hash keys). Its memory is that of these documents (a whole book is ~100k tokens),
+# so it stops growing once the corpus has more documents than this.
 RANDOM_POOL_SIZE = 2000
 
 
@@ -64,45 +87,91 @@ class _Tokenizing(beam.DoFn):
         self.vocab = VocabInfo.from_tokenizer(self.tokenizer)
 
 
-class _TokenizeForPool(_Tokenizing):
-    def process(self, element: Tuple[str, List[str]]):
-        doc_id, sentences = element
-        ids = tokenize_document(self.tokenizer, sentences, self.vocab)
-        if ids:
-            yield doc_id, [a.tolist() for a in ids]
+def _pool_candidates(path: str, seed: int) -> Iterator[Tuple[int, str, List[str]]]:
+    for doc_id, sentences in read_documents(path):
+        yield _h64("pool", seed, doc_id), doc_id, sentences
+
+
+class _BuildPool(_Tokenizing):
+    """The sampled documents (one list, ascending pool key) → one compact :class:`DocumentPool`."""
+
+    def process(self, top: List[Tuple[int, str, List[str]]]):
+        ids, docs = [], []
+        for _, doc_id, sentences in sorted(top, key=lambda t: (t[0], t[1])):
+            tokens = tokenize_document(self.tokenizer, sentences, self.vocab)
+            if tokens:
+                ids.append(doc_id)
+                docs.append(tokens)
+        yield DocumentPool(ids, docs)
+
+
+_SPILL_HEADER = struct.Struct("<QI")  # shuffle key, payload length
 
 
 class _GenerateInstances(_Tokenizing):
-    """Per document: tokenize, build instances for every pass, key each by a deterministic random shard key."""
+    """Per document: split, tokenize, build the instances of every pass and append each serialized example,
+    with its deterministic shuffle key, to this bundle's spill file of its (split, shard).
+
+    Records never become Beam elements: the output is one ``((split, shard), spill path)`` per spill file
+    at the end of the bundle (a retried bundle's files are simply never referenced), plus one
+    :class:`InstanceStats` per document on the ``stats_<split>`` outputs. So no stage holds the records in
+    memory and per-instance Beam overhead (coders, GroupByKey buffers) is gone.
+    """
 
     def __init__(self, spm_model_path: str, do_lower_case: bool, params: InstanceParams, seed: int,
-                 dupe_factor: int, num_shards: int):
+                 dupe_factor: int, shards: Dict[str, int], eval_fraction: float, spill_dir: str):
         super().__init__(spm_model_path, do_lower_case)
         self._params = params
         self._seed = seed
         self._dupe_factor = dupe_factor
-        self._num_shards = num_shards
+        self._shards = dict(shards)
+        self._eval_fraction = eval_fraction
+        self._spill_dir = spill_dir
 
-    def process(self, element: Tuple[str, List[str]], pool: Sequence[Tuple[str, List[List[int]]]]):
+    def setup(self):
+        super().setup()
+        try:
+            FileSystems.mkdirs(self._spill_dir)
+        except Exception:  # exists (another worker made it) or the filesystem has no folders (gs://)
+            pass
+
+    def start_bundle(self):
+        self._spills: Dict[Tuple[str, int], Tuple[str, object]] = {}
+
+    def _spill(self, split: str, shard: int):
+        handle = self._spills.get((split, shard))
+        if handle is None:
+            path = posixpath.join(self._spill_dir, f"{split}-{shard:05d}-{uuid.uuid4().hex}.spill")
+            handle = self._spills[(split, shard)] = (
+                path, FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED))
+        return handle[1]
+
+    def process(self, element: Tuple[str, List[str]], pool: Optional[DocumentPool] = None):
         doc_id, sentences = element
-        ids = tokenize_document(self.tokenizer, sentences, self.vocab)
+        split = split_of(doc_id, self._seed, self._eval_fraction) if self._eval_fraction > 0 else "train"
+        ids = pool.get(doc_id) if pool is not None else None  # pooled documents are tokenized already
+        if ids is None:
+            ids = tokenize_document(self.tokenizer, sentences, self.vocab)
         if not ids:
             return
-        others = [p for p in pool if p[0] != doc_id]
-
-        def random_document(rng: np.random.Generator) -> List[np.ndarray]:
-            if not others:
-                raise ValueError("the corpus has a single document: no other document to draw a random segment from "
-                                 "(use sop_mode=pure)")
-            return [np.asarray(s, dtype=np.int32) for s in others[int(rng.integers(len(others)))][1]]
-
+        random_document = pool.sampler(doc_id) if pool is not None else None
+        num_shards = self._shards[split]
         stats = InstanceStats()
+        pending: Dict[int, List[bytes]] = {}
         for i, (payload, instance) in enumerate(generate_for_document(
                 doc_id, ids, self._seed, self._dupe_factor, self._params, self.vocab, random_document)):
             key = _h64("shuffle", self._seed, doc_id, i)
             stats.add(instance)
-            yield key % self._num_shards, (key, payload)
-        yield beam.pvalue.TaggedOutput("stats", stats)
+            pending.setdefault(key % num_shards, []).extend((_SPILL_HEADER.pack(key, len(payload)), payload))
+        for shard, parts in pending.items():
+            self._spill(split, shard).write(b"".join(parts))
+        yield beam.pvalue.TaggedOutput(f"stats_{split}", stats)
+
+    def finish_bundle(self):
+        for (split, shard), (path, handle) in sorted(self._spills.items()):
+            handle.close()
+            yield WindowedValue(((split, shard), path), MIN_TIMESTAMP, [GlobalWindow()])
+        self._spills = {}
 
 
 class _StatsCombine(beam.CombineFn):
@@ -123,23 +192,106 @@ class _StatsCombine(beam.CombineFn):
         return acc.to_dict()
 
 
+def _masked_crc32c(data: bytes) -> int:
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def tfrecord_frame(payload: bytes) -> bytes:
+    """One TFRecord: length (u64), masked CRC-32C of the length, data, masked CRC-32C of the data."""
+    length = struct.pack("<Q", len(payload))
+    return b"".join((length, struct.pack("<I", _masked_crc32c(length)), payload,
+                     struct.pack("<I", _masked_crc32c(payload))))
+
+
 class _WriteTFRecordShard(beam.DoFn):
-    def __init__(self, split_dir: str, num_shards: int, compression: str):
-        self._split_dir = split_dir
-        self._num_shards = num_shards
+    """One (split, shard): read the record index of its spill files (keys and offsets only, 24 bytes a record),
+    sort by shuffle key (ties, which need a 64-bit hash collision, by payload) and write the payloads in that
+    order as TFRecords. TensorFlow is not needed: framing is CRC-32C, GZIP is zlib with a fixed header."""
+
+    _OPEN_FILES = 64
+
+    def __init__(self, output_dirs: Dict[str, str], shards: Dict[str, int], compression: str):
+        self._output_dirs = dict(output_dirs)
+        self._shards = dict(shards)
         self._compression = compression
 
-    def process(self, element: Tuple[int, Iterable[Tuple[int, bytes]]]):
-        import tensorflow as tf
+    def process(self, element: Tuple[Tuple[str, int], Iterable[str]]):
+        (split, shard), paths = element
+        paths = sorted(set(paths))
+        keys, files, offsets, lengths = array("Q"), array("I"), array("Q"), array("I")
+        for fi, path in enumerate(paths):
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                pos = 0
+                while True:
+                    header = f.read(_SPILL_HEADER.size)
+                    if not header:
+                        break
+                    key, length = _SPILL_HEADER.unpack(header)
+                    pos += _SPILL_HEADER.size
+                    keys.append(key)
+                    files.append(fi)
+                    offsets.append(pos)
+                    lengths.append(length)
+                    pos += length
+                    f.seek(pos)
+        keys_np = np.frombuffer(keys, dtype=np.uint64) if len(keys) else np.zeros(0, np.uint64)
+        order = np.argsort(keys_np, kind="stable").tolist()
+        handles: "OrderedDict[int, object]" = OrderedDict()
 
-        shard, records = element
-        records = sorted(records, key=lambda kv: (kv[0], kv[1]))
+        def payload(r: int) -> bytes:
+            fi = files[r]
+            f = handles.pop(fi, None)
+            if f is None:
+                if len(handles) >= self._OPEN_FILES:
+                    handles.popitem(last=False)[1].close()
+                f = FileSystems.open(paths[fi], compression_type=CompressionTypes.UNCOMPRESSED)
+            handles[fi] = f
+            f.seek(offsets[r])
+            return f.read(lengths[r])
+
+        n = self._shards[split]
         suffix = ".gz" if self._compression == "GZIP" else ""
-        path = posixpath.join(self._split_dir, f"data_tfrecord-{shard:05d}-of-{self._num_shards:05d}{suffix}")
-        with tf.io.TFRecordWriter(path, options=self._compression or None) as writer:
-            for _, payload in records:
-                writer.write(payload)
-        yield shard
+        out_path = posixpath.join(self._output_dirs[split], f"data_tfrecord-{shard:05d}-of-{n:05d}{suffix}")
+        gz = zlib.compressobj(6, zlib.DEFLATED, 31) if self._compression == "GZIP" else None
+        try:
+            with FileSystems.create(out_path, compression_type=CompressionTypes.UNCOMPRESSED) as out:
+                buf: List[bytes] = []
+                size = 0
+                i = 0
+                while i < len(order):
+                    j = i + 1
+                    while j < len(order) and keys[order[j]] == keys[order[i]]:
+                        j += 1
+                    records = [payload(r) for r in order[i:j]]
+                    if j - i > 1:
+                        records.sort()
+                    for rec in records:
+                        frame = tfrecord_frame(rec)
+                        buf.append(frame)
+                        size += len(frame)
+                    if size >= 1 << 20:
+                        data = b"".join(buf)
+                        out.write(gz.compress(data) if gz else data)
+                        buf, size = [], 0
+                    i = j
+                data = b"".join(buf)
+                out.write((gz.compress(data) + gz.flush()) if gz else data)
+        finally:
+            for f in handles.values():
+                f.close()
+        yield split, shard
+
+
+def _remove_spill_dir(_, spill_dir: str) -> None:
+    try:
+        found = FileSystems.match([posixpath.join(spill_dir, "*")])[0].metadata_list
+        if found:
+            FileSystems.delete([m.path for m in found])
+        if FileSystems.exists(spill_dir):
+            FileSystems.delete([spill_dir])
+    except Exception:  # best effort: a leftover spill folder is harmless
+        pass
 
 
 def shard_path_glob(split_dir: str, compression: str) -> str:
@@ -149,51 +301,62 @@ def shard_path_glob(split_dir: str, compression: str) -> str:
 def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], spm_model_path: str,
                            output_dirs: Dict[str, str], stats_path: str, *, params: InstanceParams,
                            seed: int, dupe_factor: int, num_shards: int, eval_fraction: float,
-                           compression: str = "GZIP", do_lower_case: bool = True) -> None:
+                           compression: str = "GZIP", do_lower_case: bool = True,
+                           spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE) -> None:
     """Add the data-generation stages to ``pipeline``.
 
     ``output_dirs`` maps split name ("train"/"eval") to its folder; ``stats_path`` receives the JSON
-    statistics of both splits. ``eval_fraction`` 0 puts every document in "train".
+    statistics of both splits. ``eval_fraction`` 0 puts every document in "train". ``spill_dir``: where
+    unsorted records wait for their shard's sort (default ``.datagen-spill`` next to the train folder;
+    removed at the end). ``random_pool_size``: documents in the random-document pool (official/nsp modes).
+
+    Stages: file names → read + tokenize + instances + serialize (one fused stage; its only side input is
+    the compact random-document pool, built by a separate cheap read of the files so documents are never
+    materialized between stages) → spill files → per-shard sort and TFRecord write.
     """
     if not document_files:
         raise FileNotFoundError("no document files given to pretraining-data generation")
-    docs = (
+    if spill_dir is None:
+        spill_dir = posixpath.join(posixpath.dirname(output_dirs["train"].rstrip("/")), ".datagen-spill")
+    splits = [s for s in SPLITS if s == "train" or eval_fraction > 0]
+    shards = {"train": num_shards, "eval": max(1, min(num_shards, 4))}
+    files = (
         pipeline
         | "ListDocumentFiles" >> beam.Create(sorted(document_files))
         | "SpreadFiles" >> beam.Reshuffle()
-        | "ReadDocuments" >> beam.FlatMap(read_documents)
     )
-    pool = None
+    side = []
     if params.sop_mode in ("official", "nsp"):
         pool = (
-            docs
-            | "PoolCandidates" >> beam.Map(lambda kv: (_h64("pool", seed, kv[0]), kv))
-            | "SmallestKeys" >> beam.combiners.Top.Smallest(RANDOM_POOL_SIZE, key=lambda kv: kv[0])
-            | "Unkey" >> beam.FlatMap(lambda top: [kv for _, kv in top])
-            | "TokenizePool" >> beam.ParDo(_TokenizeForPool(spm_model_path, do_lower_case))
+            files
+            | "PoolCandidates" >> beam.FlatMap(_pool_candidates, seed)
+            | "SmallestKeys" >> beam.combiners.Top.Smallest(random_pool_size, key=lambda t: (t[0], t[1]))
+            | "BuildPool" >> beam.ParDo(_BuildPool(spm_model_path, do_lower_case))
         )
-    stats_parts = []
-    for split in SPLITS:
-        if split == "eval" and eval_fraction <= 0:
-            continue
-        split_docs = docs | f"Filter{split}" >> beam.Filter(
-            lambda kv, s=split: split_of(kv[0], seed, eval_fraction) == s)
-        pool_side = beam.pvalue.AsList(pool) if pool is not None else beam.pvalue.AsList(
-            pipeline | f"EmptyPool{split}" >> beam.Create([]))
-        split_shards = num_shards if split == "train" else max(1, min(num_shards, 4))
-        generated = split_docs | f"Generate{split}" >> beam.ParDo(
-            _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, split_shards),
-            pool_side).with_outputs("stats", main="records")
-        _ = (
-            generated.records
-            | f"GroupShards{split}" >> beam.GroupByKey()
-            | f"Write{split}" >> beam.ParDo(_WriteTFRecordShard(output_dirs[split], split_shards, compression))
-        )
-        stats_parts.append(
-            generated.stats
-            | f"Stats{split}" >> beam.CombineGlobally(_StatsCombine())
-            | f"Tag{split}" >> beam.Map(lambda s, name=split: (name, s))
-        )
+        side = [beam.pvalue.AsSingleton(pool)]
+    generated = (
+        files
+        | "ReadDocuments" >> beam.FlatMap(read_documents)
+        | "Generate" >> beam.ParDo(
+            _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, shards, eval_fraction,
+                               spill_dir), *side).with_outputs(*[f"stats_{s}" for s in splits], main="spills")
+    )
+    written = (
+        generated.spills
+        | "GroupShards" >> beam.GroupByKey()
+        | "WriteShards" >> beam.ParDo(_WriteTFRecordShard(output_dirs, shards, compression))
+    )
+    _ = (
+        written
+        | "CountShards" >> beam.combiners.Count.Globally()
+        | "RemoveSpill" >> beam.Map(_remove_spill_dir, spill_dir)
+    )
+    stats_parts = [
+        generated[f"stats_{split}"]
+        | f"Stats{split}" >> beam.CombineGlobally(_StatsCombine())
+        | f"Tag{split}" >> beam.Map(lambda s, name=split: (name, s))
+        for split in splits
+    ]
     _ = (
         stats_parts
         | "FlattenStats" >> beam.Flatten()

@@ -4,6 +4,8 @@
     albert-pipeline compile --output spec.json --image IMAGE [...]
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
+    albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
+    albert-pipeline env [NAME] | schedules list|pause|resume --env NAME
     albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
@@ -51,6 +53,10 @@ def cmd_run(args) -> int:
 
 
 def cmd_compile(args) -> int:
+    if args.env:
+        from pipeline.environments import cmd_compile_env
+
+        return cmd_compile_env(args)
     config = _config(args)
     if args.pipeline_root:
         config.pipeline_root = args.pipeline_root
@@ -70,12 +76,17 @@ def _vertex_target(args):
 
 
 def cmd_submit(args) -> int:
+    if args.env:
+        from pipeline.environments import cmd_submit_env
+
+        return cmd_submit_env(args)
     from pipeline import cloud
 
     params = json.loads(args.parameters) if args.parameters else {}
     if args.endpoint:
         result = cloud.submit_kfp(args.spec, args.endpoint, run_name=args.run_name,
-                                  experiment_name=args.experiment, arguments=params)
+                                  experiment_name=args.experiment, arguments=params,
+                                  pipeline_root=args.pipeline_root, service_account=args.service_account)
         print(f"submitted KFP run: {getattr(result, 'run_id', result)}")
         return 0
     target = _vertex_target(args)
@@ -86,13 +97,19 @@ def cmd_submit(args) -> int:
 
 
 def cmd_schedule(args) -> int:
+    if args.env:
+        from pipeline.environments import cmd_schedule_env
+
+        return cmd_schedule_env(args)
+    if not args.cron:
+        raise ValueError("schedule needs --cron (or --env with a schedule.cron)")
     from pipeline import cloud
 
     target = _vertex_target(args)
     job = cloud.build_pipeline_job(args.spec, target, display_name=args.run_name,
                                    parameter_values=json.loads(args.parameters) if args.parameters else {})
     schedule, kwargs = cloud.build_schedule(job, cloud.ScheduleSpec(
-        cron=args.cron, display_name=args.run_name, max_concurrent_run_count=args.max_concurrent,
+        cron=args.cron, display_name=args.run_name, max_concurrent_run_count=args.max_concurrent or 1,
         max_run_count=args.max_runs, start_time=args.start_time, end_time=args.end_time))
     cloud.create_schedule(schedule, kwargs, service_account=target.service_account)
     print(f"created schedule: {schedule.resource_name}")
@@ -165,7 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default="outputs/albert_pipeline.json")
     p.add_argument("--image", default=None, help="container image with this package installed")
     p.add_argument("--pipeline-root", help="gs:// root recorded in the spec")
-    p.add_argument("--beam-arg", action="append", help="Beam args for the Beam components (e.g. --runner=DataflowRunner)")
+    p.add_argument("--beam-arg", action="append",
+                   help="Beam arg for the Beam components; write --beam-arg=--runner=DataflowRunner (with '=')")
+    from pipeline.environments import add_cli_subcommands, add_env_arguments
+
+    add_env_arguments(p)
     p.set_defaults(func=cmd_compile)
 
     for name, func, helptext in (("submit", cmd_submit, "submit a compiled spec to Vertex AI or a KFP endpoint"),
@@ -184,12 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--endpoint", help="KFP API host: submit there instead of Vertex AI (`kfp run submit` path)")
             p.add_argument("--experiment", default="albert-tfx")
         else:
-            p.add_argument("--cron", required=True, help='cron expression, e.g. "TZ=Europe/Paris 0 3 * * 1"')
-            p.add_argument("--max-concurrent", type=int, default=1)
+            p.add_argument("--cron", help='cron expression, e.g. "TZ=Europe/Paris 0 3 * * 1" (default: the --env schedule)')
+            p.add_argument("--max-concurrent", type=int, default=None)
             p.add_argument("--max-runs", type=int)
             p.add_argument("--start-time")
             p.add_argument("--end-time")
+        add_env_arguments(p)
         p.set_defaults(func=func)
+    add_cli_subcommands(sub)  # `env [NAME]`, `schedules list|pause|resume`
 
     p = sub.add_parser("make-pretraining-data", help="documents → masked SOP TFRecords (same Beam code as the DAG)")
     _add_config_args(p)

@@ -91,21 +91,139 @@ def build_schedule(job, spec: ScheduleSpec, credentials=None):
     return schedule, create_kwargs
 
 
-def create_schedule(schedule, create_kwargs: Dict[str, Any], service_account: Optional[str] = None):
+def create_schedule(schedule, create_kwargs: Dict[str, Any], service_account: Optional[str] = None,
+                    network: Optional[str] = None):
     """Send the schedule (network)."""
-    schedule.create(service_account=service_account, **create_kwargs)
+    schedule.create(service_account=service_account, network=network, **create_kwargs)
     return schedule
 
 
+# -- existing schedules: list / pause / resume ----------------------------------------------------------------
+SCHEDULE_STATES = ("ACTIVE", "PAUSED", "COMPLETED")
+
+
+def schedule_filter(display_name: Optional[str] = None, state: Optional[str] = None) -> Optional[str]:
+    """The ``filter`` string of ``ListSchedules`` (AIP-160), e.g. ``display_name="albert-weekly" AND state="ACTIVE"``."""
+    parts = []
+    if display_name:
+        parts.append(f'display_name="{display_name}"')
+    if state:
+        if state.upper() not in SCHEDULE_STATES:
+            raise CloudConfigError(f"schedule state must be one of {', '.join(SCHEDULE_STATES)}, got {state!r}")
+        parts.append(f'state="{state.upper()}"')
+    return " AND ".join(parts) or None
+
+
+def schedule_resource_name(schedule: str, project: str, region: str) -> str:
+    """``projects/P/locations/R/schedules/ID`` from an id or a full resource name."""
+    if not schedule:
+        raise CloudConfigError("a schedule id or resource name is required")
+    if schedule.startswith("projects/"):
+        return schedule
+    if "/" in schedule:
+        raise CloudConfigError(f"{schedule!r} is neither a schedule id nor projects/P/locations/R/schedules/ID")
+    return f"projects/{project}/locations/{region}/schedules/{schedule}"
+
+
+def list_schedules(project: str, region: str, *, display_name: Optional[str] = None, state: Optional[str] = None,
+                   order_by: str = "create_time desc", credentials=None):
+    """``aiplatform.PipelineJobSchedule.list(filter=...)`` for the project/region (network)."""
+    from google.cloud import aiplatform
+
+    if not (project and region):
+        raise CloudConfigError("listing schedules needs project and region")
+    return aiplatform.PipelineJobSchedule.list(filter=schedule_filter(display_name, state), order_by=order_by,
+                                               project=project, location=region, credentials=credentials)
+
+
+def get_schedule(schedule: str, project: str, region: str, credentials=None):
+    """``aiplatform.PipelineJobSchedule.get`` by id or resource name (network)."""
+    from google.cloud import aiplatform
+
+    return aiplatform.PipelineJobSchedule.get(schedule_resource_name(schedule, project, region), project=project,
+                                              location=region, credentials=credentials)
+
+
+def pause_schedule(schedule: str, project: str, region: str, credentials=None):
+    """ACTIVE → PAUSED (``PipelineJobSchedule.pause``)."""
+    obj = get_schedule(schedule, project, region, credentials)
+    obj.pause()
+    return obj
+
+
+def resume_schedule(schedule: str, project: str, region: str, catch_up: bool = False, credentials=None):
+    """PAUSED → ACTIVE. ``catch_up`` backfills the runs missed while paused.
+
+    ``PipelineJobSchedule.resume(catch_up=...)`` does not forward ``catch_up`` to the API (SDK 1.x), so the
+    ``ResumeSchedule`` request is sent through the same client with the flag set.
+    """
+    obj = get_schedule(schedule, project, region, credentials)
+    obj.api_client.resume_schedule(name=obj.resource_name, catch_up=catch_up)
+    return obj
+
+
+# -- Kubeflow Pipelines -------------------------------------------------------------------------------------------
+def kfp_package(spec_path: str, output_path: Optional[str] = None, pipeline_root: Optional[str] = None) -> str:
+    """A KFP v2 package (IR YAML) for ``spec_path``; returns its path.
+
+    ``compile`` writes a Vertex ``PipelineJob`` JSON (``{"displayName", "pipelineSpec", "runtimeConfig"}``); the KFP
+    API and ``kfp run create`` take the bare ``PipelineSpec`` as ``.yaml``. The pipeline root
+    (``runtimeConfig.gcsOutputDirectory`` or ``pipeline_root``) becomes the spec's ``defaultPipelineRoot``. A
+    ``.yaml``/``.yml`` package is returned unchanged.
+    """
+    import json
+
+    import yaml
+
+    if spec_path.endswith((".yaml", ".yml", ".tar.gz", ".tgz", ".zip")):
+        return spec_path
+    with open(spec_path) as f:
+        data = json.load(f)
+    pipeline_spec = data.get("pipelineSpec", data)
+    if "root" not in pipeline_spec or "deploymentSpec" not in pipeline_spec:
+        raise CloudConfigError(f"{spec_path} is not a compiled pipeline spec (no pipelineSpec.root/deploymentSpec)")
+    pipeline_spec = dict(pipeline_spec)
+    root = pipeline_root or data.get("runtimeConfig", {}).get("gcsOutputDirectory")
+    if root and not pipeline_spec.get("defaultPipelineRoot"):
+        pipeline_spec["defaultPipelineRoot"] = root
+    if output_path is None:
+        base = spec_path[:-5] if spec_path.endswith(".json") else spec_path
+        output_path = base + ".kfp.yaml"
+    with open(output_path, "w") as f:
+        yaml.safe_dump(pipeline_spec, f, sort_keys=True)
+    return output_path
+
+
+def kfp_cli_command(package_path: str, host: str, *, run_name: str, experiment_name: str = "albert-tfx",
+                    arguments: Optional[Dict[str, Any]] = None) -> str:
+    """The equivalent ``kfp`` CLI command line (KFP SDK 2.x: ``kfp run create``; 1.x called it ``kfp run submit``)."""
+    import json
+    import shlex
+
+    args = ["kfp", "--endpoint", host, "run", "create", "--experiment-name", experiment_name,
+            "--run-name", run_name, "--package-file", package_path]
+    for key, value in sorted((arguments or {}).items()):
+        args.append(f"{key}={value if isinstance(value, str) else json.dumps(value)}")
+    return " ".join(shlex.quote(a) for a in args)
+
+
 def submit_kfp(package_path: str, host: str, *, run_name: str, experiment_name: str = "albert-tfx",
-               arguments: Optional[Dict[str, Any]] = None, enable_caching: bool = True, client=None):
-    """The ``kfp run submit`` path: create a run of the compiled package on a KFP endpoint."""
+               arguments: Optional[Dict[str, Any]] = None, enable_caching: bool = True,
+               pipeline_root: Optional[str] = None, service_account: Optional[str] = None, client=None):
+    """The ``kfp run create`` path: create a run of the compiled package on a KFP endpoint.
+
+    The compiled Vertex JSON is converted to a KFP package first (:func:`kfp_package`, written next to it as
+    ``*.kfp.yaml``); then ``kfp.Client.create_run_from_pipeline_package`` gets-or-creates the experiment and sends
+    ``POST /apis/v2beta1/runs`` with the run name, the pipeline spec, the parameters and the pipeline root.
+    """
     if not host and client is None:
         raise CloudConfigError("Kubeflow submission needs --endpoint (the KFP API host)")
+    package = kfp_package(package_path, pipeline_root=pipeline_root)
     if client is None:
         import kfp
 
         client = kfp.Client(host=host)
     return client.create_run_from_pipeline_package(
-        pipeline_file=package_path, arguments=arguments or {}, run_name=run_name,
-        experiment_name=experiment_name, enable_caching=enable_caching)
+        pipeline_file=package, arguments=arguments or {}, run_name=run_name,
+        experiment_name=experiment_name, enable_caching=enable_caching, pipeline_root=pipeline_root,
+        service_account=service_account)

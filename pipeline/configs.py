@@ -117,8 +117,80 @@ class TrainConfig:
     log_every: int = 100
     shuffle_buffer: int = 10_000
     strategy: str = "auto"  # auto | cpu | mirrored | multi_worker | tpu
-    mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16
-    jit_compile: bool = False
+    mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16 (auto: see trainer.train_lib.resolve_precision)
+    jit_compile: bool = False  # XLA-compile the train step (measured on CPU: benchmarks/pretrain_step.py)
+
+
+# Vertex AI CustomJob machine shapes (https://cloud.google.com/vertex-ai/docs/training/configure-compute):
+# TPU v2/v3 are requested as machine type ``cloud-tpu`` + accelerator TPU_V2/TPU_V3 x 8 (one host, 8 cores);
+# TPU v4/v5e as a ``ct4p-*``/``ct5lp-*`` machine type with a slice ``tpu_topology`` (e.g. 2x2x1, 4x4).
+TPU_ACCELERATORS = ("TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD")
+TPU_MACHINE_PREFIXES = ("cloud-tpu", "ct4p-", "ct5lp-", "ct5p-", "ct6e-")
+
+
+@dataclass
+class VertexTrainingConfig:
+    """Run the Trainer's ``run_fn`` as a Vertex AI Training CustomJob (``google_cloud_ai_platform.Trainer``).
+
+    Off by default (the Trainer then runs where the orchestrator runs it). Enabled, the job runs the
+    pipeline's container image (or ``image``) with one worker pool built from these fields by
+    :func:`pipeline.vertex_training.worker_pool_specs`: a TPU (``machine_type`` ``cloud-tpu`` with
+    ``accelerator_type`` TPU_V2/TPU_V3 and ``accelerator_count`` 8, or a ``ct4p-``/``ct5lp-`` machine
+    with ``tpu_topology``) or a GPU machine (``accelerator_type`` NVIDIA_*, ``accelerator_count`` GPUs).
+    """
+
+    enabled: bool = False
+    project: Optional[str] = None  # GCP project of the CustomJob (required when enabled)
+    region: str = "us-central1"
+    machine_type: str = "n1-standard-8"
+    accelerator_type: Optional[str] = None  # TPU_V3 | TPU_V4_POD | TPU_V5_LITEPOD | NVIDIA_TESLA_V100 | ...; None: CPU
+    accelerator_count: int = 0  # TPU_V2/V3: 8 (cores of one host); GPUs per replica; 0 with tpu_topology
+    tpu_topology: Optional[str] = None  # TPU v4/v5e slice shape, e.g. "2x2x1" (v4) or "2x2", "4x4" (v5e)
+    replica_count: int = 1
+    image: Optional[str] = None  # None: the pipeline's container image
+    service_account: Optional[str] = None
+    boot_disk_size_gb: int = 100
+
+    def is_tpu(self) -> bool:
+        return (self.accelerator_type or "").upper() in TPU_ACCELERATORS or \
+            self.machine_type.startswith(TPU_MACHINE_PREFIXES)
+
+    def validate(self) -> None:
+        if not self.enabled:
+            return
+        _check(bool(self.project), "vertex_training.project", self.project, "a GCP project id when enabled")
+        _check(bool(self.region), "vertex_training.region", self.region, "a Vertex AI region, e.g. us-central1")
+        _check(bool(self.machine_type), "vertex_training.machine_type", self.machine_type, "a machine type")
+        _check(self.replica_count >= 1, "vertex_training.replica_count", self.replica_count, ">= 1")
+        _check(self.boot_disk_size_gb >= 10, "vertex_training.boot_disk_size_gb", self.boot_disk_size_gb, ">= 10")
+        _check(self.accelerator_count >= 0, "vertex_training.accelerator_count", self.accelerator_count, ">= 0")
+        acc = (self.accelerator_type or "").upper()
+        if self.tpu_topology is not None:
+            _check(all(p.isdigit() and int(p) > 0 for p in self.tpu_topology.split("x")) and "x" in self.tpu_topology,
+                   "vertex_training.tpu_topology", self.tpu_topology, "chips per dimension like 2x2 or 2x2x1")
+        if self.machine_type == "cloud-tpu":
+            _check(acc in ("TPU_V2", "TPU_V3"), "vertex_training.accelerator_type", self.accelerator_type,
+                   "TPU_V2 or TPU_V3 with machine_type cloud-tpu")
+            _check(self.accelerator_count == 8, "vertex_training.accelerator_count", self.accelerator_count,
+                   "8 (the cores of one TPU v2/v3 host) with machine_type cloud-tpu")
+            _check(self.tpu_topology is None, "vertex_training.tpu_topology", self.tpu_topology,
+                   "unset with machine_type cloud-tpu (v2/v3 are sized by accelerator_count)")
+        elif self.machine_type.startswith(TPU_MACHINE_PREFIXES):
+            _check(bool(self.tpu_topology), "vertex_training.tpu_topology", self.tpu_topology,
+                   f"a slice shape (e.g. 2x2) with TPU machine_type {self.machine_type}")
+            _check(acc in ("", "TPU_V4_POD", "TPU_V5_LITEPOD", "TPU_V5P", "TPU_V6E") , "vertex_training.accelerator_type",
+                   self.accelerator_type, "unset or the TPU type of the machine (TPU_V4_POD, TPU_V5_LITEPOD)")
+        else:
+            _check(not acc.startswith("TPU"), "vertex_training.accelerator_type", self.accelerator_type,
+                   "TPU types only with a TPU machine_type (cloud-tpu, ct4p-*, ct5lp-*)")
+            _check(self.tpu_topology is None, "vertex_training.tpu_topology", self.tpu_topology,
+                   "unset for a non-TPU machine_type")
+            if acc:
+                _check(self.accelerator_count >= 1, "vertex_training.accelerator_count", self.accelerator_count,
+                       f">= 1 with accelerator_type {self.accelerator_type}")
+            else:
+                _check(self.accelerator_count == 0, "vertex_training.accelerator_count", self.accelerator_count,
+                       "0 without accelerator_type")
 
 
 @dataclass
@@ -190,6 +262,7 @@ class PipelineConfig:
     datagen: DataGenConfig = field(default_factory=DataGenConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    vertex_training: VertexTrainingConfig = field(default_factory=VertexTrainingConfig)
     benchmarks: BenchmarkConfig = field(default_factory=BenchmarkConfig)
 
     # -- (de)serialisation -------------------------------------------------------------------
@@ -226,6 +299,7 @@ class PipelineConfig:
         _check(0 <= t.num_warmup_steps <= t.num_train_steps, "train.num_warmup_steps", t.num_warmup_steps, "in [0, num_train_steps]")
         _check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",
                t.grad_accum_steps, f">= 1 and dividing train_batch_size={t.train_batch_size}")
+        self.vertex_training.validate()
         _check(b.squad_version in ("1.1", "2.0"), "benchmarks.squad_version", b.squad_version, "1.1|2.0")
         _check(b.checkpoint_selection in ("best", "last"), "benchmarks.checkpoint_selection", b.checkpoint_selection, "best|last")
         _check(b.seeds >= 1, "benchmarks.seeds", b.seeds, ">= 1")
@@ -362,6 +436,13 @@ def paper_config() -> PipelineConfig:
         corpus=CorpusConfig(num_shards=256),
         datagen=DataGenConfig(num_shards=1024),
         train=TrainConfig(strategy="tpu", mixed_precision="mixed_bfloat16", checkpoint_every=5000),
+        # Off until a project is set (``--set vertex_training.enabled=true --set vertex_training.project=P``):
+        # one TPU v3-8 host (4 chips / 8 cores) on Vertex AI Training, bf16, running the pipeline image. The
+        # paper used 64-512 v3 chips; Vertex offers v2/v3 only as single 8-core hosts, so for pod scale use a
+        # v4/v5e slice instead, e.g. machine_type=ct5lp-hightpu-4t, accelerator_type=TPU_V5_LITEPOD,
+        # accelerator_count=0, tpu_topology=8x8 (64 v5e chips).
+        vertex_training=VertexTrainingConfig(machine_type="cloud-tpu", accelerator_type="TPU_V3",
+                                             accelerator_count=8, region="us-central1"),
         benchmarks=BenchmarkConfig(squad_version="1.1", eval_every=1000),
     )
 

@@ -2,8 +2,9 @@
 
 The TF1 checkpoint is written independently of the module under test: a tf.compat.v1 graph with variables named as
 in the official ALBERT code (names and shapes written out by hand below), saved with tf.compat.v1.train.Saver.
-A comparison against real `transformers` needs torch, which is not installed: the HF part checks names, shapes and
-a round trip only.
+The HF part here checks names, shapes and a round trip without torch; numerical parity against real `transformers`
+is in tests/test_hf_parity.py (needs the test-only torch + transformers). The last part covers trainer.convert
+(the `convert` command) in all three directions.
 """
 import json
 
@@ -300,3 +301,206 @@ def test_hf_foreign_config_and_identity_projection(tmp_path):
     save_file(tensors, paths["weights"])
     with pytest.raises(CheckpointMismatchError, match="albert.pooler.bias"):
         load_hf_pretrained(str(tmp_path / "hf"))
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# trainer.convert (the `convert` command)
+# ---------------------------------------------------------------------------------------------------------------------
+def _assert_same_outputs(a, b, keys=("sequence_output", "pooled_output", "mlm_logits", "sentence_logits")):
+    for key in keys:
+        np.testing.assert_allclose(np.asarray(a[key]), np.asarray(b[key]), rtol=1e-6, atol=1e-6, err_msg=key)
+
+
+def _serve(serving_dir):
+    loaded = tf.saved_model.load(serving_dir)
+    x = inputs()
+    return loaded.signatures["serving_default"](input_ids=tf.constant(x["input_ids"]),
+                                                 input_mask=tf.constant(x["input_mask"]),
+                                                 segment_ids=tf.constant(x["segment_ids"]))
+
+
+def _check_albert_dir(dst, reference_model, spm=True):
+    """dst holds what train_lib.export writes; each part reproduces reference_model."""
+    from trainer.convert import load_albert_dir
+    from trainer.modeling_albert import AlbertModel as _AlbertModel
+
+    x = inputs()
+    ref = reference_model(x)
+    config = AlbertConfig.from_json_file(str(dst / "albert_config.json"))
+    assert config == reference_model.config
+    with open(dst / "albert_config.json") as f:
+        assert json.load(f)["net_structure_type"] == 0
+    assert (dst / "spm.model").exists() == spm
+    with open(dst / "export_info.json") as f:
+        assert json.load(f)["albert_config"] == config.to_dict()
+    # encoder/ckpt as the evaluation runner restores it.
+    encoder = _AlbertModel(config)
+    encoder(encoder.dummy_inputs(1, 4))
+    tf.train.Checkpoint(encoder=encoder).read(str(dst / "encoder" / "ckpt")).assert_existing_objects_matched()
+    _assert_same_outputs(encoder(x), ref, keys=("sequence_output", "pooled_output"))
+    # pretraining/ckpt
+    restored = load_albert_dir(str(dst))
+    _assert_same_outputs(restored(x), ref)
+    # serving SavedModel: mlm_logits at every position.
+    served = _serve(str(dst / "serving"))
+    np.testing.assert_allclose(served["sequence_output"].numpy(), ref["sequence_output"], rtol=1e-5, atol=1e-5)
+    full = reference_model(dict(x, masked_lm_positions=np.tile(np.arange(9, dtype=np.int32)[None], [2, 1])))
+    np.testing.assert_allclose(served["mlm_logits"].numpy(), full["mlm_logits"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("overrides", [dict(), dict(num_hidden_layers=4, sharing="groups", num_hidden_groups=2,
+                                                     inner_group_num=2)], ids=["all", "groups"])
+def test_convert_hf_to_albert_and_back(tmp_path, spm_model_path, overrides):
+    pytest.importorskip("safetensors.numpy")
+    import shutil
+
+    from safetensors.numpy import load_file
+    from trainer.convert import convert
+
+    tf_keras.utils.set_random_seed(11)
+    model = AlbertForPreTraining(tiny(**overrides))
+    model(inputs())
+    hf = tmp_path / "hf"
+    save_hf_pretrained(model, str(hf))
+    shutil.copy(spm_model_path, hf / "spiece.model")
+
+    result = convert("hf-to-albert", str(hf), str(tmp_path / "albert"))
+    assert result["kind"] == "hf-to-albert" and result["sentence_task"] == "sop" and not result["encoder_only"]
+    assert {"albert_config.json", "encoder/ckpt", "pretraining/ckpt", "spm.model", "serving"} <= set(result["files"])
+    json.dumps(result)  # printable by the CLI
+    _check_albert_dir(tmp_path / "albert", model)
+
+    back = convert("albert-to-hf", str(tmp_path / "albert"), str(tmp_path / "hf2"))
+    assert set(back["files"]) == {"config.json", "model.safetensors", "spiece.model", "tokenizer_config.json"}
+    a, b = load_file(str(hf / "model.safetensors")), load_file(str(tmp_path / "hf2" / "model.safetensors"))
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    with open(hf / "config.json") as f1, open(tmp_path / "hf2" / "config.json") as f2:
+        assert json.load(f1) == json.load(f2)
+    assert (tmp_path / "hf2" / "spiece.model").read_bytes() == (hf / "spiece.model").read_bytes()
+
+
+def test_convert_hf_masked_lm_and_encoder_only(tmp_path):
+    """transformers' AlbertForMaskedLM (no sop_classifier, as the hub's albert-base-v2) and a bare AlbertModel."""
+    pytest.importorskip("safetensors.numpy")
+    from safetensors.numpy import load_file, save_file
+    from trainer.convert import convert, load_albert_dir
+
+    tf_keras.utils.set_random_seed(12)
+    model = AlbertForPreTraining(tiny())
+    x = inputs()
+    ref = model(x)
+    hf = tmp_path / "mlm"
+    save_hf_pretrained(model, str(hf))
+    tensors = load_file(str(hf / "model.safetensors"))
+    for name in ("sop_classifier.classifier.weight", "sop_classifier.classifier.bias"):
+        del tensors[name]
+    tensors["predictions.decoder.weight"] = tensors["albert.embeddings.word_embeddings.weight"]
+    tensors["predictions.decoder.bias"] = tensors["predictions.bias"]
+    save_file(tensors, str(hf / "model.safetensors"))
+    result = convert("hf-to-albert", str(hf), str(tmp_path / "albert_mlm"))
+    assert result["sentence_task"] is None and not result["encoder_only"]
+    restored = load_albert_dir(str(tmp_path / "albert_mlm"))
+    assert restored.sentence_task is None
+    _assert_same_outputs(restored(x), ref, keys=("sequence_output", "pooled_output", "mlm_logits"))
+    back = convert("albert-to-hf", str(tmp_path / "albert_mlm"), str(tmp_path / "mlm2"))
+    with open(tmp_path / "mlm2" / "config.json") as f:
+        assert json.load(f)["architectures"] == ["AlbertForMaskedLM"]
+    assert back["sentence_task"] is None
+
+    # A task model (prefix albert., a classifier head): the encoder is converted, the head is reported as skipped.
+    encoder_tensors = {k: v for k, v in tensors.items() if k.startswith("albert.")}
+    encoder_tensors["classifier.weight"] = np.zeros((3, H), np.float32)
+    encoder_tensors["classifier.bias"] = np.zeros(3, np.float32)
+    save_file(encoder_tensors, str(hf / "model.safetensors"))
+    result = convert("hf-to-albert", str(hf), str(tmp_path / "albert_enc"))
+    assert result["encoder_only"] and result["skipped_tensors"] == ["classifier.bias", "classifier.weight"]
+    assert not (tmp_path / "albert_enc" / "pretraining").exists() and not (tmp_path / "albert_enc" / "serving").exists()
+    encoder = load_albert_dir(str(tmp_path / "albert_enc"))
+    assert isinstance(encoder, AlbertModel)
+    _assert_same_outputs(encoder(x), ref, keys=("sequence_output", "pooled_output"))
+    convert("albert-to-hf", str(tmp_path / "albert_enc"), str(tmp_path / "enc2"))
+    enc2 = load_file(str(tmp_path / "enc2" / "model.safetensors"))
+    assert "embeddings.word_embeddings.weight" in enc2 and not any(k.startswith("albert.") for k in enc2)
+    with open(tmp_path / "enc2" / "config.json") as f:
+        assert json.load(f)["architectures"] == ["AlbertModel"]
+
+
+@pytest.mark.parametrize("hub_prefix", ["", "module/"])
+def test_convert_official_tf1_release(tmp_path, spm_model_path, hub_prefix):
+    """A directory laid out like the official albert_base_v2 release: albert_config.json (official keys, no
+    `sharing`), model.ckpt-best.* without a `checkpoint` state file, 30k-clean.model."""
+    import shutil
+
+    from trainer.convert import convert
+
+    src = tmp_path / "albert_base"
+    src.mkdir()
+    values = random_official_values()
+    write_tf1_with_saver(str(src / "model.ckpt-best"), {hub_prefix + k: v for k, v in values.items()},
+                         {"global_step": np.array(10, np.int64)})
+    (src / "checkpoint").unlink()  # the release tarballs ship no state file
+    official_config = {k: v for k, v in tiny().to_dict(official=True).items()
+                       if k not in ("sharing", "embedding_projection", "layer_norm_eps")}
+    official_config["hidden_act"] = "gelu"
+    with open(src / "albert_config.json", "w") as f:
+        json.dump(official_config, f)
+    shutil.copy(spm_model_path, src / "30k-clean.model")
+
+    result = convert("tf1-to-albert", str(src), str(tmp_path / "albert"))
+    assert result["checkpoint"].endswith("model.ckpt-best") and result["prefix"] == hub_prefix
+    assert result["loaded_variables"] == len(values) and result["sentence_task"] == "sop"
+    reference = AlbertForPreTraining(AlbertConfig.from_json_file(str(src / "albert_config.json")))
+    load_tf1_checkpoint(reference, str(src / "model.ckpt-best"))
+    _check_albert_dir(tmp_path / "albert", reference)
+    np.testing.assert_array_equal(reference.albert.embeddings.word_embeddings.numpy(),
+                                  values["bert/embeddings/word_embeddings"])
+
+
+def test_convert_errors(tmp_path):
+    from trainer.convert import convert
+
+    with pytest.raises(ValueError, match="hf-to-albert, albert-to-hf, tf1-to-albert"):
+        convert("onnx", str(tmp_path), str(tmp_path / "x"))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        convert("hf-to-albert", str(tmp_path / "nope"), str(tmp_path / "x"))
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        convert("hf-to-albert", str(tmp_path), str(tmp_path / "x"))
+    with pytest.raises(FileNotFoundError, match="albert_config.json"):
+        convert("tf1-to-albert", str(tmp_path), str(tmp_path / "x"))
+
+    # TF1: a variable missing from the checkpoint and an extra layer group are listed.
+    src = tmp_path / "tf1"
+    src.mkdir()
+    values = random_official_values()
+    del values["bert/pooler/dense/kernel"]
+    values["bert/encoder/transformer/group_1/inner_group_0/LayerNorm/beta"] = np.ones(H, np.float32)
+    write_tf1_with_saver(str(src / "model.ckpt-3"), values)
+    tiny().to_json_file(str(src / "albert_config.json"), official=True)
+    with pytest.raises(CheckpointMismatchError) as err:
+        convert("tf1-to-albert", str(src), str(tmp_path / "out"))
+    message = str(err.value)
+    assert "bert/pooler/dense/kernel" in message and "group_1/inner_group_0/LayerNorm/beta" in message
+    assert "strict=False" not in message and "belong together" in message
+
+    # albert dir whose albert_config.json does not match its checkpoints: the variables are listed.
+    tf_keras.utils.set_random_seed(0)
+    model = AlbertForPreTraining(tiny())
+    model(inputs())
+    from trainer.convert import write_albert_dir
+
+    write_albert_dir(model, str(tmp_path / "albert"), serving=False)
+    tiny(num_hidden_layers=4, sharing="groups", num_hidden_groups=2).to_json_file(
+        str(tmp_path / "albert" / "albert_config.json"), official=True)
+    with pytest.raises(CheckpointMismatchError) as err:
+        convert("albert-to-hf", str(tmp_path / "albert"), str(tmp_path / "hf"))
+    assert "missing from the checkpoint" in str(err.value)
+    assert "model/albert/encoder/groups/1/blocks/0/ffn/intermediate/kernel\n" in str(err.value)
+
+    # An unsupported sharing layout cannot be written in the HF layout.
+    model = AlbertForPreTraining(tiny(sharing="attention"))
+    model(inputs())
+    write_albert_dir(model, str(tmp_path / "albert_attn"), serving=False)
+    with pytest.raises(ValueError, match="sharing='attention'"):
+        convert("albert-to-hf", str(tmp_path / "albert_attn"), str(tmp_path / "hf_attn"))

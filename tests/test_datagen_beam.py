@@ -69,6 +69,12 @@ def test_statistics_are_written(one_worker):
     assert on_disk == stats
     train = stats["splits"]["train"]
     assert set(train["replacement_shares"]) == {"mask", "random", "keep"}
+    for key in ("ngram_drawn_shares", "ngram_span_shares", "sop_swap_label_1_share", "sop_random_next_share",
+                "short_target_share_doc_passes", "short_target_share_instances"):
+        assert key in train
+    swaps = train["sop_swap_decisions"]
+    assert swaps["kept"] + swaps["swapped"] + train["sop_random_next_instances"] == train["instances"]
+    assert not os.path.exists(os.path.join(out, ".datagen-spill"))  # spill files are removed
     assert stats["dupe_factor"] == 3 and stats["params"]["max_seq_length"] == 64
     assert os.path.exists(os.path.join(out, "vocab", "spm.model"))
 
@@ -85,3 +91,27 @@ def test_failed_run_leaves_no_output(tmp_path, spm_model_path):
 def test_refuses_to_overwrite(one_worker, spm_model_path):
     with pytest.raises(FileExistsError):
         make_pretraining_data([FIXTURE], spm_model_path, one_worker[0], _config())
+
+
+@pytest.mark.parametrize("compression", ["GZIP", ""])
+def test_shard_writer_sorts_by_key_and_frames_like_tensorflow(tmp_path, compression):
+    """The TF-free TFRecord writer: records from several spill files come out sorted by shuffle key (ties by
+    payload) and read back with TensorFlow's reader, compressed or not."""
+    import tensorflow as tf
+
+    from components.datagen_beam import _SPILL_HEADER, _WriteTFRecordShard
+
+    records = [(7, b"g"), (3, b"c"), (9, b"i" * 300), (3, b"b"), (1, b""), (5, b"e" * 70000)]
+    paths = []
+    for k, part in enumerate((records[:2], records[2:])):
+        path = tmp_path / f"s{k}.spill"
+        path.write_bytes(b"".join(_SPILL_HEADER.pack(key, len(v)) + v for key, v in part))
+        paths.append(str(path))
+    out = tmp_path / "out"
+    out.mkdir()
+    writer = _WriteTFRecordShard({"train": str(out)}, {"train": 3}, compression)
+    assert list(writer.process((("train", 1), paths))) == [("train", 1)]
+    files = glob.glob(str(out / "data_tfrecord-00001-of-00003*"))
+    assert len(files) == 1 and files[0].endswith(".gz") == (compression == "GZIP")
+    got = [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type=compression or None)]
+    assert got == [v for _, v in sorted(records)]

@@ -44,6 +44,8 @@ __all__ = [
     "config_from_hf_dict",
     "save_hf_pretrained",
     "load_hf_pretrained",
+    "read_hf_tensors",
+    "hf_layout",
 ]
 
 AnyAlbert = Union[AlbertModel, AlbertForPreTraining]
@@ -62,15 +64,17 @@ _IGNORED_HF = [r"position_ids$", r"token_type_ids$", r"predictions\.decoder\.(we
 class CheckpointMismatchError(ValueError):
     """The checkpoint and the model do not have the same variables (or shapes)."""
 
-    def __init__(self, what: str, missing: List[str], unexpected: List[str], shape_mismatch: List[str]):
-        self.missing, self.unexpected, self.shape_mismatch = missing, unexpected, shape_mismatch
+    def __init__(self, what: str, missing: List[str], unexpected: List[str], shape_mismatch: List[str],
+                 hint: Optional[str] = "(pass strict=False to load what matches and get these lists back instead)"):
+        self.what, self.missing, self.unexpected, self.shape_mismatch = what, missing, unexpected, shape_mismatch
         lines = [f"{what} does not match the model:"]
         for title, names in (("missing from the checkpoint", missing), ("unexpected in the checkpoint", unexpected),
                              ("shape mismatch", shape_mismatch)):
             if names:
                 lines.append(f"  {len(names)} {title}:")
                 lines.extend(f"    {n}" for n in names)
-        lines.append("(pass strict=False to load what matches and get these lists back instead)")
+        if hint:
+            lines.append(hint)
         super().__init__("\n".join(lines))
 
 
@@ -414,16 +418,53 @@ def save_hf_pretrained(model: AnyAlbert, directory: str) -> Dict[str, str]:
     return {"config": config_path, "weights": weights_path}
 
 
+def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
+    """All tensors of a Hugging Face model directory: ``model.safetensors`` or a sharded
+    ``model.safetensors.index.json``. A directory with only ``pytorch_model.bin`` gets a clear error (reading it
+    would need torch)."""
+    from safetensors.numpy import load_file
+
+    single = os.path.join(directory, "model.safetensors")
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if os.path.exists(single):
+        return load_file(single)
+    if os.path.exists(index):
+        with open(index) as f:
+            shards = sorted(set(json.load(f)["weight_map"].values()))
+        tensors: Dict[str, np.ndarray] = {}
+        for shard in shards:
+            tensors.update(load_file(os.path.join(directory, shard)))
+        return tensors
+    if os.path.exists(os.path.join(directory, "pytorch_model.bin")):
+        raise FileNotFoundError(f"{directory} has only pytorch_model.bin; re-save it with safetensors first "
+                                "(transformers: model.save_pretrained(dir, safe_serialization=True))")
+    raise FileNotFoundError(f"No model.safetensors (or model.safetensors.index.json) in {directory}")
+
+
+def hf_layout(tensors: Mapping[str, np.ndarray]) -> Dict[str, Any]:
+    """What a ``transformers`` ALBERT state dict holds: ``prefix`` of the encoder (``"albert."`` for task models,
+    ``""`` for a bare ``AlbertModel``), ``mlm`` (``predictions.*`` present), ``sentence_task`` (``"sop"`` when
+    ``sop_classifier.*`` is present, else None) and ``other`` (tensors of other task heads)."""
+    prefixed = any(n.startswith("albert.") for n in tensors)
+    mlm = any(n.startswith("predictions.") for n in tensors)
+    sop = any(n.startswith("sop_classifier.") for n in tensors)
+    known = ("albert.", "predictions.", "sop_classifier.") if prefixed else ("embeddings.", "encoder.", "pooler.")
+    other = sorted(n for n in tensors if not n.startswith(known))
+    return {"prefix": "albert." if prefixed else "", "mlm": mlm, "sentence_task": "sop" if sop else None,
+            "other": other}
+
+
 def load_hf_pretrained(directory: str, model: Optional[AnyAlbert] = None, sentence_task: Optional[str] = "sop",
                        strict: bool = True) -> AnyAlbert:
     """Read ``config.json`` + ``model.safetensors`` from ``directory`` into ``model`` (or a new
-    :class:`AlbertForPreTraining` built from the config). Returns the model."""
-    from safetensors.numpy import load_file
-
+    :class:`AlbertForPreTraining` built from the config). ``sentence_task="auto"``: an SOP head iff the file has
+    ``sop_classifier.*`` (Hugging Face's ``AlbertForMaskedLM`` checkpoints have none). Returns the model."""
     with open(os.path.join(directory, "config.json")) as f:
         config = config_from_hf_dict(json.load(f))
+    tensors = read_hf_tensors(directory)
     if model is None:
+        if sentence_task == "auto":
+            sentence_task = hf_layout(tensors)["sentence_task"]
         model = AlbertForPreTraining(config, sentence_task=sentence_task)
-    tensors = load_file(os.path.join(directory, "model.safetensors"))
     load_hf_state_dict(model, tensors, strict=strict)
     return model

@@ -166,6 +166,7 @@ class Instance:
     ``mask_kinds`` (KIND_MASK/KIND_RANDOM/KIND_KEEP) align with the positions; ``ngram_lengths`` are the
     words each masked span covers, ``ngram_drawn`` the n drawn at every start word visited (masked or
     skipped): the sampler's p ∝ 1/n shows in the latter, the budget/overlap skew in the former.
+    ``random_next``: the label comes from a random-document B, not from a swap decision.
     """
 
     input_ids: np.ndarray          # int32, length <= max_seq_length
@@ -181,6 +182,7 @@ class Instance:
     ngram_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     ngram_drawn: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     mask_kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    random_next: bool = False      # B came from a random other document (official one-sentence chunks, NSP)
 
     @property
     def num_tokens(self) -> int:
@@ -426,7 +428,7 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
                 if random_next:
                     if random_document is not None:
                         b = _random_segment(rng, random_document, target - a.shape[0])
-                        label = 1
+                        label = 2  # label 1, B from a random document
                         i -= len(chunk) - a_end  # put the unused sentences back
                     else:
                         a = None
@@ -435,8 +437,8 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
                     if mode == "official" and rng.random() < 0.5:
                         a, b, label = b, a, 1
             if a is not None and b is not None:
-                instances.append(_make_instance(a, b, label, rng, params, vocab, doc_index, len(instances),
-                                                target, is_short))
+                instances.append(_make_instance(a, b, min(label, 1), rng, params, vocab, doc_index,
+                                                len(instances), target, is_short, label == 2))
             chunk = []
             chunk_len = 0
         i += 1
@@ -444,7 +446,8 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
 
 
 def _make_instance(a: np.ndarray, b: np.ndarray, label: int, rng: np.random.Generator, params: InstanceParams,
-                   vocab: VocabInfo, doc_index: int, chunk_index: int, target: int, is_short: bool) -> Instance:
+                   vocab: VocabInfo, doc_index: int, chunk_index: int, target: int, is_short: bool,
+                   random_next: bool = False) -> Instance:
     a, b = truncate_pair(a, b, params.max_num_tokens, rng)
     la, lb = a.shape[0], b.shape[0]
     tokens = np.empty(la + lb + 3, dtype=np.int32)
@@ -459,4 +462,5 @@ def _make_instance(a: np.ndarray, b: np.ndarray, label: int, rng: np.random.Gene
     return Instance(input_ids=m.masked_tokens, segment_ids=segment_ids, token_boundary=m.token_boundary,
                     masked_lm_positions=m.positions, masked_lm_ids=m.labels, sop_label=label, doc_index=doc_index,
                     chunk_index=chunk_index, target_length=target, is_short_target=is_short,
-                    ngram_lengths=m.span_ngrams, ngram_drawn=m.span_ngrams_drawn, mask_kinds=m.kinds)
+                    ngram_lengths=m.span_ngrams, ngram_drawn=m.span_ngrams_drawn, mask_kinds=m.kinds,
+                    random_next=random_next)

@@ -2,6 +2,26 @@
 
 Plain Python counters only, so the accumulator pickles cheaply as a Beam ``CombineFn`` accumulator and
 ``merge`` is associative and commutative (it only adds counts).
+
+Which statistic checks which rule of the procedure (issue 4, "Done when"), and why some realized shares
+legitimately differ from the nominal ones:
+
+* n-gram lengths 6/11, 3/11, 2/11: ``ngram_drawn_shares`` is the sampler, the n drawn at every start word
+  visited, and meets it (within sampling error). ``ngram_span_shares`` counts the words the *masked* spans
+  cover, which is skewed towards 1: the official procedure shrinks n when a span would exceed the
+  prediction budget (P=20 is ~4% of 512 tokens, so the last span of nearly every instance is shrunk),
+  clips spans at the end of the sequence and skips spans touching masked tokens.
+* replacement 80/10/10: ``replacement_shares`` (one independent draw per masked token).
+* SOP balance 50/50: ``sop_swap_label_1_share``, the swap decisions (p = 0.5 each), meets it in every mode;
+  in ``sop_mode=pure`` every instance is a swap decision, so ``sop_label_1_share`` meets it too. In
+  ``official`` mode a one-sentence chunk always gets a random-document B with label 1
+  (``sop_random_next_share`` of the instances), so the overall label-1 share is above 1/2; by how much
+  depends on the text (short targets and long sentences make one-sentence chunks).
+* short sequences 10%: ``short_target_share_doc_passes``, the share of (document, pass) runs that drew a
+  short target (``short_seq_prob`` is drawn once per document and pass, as in the official code).
+  ``short_target_share_instances`` is the share of instances built under a short target; it is larger
+  (a short target cuts a document into more, shorter instances) and, on a corpus of few long documents
+  (whole books), dominated by which books drew a short target.
 """
 from __future__ import annotations
 
@@ -48,6 +68,7 @@ class InstanceStats:
         self.doc_passes = 0
         self.short_target_doc_passes = 0
         self.sop_labels = [0, 0]
+        self.sop_random_next = 0               # label-1 instances whose B came from a random document
         self.masked_tokens = 0
         self.ngram_hist: List[int] = []        # index n: spans covering n words
         self.ngram_drawn_hist: List[int] = []  # index n: draws of n at visited start words
@@ -63,6 +84,7 @@ class InstanceStats:
             self.doc_passes += 1
             self.short_target_doc_passes += int(instance.is_short_target)
         self.sop_labels[int(instance.sop_label)] += 1
+        self.sop_random_next += int(instance.random_next)
         self.masked_tokens += int(instance.masked_lm_positions.shape[0])
         _count_into(self.ngram_hist, instance.ngram_lengths)
         _count_into(self.ngram_drawn_hist, instance.ngram_drawn)
@@ -79,6 +101,7 @@ class InstanceStats:
         self.doc_passes += other.doc_passes
         self.short_target_doc_passes += other.short_target_doc_passes
         _add_counts(self.sop_labels, other.sop_labels)
+        self.sop_random_next += other.sop_random_next
         self.masked_tokens += other.masked_tokens
         _add_counts(self.ngram_hist, other.ngram_hist)
         _add_counts(self.ngram_drawn_hist, other.ngram_drawn_hist)
@@ -111,6 +134,8 @@ class InstanceStats:
         """JSON-able summary (plain ints, floats, strings)."""
         inst = self.instances
         kinds_total = sum(self.kinds)
+        swaps = inst - self.sop_random_next
+        swapped = self.sop_labels[1] - self.sop_random_next
         return {
             "instances": inst,
             "tokens": self.tokens,
@@ -125,6 +150,10 @@ class InstanceStats:
             "short_target_share_doc_passes": self.short_target_doc_passes / self.doc_passes if self.doc_passes else 0.0,
             "sop_label_counts": {"0": self.sop_labels[0], "1": self.sop_labels[1]},
             "sop_label_1_share": self.sop_labels[1] / inst if inst else 0.0,
+            "sop_swap_decisions": {"kept": swaps - swapped, "swapped": swapped},
+            "sop_swap_label_1_share": swapped / swaps if swaps else 0.0,
+            "sop_random_next_instances": self.sop_random_next,
+            "sop_random_next_share": self.sop_random_next / inst if inst else 0.0,
             "masked_tokens": self.masked_tokens,
             "masked_token_share": self.masked_tokens / self.tokens if self.tokens else 0.0,
             "masked_per_instance": self.masked_tokens / inst if inst else 0.0,

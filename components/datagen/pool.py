@@ -1,0 +1,108 @@
+"""A compact pool of tokenized documents, the source of "random other documents" (official SOP negatives, NSP).
+
+The official script indexes its in-memory list of every document; a streaming pipeline instead draws from a
+deterministic sample of documents (see ``components.datagen_beam``). The pool stores all of its tokens in one
+flat int32 array plus two offset arrays, so it pickles in one memcpy and a Beam side input built from it is
+three NumPy arrays and a list of ids, not millions of Python ints (Beam's state cache measures side inputs
+object by object, which made a list-of-lists pool cost more than generating the data).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from components.datagen.instances import RandomDocument
+
+
+class _PoolDocument(Sequence):
+    """Read-only view of one pooled document: ``doc[j]`` is sentence j as an int32 view (no copy)."""
+
+    __slots__ = ("_flat", "_offsets", "_first", "_n")
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray, first: int, n: int):
+        self._flat, self._offsets, self._first, self._n = flat, offsets, first, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, j):
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(self._n))]
+        if j < 0:
+            j += self._n
+        if not 0 <= j < self._n:
+            raise IndexError(j)
+        k = self._first + j
+        return self._flat[self._offsets[k]:self._offsets[k + 1]]
+
+
+class DocumentPool:
+    """Tokenized documents in a fixed order (their ids in ``doc_ids``), stored flat.
+
+    :meth:`sampler` gives the ``random_document(rng)`` callable of
+    :func:`components.datagen.instances.create_instances_from_document`: one ``rng.integers(n)`` draw over the
+    pool without the current document, in pool order.
+    """
+
+    def __init__(self, doc_ids: "Sequence[str]", documents: "Sequence[Sequence[np.ndarray]]"):
+        if len(doc_ids) != len(documents):
+            raise ValueError("doc_ids and documents differ in length")
+        self.doc_ids: List[str] = list(doc_ids)
+        sents = [np.asarray(s, dtype=np.int32) for d in documents for s in d]
+        lens = np.fromiter((s.shape[0] for s in sents), dtype=np.int64, count=len(sents))
+        if (lens == 0).any():
+            raise ValueError("pooled documents must not contain empty sentences")
+        if any(len(d) == 0 for d in documents):
+            raise ValueError("pooled documents must not be empty")
+        self.flat = np.concatenate(sents) if sents else np.zeros(0, np.int32)
+        self.sentence_offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        self.document_offsets = np.concatenate(
+            [[0], np.cumsum([len(d) for d in documents])]).astype(np.int64)
+        self._index: Optional[Dict[str, int]] = None
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __getstate__(self):
+        return {"doc_ids": self.doc_ids, "flat": self.flat, "sentence_offsets": self.sentence_offsets,
+                "document_offsets": self.document_offsets}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._index = None
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.flat.shape[0])
+
+    def document(self, i: int) -> _PoolDocument:
+        first = int(self.document_offsets[i])
+        return _PoolDocument(self.flat, self.sentence_offsets, first, int(self.document_offsets[i + 1]) - first)
+
+    def _position(self, doc_id: str) -> Optional[int]:
+        if self._index is None:
+            self._index = {d: i for i, d in enumerate(self.doc_ids)}
+        return self._index.get(doc_id)
+
+    def get(self, doc_id: str) -> Optional[List[np.ndarray]]:
+        """The pooled document's sentences (int32 views), or None: lets the generator skip re-tokenizing it."""
+        i = self._position(doc_id)
+        return None if i is None else list(self.document(i))
+
+    def sampler(self, exclude_doc_id: str) -> RandomDocument:
+        """``random_document(rng)``: a uniformly drawn pooled document other than ``exclude_doc_id``."""
+        skip = self._position(exclude_doc_id)
+        n = len(self.doc_ids) - (skip is not None)
+
+        def random_document(rng: np.random.Generator) -> _PoolDocument:
+            if n <= 0:
+                raise ValueError("the corpus has a single document: no other document to draw a random segment "
+                                 "from (use sop_mode=pure)")
+            r = int(rng.integers(n))
+            if skip is not None and r >= skip:
+                r += 1
+            return self.document(r)
+
+        return random_document

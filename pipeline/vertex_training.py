@@ -1,0 +1,170 @@
+"""Trainer nodes: the local Trainer and the Vertex AI Training one, both publishing the final eval metrics.
+
+Both run the same ``trainer.task.run_fn``. With ``vertex_training.enabled`` the node is
+``tfx.extensions.google_cloud_ai_platform.Trainer``: its executor submits a Vertex AI CustomJob whose
+single worker pool (:func:`worker_pool_specs`) runs the pipeline's container image, where TFX's
+``GenericExecutor`` calls ``run_fn`` — on TPU v2/v3 (``cloud-tpu`` + TPU_V3 x 8), a TPU v4/v5e slice
+(``ct4p-``/``ct5lp-`` machine + ``tpu_topology``) or GPUs (machine + NVIDIA_* x count).
+
+Metrics: ``run_fn`` writes ``eval_metrics.json`` into the ``model_run`` artifact, but a ``run_fn``
+cannot set artifact properties. The executors here (:class:`MetricsGenericExecutor` locally,
+:class:`VertexMetricsGenericExecutor` for Vertex, where the metrics file is read back from the
+job's ``model_run`` URI after the job succeeded) run the usual executor, then read that file and set
+float custom properties (``eval_mlm_accuracy``, ``eval_sentence_accuracy``, ``final_step`` ...) on the
+``model_run`` and ``model`` output artifacts; the orchestrator publishes them to MLMD with the artifacts.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import posixpath
+from typing import Any, Dict, List, Optional
+
+from tfx import v1 as tfx
+from tfx.components.trainer import executor as trainer_executor
+from tfx.dsl.components.base import executor_spec
+from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor
+
+from pipeline.configs import ConfigError, PipelineConfig, VertexTrainingConfig
+
+log = logging.getLogger(__name__)
+
+TRAINER_RUN_FN = "trainer.task.run_fn"
+EVAL_METRICS_FILE = "eval_metrics.json"
+METRIC_PREFIX = "eval_"
+RUN_FACTS = ("start_step", "final_step", "num_replicas")
+
+
+# ------------------------------------------------------------------------------------------------
+# Worker pool / CustomJob spec (pure functions)
+# ------------------------------------------------------------------------------------------------
+
+def machine_spec(cfg: VertexTrainingConfig) -> Dict[str, Any]:
+    """Vertex ``MachineSpec`` (REST field names) for the config's TPU, GPU or CPU machine."""
+    spec: Dict[str, Any] = {"machine_type": cfg.machine_type}
+    if cfg.accelerator_type:
+        spec["accelerator_type"] = cfg.accelerator_type.upper()
+    if cfg.accelerator_count:
+        spec["accelerator_count"] = int(cfg.accelerator_count)
+    if cfg.tpu_topology:
+        spec["tpu_topology"] = cfg.tpu_topology
+    return spec
+
+
+def worker_pool_specs(cfg: VertexTrainingConfig, image: str) -> List[Dict[str, Any]]:
+    """One worker pool running ``image``; TFX's Vertex runner fills in the container command and args.
+
+    TPU v3: ``{"machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3",
+    "accelerator_count": 8}, "replica_count": 1, "container_spec": {"image_uri": image}}``.
+    """
+    if not image:
+        raise ConfigError("config vertex_training.image is invalid: expected a container image URI "
+                          "(the pipeline image with this package installed)")
+    pool: Dict[str, Any] = {
+        "machine_spec": machine_spec(cfg),
+        "replica_count": int(cfg.replica_count),
+        "container_spec": {"image_uri": image},
+    }
+    if not cfg.is_tpu():  # TPU VMs come with their own boot disk
+        pool["disk_spec"] = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": int(cfg.boot_disk_size_gb)}
+    return [pool]
+
+
+def training_job_spec(cfg: VertexTrainingConfig, image: str) -> Dict[str, Any]:
+    """The ``ai_platform_training_args`` of the Vertex Trainer: a CustomJob ``job_spec`` plus project."""
+    job_spec: Dict[str, Any] = {"worker_pool_specs": worker_pool_specs(cfg, image)}
+    if cfg.service_account:
+        job_spec["service_account"] = cfg.service_account
+    return {"project": cfg.project, "job_spec": job_spec}
+
+
+def vertex_custom_config(config: PipelineConfig, checkpoint_root: str, image: Optional[str] = None) -> Dict[str, Any]:
+    """``custom_config`` of the Vertex Trainer: the ``run_fn`` keys plus the Vertex keys."""
+    cfg = config.vertex_training
+    cfg.validate()
+    image = cfg.image or image
+    ext = tfx.extensions.google_cloud_ai_platform
+    return {
+        "albert": config.to_json(),
+        "checkpoint_root": checkpoint_root,
+        ext.ENABLE_VERTEX_KEY: True,
+        ext.VERTEX_REGION_KEY: cfg.region,
+        ext.TRAINING_ARGS_KEY: training_job_spec(cfg, image),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# Executors that publish eval metrics as artifact properties
+# ------------------------------------------------------------------------------------------------
+
+def read_eval_metrics(model_run_uri: str) -> Dict[str, float]:
+    """``eval_metrics.json`` (written by ``run_fn``) → flat float properties; {} when absent."""
+    import tensorflow as tf
+
+    path = posixpath.join(model_run_uri, EVAL_METRICS_FILE)
+    if not tf.io.gfile.exists(path):
+        return {}
+    with tf.io.gfile.GFile(path) as f:
+        info = json.load(f)
+    props = {METRIC_PREFIX + k: float(v) for k, v in (info.get("eval_metrics") or {}).items()}
+    props.update({k: float(info[k]) for k in RUN_FACTS if isinstance(info.get(k), (int, float))})
+    return props
+
+
+def publish_eval_metrics(output_dict: Dict[str, List[Any]]) -> Dict[str, float]:
+    """Set the metrics as float custom properties on the ``model_run`` and ``model`` output artifacts."""
+    runs = output_dict.get("model_run") or []
+    if not runs:
+        return {}
+    props = read_eval_metrics(runs[0].uri)
+    for key in ("model_run", "model"):
+        for artifact in output_dict.get(key) or []:
+            for name, value in props.items():
+                artifact.set_float_custom_property(name, value)
+    if props:
+        log.info("published eval metrics to MLMD: %s", props)
+    return props
+
+
+class MetricsGenericExecutor(trainer_executor.GenericExecutor):
+    """TFX's GenericExecutor (calls ``run_fn``), then publishes ``eval_metrics.json`` as properties."""
+
+    def Do(self, input_dict, output_dict, exec_properties):
+        result = super().Do(input_dict, output_dict, exec_properties)
+        publish_eval_metrics(output_dict)
+        return result
+
+
+class VertexMetricsGenericExecutor(vertex_executor.GenericExecutor):
+    """Submits the Vertex CustomJob (which runs TFX's GenericExecutor → ``run_fn`` in the image) and,
+    once it has succeeded, publishes ``eval_metrics.json`` from the job's ``model_run`` URI."""
+
+    def Do(self, input_dict, output_dict, exec_properties):
+        result = super().Do(input_dict, output_dict, exec_properties)
+        publish_eval_metrics(output_dict)
+        return result
+
+
+class VertexTrainer(tfx.extensions.google_cloud_ai_platform.Trainer):
+    """The Vertex AI Training Trainer with the metrics-publishing executor."""
+
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(VertexMetricsGenericExecutor)
+
+
+# ------------------------------------------------------------------------------------------------
+# Node factory
+# ------------------------------------------------------------------------------------------------
+
+def create_trainer(config: PipelineConfig, examples, checkpoint_root: str, image: Optional[str] = None):
+    """The Trainer node for ``config``: Vertex AI Training when ``vertex_training.enabled``, else local.
+
+    ``image``: the pipeline's container image, used when ``vertex_training.image`` is unset.
+    """
+    common = dict(run_fn=TRAINER_RUN_FN, examples=examples,
+                  train_args=tfx.proto.TrainArgs(num_steps=config.train.num_train_steps),
+                  eval_args=tfx.proto.EvalArgs(num_steps=config.train.eval_steps))
+    if config.vertex_training.enabled:
+        return VertexTrainer(custom_config=vertex_custom_config(config, checkpoint_root, image), **common)
+    return tfx.components.Trainer(
+        custom_executor_spec=executor_spec.ExecutorClassSpec(MetricsGenericExecutor),
+        custom_config={"albert": config.to_json(), "checkpoint_root": checkpoint_root}, **common)

@@ -1,0 +1,169 @@
+"""infra/: the image installs the package exactly as CI does (same lock, same command), carries no credentials,
+runs as a non-root user, and the Cloud Build image tag flows into `albert-pipeline compile --image`."""
+import os
+import re
+import shlex
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts)) as f:
+        return f.read()
+
+
+def instructions(text):
+    """Dockerfile instructions as (KEYWORD, argument) with continuations joined and comments dropped."""
+    lines, current = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not current and (not line or line.startswith("#")):
+            continue
+        if line.startswith("#"):
+            continue
+        current += (" " if current else "") + line.rstrip("\\").strip()
+        if not line.endswith("\\"):
+            keyword, _, arg = current.partition(" ")
+            lines.append((keyword.upper(), arg.strip()))
+            current = ""
+    return lines
+
+
+@pytest.fixture(scope="module")
+def dockerfile():
+    return instructions(read("infra", "Dockerfile"))
+
+
+def run_commands(dockerfile):
+    return [cmd.strip() for kw, arg in dockerfile if kw == "RUN" for cmd in re.split(r"&&|;", arg)]
+
+
+def test_dockerfile_installs_with_uv_sync_frozen_from_the_committed_lock(dockerfile):
+    copies = [arg for kw, arg in dockerfile if kw == "COPY"]
+    lock_copy = next(c for c in copies if "uv.lock" in c.split())
+    assert "pyproject.toml" in lock_copy.split()
+    syncs = [c for c in run_commands(dockerfile) if c.startswith("uv sync")]
+    assert syncs, "the image must install with uv sync"
+    for cmd in syncs:
+        words = shlex.split(cmd)
+        assert "--frozen" in words, f"{cmd!r}: the image must use the committed lock unchanged (--frozen)"
+        assert not {"--upgrade", "-U", "--upgrade-package", "--refresh"} & set(words)
+    assert shlex.split(syncs[-1])[:3] == ["uv", "sync", "--frozen"]
+    # No other installer sneaks packages past the lock (pip only installs uv itself).
+    for cmd in run_commands(dockerfile):
+        if re.search(r"\bpip\b.*\binstall\b", cmd):
+            assert re.fullmatch(r"pip install --no-cache-dir \"?uv[^\s\"]*\"?", cmd), cmd
+    # The lock is copied before the first sync; the project sources before the last one.
+    order = [(kw, arg) for kw, arg in dockerfile if kw in ("COPY", "RUN")]
+    first_sync = next(i for i, (kw, arg) in enumerate(order) if kw == "RUN" and "uv sync" in arg)
+    assert any("uv.lock" in arg for kw, arg in order[:first_sync] if kw == "COPY")
+    last_sync = max(i for i, (kw, arg) in enumerate(order) if kw == "RUN" and "uv sync" in arg)
+    sources_before = {src.rstrip("/") for kw, arg in order[:last_sync] if kw == "COPY"
+                      for src in arg.split()[:-1]}
+    for package in ("pipeline", "components", "trainer"):
+        assert package in sources_before, f"{package}/ must be in the image before the project is installed"
+
+
+def test_make_install_and_ci_use_the_same_lock_and_command():
+    makefile = read("Makefile")
+    install = makefile.split("\ninstall:", 1)[1].split("\n\n", 1)[0]
+    assert re.search(r"\$\(UV\) sync --frozen\b", install), "make install must run `uv sync --frozen`"
+    ci = read(".ci", "run")
+    assert "make test" in ci
+    assert re.search(r"^test: install\b", makefile, re.M), "CI's `make test` goes through `make install`"
+    # Same resolution knobs: no Python downloads in either place.
+    assert "UV_PYTHON_DOWNLOADS := never" in makefile
+    assert "UV_PYTHON_DOWNLOADS=never" in read("infra", "Dockerfile")
+
+
+def test_dockerfile_copies_third_party_the_lock_refers_to(dockerfile):
+    pyproject = read("pyproject.toml")
+    path_sources = re.findall(r'path\s*=\s*"([^"]+)"', pyproject)
+    assert path_sources, "expected the tfdv shim path dependency"
+    copies = [arg.split() for kw, arg in dockerfile if kw == "COPY" and not arg.startswith("--from")]
+    copied = {src.rstrip("/") for args in copies for src in args[:-1]}
+    for source in path_sources:
+        assert source.split("/")[0] in copied or source in copied, f"{source} (a uv source) is not copied"
+    assert "third_party" in copied
+
+
+def test_image_python_and_beam_match_the_lock(dockerfile):
+    lock = read("uv.lock")
+    beam_version = re.search(r'\[\[package\]\]\nname = "apache-beam"\nversion = "([^"]+)"', lock).group(1)
+    args = dict(arg.split("=", 1) for kw, arg in dockerfile if kw == "ARG" and "=" in arg)
+    assert args["BEAM_VERSION"] == beam_version
+    requires = re.search(r'requires-python = "([^"]+)"', read("pyproject.toml")).group(1)
+    assert ">=3.11" in requires and args["BASE_IMAGE"].startswith("python:3.11")
+    froms = [arg for kw, arg in dockerfile if kw == "FROM"]
+    assert froms[0].startswith("apache/beam_python3.11_sdk:${BEAM_VERSION}")
+    assert any(arg.startswith("--from=beam_sdk /opt/apache/beam") for kw, arg in dockerfile if kw == "COPY")
+    # Dataflow / portable runners start the SDK harness through the Beam boot program.
+    assert [arg for kw, arg in dockerfile if kw == "ENTRYPOINT"] == ['["/opt/apache/beam/boot"]']
+
+
+def test_image_runs_as_a_non_root_user(dockerfile):
+    users = [arg for kw, arg in dockerfile if kw == "USER"]
+    assert users and users[-1] not in ("root", "0", "0:0")
+    last_user = max(i for i, (kw, _) in enumerate(dockerfile) if kw == "USER")
+    assert all(kw not in ("RUN", "COPY", "ADD") for kw, _ in dockerfile[last_user + 1:]), \
+        "nothing may run as root after switching user"
+    assert any("useradd" in c and users[-1] in c for c in run_commands(dockerfile))
+
+
+def test_no_credentials_in_the_image(dockerfile):
+    text = read("infra", "Dockerfile")
+    for kw, arg in dockerfile:
+        assert "GOOGLE_APPLICATION_CREDENTIALS" not in arg, (kw, arg)
+        assert not re.search(r"(?i)(secret|password|token|api[_-]?key)\s*=", arg), (kw, arg)
+        if kw in ("COPY", "ADD"):
+            assert not re.search(r"(?i)(\.json|\.pem|\.p12|\.key|credentials|\.config/gcloud|\.ssh|\.env)\b",
+                                 arg.replace("environments.yaml", "")), f"{kw} {arg} copies a credential-like file"
+        assert kw != "ADD", "ADD can fetch remote content; use COPY"
+    assert "gcloud auth" not in text
+    ignore = read("infra", "Dockerfile.dockerignore")
+    for pattern in (".venv", "outputs", "**/*credentials*.json", "**/*.pem", "**/.config/gcloud"):
+        assert pattern in ignore.splitlines()
+
+
+def test_cloud_build_builds_the_dockerfile_and_compiles_with_the_same_image():
+    build = yaml.safe_load(read("infra", "cloudbuild.yaml"))
+    steps = {step["id"]: step for step in build["steps"]}
+    docker = steps["build"]
+    assert docker["name"] == "gcr.io/cloud-builders/docker"
+    assert docker["args"][:3] == ["build", "-f", "infra/Dockerfile"]
+    assert docker["args"][docker["args"].index("-t") + 1] == "${_IMAGE}"
+    assert build["images"] == ["${_IMAGE}"]
+    # The freshly built image compiles the spec, and names itself as every executor's image.
+    compile_step = steps["compile"]
+    assert compile_step["name"] == "${_IMAGE}" and compile_step["entrypoint"] == "albert-pipeline"
+    args = compile_step["args"]
+    assert args[0] == "compile" and args[args.index("--image") + 1] == "${_IMAGE}"
+    assert args[args.index("--output") + 1].startswith("/workspace/")
+    subs = build["substitutions"]
+    assert subs["_IMAGE"] == "${_REGION}-docker.pkg.dev/${PROJECT_ID}/${_REPOSITORY}/albert-tfx:${_TAG}"
+    assert build["options"]["dynamicSubstitutions"] is True  # _IMAGE refers to other substitutions
+    assert list(steps).index("build") < list(steps).index("compile") < list(steps).index("upload-spec")
+
+
+def test_compile_cli_takes_image_and_beam_args():
+    """The CLI flags that infra/cloudbuild.yaml and infra/README.md use exist."""
+    from pipeline.cli import build_parser
+
+    args = build_parser().parse_args(["compile", "--preset", "sample", "--image", "reg/albert:1",
+                                      "--pipeline-root", "gs://b/root", "--output", "/workspace/spec.json",
+                                      "--beam-arg=--runner=DataflowRunner"])  # `=` form: the value starts with --
+    assert (args.image, args.pipeline_root, args.beam_arg) == ("reg/albert:1", "gs://b/root",
+                                                                 ["--runner=DataflowRunner"])
+
+
+def test_readme_documents_the_walkthrough_and_iam():
+    text = read("infra", "README.md")
+    for needle in ("gcloud builds submit --config infra/cloudbuild.yaml", "albert-pipeline compile",
+                   "albert-pipeline submit", "albert-pipeline schedule", "kfp --endpoint", "run create",
+                   "roles/aiplatform.user", "roles/storage.objectAdmin", "roles/dataflow.worker",
+                   "roles/artifactregistry.reader", "roles/iam.serviceAccountUser", "pipeline_root",
+                   "report.md", "ML Metadata", "infra/environments.yaml"):
+        assert needle in text, needle
