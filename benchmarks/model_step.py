@@ -10,8 +10,8 @@ global-norm clipping 1.0:
 * torch: ``AlbertForPreTraining(input_ids, attention_mask, token_type_ids, labels, sentence_order_label)``,
   ``loss.backward()``, ``clip_grad_norm_``, ``torch.optim.AdamW``.
 
-Each framework runs in its own subprocess (its own thread pools and memory), one after the other, with the same
-number of threads (``--threads``, default all cores). Printed: steps/s and sequences/s (median over the timed
+Each framework runs each case in its own subprocess (its own thread pools and memory), ours then torch case by
+case, with the same number of threads (``--threads``, default all cores). Printed: steps/s and sequences/s (median over the timed
 steps) per framework and the ratio ours / torch; ``--json`` writes them to a file.
 
 Note on the work done: the MLM head here (as in the official code) computes logits only at the ``P`` masked
@@ -216,15 +216,20 @@ def main(argv=None) -> int:
         print("RESULT " + json.dumps(result))
         return 0
 
-    passthrough = ["--size", args.size, "--cases", args.cases, "--warmup", str(args.warmup), "--steps",
+    passthrough = ["--size", args.size, "--warmup", str(args.warmup), "--steps",
                    str(args.steps), "--optimizer", args.optimizer, "--threads", str(args.threads)]
     if args.jit:
         passthrough.append("--jit")
     if args.only_xla:
         passthrough.append("--only-xla")
     t0 = time.time()
-    ours = run_worker("ours", passthrough)
-    theirs = run_worker("torch", passthrough)
+    load_before = os.getloadavg()
+    ours, theirs = {}, {}
+    for seq_len, batch in args.case_list:  # interleaved, so both see the same machine load
+        case_args = passthrough + ["--cases", f"{seq_len}x{batch}"]
+        ours.update(run_worker("ours", case_args))
+        theirs.update(run_worker("torch", case_args))
+    load_after = os.getloadavg()
     rows = []
     print(f"{args.size}, float32, {args.threads} threads, {args.warmup} warmup + {args.steps} timed steps "
           f"(median); ours: {args.optimizer.upper()}, torch {_version('torch')} / transformers "
@@ -241,10 +246,12 @@ def main(argv=None) -> int:
             name = f"ours ({variant})"
             print(f"{case:<12}{name:<16}{s['steps_per_s']:>9.3f}{s['sequences_per_s']:>9.2f}{ratio:>8.2f}")
             rows.append({"case": case, "impl": name, "ratio_vs_torch": ratio, **s})
-    print(f"total wall time {time.time() - t0:.0f}s")
+    print(f"total wall time {time.time() - t0:.0f}s; 1-min load average {load_before[0]:.1f} before, "
+          f"{load_after[0]:.1f} after ({os.cpu_count()} cores: other processes skew the numbers)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": {k: v for k, v in vars(args).items() if k != "case_list"}, "rows": rows,
+                       "load_average": [load_before, load_after],
                        "raw": {"ours": ours, "torch": theirs}}, f, indent=2)
     return 0
 

@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from components.text.books import book_document_from_bytes
 from components.text.documents import Document, doc_fingerprint, to_text_block
 from components.text.errors import CorruptInputError
-from components.text.wiki import wiki_documents
+from components.text.wiki import iter_pages, page_to_document
 
 SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
 COUNTS_FILE = "counts.json"
@@ -51,18 +51,57 @@ def _match(root: str, pattern: str) -> List[str]:
     return sorted(found)
 
 
-def read_input_file(item: Tuple[str, str, str], min_chars: int,
-                    encoding_fallback: Optional[str]) -> Iterator[Document]:
-    """One raw file → documents. Corrupt input raises :class:`CorruptInputError` naming the file."""
+# What ingestion drops on purpose, per source, in ``counts.json`` ("skipped") and as MLMD properties
+# ``<source>_<key>`` of the Documents artifact: nothing is dropped without being counted.
+SKIP_KEYS = ("empty_files", "short_documents", "duplicate_documents")
+
+
+def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallback: Optional[str],
+                    skipped: Optional[Dict[str, int]] = None) -> Iterator[Document]:
+    """One raw file → documents. Corrupt input raises :class:`CorruptInputError` naming the file.
+
+    Dropped on purpose and counted in ``skipped`` (when given): an empty (0-byte) book file
+    (``empty_files``), and pages/books that are empty or shorter than ``min_chars`` after cleaning
+    (``short_documents``). An empty Wikipedia dump is corrupt input (a dump always has a root element).
+    """
     kind, path, root = item
+    skipped = {} if skipped is None else skipped
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         if kind == "wikipedia":
-            yield from wiki_documents(f, min_chars=min_chars, name=path)
+            for page in iter_pages(f, name=path):
+                doc = page_to_document(page, min_chars)
+                if doc is None:
+                    skipped["short_documents"] = skipped.get("short_documents", 0) + 1
+                else:
+                    yield doc
         else:
             rel = path[len(root):].lstrip("/") if path.startswith(root) else posixpath.basename(path)
-            doc = book_document_from_bytes(f.read(), rel, encoding_fallback, min_chars)
-            if doc is not None:
+            data = f.read()
+            if not data.strip():
+                skipped["empty_files"] = skipped.get("empty_files", 0) + 1
+                return
+            try:
+                doc = book_document_from_bytes(data, rel, encoding_fallback, min_chars)
+            except CorruptInputError as exc:  # name the full path, not only the relative one
+                raise CorruptInputError(path, exc.detail) from exc.__cause__
+            if doc is None:
+                skipped["short_documents"] = skipped.get("short_documents", 0) + 1
+            else:
                 yield doc
+
+
+class _ReadFiles(beam.DoFn):
+    """Documents as the main output; per-file skip counts ({source: {key: n}}) on the "skipped" output."""
+
+    def __init__(self, min_chars: int, encoding_fallback: Optional[str]):
+        self._min_chars = min_chars
+        self._encoding_fallback = encoding_fallback
+
+    def process(self, item: Tuple[str, str, str]):
+        skipped: Dict[str, int] = {}
+        yield from read_input_file(item, self._min_chars, self._encoding_fallback, skipped)
+        if skipped:
+            yield beam.pvalue.TaggedOutput("skipped", {item[0]: skipped})
 
 
 def shard_of(doc_id: str, num_shards: int) -> int:
@@ -93,18 +132,27 @@ class _WriteShard(beam.DoFn):
 
 
 def _sum_counts(parts: Iterable[Dict[str, Dict[str, int]]]) -> Dict[str, Dict[str, int]]:
+    """Sum {source: {key: n}} dictionaries (any keys)."""
     total: Dict[str, Dict[str, int]] = {}
     for part in parts:
         for source, c in part.items():
-            t = total.setdefault(source, {"documents": 0, "sentences": 0, "characters": 0})
+            t = total.setdefault(source, {})
             for k, v in c.items():
-                t[k] += v
+                t[k] = t.get(k, 0) + v
     return total
 
 
-def _dedupe(element: Tuple[str, Iterable[Document]]) -> Document:
+def _dedupe(element: Tuple[str, Iterable[Document]]):
+    """Keep the lowest id; the others are counted as ``duplicate_documents`` of their own source."""
     _, docs = element
-    return min(docs, key=lambda d: d.doc_id)
+    docs = sorted(docs, key=lambda d: d.doc_id)
+    yield docs[0]
+    dropped: Dict[str, Dict[str, int]] = {}
+    for doc in docs[1:]:
+        c = dropped.setdefault(doc.source, {"duplicate_documents": 0})
+        c["duplicate_documents"] += 1
+    if dropped:
+        yield beam.pvalue.TaggedOutput("skipped", dropped)
 
 
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
@@ -113,19 +161,27 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
     """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir``."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
-    docs = (
+    read = (
         pipeline
         | "ListFiles" >> beam.Create(inputs)
         | "SpreadFiles" >> beam.Reshuffle()
-        | "ReadFiles" >> beam.FlatMap(read_input_file, min_chars, encoding_fallback)
+        | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback)).with_outputs("skipped", main="docs")
     )
+    docs, skipped_parts = read.docs, [read.skipped]
     if dedupe:
-        docs = (
+        kept = (
             docs
             | "KeyByFingerprint" >> beam.Map(lambda d: (doc_fingerprint(d), d))
             | "GroupDuplicates" >> beam.GroupByKey()
-            | "KeepLowestId" >> beam.Map(_dedupe)
+            | "KeepLowestId" >> beam.FlatMap(_dedupe).with_outputs("skipped", main="docs")
         )
+        docs = kept.docs
+        skipped_parts.append(kept.skipped)
+    skipped = (
+        skipped_parts
+        | "FlattenSkipped" >> beam.Flatten()
+        | "SumSkipped" >> beam.CombineGlobally(_sum_counts)
+    )
     counts = (
         docs
         | "KeyByShard" >> beam.Map(lambda d: (shard_of(d.doc_id, num_shards), d))
@@ -133,12 +189,16 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards))
         | "SumCounts" >> beam.CombineGlobally(_sum_counts)
     )
-    _ = counts | "WriteCounts" >> beam.Map(_write_counts, output_dir, num_shards, len(inputs))
+    _ = counts | "WriteCounts" >> beam.Map(_write_counts, output_dir, num_shards, len(inputs),
+                                           beam.pvalue.AsSingleton(skipped))
 
 
-def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards: int, num_inputs: int) -> None:
+def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards: int, num_inputs: int,
+                 skipped: Optional[Dict[str, Dict[str, int]]] = None) -> None:
     total = _sum_counts([counts])
+    skipped = _sum_counts([skipped or {}])
     summary = {
+        "skipped": {source: {k: c.get(k, 0) for k in SKIP_KEYS} for source, c in sorted(skipped.items())},
         "per_source": total,
         "documents": sum(c["documents"] for c in total.values()),
         "sentences": sum(c["sentences"] for c in total.values()),
@@ -147,7 +207,8 @@ def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards
         "num_input_files": num_inputs,
     }
     if summary["documents"] == 0:
-        raise CorruptInputError(output_dir, "no documents survived ingestion (inputs empty or all too short)")
+        raise CorruptInputError(output_dir, "no documents survived ingestion (inputs empty or all too short; "
+                                f"skipped: {json.dumps(summary['skipped'], sort_keys=True)})")
     # Shards that received no document still exist (empty) so readers can rely on the full set.
     for shard in range(num_shards):
         path = posixpath.join(output_dir, SHARD_PATTERN.format(shard, num_shards))

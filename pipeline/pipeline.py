@@ -18,8 +18,7 @@ from tfx import v1 as tfx
 from components import artifacts
 from components.tfx_components import BenchmarkEval, BenchmarkReport, CorpusGen, PretrainingDataGen, VocabGen
 from pipeline.configs import PipelineConfig
-
-TRAINER_RUN_FN = "trainer.task.run_fn"
+from pipeline.vertex_training import TRAINER_RUN_FN, create_trainer  # noqa: F401  (TRAINER_RUN_FN re-exported)
 
 
 def _importer(name: str, uri: str) -> tfx.dsl.Importer:
@@ -28,8 +27,9 @@ def _importer(name: str, uri: str) -> tfx.dsl.Importer:
 
 def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
                     beam_pipeline_args: Optional[List[str]] = None, trainer: Optional[object] = None,
-                    pipeline_root: Optional[str] = None) -> tfx.dsl.Pipeline:
-    """Build the DAG. ``trainer`` may replace the local Trainer (e.g. the Vertex AI Training one)."""
+                    pipeline_root: Optional[str] = None, trainer_image: Optional[str] = None) -> tfx.dsl.Pipeline:
+    """Build the DAG. ``trainer`` may replace the Trainer node; ``trainer_image`` is the container image the
+    Vertex AI Training job runs when ``vertex_training.enabled`` and ``vertex_training.image`` is unset."""
     config.validate()
     cfg_json = config.to_json()
     root = pipeline_root or config.pipeline_root
@@ -48,13 +48,10 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
     nodes += [corpus, vocab, datagen]
 
     if trainer is None:
-        trainer = tfx.components.Trainer(
-            run_fn=TRAINER_RUN_FN,
-            examples=datagen.outputs["examples"],
-            train_args=tfx.proto.TrainArgs(num_steps=config.train.num_train_steps),
-            eval_args=tfx.proto.EvalArgs(num_steps=config.train.eval_steps),
-            custom_config={"albert": cfg_json, "checkpoint_root": posixpath.join(root, "_checkpoints")},
-        )
+        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
+        # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
+        trainer = create_trainer(config, datagen.outputs["examples"], posixpath.join(root, "_checkpoints"),
+                                 image=trainer_image).with_id("Trainer")
     nodes.append(trainer)
 
     b = config.benchmarks

@@ -133,8 +133,8 @@ def _restore_object_checkpoint(path: str, what: str, **objects) -> None:
     mismatch = sorted(f"{n}: checkpoint {found[n]}, model {expected[n]}" for n in set(expected) & set(found)
                       if expected[n] != found[n])
     if missing or unexpected or mismatch:
-        raise interop.CheckpointMismatchError(f"{what} {path!r} (albert_config.json says {{config}})".format(
-            config=_config_summary(objects)), missing, unexpected, mismatch,
+        raise interop.CheckpointMismatchError(
+            f"{what} {path!r} (albert_config.json says {_config_summary(objects)})", missing, unexpected, mismatch,
             hint="(is albert_config.json the one the checkpoint was trained with?)")
     tf.train.Checkpoint(**objects).read(path).assert_existing_objects_matched()
 
