@@ -225,18 +225,16 @@ def main(argv=None) -> int:
     t0 = time.time()
     load_before = os.getloadavg()
     ours, theirs = {}, {}
-    for seq_len, batch in args.case_list:  # interleaved, so both see the same machine load
-        case_args = passthrough + ["--cases", f"{seq_len}x{batch}"]
-        ours.update(run_worker("ours", case_args))
-        theirs.update(run_worker("torch", case_args))
-    load_after = os.getloadavg()
     rows = []
     print(f"{args.size}, float32, {args.threads} threads, {args.warmup} warmup + {args.steps} timed steps "
           f"(median); ours: {args.optimizer.upper()}, torch {_version('torch')} / transformers "
           f"{_version('transformers')}: AdamW")
-    print(f"{'case':<12}{'impl':<16}{'steps/s':>9}{'seq/s':>9}{'ratio':>8}")
-    for seq_len, batch in args.case_list:
+    print(f"{'case':<12}{'impl':<16}{'steps/s':>9}{'seq/s':>9}{'ratio':>8}", flush=True)
+    for seq_len, batch in args.case_list:  # interleaved, so both see the same machine load
         case = f"{seq_len}x{batch}"
+        case_args = passthrough + ["--cases", case]
+        ours.update(run_worker("ours", case_args))
+        theirs.update(run_worker("torch", case_args))
         ref = summarize(theirs[f"{case}/torch"]["times"], batch)
         print(f"{case:<12}{'torch':<16}{ref['steps_per_s']:>9.3f}{ref['sequences_per_s']:>9.2f}{'1.00':>8}")
         rows.append({"case": case, "impl": "torch", **ref})
@@ -244,8 +242,9 @@ def main(argv=None) -> int:
             s = summarize(ours[f"{case}/{variant}"]["times"], batch)
             ratio = s["steps_per_s"] / ref["steps_per_s"]
             name = f"ours ({variant})"
-            print(f"{case:<12}{name:<16}{s['steps_per_s']:>9.3f}{s['sequences_per_s']:>9.2f}{ratio:>8.2f}")
+            print(f"{case:<12}{name:<16}{s['steps_per_s']:>9.3f}{s['sequences_per_s']:>9.2f}{ratio:>8.2f}", flush=True)
             rows.append({"case": case, "impl": name, "ratio_vs_torch": ratio, **s})
+    load_after = os.getloadavg()
     print(f"total wall time {time.time() - t0:.0f}s; 1-min load average {load_before[0]:.1f} before, "
           f"{load_after[0]:.1f} after ({os.cpu_count()} cores: other processes skew the numbers)")
     if args.json:

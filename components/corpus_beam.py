@@ -33,6 +33,9 @@ def list_inputs(wikipedia_dir: Optional[str], wikipedia_glob: str, books_dir: Op
     for kind, root, pattern in (("wikipedia", wikipedia_dir, wikipedia_glob), ("books", books_dir, books_glob)):
         if not root:
             continue
+        # The glob must stay inside the imported folder: MLMD lineage records only the folder.
+        if pattern.startswith("/") or "://" in pattern or ".." in pattern.split("/"):
+            raise ValueError(f"{kind} glob {pattern!r} must be relative to {root!r} without '..' segments")
         paths = _match(root, pattern)
         if not paths:
             raise FileNotFoundError(f"no {kind} input files match {posixpath.join(root, pattern)!r}")
@@ -189,14 +192,15 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards))
         | "SumCounts" >> beam.CombineGlobally(_sum_counts)
     )
+    sources = sorted({kind for kind, _, _ in inputs})
     _ = counts | "WriteCounts" >> beam.Map(_write_counts, output_dir, num_shards, len(inputs),
-                                           beam.pvalue.AsSingleton(skipped))
+                                           beam.pvalue.AsSingleton(skipped), sources)
 
 
 def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards: int, num_inputs: int,
-                 skipped: Optional[Dict[str, Dict[str, int]]] = None) -> None:
+                 skipped: Optional[Dict[str, Dict[str, int]]] = None, sources: Iterable[str] = ()) -> None:
     total = _sum_counts([counts])
-    skipped = _sum_counts([skipped or {}])
+    skipped = _sum_counts([skipped or {}, {source: {} for source in sources}])
     summary = {
         "skipped": {source: {k: c.get(k, 0) for k in SKIP_KEYS} for source, c in sorted(skipped.items())},
         "per_source": total,

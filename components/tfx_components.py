@@ -1,15 +1,23 @@
 """TFX components of the ALBERT DAG: thin shells that wire the pure cores into Beam and MLMD.
 
 Each takes the whole pipeline configuration as one JSON parameter (``config_json``): MLMD records
-exactly what produced every artifact, and the cache key changes when any setting does. Outputs are
-written under the artifact's URI, which TFX publishes only when the executor returns: a failed run
-leaves no LIVE artifact for a downstream step to consume.
+exactly what produced every artifact, and the cache key changes when any setting does.
+
+Atomic outputs. TFX publishes an output artifact (state LIVE in MLMD) only when the executor returns,
+so a failed execution never feeds a downstream step. On top of that, the data components build their
+files in ``<artifact uri>/.staging-<random>/`` and move them into the URI only after the whole Beam
+job succeeded (:func:`_staged` / :func:`_publish`, through ``tf.io.gfile`` so ``gs://`` works): an
+exception removes the staging folder; a killed process (SIGKILL, preemption) leaves at most a
+``.staging-*`` folder inside an *unpublished* URI, never a file named like output. A rerun writes to
+new URIs (new execution id), so leftovers are never read back.
 """
 
+import contextlib
 import json
 import os
 import posixpath
 import tempfile
+import uuid
 
 import apache_beam as beam
 import tensorflow as tf
@@ -43,14 +51,21 @@ def CorpusGen(
     cfg = _config(config_json).corpus
     inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, cfg.wikipedia_glob,
                                      books.uri if books else None, cfg.books_glob)
-    with beam_pipeline as p:
-        corpus_beam.build_corpus(p, inputs, documents.uri, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
-                                 dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback)
+    with _staged(documents.uri) as staging:
+        with beam_pipeline as p:
+            corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
+                                     dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback)
+        _publish(staging, documents.uri)
     counts = corpus_beam.read_counts(documents.uri)
     documents.set_int_custom_property("num_documents", counts["documents"])
     documents.set_int_custom_property("num_sentences", counts["sentences"])
     documents.set_int_custom_property("num_chars", counts["characters"])
+    documents.set_int_custom_property("num_input_files", counts["num_input_files"])
     for source, c in counts["per_source"].items():
+        for key, value in c.items():
+            documents.set_int_custom_property(f"{source}_{key}", value)
+    # What was dropped on purpose (empty files, empty/short documents, duplicates): <source>_<reason>.
+    for source, c in counts.get("skipped", {}).items():
         for key, value in c.items():
             documents.set_int_custom_property(f"{source}_{key}", value)
 
@@ -65,22 +80,14 @@ def VocabGen(
     config_json: Parameter[str],
 ) -> None:
     """Train SentencePiece with ALBERT's recipe on the documents, or import ``vocab.import_model``."""
-    from components import corpus_beam, vocab_lib
+    from components import vocab_lib
 
     cfg = _config(config_json)
     with tempfile.TemporaryDirectory() as tmp:
-        if cfg.vocab.import_model:
-            vocab_lib.import_sentencepiece(cfg.vocab.import_model, tmp)
-            origin = f"imported:{cfg.vocab.import_model}"
-        else:
-            sentences = vocab_lib.iter_sentences(corpus_beam.document_shards(documents.uri))
-            vocab_lib.train_sentencepiece(
-                sentences, tmp, vocab_size=cfg.vocab.vocab_size, character_coverage=cfg.vocab.character_coverage,
-                input_sentence_size=cfg.vocab.input_sentence_size, do_lower_case=cfg.vocab.do_lower_case,
-                seed=cfg.seed)
-            origin = "trained"
-        size = vocab_lib.validate_model(os.path.join(tmp, vocab_lib.MODEL_FILE))
-        _copy_tree(tmp, vocab.uri)
+        size, origin = vocab_lib.build_vocab(cfg.vocab, cfg.seed, documents.uri, tmp)
+        with _staged(vocab.uri) as staging:
+            _copy_tree(tmp, staging)
+            _publish(staging, vocab.uri)
     vocab.set_int_custom_property("vocab_size", size)
     vocab.set_string_custom_property("origin", origin)
 
@@ -103,18 +110,22 @@ def PretrainingDataGen(
     cfg = _config(config_json)
     d = cfg.datagen
     spm_src = posixpath.join(vocab.uri, "spm.model")
-    # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
-    tf.io.gfile.makedirs(posixpath.join(examples.uri, "vocab"))
-    tf.io.gfile.copy(spm_src, posixpath.join(examples.uri, "vocab", "spm.model"), overwrite=True)
-    output_dirs = {s: posixpath.join(examples.uri, f"Split-{s}") for s in datagen_beam.SPLITS}
-    for path in output_dirs.values():
-        tf.io.gfile.makedirs(path)
-    with beam_pipeline as p:
-        datagen_beam.build_pretraining_data(
-            p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
-            posixpath.join(statistics.uri, datagen_beam.STATS_FILE), params=datagen_beam.instance_params(d),
-            seed=cfg.seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
-            compression=d.compression, do_lower_case=cfg.vocab.do_lower_case)
+    with _staged(examples.uri) as ex_staging, _staged(statistics.uri) as st_staging:
+        # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
+        tf.io.gfile.makedirs(posixpath.join(ex_staging, "vocab"))
+        tf.io.gfile.copy(spm_src, posixpath.join(ex_staging, "vocab", "spm.model"), overwrite=True)
+        output_dirs = {s: posixpath.join(ex_staging, f"Split-{s}") for s in datagen_beam.SPLITS}
+        for path in output_dirs.values():
+            tf.io.gfile.makedirs(path)
+        with beam_pipeline as p:
+            datagen_beam.build_pretraining_data(
+                p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
+                posixpath.join(st_staging, datagen_beam.STATS_FILE), params=datagen_beam.instance_params(d),
+                seed=cfg.seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
+                compression=d.compression, do_lower_case=cfg.vocab.do_lower_case)
+        # Only the outputs move; the spill folder (normally already removed) stays behind and is deleted.
+        _publish(ex_staging, examples.uri, names=["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS])
+        _publish(st_staging, statistics.uri, names=[datagen_beam.STATS_FILE])
     examples.split_names = json.dumps(list(datagen_beam.SPLITS))
     examples.set_string_custom_property("payload_format", "FORMAT_TF_EXAMPLE")
     with tf.io.gfile.GFile(posixpath.join(statistics.uri, datagen_beam.STATS_FILE)) as f:
@@ -185,6 +196,42 @@ def _copy_tree(src: str, dst: str) -> None:
             _copy_tree(path, posixpath.join(dst, name))
         else:
             tf.io.gfile.copy(path, posixpath.join(dst, name), overwrite=True)
+
+
+STAGING_PREFIX = ".staging-"
+
+
+@contextlib.contextmanager
+def _staged(uri: str):
+    """A fresh ``<uri>/.staging-<random>`` folder; removed when the block raises (or after publishing)."""
+    staging = posixpath.join(uri, STAGING_PREFIX + uuid.uuid4().hex[:12])
+    tf.io.gfile.makedirs(staging)
+    try:
+        yield staging
+    finally:
+        if tf.io.gfile.exists(staging):
+            tf.io.gfile.rmtree(staging)
+
+
+def _publish(staging: str, uri: str, names=None) -> None:
+    """Move ``names`` (default: everything) from ``staging`` into ``uri``, file by file (``gs://`` has no
+    directory rename), then delete ``staging``. Runs only after the producing job has fully succeeded."""
+    names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(staging)) if names is None else names
+    for name in names:
+        src = posixpath.join(staging, name)
+        if tf.io.gfile.exists(src):
+            _move(src, posixpath.join(uri, name))
+    tf.io.gfile.rmtree(staging)
+
+
+def _move(src: str, dst: str) -> None:
+    if tf.io.gfile.isdir(src):
+        tf.io.gfile.makedirs(dst)
+        for child in sorted(tf.io.gfile.listdir(src)):
+            child = child.rstrip("/")
+            _move(posixpath.join(src, child), posixpath.join(dst, child))
+    else:
+        tf.io.gfile.rename(src, dst, overwrite=True)
 
 
 __all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "BenchmarkEval", "BenchmarkReport"]

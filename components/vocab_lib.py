@@ -5,13 +5,18 @@ official recipe relies on SentencePiece's own unseeded shuffling), normalises th
 tokenization will (:func:`preprocess_text`), and trains single-threaded so the same documents and
 seed give a byte-identical model. Either way the result must put pad/unk/[CLS]/[SEP]/[MASK] at ids
 0-4, or this module refuses it.
+
+Size rule (:func:`build_vocab`): the vocabulary size is a property of the model, so ``vocab.vocab_size``
+must agree with it. A trained model must have exactly ``vocab_size`` pieces. An imported model must
+have ``vocab_size`` pieces too, unless ``vocab_size`` is 0 ("take the model's size"): a mismatch is an
+error naming the model, both sizes and the fix, never a silent choice of one of them.
 """
 from __future__ import annotations
 
 import io
 import os
 import random
-from typing import Iterable, Iterator, List, Optional
+from typing import Iterable, Iterator, List, Optional, Tuple
 
 import sentencepiece as spm
 
@@ -89,6 +94,8 @@ def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Opti
     """Copy an existing model (e.g. the official ``30k-clean.model``) after validating its special ids."""
     from apache_beam.io.filesystems import FileSystems
 
+    if not FileSystems.exists(source):
+        raise FileNotFoundError(f"SentencePiece model {source} (vocab.import_model) does not exist")
     with FileSystems.open(source) as f:
         data = f.read()
     sp = spm.SentencePieceProcessor()
@@ -97,9 +104,37 @@ def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Opti
     except Exception as exc:  # sentencepiece raises RuntimeError/OSError on garbage
         raise ValueError(f"{source} is not a SentencePiece model: {exc}") from None
     check_special_ids(sp, source)
-    if expected_vocab_size is not None and sp.get_piece_size() != expected_vocab_size:
-        raise ValueError(f"{source} has {sp.get_piece_size()} pieces but the config says vocab_size={expected_vocab_size}")
+    if expected_vocab_size and sp.get_piece_size() != expected_vocab_size:
+        raise VocabSizeMismatchError(
+            f"{source} has {sp.get_piece_size()} pieces but the config says vocab_size={expected_vocab_size} "
+            f"(vocab.vocab_size); set vocab.vocab_size={sp.get_piece_size()} (or 0 to take the model's size)")
     return _write_model(data, output_dir)
+
+
+class VocabSizeMismatchError(ValueError):
+    """The SentencePiece model's size differs from ``vocab.vocab_size``."""
+
+
+def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: str) -> Tuple[int, str]:
+    """``VocabGen``'s work: import ``vocab_cfg.import_model`` or train on the documents shards into
+    ``output_dir``; returns (vocabulary size, origin). Enforces the size rule of the module docstring."""
+    if vocab_cfg.import_model:
+        import_sentencepiece(vocab_cfg.import_model, output_dir, expected_vocab_size=vocab_cfg.vocab_size or None)
+        origin = f"imported:{vocab_cfg.import_model}"
+    else:
+        from components import corpus_beam
+
+        train_sentencepiece(
+            iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir, vocab_size=vocab_cfg.vocab_size,
+            character_coverage=vocab_cfg.character_coverage, input_sentence_size=vocab_cfg.input_sentence_size,
+            do_lower_case=vocab_cfg.do_lower_case, seed=seed)
+        origin = "trained"
+    model_path = os.path.join(output_dir, MODEL_FILE)
+    size = validate_model(model_path)
+    if origin == "trained" and size != vocab_cfg.vocab_size:
+        raise VocabSizeMismatchError(f"{model_path}: trained {size} pieces, config asked vocab.vocab_size="
+                                     f"{vocab_cfg.vocab_size}")
+    return size, origin
 
 
 def _write_model(data: bytes, output_dir: str) -> str:

@@ -9,6 +9,7 @@
     albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
+    albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
     albert-pipeline score squad|squad2|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
 
 Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them.
@@ -157,6 +158,13 @@ def cmd_model_info(args) -> int:
     return 0
 
 
+def cmd_convert(args) -> int:
+    from trainer.convert import convert
+
+    print(json.dumps(convert(args.kind, args.src, args.dst), indent=2, sort_keys=True, default=str))
+    return 0
+
+
 def cmd_score(args) -> int:
     from components.evaluation.score import score
 
@@ -241,6 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int)
     p.add_argument("--include-heads", action="store_true", help="count the pretraining heads in total")
     p.set_defaults(func=cmd_model_info)
+
+    p = sub.add_parser("convert", help="Hugging Face ALBERT <-> albert dir; official TF1 checkpoint -> albert dir")
+    p.add_argument("kind", choices=["hf-to-albert", "albert-to-hf", "tf1-to-albert"])
+    p.add_argument("src")
+    p.add_argument("dst")
+    p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("score", help="score predictions in the official formats")
     p.add_argument("benchmark", choices=["squad", "squad2", "glue", "race"])

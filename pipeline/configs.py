@@ -118,7 +118,7 @@ class TrainConfig:
     shuffle_buffer: int = 10_000
     strategy: str = "auto"  # auto | cpu | mirrored | multi_worker | tpu
     mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16 (auto: see trainer.train_lib.resolve_precision)
-    jit_compile: bool = False  # XLA-compile the train step (measured on CPU: benchmarks/pretrain_step.py)
+    jit_compile: bool = False  # XLA for forward/backward; off: slower on the measured CPU (benchmarks/pretrain_step.py)
 
 
 # Vertex AI CustomJob machine shapes (https://cloud.google.com/vertex-ai/docs/training/configure-compute):
@@ -244,6 +244,8 @@ class BenchmarkConfig:
     max_query_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
+    export_serving_model: bool = True  # GLUE: <TASK>/serving_model = tf.Transform graph + classifier (raw text in)
+    tfma: bool = True  # GLUE classification: TFMA metrics on the exported model, under "tfma" in metrics.json
 
 
 @dataclass

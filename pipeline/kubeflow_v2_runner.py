@@ -25,7 +25,7 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=runner_config, output_dir=os.path.dirname(os.path.abspath(output_path)),
         output_filename=os.path.basename(output_path))
-    pipeline = create_pipeline(config, beam_pipeline_args=beam_pipeline_args)
+    pipeline = create_pipeline(config, beam_pipeline_args=beam_pipeline_args, trainer_image=image)
     runner.run(pipeline, write_out=True)
     return output_path
 

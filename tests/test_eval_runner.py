@@ -44,6 +44,9 @@ def _cfg(steps=8, batch=8, seq=64, **bench):
     cfg = sample_config()
     hp = FinetuneHParams(1e-3, batch, 0.0, 0.1, train_steps=steps, warmup_steps=1, max_seq_length=seq)
     cfg.benchmarks.hparams = {name: hp for name in cfg.benchmarks.hparams}
+    # The raw-text export + TFMA (Beam pipelines) run only where a test asks for them.
+    bench.setdefault("export_serving_model", False)
+    bench.setdefault("tfma", False)
     for key, value in bench.items():
         setattr(cfg.benchmarks, key, value)
     return cfg
@@ -181,7 +184,8 @@ def _synthetic_glue(root, rng):
 
 def test_classifier_learns_synthetic_task(albert_dir, tmp_path):
     _synthetic_glue(tmp_path / "glue", random.Random(7))
-    cfg = _cfg(steps=60, batch=16, seq=24, glue_tasks=["SST-2"], checkpoint_selection="best", eval_every=20)
+    cfg = _cfg(steps=60, batch=16, seq=24, glue_tasks=["SST-2"], checkpoint_selection="best", eval_every=20,
+               export_serving_model=True, tfma=True)
     # lr 5e-4: from random weights this tiny post-LN model does not learn at >= 1e-3 in 60 steps.
     cfg.benchmarks.hparams["SST-2"] = FinetuneHParams(5e-4, 16, 0.0, 0.1, train_steps=60, warmup_steps=6,
                                                       max_seq_length=24)
@@ -199,6 +203,24 @@ def test_classifier_learns_synthetic_task(albert_dir, tmp_path):
     assert sorted(preds, key=int) == [str(i) for i in range(10)]
     assert set(preds.values()) <= {"0", "1"}
     assert sum(preds[str(i)] == str(i % 2) for i in range(10)) >= 8
+    # The exported raw-text model (Transform graph + selected classifier) predicts, on the raw dev
+    # strings, what the in-memory model predicted (the dev predictions file).
+    assert sst["serving_model"] == os.path.join("SST-2", "serving_model")
+    assert sst["transform_check"]["rows_equal_python_featurisation"] == sst["transform_check"]["rows"] == 80
+    assert sst["serving_check"]["max_abs_logit_diff"] < 1e-3 and sst["serving_check"]["same_predictions"] == 80
+    dev = glue_lib.read_glue("SST-2", "dev", str(tmp_path / "glue"))
+    serve = tf.saved_model.load(os.path.join(out, sst["serving_model"])).signatures["serving_default"]
+    served = serve(text_a=tf.constant([e.text_a for e in dev]))["class_ids"].numpy()
+    in_memory = glue_lib.read_glue_predictions(os.path.join(out, sst["predictions"]))
+    assert [str(int(c)) for c in served] == [in_memory[e.guid.split("-")[-1]] for e in dev]
+    # TFMA (run on the exported model) agrees with our accuracy on the same predictions.
+    tfma = sst["tfma"]
+    assert tfma["mode"] == "model" and tfma["metrics"]["example_count"] == 80
+    assert math.isclose(100 * tfma["metrics"]["accuracy"], sst["accuracy"], abs_tol=1e-4)
+    for key in ("auc", "f1_score", "matthews_correlation_coefficient"):
+        assert key in tfma["metrics"], tfma["metrics"]
+    with open(os.path.join(out, "metrics.json"), encoding="utf-8") as f:
+        assert json.load(f)["tasks"]["SST-2"]["tfma"] == tfma
 
 
 def test_glue_mnli_two_dev_sets_and_stsb_regression(albert_dir, tmp_path):

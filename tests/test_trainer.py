@@ -22,13 +22,20 @@ TRAIN_OVERRIDES = ["train.train_batch_size=32", "train.learning_rate=0.005", "tr
 
 
 @pytest.fixture(scope="module")
-def examples(tmp_path_factory, sample_dir, spm_model_path):
+def examples(tmp_path_factory, sample_dir):
+    """The sample preset's own data path: clean documents, its trained 3000-piece vocabulary, masked examples."""
+    from components import vocab_lib
+
     root = tmp_path_factory.mktemp("pretrain")
     docs = root / "documents"
     inputs = corpus_beam.list_inputs(os.path.join(sample_dir, "wikipedia"), "*pages-articles*",
                                      os.path.join(sample_dir, "books"), "**/*.txt")
     with beam.Pipeline() as p:
         corpus_beam.build_corpus(p, inputs, str(docs), num_shards=2, min_chars=200)
+    vocab = build_config("sample").vocab
+    spm_model_path = vocab_lib.train_sentencepiece(
+        vocab_lib.iter_sentences(sorted(glob.glob(os.path.join(str(docs), "documents-*")))), str(root / "vocab"),
+        vocab_size=vocab.vocab_size, input_sentence_size=vocab.input_sentence_size)
     out = root / "examples"
     make_pretraining_data([str(docs)], spm_model_path, str(out), build_config("sample", overrides=DATA_OVERRIDES))
     return str(out)
@@ -39,20 +46,46 @@ def _history(output):
         return [json.loads(line) for line in f]
 
 
+def _unigram_baseline(examples_dir, split="eval"):
+    """Accuracy of always predicting the most frequent masked id: the share of that id among masked tokens."""
+    import collections
+
+    from trainer import input_pipeline
+
+    counts = collections.Counter()
+    ds = input_pipeline.make_dataset([os.path.join(examples_dir, f"Split-{split}", "*")], 64, 64, 10,
+                                     training=False, seed=0)
+    for _, labels in ds:
+        ids, weights = labels["masked_lm_ids"].numpy().ravel(), labels["masked_lm_weights"].numpy().ravel()
+        counts.update(int(i) for i, w in zip(ids, weights) if w > 0)
+    return counts.most_common(1)[0][1] / sum(counts.values())
+
+
+# A few hundred steps of the official optimizers: without bias correction the first steps of Adam/LAMB are
+# several times larger than lr suggests (v starts at 0), and at the sample preset's lr (LAMB 0.005) or AdamW 2e-3
+# the tiny model sits on the unigram plateau for all 200-600 steps. AdamW at 5e-4 leaves it after ~200 steps.
+LEARN_OVERRIDES = ["train.optimizer=adamw", "train.learning_rate=0.0005", "train.eval_steps=100",
+                   "train.num_train_steps=400", "train.log_every=50"]
+
+
 def test_pretraining_learns_on_real_text(examples, tmp_path):
     from trainer.task import pretrain_from_examples
 
-    config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + ["train.num_train_steps=200"])
+    config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES)
     info = pretrain_from_examples(examples, str(tmp_path / "run"), config)
-    assert info["final_step"] == 200 and info["start_step"] == 0
+    assert info["final_step"] == 400 and info["start_step"] == 0
     train = [h for h in _history(str(tmp_path / "run")) if h["split"] == "train"]
     first, last = train[0], train[-1]
-    # 200 CPU steps of a tiny model learn the token distribution (ln 30000 = 10.3 nats at init -> < 7.3):
-    # real learning from real data, but not yet contextual or SOP skill (that needs far more steps).
-    assert last["mlm_loss"] < first["mlm_loss"] - 3.0, (first, last)
-    assert last["mlm_accuracy"] > first["mlm_accuracy"], (first, last)
+    assert last["mlm_loss"] < first["mlm_loss"] - 0.5, (first, last)
     assert last["learning_rate"] < first["learning_rate"]  # linear decay reached the end of the schedule
-    assert set(info["eval_metrics"]) >= {"mlm_loss", "mlm_accuracy", "sentence_accuracy"}
+    evaluation = info["eval_metrics"]
+    assert set(evaluation) >= {"mlm_loss", "mlm_accuracy", "sentence_accuracy"}
+    # Contextual learning on held-out documents: MLM accuracy clearly above the best context-free guess
+    # (measured: 0.068 vs baseline 0.050 over ~1300 held-out masked tokens). SOP stays at chance in this budget
+    # (0.49-0.54 train and held-out for every setting tried up to 600 steps), so it is only reported.
+    baseline = _unigram_baseline(examples)
+    assert evaluation["mlm_accuracy"] > baseline + 0.01, (evaluation, baseline)
+    assert 0.0 <= evaluation["sentence_accuracy"] <= 1.0
 
 
 def test_sigkill_then_rerun_resumes_from_checkpoint(examples, tmp_path):

@@ -39,7 +39,9 @@ _END = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _HEADER_TITLE = re.compile(r"^Title:[ \t]*(.+)$", re.MULTILINE)
-_NLTK_TITLE = re.compile(r"^\[(.+?)(?: by (.+?))?(?: (\d{3,4}))?\][ \t]*$")
+# "[Title by Author 1818]": no "]" inside, so a 10 MB first paragraph cannot make the lazy groups backtrack.
+_NLTK_TITLE = re.compile(r"^\[([^\]]+?)(?: by ([^\]]+?))?(?: (\d{3,4}))?\][ \t]*$")
+_MAX_TITLE_CHARS = 300
 _PRODUCED_BY = re.compile(r"^(?:Produced by|This e-?text was prepared by|E-?text prepared by)\b", re.IGNORECASE)
 _HEADING = re.compile(
     r"^(?:chapter|book|volume|part|act|scene|canto|stave)[ \t]+(?:[ivxlcdm]+|\d+|[a-z]+)\b[.:]?$", re.IGNORECASE
@@ -129,7 +131,7 @@ def book_document_from_bytes(
     body, title = strip_gutenberg(text)
     paragraphs = _paragraphs(body)
     if paragraphs:
-        nltk_title = _NLTK_TITLE.match(paragraphs[0])
+        nltk_title = _NLTK_TITLE.match(paragraphs[0]) if len(paragraphs[0]) <= _MAX_TITLE_CHARS else None
         if nltk_title:
             title = title or nltk_title.group(1).strip()
             paragraphs = paragraphs[1:]

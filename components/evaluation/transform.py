@@ -1,0 +1,346 @@
+"""tf.Transform text preprocessing for fine-tuning: raw ``text_a`` / ``text_b`` → ALBERT inputs in TF ops.
+
+:func:`make_preprocessing_fn` returns a tensorflow-transform ``preprocessing_fn`` that maps raw
+strings to ``input_ids`` / ``input_mask`` / ``segment_ids`` (int64 ``[B, max_seq_length]``) inside
+the TF graph, so a model exported with the Transform graph in front of it
+(:func:`export_serving_model`) takes raw text. The graph reproduces, op by op,
+:func:`components.evaluation.glue.convert_glue_examples` with
+:class:`components.text.tokenization.AlbertTokenizer`:
+
+1. ``preprocess_text`` (:func:`normalize_text`): collapse whitespace (Python's ``str.split()``
+   whitespace set), LaTeX quotes ``\\`\\``/``''`` → ``"``, NFKD (``tensorflow_text.normalize_utf8``),
+   drop combining characters, lowercase (``tf.strings.lower(encoding="utf-8")``).
+   "Combining" is Python's ``unicodedata.combining(c) != 0`` (canonical combining class), *not*
+   ``\\p{Mn}``: the two differ on a few hundred code points (e.g. U+034F is Mn with class 0), so the
+   character class is generated from ``unicodedata`` when the graph is built. Likewise the digit
+   class of step 3 is generated from ``str.isdigit``.
+2. ``tensorflow_text.SentencepieceTokenizer`` built from the bytes of ``spm.model`` (the model's own
+   normalizer runs inside the op, as in the Python library).
+3. ALBERT's digits-comma split (official ``encode_pieces``): a piece longer than one character
+   ending in ``<digit>,`` (``▁1990,``) is re-encoded without the comma (and without ``▁``; the
+   leading ``▁`` of the re-encoding is removed when the piece had none) and ``,`` appended.
+4. ``[CLS] a [SEP] (b [SEP])`` with longest-first truncation to ``max_seq_length`` (closed form
+   of :func:`components.evaluation.glue.truncate_pair`: ties drop from ``b``), zero padding.
+
+Known differences from the Python path (documented, none on the bundled GLUE samples — see
+``tests/test_eval_transform.py``): ``tf.strings.lower`` applies ICU *simple* case mapping per code
+point where Python's ``str.lower`` uses full mappings (only ``İ`` (U+0130) maps to two code points,
+and NFKD has already decomposed it); ICU's NFKD tables may be a different Unicode version than
+Python's ``unicodedata``.
+
+Labels are not part of the Transform graph: it is pure featurisation, so the serving signature
+needs nothing but text.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import unicodedata
+from functools import lru_cache
+from typing import Callable, Dict, List, Mapping, Optional, Sequence
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+__all__ = [
+    "TEXT_A",
+    "TEXT_B",
+    "FEATURE_KEYS",
+    "raw_feature_spec",
+    "normalize_text",
+    "AlbertTfTokenizer",
+    "make_preprocessing_fn",
+    "truncation_lengths",
+    "analyze_and_transform",
+    "export_serving_model",
+    "encode_inputs",
+]
+
+TEXT_A, TEXT_B = "text_a", "text_b"
+FEATURE_KEYS = ("input_ids", "input_mask", "segment_ids")
+SPIECE_UNDERLINE = "\u2581"
+CLS_ID, SEP_ID = 2, 3  # checked against the model by AlbertTokenizer.check_special_ids
+
+
+# ---------------------------------------------------------------------------------------------
+# Character classes generated from Python's unicodedata (exact agreement with preprocess_text)
+
+
+def _ranges_class(predicate: Callable[[str], bool]) -> str:
+    """An RE2 character class ``[...]`` of every code point for which ``predicate(chr(cp))``."""
+    ranges: List[List[int]] = []
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        if predicate(chr(cp)):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1][1] = cp
+            else:
+                ranges.append([cp, cp])
+    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
+    return "[" + "".join(parts) + "]"
+
+
+@lru_cache(maxsize=None)
+def _combining_class() -> str:
+    return _ranges_class(lambda c: unicodedata.combining(c) != 0)
+
+
+@lru_cache(maxsize=None)
+def _whitespace_class() -> str:
+    return _ranges_class(str.isspace)
+
+
+@lru_cache(maxsize=None)
+def _digit_class() -> str:
+    return _ranges_class(str.isdigit)
+
+
+def normalize_text(text: tf.Tensor, lower: bool = True) -> tf.Tensor:
+    """``components.text.normalize.preprocess_text`` (remove_space, no accents) in TF string ops."""
+    ws = _whitespace_class()
+    text = tf.strings.regex_replace(text, f"^{ws}+|{ws}+$", "")
+    text = tf.strings.regex_replace(text, f"{ws}+", " ")
+    text = tf.strings.regex_replace(text, "``", '"')
+    text = tf.strings.regex_replace(text, "''", '"')
+    text = tf_text.normalize_utf8(text, "NFKD")
+    text = tf.strings.regex_replace(text, _combining_class(), "")
+    if lower:
+        text = tf.strings.lower(text, encoding="utf-8")
+    return text
+
+
+class AlbertTfTokenizer:
+    """Normalise → SentencePiece → digits-comma split, all in TF ops; ``tokenize`` gives ragged ids."""
+
+    def __init__(self, model_proto: bytes, do_lower_case: bool = True):
+        self.do_lower_case = do_lower_case
+        self.sp = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.string)
+
+    def _ids(self, pieces: tf.Tensor) -> tf.Tensor:
+        return tf.cast(self.sp.string_to_id(pieces), tf.int64)
+
+    def tokenize(self, text: tf.Tensor) -> tf.RaggedTensor:
+        pieces = self.sp.tokenize(normalize_text(text, self.do_lower_case))  # [B, (P)] strings
+        flat = pieces.flat_values
+        flat_ids = self._ids(flat)
+        # Digits-comma split: len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit().
+        quirk = tf.logical_and(tf.strings.length(flat, unit="UTF8_CHAR") > 1,
+                               tf.strings.regex_full_match(flat, f"(?s).*{_digit_class()},"))
+        quirk_pieces = tf.boolean_mask(flat, quirk)
+        stem = tf.strings.regex_replace(quirk_pieces, ",$", "")  # drop the final ','
+        sub = self.sp.tokenize(tf.strings.regex_replace(stem, SPIECE_UNDERLINE, ""))  # [Q, (S)]
+        # If the piece did not start with '▁' but the re-encoding does: strip it (drop a lone '▁').
+        starts = tf.strings.regex_full_match(quirk_pieces, f"(?s){SPIECE_UNDERLINE}.*")
+        first = tf.reshape(sub[:, :1].to_tensor(default_value="", shape=[None, 1]), [-1])
+        fix = tf.logical_and(tf.logical_not(starts),
+                             tf.strings.regex_full_match(first, f"(?s){SPIECE_UNDERLINE}.*"))
+        stripped_first = tf.strings.regex_replace(first, f"^{SPIECE_UNDERLINE}", "")
+        position = tf.ragged.range(sub.row_lengths())
+        is_first = tf.equal(position, 0)
+        fix_row = tf.logical_and(is_first, tf.expand_dims(fix, 1))  # ragged bool [Q, (S)]
+        replaced = tf.where(fix_row.flat_values,
+                            tf.gather(stripped_first, sub.value_rowids()), sub.flat_values)
+        keep = tf.logical_not(tf.logical_and(fix_row.flat_values, tf.equal(replaced, "")))
+        sub_pieces = tf.ragged.boolean_mask(sub.with_flat_values(replaced), sub.with_flat_values(keep))
+        comma = tf.fill(tf.stack([tf.shape(quirk_pieces)[0], 1]), ",")
+        quirk_ids = self._ids(tf.concat([sub_pieces, tf.RaggedTensor.from_tensor(comma)], axis=1))
+        # Stitch: every piece becomes a list of ids (itself, or the quirk re-encoding), in order.
+        n = tf.shape(flat_ids, out_type=tf.int64)[0]
+        singles = tf.RaggedTensor.from_tensor(tf.expand_dims(flat_ids, 1))
+        pool = tf.concat([singles, quirk_ids], axis=0)
+        quirk_index = tf.cumsum(tf.cast(quirk, tf.int64)) - 1 + n
+        index = tf.where(quirk, quirk_index, tf.range(n))
+        per_piece = tf.gather(pool, index)  # [N, (k)]
+        return tf.RaggedTensor.from_row_splits(per_piece, pieces.row_splits).merge_dims(1, 2)
+
+
+def truncation_lengths(len_a: tf.Tensor, len_b: tf.Tensor, budget: int):
+    """Lengths kept by longest-first truncation of a pair to ``budget`` tokens (ties drop from b).
+
+    Closed form of :func:`components.evaluation.glue.truncate_pair`: nothing if ``a + b <= budget``;
+    else the shorter is kept whole when it fits in half the budget (the longer gets the rest),
+    otherwise a keeps ``ceil(budget / 2)`` and b ``floor(budget / 2)``.
+    """
+    budget = tf.constant(budget, len_a.dtype)
+    fits = len_a + len_b <= budget
+    short = tf.minimum(len_a, len_b)
+    half_lo, half_hi = budget // 2, budget - budget // 2
+    short_fits = 2 * short <= budget
+    a_short = len_a <= len_b
+    new_a = tf.where(short_fits, tf.where(a_short, len_a, budget - len_b), half_hi)
+    new_b = tf.where(short_fits, tf.where(a_short, budget - len_a, len_b), half_lo)
+    return tf.where(fits, len_a, new_a), tf.where(fits, len_b, new_b)
+
+
+def _head(ids: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
+    keep = tf.ragged.range(ids.row_lengths()) < tf.expand_dims(lengths, 1)
+    return tf.ragged.boolean_mask(ids, keep)
+
+
+def encode_inputs(tokenizer: AlbertTfTokenizer, text_a: tf.Tensor, text_b: Optional[tf.Tensor],
+                  max_seq_length: int) -> Dict[str, tf.Tensor]:
+    """``[CLS] a [SEP] (b [SEP])`` → int64 input_ids / input_mask / segment_ids ``[B, max_seq_length]``."""
+    a = tokenizer.tokenize(text_a)
+    batch = tf.shape(text_a, out_type=tf.int64)[:1]
+    cls = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([batch, [1]], 0), tf.constant(CLS_ID, tf.int64)))
+    sep = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([batch, [1]], 0), tf.constant(SEP_ID, tf.int64)))
+    if text_b is None:
+        a = _head(a, tf.fill(batch, tf.constant(max_seq_length - 2, tf.int64)))
+        ids = tf.concat([cls, a, sep], axis=1)
+        seg = tf.zeros_like(ids)
+    else:
+        b = tokenizer.tokenize(text_b)
+        la, lb = truncation_lengths(a.row_lengths(), b.row_lengths(), max_seq_length - 3)
+        a, b = _head(a, la), _head(b, lb)
+        first = tf.concat([cls, a, sep], axis=1)
+        second = tf.concat([b, sep], axis=1)
+        ids = tf.concat([first, second], axis=1)
+        seg = tf.concat([tf.zeros_like(first), tf.ones_like(second)], axis=1)
+    shape = [None, max_seq_length]
+    input_ids = ids.to_tensor(default_value=0, shape=shape)
+    return {
+        "input_ids": input_ids,
+        "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
+        "segment_ids": seg.to_tensor(default_value=0, shape=shape),
+    }
+
+
+def raw_feature_spec(has_text_b: bool) -> Dict[str, tf.io.FixedLenFeature]:
+    spec = {TEXT_A: tf.io.FixedLenFeature([], tf.string)}
+    if has_text_b:
+        spec[TEXT_B] = tf.io.FixedLenFeature([], tf.string)
+    return spec
+
+
+def make_preprocessing_fn(model_proto: bytes, max_seq_length: int, do_lower_case: bool = True,
+                          has_text_b: bool = False) -> Callable[[Mapping[str, tf.Tensor]], Dict[str, tf.Tensor]]:
+    """A tf.Transform ``preprocessing_fn``: {text_a[, text_b]} (string ``[B]``) → ALBERT inputs.
+
+    No analyzers are needed (the vocabulary is the SentencePiece model, embedded in the graph as
+    the op's ``model`` attribute), so the Transform graph is the same for any dataset.
+    """
+    if max_seq_length < 3:
+        raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
+    model_proto = bytes(model_proto)
+
+    def preprocessing_fn(inputs):
+        tokenizer = AlbertTfTokenizer(model_proto, do_lower_case)
+        text_a = tf.reshape(inputs[TEXT_A], [-1])
+        text_b = tf.reshape(inputs[TEXT_B], [-1]) if has_text_b else None
+        return encode_inputs(tokenizer, text_a, text_b, max_seq_length)
+
+    return preprocessing_fn
+
+
+# ---------------------------------------------------------------------------------------------
+# Beam: analyze + transform (in memory, DirectRunner) and write the Transform graph
+
+
+ROW_INDEX = "__row_index__"
+
+
+def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, has_text_b: bool,
+                          transform_output_dir: Optional[str] = None, temp_dir: Optional[str] = None
+                          ) -> List[Dict[str, np.ndarray]]:
+    """Run ``tft_beam.AnalyzeAndTransformDataset`` on in-memory rows (DirectRunner).
+
+    Returns the transformed rows (dicts of numpy arrays) in input order and, with
+    ``transform_output_dir``, writes the transform function there (``tft.TFTransformOutput``).
+    Rows carry an int64 ``__row_index__`` through the graph so the order can be restored (Beam
+    does not promise it); the serving layer runs without it (tf.Transform prunes unfed inputs).
+    """
+    import tempfile
+
+    import apache_beam as beam
+    import tensorflow_transform.beam as tft_beam
+    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+    temp_dir = temp_dir or tempfile.mkdtemp(prefix="tft_tmp_")
+    spec = dict(raw_feature_spec(has_text_b))
+    spec[ROW_INDEX] = tf.io.FixedLenFeature([], tf.int64)
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
+    keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
+    data = [dict({k: (r[k] if isinstance(r[k], bytes) else str(r[k]).encode("utf-8")) for k in keys},
+                 **{ROW_INDEX: i}) for i, r in enumerate(rows)]
+
+    def indexed_fn(inputs):
+        outputs = dict(preprocessing_fn({k: v for k, v in inputs.items() if k != ROW_INDEX}))
+        outputs[ROW_INDEX] = inputs[ROW_INDEX]
+        return outputs
+
+    out_prefix = os.path.join(temp_dir, "transformed", "rows")
+    with beam.Pipeline(runner="DirectRunner") as pipeline:
+        with tft_beam.Context(temp_dir=temp_dir, force_tf_compat_v1=False):
+            raw = pipeline | "Rows" >> beam.Create(data, reshuffle=False)
+            (transformed, _), transform_fn = (raw, metadata) | tft_beam.AnalyzeAndTransformDataset(indexed_fn)
+            if transform_output_dir:
+                _ = transform_fn | tft_beam.WriteTransformFn(transform_output_dir)
+            _ = (transformed
+                 | "ToJson" >> beam.Map(lambda r: json.dumps({k: np.asarray(v).tolist() for k, v in r.items()}))
+                 | "Write" >> beam.io.WriteToText(out_prefix, file_name_suffix=".jsonl"))
+    collected = []
+    for path in sorted(tf.io.gfile.glob(out_prefix + "*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            collected.extend(json.loads(line) for line in f if line.strip())
+    collected.sort(key=lambda r: int(np.asarray(r[ROW_INDEX]).reshape(-1)[0]))
+    return [{k: np.asarray(v) for k, v in r.items() if k != ROW_INDEX} for r in collected]
+
+
+# ---------------------------------------------------------------------------------------------
+# Serving: Transform graph + fine-tuned classifier, signatures on raw text
+
+
+class _ServingModule(tf.Module):
+    def __init__(self, model, tft_layer, has_text_b: bool, num_labels: int):
+        super().__init__()
+        self.model = model
+        self.tft_layer = tft_layer
+        self._has_text_b = has_text_b
+        self._num_labels = num_labels
+
+    def outputs(self, raw: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        feats = self.tft_layer(raw)
+        inputs = {k: tf.cast(feats[k], tf.int32) for k in FEATURE_KEYS}
+        logits = self.model(inputs, training=False)["logits"]
+        if self._num_labels == 1:
+            return {"logits": logits, "predictions": logits[:, 0]}
+        probs = tf.nn.softmax(logits, axis=-1)
+        out = {"logits": logits, "probabilities": probs, "class_ids": tf.argmax(logits, axis=-1)}
+        if self._num_labels == 2:
+            out["positive_probability"] = probs[:, 1]
+        return out
+
+
+def export_serving_model(model, transform_output_dir: str, export_dir: str, has_text_b: bool,
+                         num_labels: int) -> str:
+    """SavedModel = Transform graph (``TFTransformOutput.transform_features_layer()``) + ``model``.
+
+    Signatures: ``serving_default`` takes raw strings ``text_a`` (and ``text_b``), shape ``[None]``;
+    ``serve_tf_examples`` takes serialized ``tf.Example``s with those features (what TFMA / the TFX
+    Evaluator feed). Outputs: ``logits``; classification adds ``probabilities``, ``class_ids`` and,
+    for two labels, ``positive_probability``; regression adds ``predictions``.
+    """
+    import tensorflow_transform as tft
+
+    tft_output = tft.TFTransformOutput(transform_output_dir)
+    module = _ServingModule(model, tft_output.transform_features_layer(), has_text_b, num_labels)
+    keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
+    raw_spec = raw_feature_spec(has_text_b)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=k) for k in keys])
+    def serve_text(*texts):
+        return module.outputs(dict(zip(keys, texts)))
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def serve_tf_examples(examples):
+        return module.outputs(tf.io.parse_example(examples, raw_spec))
+
+    signatures = {"serving_default": serve_text.get_concrete_function(),
+                  "serve_tf_examples": serve_tf_examples.get_concrete_function()}
+    tf.saved_model.save(module, export_dir, signatures=signatures)
+    return export_dir

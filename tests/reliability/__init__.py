@@ -1,0 +1,1 @@
+"""Reliability suite (issue 9): bad inputs, atomic outputs, crash and rerun, determinism, safety."""

@@ -1,0 +1,81 @@
+"""Atomic outputs: a failed component publishes nothing a rerun or a downstream step could mistake for output.
+
+Unit level: the staging helpers of ``components.tfx_components``. Pipeline level (slow): the DAG on a
+truncated Wikipedia dump fails naming the file; MLMD then holds no LIVE Documents artifact and no
+downstream execution, the failed execution's URI holds no output files; after the dump is fixed the
+same command succeeds.
+"""
+import os
+import shutil
+
+import pytest
+
+from tests.reliability import fixtures, mlmd
+
+
+def test_staged_output_is_removed_when_the_job_raises(tmp_path):
+    from components.tfx_components import STAGING_PREFIX, _publish, _staged
+
+    uri = str(tmp_path / "documents" / "7")
+    with pytest.raises(RuntimeError, match="worker died"):
+        with _staged(uri) as staging:
+            fixtures.write(os.path.join(staging, "documents-00000-of-00002.txt"), "half a shard")
+            raise RuntimeError("worker died")
+    assert os.listdir(uri) == []  # nothing named like output, no staging left
+
+    with _staged(uri) as staging:
+        fixtures.write(os.path.join(staging, "documents-00000-of-00001.txt"), "a\n\n")
+        fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00000-of-00001.gz"), b"x")
+        fixtures.write(os.path.join(staging, ".datagen-spill", "spill-1"), b"y")
+        assert os.listdir(uri) == [os.path.basename(staging)] and os.path.basename(staging).startswith(STAGING_PREFIX)
+        _publish(staging, uri, names=["documents-00000-of-00001.txt", "Split-train"])
+    assert sorted(os.listdir(uri)) == ["Split-train", "documents-00000-of-00001.txt"]  # spill dropped
+    assert open(os.path.join(uri, "Split-train", "data_tfrecord-00000-of-00001.gz"), "rb").read() == b"x"
+
+
+SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_dir=none",
+         "benchmarks.race_dir=none", "vocab.vocab_size=1000", "datagen.dupe_factor=1", "train.num_train_steps=2",
+         "train.num_warmup_steps=0", "train.eval_steps=1", "train.eval_every=0", "train.checkpoint_every=0",
+         "train.train_batch_size=8", "train.eval_batch_size=8"]
+
+
+@pytest.mark.slow
+def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_path):
+    from pipeline.configs import build_config
+    from pipeline.local_runner import run_local
+
+    wiki = tmp_path / "wiki"
+    bad = fixtures.truncated_bz2(wiki)
+    config = build_config("sample", overrides=SMALL + [f"corpus.wikipedia_dir={wiki}"])
+    config.pipeline_root = str(tmp_path / "root")
+    config.metadata_path = str(tmp_path / "metadata.sqlite")
+
+    with pytest.raises(Exception) as info:
+        run_local(config, runner="beam")
+    assert os.path.basename(bad) in str(info.value) and "truncated" in str(info.value)
+
+    store = mlmd.open_store(config.metadata_path)
+    states = mlmd.states_by_node(store)
+    assert states.get("CorpusGen") and "COMPLETE" not in states["CorpusGen"], states
+    assert not {"VocabGen", "PretrainingDataGen", "Trainer", "BenchmarkReport"} & set(states), states
+    assert "albert.Documents" not in mlmd.live_artifacts(store)
+    docs_root = os.path.join(config.pipeline_root, "CorpusGen", "documents")
+    leftovers = [os.path.join(r, f) for r, _, fs in os.walk(docs_root) for f in fs] if os.path.exists(docs_root) else []
+    assert leftovers == [], leftovers  # the failed execution's URI holds no shard, no counts, no staging
+    failed_ids = {e["id"] for e in mlmd.executions(store)}
+    del store
+
+    # Fix the input (same folder, as an operator would) and rerun the same command.
+    os.remove(bad)
+    shutil.copy(fixtures.WIKI_DUMP, wiki / os.path.basename(fixtures.WIKI_DUMP))
+    run_local(config, runner="beam")
+    store = mlmd.open_store(config.metadata_path)
+    new = {e["node"]: e["state"] for e in mlmd.executions(store) if e["id"] not in failed_ids}
+    for node in ("CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "BenchmarkReport"):
+        assert new.get(node) == "COMPLETE", new
+    live = mlmd.live_artifacts(store)
+    assert len(live["albert.Documents"]) == 1
+    uri = live["albert.Documents"][0].uri
+    assert sorted(os.listdir(uri)) == ["counts.json", "documents-00000-of-00002.txt", "documents-00001-of-00002.txt"]
+    props = live["albert.Documents"][0].custom_properties
+    assert props["wikipedia_documents"].int_value > 10 and "wikipedia_short_documents" in props

@@ -1,0 +1,146 @@
+"""Vertex AI Training Trainer, offline: worker pools from the config, the compiled Vertex spec, and the
+executor that publishes the final eval metrics as artifact properties."""
+import json
+import os
+
+import pytest
+
+from pipeline.configs import ConfigError, VertexTrainingConfig, build_config
+
+IMAGE = "us-docker.pkg.dev/p/albert/albert-tfx:1"
+
+
+def _vertex(**kw):
+    cfg = VertexTrainingConfig(enabled=True, project="my-proj", **kw)
+    cfg.validate()
+    return cfg
+
+
+def test_worker_pool_tpu_v3():
+    from pipeline.vertex_training import worker_pool_specs
+
+    specs = worker_pool_specs(_vertex(machine_type="cloud-tpu", accelerator_type="TPU_V3", accelerator_count=8), IMAGE)
+    assert specs == [{"machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8},
+                      "replica_count": 1, "container_spec": {"image_uri": IMAGE}}]
+
+
+def test_worker_pool_tpu_v5e_topology():
+    from pipeline.vertex_training import worker_pool_specs
+
+    specs = worker_pool_specs(_vertex(machine_type="ct5lp-hightpu-4t", accelerator_type="TPU_V5_LITEPOD",
+                                      tpu_topology="4x4"), IMAGE)
+    assert specs[0]["machine_spec"] == {"machine_type": "ct5lp-hightpu-4t", "accelerator_type": "TPU_V5_LITEPOD",
+                                        "tpu_topology": "4x4"}
+    assert "disk_spec" not in specs[0]
+
+
+def test_worker_pool_gpu():
+    from pipeline.vertex_training import training_job_spec, worker_pool_specs
+
+    cfg = _vertex(machine_type="a2-highgpu-4g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=4,
+                  replica_count=2, service_account="sa@my-proj.iam.gserviceaccount.com")
+    specs = worker_pool_specs(cfg, IMAGE)
+    assert specs == [{"machine_spec": {"machine_type": "a2-highgpu-4g", "accelerator_type": "NVIDIA_TESLA_A100",
+                                       "accelerator_count": 4},
+                      "replica_count": 2, "container_spec": {"image_uri": IMAGE},
+                      "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100}}]
+    job = training_job_spec(cfg, IMAGE)
+    assert job["project"] == "my-proj" and job["job_spec"]["service_account"].startswith("sa@")
+
+
+@pytest.mark.parametrize("override, field", [
+    ("vertex_training.accelerator_count=4", "vertex_training.accelerator_count"),  # cloud-tpu needs 8
+    ("vertex_training.accelerator_type=NVIDIA_TESLA_T4", "vertex_training.accelerator_type"),
+    ("vertex_training.project=none", "vertex_training.project"),
+    ("vertex_training.tpu_topology=2by2", "vertex_training.tpu_topology"),
+])
+def test_invalid_vertex_config_names_the_field(override, field):
+    base = ["vertex_training.enabled=true", "vertex_training.project=p"]
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        build_config("paper", overrides=["corpus.books_dir=/b"] + base + [override])
+
+
+def test_vertex_off_by_default_and_paper_values():
+    assert not build_config("sample").vertex_training.enabled
+    paper = build_config("paper", overrides=["corpus.books_dir=/b"]).vertex_training
+    assert not paper.enabled
+    assert (paper.machine_type, paper.accelerator_type, paper.accelerator_count) == ("cloud-tpu", "TPU_V3", 8)
+    with pytest.raises(ConfigError, match="vertex_training.image"):
+        from pipeline.vertex_training import worker_pool_specs
+        worker_pool_specs(paper, "")
+
+
+def _executors(spec):
+    return spec.get("pipelineSpec", spec)["deploymentSpec"]["executors"]
+
+
+def test_compiled_vertex_spec_has_vertex_trainer(tmp_path):
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from tfx import v1 as tfx
+
+    config = build_config("sample", overrides=[
+        "vertex_training.enabled=true", "vertex_training.project=my-proj", "vertex_training.region=europe-west4",
+        "vertex_training.machine_type=cloud-tpu", "vertex_training.accelerator_type=TPU_V3",
+        "vertex_training.accelerator_count=8", f"vertex_training.image={IMAGE}"])
+    path = compile_pipeline(config, str(tmp_path / "spec.json"), image=IMAGE)
+    with open(path) as f:
+        spec = json.load(f)
+    pipeline_spec = spec.get("pipelineSpec", spec)
+    assert "Trainer" in pipeline_spec["root"]["dag"]["tasks"]
+    trainer_exec = [e for name, e in _executors(spec).items() if "Trainer" in name]
+    assert len(trainer_exec) == 1
+    args = " ".join(trainer_exec[0]["container"]["args"])
+    assert "pipeline.vertex_training.VertexMetricsGenericExecutor" in args
+    task_params = pipeline_spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
+    assert task_params["run_fn"]["runtimeValue"]["constantValue"]["stringValue"] == "trainer.task.run_fn"
+    custom = json.loads(task_params["custom_config"]["runtimeValue"]["constantValue"]["stringValue"])
+    ext = tfx.extensions.google_cloud_ai_platform
+    assert custom[ext.ENABLE_VERTEX_KEY] is True and custom[ext.VERTEX_REGION_KEY] == "europe-west4"
+    assert custom[ext.TRAINING_ARGS_KEY] == {
+        "project": "my-proj",
+        "job_spec": {"worker_pool_specs": [{
+            "machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8},
+            "replica_count": 1, "container_spec": {"image_uri": IMAGE}}]}}
+    assert json.loads(custom["albert"])["vertex_training"]["enabled"] is True
+
+
+def test_create_pipeline_local_trainer_uses_metrics_executor():
+    from pipeline.pipeline import create_pipeline
+
+    p = create_pipeline(build_config("sample"))
+    trainer = next(c for c in p.components if c.id == "Trainer")
+    assert trainer.executor_spec.executor_class.__name__ == "MetricsGenericExecutor"
+    assert trainer.exec_properties["run_fn"] == "trainer.task.run_fn"
+    vertex = create_pipeline(build_config("sample", overrides=["vertex_training.enabled=true",
+                                                               "vertex_training.project=p"]), trainer_image=IMAGE)
+    trainer = next(c for c in vertex.components if c.id == "Trainer")
+    assert trainer.executor_spec.executor_class.__name__ == "VertexMetricsGenericExecutor"
+    custom = json.loads(trainer.exec_properties["custom_config"])
+    pool = custom["ai_platform_training_args"]["job_spec"]["worker_pool_specs"][0]
+    assert pool["container_spec"]["image_uri"] == IMAGE and pool["machine_spec"]["machine_type"] == "n1-standard-8"
+
+
+def test_metrics_executor_sets_float_properties(tmp_path, monkeypatch):
+    """After run_fn, eval_metrics.json in model_run becomes float custom properties of model_run and model."""
+    from tfx.components.trainer import executor as trainer_executor
+    from tfx.types import standard_artifacts
+
+    from pipeline import vertex_training
+
+    model_run, model = standard_artifacts.ModelRun(), standard_artifacts.Model()
+    model_run.uri, model.uri = str(tmp_path / "model_run"), str(tmp_path / "model")
+    os.makedirs(model_run.uri)
+
+    def fake_do(self, input_dict, output_dict, exec_properties):  # what run_fn leaves behind
+        with open(os.path.join(output_dict["model_run"][0].uri, "eval_metrics.json"), "w") as f:
+            json.dump({"eval_metrics": {"mlm_accuracy": 0.25, "sentence_accuracy": 0.75, "mlm_loss": 4.5},
+                       "start_step": 0, "final_step": 300, "precision": "float32"}, f)
+
+    monkeypatch.setattr(trainer_executor.GenericExecutor, "Do", fake_do)
+    vertex_training.MetricsGenericExecutor().Do({}, {"model_run": [model_run], "model": [model]}, {})
+    for artifact in (model_run, model):
+        assert artifact.get_float_custom_property("eval_mlm_accuracy") == 0.25
+        assert artifact.get_float_custom_property("eval_sentence_accuracy") == 0.75
+        assert artifact.get_float_custom_property("final_step") == 300.0
+    # the Vertex launcher reads the file back the same way once the CustomJob has succeeded
+    assert vertex_training.read_eval_metrics(model_run.uri)["eval_mlm_loss"] == 4.5
