@@ -160,6 +160,11 @@ def BenchmarkEval(
     for task, values in metrics.get("tasks", {}).items():
         if values.get("score") is not None:  # NaN metrics are stored as null
             result.set_float_custom_property(f"{task}_score", float(values["score"]))
+        if values.get("serving_model"):
+            result.set_string_custom_property(f"{task}_serving_model", posixpath.join(result.uri, values["serving_model"]))
+        acc = (values.get("tfma") or {}).get("metrics", {}).get("accuracy")
+        if acc is not None:
+            result.set_float_custom_property(f"{task}_tfma_accuracy", float(acc))
 
 
 @component

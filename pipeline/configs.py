@@ -310,6 +310,37 @@ class PipelineConfig:
             _check(self.vocab.vocab_size >= 100, "vocab.vocab_size", self.vocab.vocab_size, ">= 100")
         for task in b.glue_tasks:
             _check(task in PAPER_FINETUNE, "benchmarks.glue_tasks", task, "GLUE task names: " + ", ".join(PAPER_FINETUNE))
+        _check(self.vocab.vocab_size >= 0, "vocab.vocab_size", self.vocab.vocab_size, ">= 0 (0: the imported model's size)")
+        for name, pattern in (("corpus.wikipedia_glob", self.corpus.wikipedia_glob),
+                              ("corpus.books_glob", self.corpus.books_glob)):
+            _check(not pattern.startswith("/") and "://" not in pattern and ".." not in pattern.split("/"),
+                   name, pattern, "a pattern relative to its folder, without '..' (lineage records only the folder)")
+        for name, value in self.input_paths().items():
+            _check(value is None or "://" not in value or value.startswith("gs://"), name, value,
+                   "a local path or a gs:// URI")
+        return self
+
+    def input_paths(self) -> Dict[str, Optional[str]]:
+        """Every input location the config names (dotted key → path or URI, None when unset)."""
+        c, b = self.corpus, self.benchmarks
+        return {"corpus.wikipedia_dir": c.wikipedia_dir, "corpus.books_dir": c.books_dir,
+                "vocab.import_model": self.vocab.import_model, "benchmarks.glue_dir": b.glue_dir,
+                "benchmarks.squad_dir": b.squad_dir, "benchmarks.race_dir": b.race_dir}
+
+    def check_paths(self) -> "PipelineConfig":
+        """Before a local run: local input paths must exist, and are made absolute and normalised ('..'
+        resolved) so MLMD lineage records where the data really is, whatever the working directory.
+        ``gs://`` URIs are left alone (no network here; the components report a missing object by name)."""
+        for name, value in self.input_paths().items():
+            if value is None or value.startswith("gs://"):
+                continue
+            path = os.path.abspath(os.path.expanduser(value))
+            want_file = name == "vocab.import_model"
+            if not (os.path.isfile(path) if want_file else os.path.isdir(path)):
+                raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
+                                  f"{path} does not exist")
+            section, key = name.split(".")
+            setattr(getattr(self, section), key, path)
         return self
 
 

@@ -17,6 +17,7 @@ def run_local(config: PipelineConfig, runner: str = "beam") -> Dict[str, str]:
     """Run the whole DAG in this process; returns the pipeline root and the MLMD sqlite path."""
     if runner not in RUNNERS:
         raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
+    config.check_paths()  # missing inputs fail here, before TFX starts, naming the config key
     config.pipeline_root = os.path.abspath(config.pipeline_root)
     config.metadata_path = os.path.abspath(config.metadata_path)
     os.makedirs(os.path.dirname(config.metadata_path), exist_ok=True)

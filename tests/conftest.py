@@ -23,3 +23,18 @@ def sample_dir() -> str:
 @pytest.fixture(scope="session")
 def spm_model_path() -> str:
     return os.path.join(SAMPLE, "vocab", "30k-clean.model")
+
+
+# tf.Transform / TensorFlow processes can segfault during interpreter teardown (a protobuf upb bug) after
+# every test has finished and the summary is printed. Leave with pytest's own status instead, so the exit
+# code reports the tests. ALBERT_TFX_HARD_EXIT=0 restores normal teardown (e.g. for coverage tools).
+def pytest_sessionfinish(session, exitstatus):
+    session.config._albert_exitstatus = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    status = getattr(config, "_albert_exitstatus", None)
+    if status is not None and os.environ.get("ALBERT_TFX_HARD_EXIT", "1") == "1":
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
