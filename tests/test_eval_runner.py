@@ -265,4 +265,6 @@ def test_glue_mnli_two_dev_sets_and_stsb_regression(albert_dir, tmp_path):
     assert "pearson" in stsb and "spearman" in stsb
     rescored = score_lib.score("glue", str(sts / "dev.tsv"), os.path.join(out, stsb["predictions"]), task="STS-B")
     if stsb["pearson"] is not None:  # the file holds scores to 6 decimals; near-constant outputs move r a bit
-        assert math.isclose(100 * rescored["pearson"], stsb["pearson"], abs_tol=0.05)
+        # 6-decimal rounding of near-constant outputs moves r by ~0.06 points (seen under load, where CPU float
+        # order varies); a wrong or misordered file moves it by tens of points.
+        assert math.isclose(100 * rescored["pearson"], stsb["pearson"], abs_tol=0.5)
