@@ -25,6 +25,22 @@ def spm_model_path() -> str:
     return os.path.join(SAMPLE, "vocab", "30k-clean.model")
 
 
+@pytest.fixture(scope="session")
+def tok(spm_model_path):
+    """The official ALBERT tokenizer (bundled 30k-clean.model)."""
+    from components.text.tokenization import AlbertTokenizer
+
+    return AlbertTokenizer(spm_model_path)
+
+
+@pytest.fixture(scope="session")
+def vocab(tok):
+    """Datagen's view of that vocabulary (word starts, special ids)."""
+    from components.datagen.instances import VocabInfo
+
+    return VocabInfo.from_tokenizer(tok)
+
+
 # tf.Transform / TensorFlow processes can segfault during interpreter teardown (a protobuf upb bug) after
 # every test has finished and the summary is printed. Leave with pytest's own status instead, so the exit
 # code reports the tests. ALBERT_TFX_HARD_EXIT=0 restores normal teardown (e.g. for coverage tools).

@@ -23,16 +23,6 @@ TEXT = ROOT / "tests" / "fixtures" / "datagen_text.txt"
 
 
 @pytest.fixture(scope="module")
-def tok() -> AlbertTokenizer:
-    return AlbertTokenizer(str(SPM))
-
-
-@pytest.fixture(scope="module")
-def vocab(tok) -> VocabInfo:
-    return VocabInfo.from_tokenizer(tok)
-
-
-@pytest.fixture(scope="module")
 def texts() -> List[List[str]]:
     return [d.split("\n") for d in TEXT.read_text(encoding="utf-8").strip().split("\n\n")]
 

@@ -21,16 +21,6 @@ TEXT = ROOT / "tests" / "fixtures" / "datagen_text.txt"
 
 
 @pytest.fixture(scope="module")
-def tok() -> AlbertTokenizer:
-    return AlbertTokenizer(str(SPM))
-
-
-@pytest.fixture(scope="module")
-def vocab(tok) -> VocabInfo:
-    return VocabInfo.from_tokenizer(tok)
-
-
-@pytest.fixture(scope="module")
 def stream(tok, vocab) -> np.ndarray:
     docs = [d.split("\n") for d in TEXT.read_text(encoding="utf-8").strip().split("\n\n")]
     return np.concatenate([s for d in docs for s in tokenize_document(tok, d, vocab)])

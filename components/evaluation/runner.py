@@ -369,28 +369,21 @@ def _run_glue_task(task_name: str, data_dir: str, albert_dir: str, tokenizer, cf
 
     loss_fn = regression_loss if task.is_regression else classification_loss
     export = bool(getattr(b, "export_serving_model", True))
-    run_results = []
     test_payloads = []
-    for i in range(b.seeds):
-        seed = cfg.seed + i
-        _seed_everything(seed)
-        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
-        model = ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, seed)
-        model(_features({k: v[:1] for k, v in train.items()}), training=False)
-        res = fine_tune(model, loss_fn, train, hp, seed, evaluate, b.checkpoint_selection, b.eval_every)
-        res["seed"] = seed
+
+    def after_run(model, res):
         if export:
             res["weights"] = model.get_weights()  # the selected weights, exported if this run is the median
-        run_results.append(res)
         tests = {}
         for split in test_splits:
             ex = glue_lib.read_glue(task.name, split, data_dir)
             arrays = glue_lib.convert_glue_examples(ex, tokenizer, hp.max_seq_length, task.name)
             tests[split] = (ex, _glue_predictions(task, predict(model, arrays)["logits"]))
         test_payloads.append(tests)
-        del model, encoder
 
-    chosen = _median_run(run_results)
+    run_results, chosen = _fine_tune_seeds(
+        cfg, albert_dir, hp, train, lambda enc, seed: ClassifierModel(enc, task.num_labels, hp.classifier_dropout, seed),
+        loss_fn, evaluate, after_run)
     res = run_results[chosen]
     pred_dir = os.path.join(output_dir, "predictions", task.name)
     out: Dict[str, Dict[str, Any]] = {}
@@ -560,18 +553,9 @@ def _run_squad(data_dir: str, albert_dir: str, tokenizer, cfg, output_dir: str, 
         metrics["score"] = 0.5 * (metrics["exact_match"] + metrics["f1"])
         return metrics, {"predictions": final, "na_prob": na_prob}
 
-    run_results = []
-    for i in range(b.seeds):
-        seed = cfg.seed + i
-        _seed_everything(seed)
-        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
-        model = SpanModel(encoder, hp.classifier_dropout, seed, version_2=v2)
-        model(_features({k: v[:1] for k, v in train.items()}), training=False)
-        res = fine_tune(model, span_loss, train, hp, seed, evaluate, b.checkpoint_selection, b.eval_every)
-        res["seed"] = seed
-        run_results.append(res)
-        del model, encoder
-    chosen = _median_run(run_results)
+    run_results, chosen = _fine_tune_seeds(
+        cfg, albert_dir, hp, train, lambda enc, seed: SpanModel(enc, hp.classifier_dropout, seed, version_2=v2),
+        span_loss, evaluate)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "squad_predictions.json")
     squad_lib.write_squad_predictions(res["payload"]["predictions"], pred_path)
@@ -627,18 +611,9 @@ def _run_race(data_dir: str, albert_dir: str, tokenizer, cfg, output_dir: str, r
         metrics["score"] = metrics["all"]
         return metrics, {"predictions": np.argmax(logits, axis=-1)}
 
-    run_results = []
-    for i in range(b.seeds):
-        seed = cfg.seed + i
-        _seed_everything(seed)
-        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
-        model = MultipleChoiceModel(encoder, hp.classifier_dropout, seed)
-        model(_features({k: v[:1] for k, v in train.items()}), training=False)
-        res = fine_tune(model, classification_loss, train, hp, seed, evaluate, b.checkpoint_selection, b.eval_every)
-        res["seed"] = seed
-        run_results.append(res)
-        del model, encoder
-    chosen = _median_run(run_results)
+    run_results, chosen = _fine_tune_seeds(
+        cfg, albert_dir, hp, train, lambda enc, seed: MultipleChoiceModel(enc, hp.classifier_dropout, seed),
+        classification_loss, evaluate)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "race_dev_predictions.json")
     os.makedirs(os.path.dirname(pred_path), exist_ok=True)
@@ -655,6 +630,28 @@ def _run_race(data_dir: str, albert_dir: str, tokenizer, cfg, output_dir: str, r
 
 # ---------------------------------------------------------------------------------------------
 # Seeds / protocol helpers
+
+
+def _fine_tune_seeds(cfg, albert_dir: str, hp, train: Dict[str, np.ndarray],
+                     make_head: Callable[[tf_keras.Model, int], tf_keras.Model], loss_fn: Callable,
+                     evaluate: Callable, after_run: Optional[Callable] = None) -> Tuple[List[Dict[str, Any]], int]:
+    """One fine-tuning run per seed (``cfg.seed + i``) on a freshly restored encoder; returns the runs and the
+    index of the median one (the protocol's reported run). ``after_run(model, result)`` sees each trained model."""
+    b = cfg.benchmarks
+    runs: List[Dict[str, Any]] = []
+    for i in range(b.seeds):
+        seed = cfg.seed + i
+        _seed_everything(seed)
+        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
+        model = make_head(encoder, seed)
+        model(_features({k: v[:1] for k, v in train.items()}), training=False)
+        res = fine_tune(model, loss_fn, train, hp, seed, evaluate, b.checkpoint_selection, b.eval_every)
+        res["seed"] = seed
+        if after_run is not None:
+            after_run(model, res)
+        runs.append(res)
+        del model, encoder
+    return runs, _median_run(runs)
 
 
 def _median_run(run_results: List[Dict[str, Any]]) -> int:
