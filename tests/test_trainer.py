@@ -121,3 +121,26 @@ def test_sigkill_then_rerun_resumes_from_checkpoint(examples, tmp_path):
     out = loaded.signatures["serving_default"](input_ids=ids, input_mask=tf.ones_like(ids),
                                                segment_ids=tf.constant([[0, 0, 0, 0, 1, 1]]))
     assert out["pooled_output"].shape == (1, 128)
+
+
+def test_resume_finds_a_checkpoint_the_state_file_does_not_list_yet(tmp_path):
+    """A kill between writing ckpt-N and updating the ``checkpoint`` state file must not lose ckpt-N."""
+    import tensorflow as tf
+
+    from trainer.train_lib import newest_checkpoint
+
+    step = tf.Variable(0)
+    ckpt = tf.train.Checkpoint(step=step)
+    manager = tf.train.CheckpointManager(ckpt, str(tmp_path), max_to_keep=3)
+    step.assign(10)
+    listed = manager.save(checkpoint_number=10)
+    step.assign(20)
+    ckpt.write(str(tmp_path / "ckpt-20"))  # complete files, but the state file still says ckpt-10
+    (tmp_path / "ckpt-30.index").write_bytes(b"")  # an index without data shards is not a checkpoint
+    assert manager.latest_checkpoint == listed
+    newest = newest_checkpoint(str(tmp_path), manager.latest_checkpoint)
+    assert newest == str(tmp_path / "ckpt-20")
+    restored = tf.Variable(0)
+    tf.train.Checkpoint(step=restored).restore(newest)
+    assert int(restored.numpy()) == 20
+    assert newest_checkpoint(str(tmp_path / "empty"), None) is None

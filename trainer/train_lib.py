@@ -114,6 +114,28 @@ class _MeanBank:
             m.reset_state()
 
 
+def newest_checkpoint(checkpoint_dir: str, recorded: Optional[str]) -> Optional[str]:
+    """The newest complete checkpoint in ``checkpoint_dir``, even if the state file does not list it yet.
+
+    ``CheckpointManager`` writes ``ckpt-N.index``/``.data-*`` first and updates its ``checkpoint`` state file
+    afterwards; a process killed in between would otherwise resume from the previous checkpoint (or from
+    scratch). A V2 checkpoint's ``.index`` is written last, when its shards are merged, so an index file with
+    its data shards present marks a complete checkpoint.
+    """
+    best_step, best = -1, recorded
+    if recorded:
+        best_step = int(recorded.rsplit("-", 1)[1])
+    for index in tf.io.gfile.glob(os.path.join(checkpoint_dir, "ckpt-*.index")):
+        prefix = index[: -len(".index")]
+        try:
+            step = int(prefix.rsplit("-", 1)[1])
+        except ValueError:
+            continue
+        if step > best_step and tf.io.gfile.glob(prefix + ".data-*"):
+            best_step, best = step, prefix
+    return best
+
+
 def build_pretraining_model(config: AlbertConfig, sentence_task: str, max_seq_length: int,
                             max_predictions_per_seq: int) -> AlbertForPreTraining:
     model = AlbertForPreTraining(config, sentence_task=sentence_task)
@@ -144,9 +166,10 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         train_means, eval_means = _MeanBank("train"), _MeanBank("eval")
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     manager = tf.train.CheckpointManager(checkpoint, job.checkpoint_dir, max_to_keep=3)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
-        log.info("resumed from %s at step %d", manager.latest_checkpoint, int(optimizer.iterations))
+    resume_from = newest_checkpoint(job.checkpoint_dir, manager.latest_checkpoint)
+    if resume_from:
+        checkpoint.restore(resume_from).assert_existing_objects_matched()
+        log.info("resumed from %s at step %d", resume_from, int(optimizer.iterations))
     start_step = int(optimizer.iterations)
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
