@@ -71,9 +71,8 @@ def worker_ours(args) -> Dict[str, object]:
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(max(1, min(2, args.threads)))
-    from components.evaluation.runner import CLIP_NORM, WEIGHT_DECAY, ClassifierModel, classification_loss
+    from components.evaluation.runner import ClassifierModel, classification_loss, make_train_step
     from trainer.modeling_albert import AlbertConfig, AlbertModel
-    from trainer.optimization import clip_gradients, create_optimizer
 
     arrays = glue_batch(args.seq, args.batch)
     arrays["label_ids"] = (np.arange(args.batch) % 2).astype(np.int32)
@@ -83,17 +82,7 @@ def worker_ours(args) -> Dict[str, object]:
     model = ClassifierModel(AlbertModel(config), 2, 0.1, seed=0)
     model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=False)
     total = args.warmup + args.train_steps
-    optimizer = create_optimizer("adamw", 2e-5, max(1, total // 10), total, weight_decay=WEIGHT_DECAY)
-    variables = model.trainable_variables
-    optimizer.build(variables)
-
-    @tf.function
-    def train_step(b):
-        with tf.GradientTape() as tape:
-            loss = classification_loss(model(b, training=True), b)
-        grads, _ = clip_gradients(tape.gradient(loss, variables), CLIP_NORM)
-        optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
-        return loss
+    train_step = make_train_step(model, classification_loss, 2e-5, max(1, total // 10), total)  # the runner's step
 
     infer = tf.function(lambda b: model(b, training=False))
     feats = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}

@@ -243,6 +243,27 @@ def predict(model: tf_keras.Model, arrays: Dict[str, np.ndarray], batch_size: in
     return {k: np.concatenate(v) for k, v in chunks.items()} if chunks else {}
 
 
+def make_train_step(model: tf_keras.Model, loss_fn: Callable, learning_rate: float, warmup_steps: int,
+                    total_steps: int) -> Callable:
+    """The compiled fine-tuning step (AdamW + warmup/linear decay, weight decay 0.01, clip 1.0) for ``model``;
+    ``benchmarks/finetune.py`` times this same function."""
+    optimizer = create_optimizer("adamw", learning_rate, warmup_steps, total_steps, weight_decay=WEIGHT_DECAY)
+    variables = model.trainable_variables
+    optimizer.build(variables)
+
+    @tf.function
+    def train_step(batch):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(model(batch, training=True), batch)
+        grads = tape.gradient(loss, variables)
+        grads, _ = clip_gradients(grads, CLIP_NORM)
+        # Unused variables (e.g. the pooler under the SQuAD v1.1 head) have no gradient.
+        optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+        return loss
+
+    return train_step
+
+
 def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, np.ndarray], hp, seed: int,
               evaluate: Callable[[tf_keras.Model], Tuple[Dict[str, Any], Any]], selection: str = "last",
               eval_every: int = 0) -> Dict[str, Any]:
@@ -265,20 +286,7 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
           .repeat()
           .batch(int(hp.batch_size), drop_remainder=True)
           .prefetch(2))
-    optimizer = create_optimizer("adamw", float(hp.learning_rate), int(hp.warmup_steps), steps,
-                                 weight_decay=WEIGHT_DECAY)
-    variables = model.trainable_variables
-    optimizer.build(variables)
-
-    @tf.function
-    def train_step(batch):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(model(batch, training=True), batch)
-        grads = tape.gradient(loss, variables)
-        grads, _ = clip_gradients(grads, CLIP_NORM)
-        # Unused variables (e.g. the pooler under the SQuAD v1.1 head) have no gradient.
-        optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
-        return loss
+    train_step = make_train_step(model, loss_fn, float(hp.learning_rate), int(hp.warmup_steps), steps)
 
     periodic = selection == "best" and eval_every > 0
     best: Optional[Dict[str, Any]] = None
