@@ -41,6 +41,21 @@ def vocab(tok):
     return VocabInfo.from_tokenizer(tok)
 
 
+@pytest.fixture(scope="session")
+def datagen_texts():
+    """tests/fixtures/datagen_text.txt (real public-domain prose) as documents of sentences."""
+    with open(os.path.join(REPO, "tests", "fixtures", "datagen_text.txt"), encoding="utf-8") as f:
+        return [d.split("\n") for d in f.read().strip().split("\n\n")]
+
+
+@pytest.fixture(scope="session")
+def datagen_docs(tok, vocab, datagen_texts):
+    """The same documents tokenized with the official vocabulary: one id array per sentence."""
+    from components.datagen.generate import tokenize_document
+
+    return [tokenize_document(tok, d, vocab) for d in datagen_texts]
+
+
 # tf.Transform / TensorFlow processes can segfault during interpreter teardown (a protobuf upb bug) after
 # every test has finished and the summary is printed. Leave with pytest's own status instead, so the exit
 # code reports the tests. ALBERT_TFX_HARD_EXIT=0 restores normal teardown (e.g. for coverage tools).

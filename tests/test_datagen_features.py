@@ -13,24 +13,17 @@ import pytest
 
 from components.datagen.features import (FEATURE_NAMES, feature_spec, padded_features, serialize_features,
                                          serialize_instance, varints)
-from components.datagen.generate import generate_for_document, tokenize_document
-from components.datagen.instances import Instance, InstanceParams, VocabInfo
-from components.text.tokenization import AlbertTokenizer
+from components.datagen.generate import generate_for_document
+from components.datagen.instances import Instance, InstanceParams
 
 tf = pytest.importorskip("tensorflow")
 
 ROOT = Path(__file__).resolve().parents[1]
-SPM = ROOT / "data" / "sample" / "vocab" / "30k-clean.model"
-TEXT = ROOT / "tests" / "fixtures" / "datagen_text.txt"
 
 
 @pytest.fixture(scope="module")
-def vocab_docs():
-    tok = AlbertTokenizer(str(SPM))
-    vocab = VocabInfo.from_tokenizer(tok)
-    docs = [tokenize_document(tok, d.split("\n"), vocab)
-            for d in TEXT.read_text(encoding="utf-8").strip().split("\n\n")]
-    return vocab, docs
+def vocab_docs(vocab, datagen_docs):
+    return vocab, datagen_docs
 
 
 def tf_example(features) -> bytes:

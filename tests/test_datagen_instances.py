@@ -6,7 +6,6 @@ documents, opening paragraphs of public-domain books from Project Gutenberg (Aus
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import List
 
 import numpy as np
@@ -15,21 +14,16 @@ import pytest
 from components.datagen.generate import generate_for_document, tokenize_document
 from components.datagen.instances import (Instance, InstanceParams, VocabInfo, create_instances_from_document,
                                           document_seed, truncate_pair, truncation_counts)
-from components.text.tokenization import AlbertTokenizer
-
-ROOT = Path(__file__).resolve().parents[1]
-SPM = ROOT / "data" / "sample" / "vocab" / "30k-clean.model"
-TEXT = ROOT / "tests" / "fixtures" / "datagen_text.txt"
 
 
 @pytest.fixture(scope="module")
-def texts() -> List[List[str]]:
-    return [d.split("\n") for d in TEXT.read_text(encoding="utf-8").strip().split("\n\n")]
+def texts(datagen_texts) -> List[List[str]]:
+    return datagen_texts
 
 
 @pytest.fixture(scope="module")
-def docs(tok, vocab, texts) -> List[List[np.ndarray]]:
-    return [tokenize_document(tok, d, vocab) for d in texts]
+def docs(datagen_docs) -> List[List[np.ndarray]]:
+    return datagen_docs
 
 
 def sampler(docs, exclude: int):

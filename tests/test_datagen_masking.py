@@ -5,25 +5,17 @@ Measured with the seeds below (reported in the statistics tests' docstrings).
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from components.datagen.generate import tokenize_document
-from components.datagen.instances import (KIND_KEEP, KIND_MASK, KIND_RANDOM, InstanceParams, VocabInfo,
-                                          mask_tokens, official_is_start_piece)
-from components.text.tokenization import AlbertTokenizer
-
-ROOT = Path(__file__).resolve().parents[1]
-SPM = ROOT / "data" / "sample" / "vocab" / "30k-clean.model"
-TEXT = ROOT / "tests" / "fixtures" / "datagen_text.txt"
+from components.datagen.instances import (KIND_KEEP, KIND_MASK, KIND_RANDOM, InstanceParams, mask_tokens,
+                                          official_is_start_piece)
 
 
 @pytest.fixture(scope="module")
-def stream(tok, vocab) -> np.ndarray:
-    docs = [d.split("\n") for d in TEXT.read_text(encoding="utf-8").strip().split("\n\n")]
-    return np.concatenate([s for d in docs for s in tokenize_document(tok, d, vocab)])
+def stream(datagen_docs) -> np.ndarray:
+    return np.concatenate([s for d in datagen_docs for s in d])
 
 
 def pairs(stream, vocab, length, count, seed):

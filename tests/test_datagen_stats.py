@@ -6,27 +6,18 @@ from __future__ import annotations
 
 import json
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from components.datagen.generate import generate_for_document, tokenize_document
-from components.datagen.instances import InstanceParams, VocabInfo
+from components.datagen.generate import generate_for_document
+from components.datagen.instances import InstanceParams
 from components.datagen.stats import InstanceStats
-from components.text.tokenization import AlbertTokenizer
-
-ROOT = Path(__file__).resolve().parents[1]
-SPM = ROOT / "data" / "sample" / "vocab" / "30k-clean.model"
-TEXT = ROOT / "tests" / "fixtures" / "datagen_text.txt"
 
 
 @pytest.fixture(scope="module")
-def instances():
-    tok = AlbertTokenizer(str(SPM))
-    vocab = VocabInfo.from_tokenizer(tok)
-    docs = [tokenize_document(tok, d.split("\n"), vocab)
-            for d in TEXT.read_text(encoding="utf-8").strip().split("\n\n")]
+def instances(vocab, datagen_docs):
+    docs = datagen_docs
     params = InstanceParams(max_seq_length=96, max_predictions_per_seq=12)
     out = []
     for seed in range(40):
