@@ -30,7 +30,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from components.datagen.generate import tokenize_document  # noqa: E402
 from components.datagen.instances import VocabInfo  # noqa: E402
-from components.datagen_beam import RANDOM_POOL_SIZE  # noqa: E402
+from components.datagen_beam import RANDOM_POOL_MAX_CHARS, RANDOM_POOL_SIZE  # noqa: E402
 from components.datagen_tool import expand_inputs, make_pretraining_data  # noqa: E402
 from components.text.documents import parse_text_blocks  # noqa: E402
 from components.text.tokenization import AlbertTokenizer  # noqa: E402
@@ -125,12 +125,12 @@ def scaled_inputs(files: List[str], scale: int, workdir: str) -> List[str]:
     return out
 
 
-def run_once(files: List[str], spm_model: str, config, workers: int, workdir: str, pool_size: int):
+def run_once(files: List[str], spm_model: str, config, workers: int, workdir: str):
     out = tempfile.mkdtemp(prefix="out-", dir=workdir)
     os.rmdir(out)
     with TreeRssSampler() as rss:
         t0 = time.perf_counter()
-        stats = make_pretraining_data(files, spm_model, out, config, workers=workers, random_pool_size=pool_size)
+        stats = make_pretraining_data(files, spm_model, out, config, workers=workers)
         seconds = time.perf_counter() - t0
     out_bytes = sum(os.path.getsize(p) for p in glob.glob(os.path.join(out, "Split-*", "*")))
     shutil.rmtree(out, ignore_errors=True)
@@ -151,9 +151,12 @@ def main() -> None:
     ap.add_argument("--sop-mode", default="official")
     ap.add_argument("--num-shards", type=int, default=8)
     ap.add_argument("--compression", default="GZIP", choices=["GZIP", ""])
+    ap.add_argument("--compression-level", type=int, default=6, help="zlib level for GZIP (6: the default)")
     ap.add_argument("--pool-size", type=int, default=RANDOM_POOL_SIZE,
-                    help="documents in the random-document pool (the pipeline's default); the pool holds whole "
-                         "documents, so peak memory grows with the corpus until it has this many documents")
+                    help="most documents in the random-document pool (official/nsp; the pipeline's default)")
+    ap.add_argument("--pool-max-chars", type=int, default=RANDOM_POOL_MAX_CHARS,
+                    help="most characters in the random-document pool (the pipeline's default); memory grows "
+                         "with the corpus until the pool reaches one of the two bounds")
     ap.add_argument("--repeat", type=int, default=1, help="runs per setting; the fastest is reported")
     args = ap.parse_args()
 
@@ -162,7 +165,8 @@ def main() -> None:
         f"datagen.max_seq_length={args.max_seq_length}", f"datagen.max_predictions_per_seq={args.max_predictions}",
         f"datagen.dupe_factor={args.dupe_factor}", f"datagen.sop_mode={args.sop_mode}",
         f"datagen.num_shards={args.num_shards}", f"datagen.compression={args.compression}",
-        "datagen.eval_fraction=0.01"])
+        f"datagen.compression_level={args.compression_level}", f"datagen.random_pool_documents={args.pool_size}",
+        f"datagen.random_pool_max_chars={args.pool_max_chars}", "datagen.eval_fraction=0.01"])
     counted = count_input_tokens(files, args.spm_model)
     cores = os.cpu_count() or 1
     runs = []
@@ -173,7 +177,7 @@ def main() -> None:
             tokens = counted["input_tokens"] * scale
             for workers in args.workers:
                 seconds, cpu_s, peak, instances, out_bytes = min(
-                    (run_once(inputs, args.spm_model, config, workers, workdir, args.pool_size)
+                    (run_once(inputs, args.spm_model, config, workers, workdir)
                      for _ in range(args.repeat)), key=lambda r: r[1])
                 used_cores = min(workers, cores)
                 work = tokens * args.dupe_factor
@@ -205,7 +209,8 @@ def main() -> None:
         "data_dir": os.path.abspath(args.data_dir), "input_files": len(files), **counted, "cpu_count": cores,
         "max_seq_length": args.max_seq_length, "max_predictions_per_seq": args.max_predictions,
         "dupe_factor": args.dupe_factor, "sop_mode": args.sop_mode, "compression": args.compression or "none",
-        "random_pool_size": args.pool_size,
+        "compression_level": args.compression_level, "random_pool_documents": args.pool_size,
+        "random_pool_max_chars": args.pool_max_chars,
         "peak_rss_self_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "runs": runs, "marginal": marginal}, indent=2))
 

@@ -8,9 +8,10 @@ Memory stays bounded at any corpus size (the official script holds every instanc
   shuffle key, to one spill file per (split, shard) and emits only the file names. The per-shard writer
   reads the keys and offsets of its spill files (24 bytes a record), sorts them and copies the payloads
   in key order into the TFRecord file: a global shuffle in bounded memory, with no per-record Beam cost;
-* the random-document pool (official SOP negatives, NSP) is a fixed-size deterministic sample of
-  documents, tokenized once into a compact :class:`DocumentPool` side input (pooled documents are not
-  tokenized a second time by the generator).
+* the random-document pool (official SOP negatives, NSP) is a deterministic sample of documents, bounded
+  in documents and in characters: a first read emits only (key, id, file, characters) per document, the
+  sample is chosen from those, and a second read tokenizes just the chosen documents, in parallel, into a
+  compact :class:`DocumentPool` side input (pooled documents are not tokenized again by the generator).
 
 Every random choice derives from (seed, document id, pass) and shard files are sorted on a key derived
 the same way, so the bytes do not depend on how many workers ran, on bundle boundaries or on order.
@@ -49,9 +50,9 @@ from components.text.documents import parse_text_blocks
 SPLITS = ("train", "eval")
 STATS_FILE = "stats.json"
 # Other-document pool for the official SOP negatives / NSP: a deterministic sample of documents (the
-# ones with the smallest hash keys). Its memory is that of these documents (a whole book is ~100k tokens),
-# so it stops growing once the corpus has more documents than this.
+# ones with the smallest hash keys), at most this many documents and characters (DataGenConfig defaults).
 RANDOM_POOL_SIZE = 2000
+RANDOM_POOL_MAX_CHARS = 10_000_000
 
 
 def _h64(*parts: object) -> int:
@@ -87,22 +88,66 @@ class _Tokenizing(beam.DoFn):
         self.vocab = VocabInfo.from_tokenizer(self.tokenizer)
 
 
-def _pool_candidates(path: str, seed: int) -> Iterator[Tuple[int, str, List[str]]]:
+def _pool_keys(path: str, seed: int) -> Iterator[Tuple[int, str, str, int]]:
+    """(pool key, doc_id, file, characters) per document: small elements, whatever the document size."""
     for doc_id, sentences in read_documents(path):
-        yield _h64("pool", seed, doc_id), doc_id, sentences
+        yield _h64("pool", seed, doc_id), doc_id, path, sum(map(len, sentences))
 
 
-class _BuildPool(_Tokenizing):
-    """The sampled documents (one list, ascending pool key) → one compact :class:`DocumentPool`."""
+def select_pool(candidates: List[Tuple[int, str, str, int]], max_chars: int) -> Dict[str, int]:
+    """The pool: candidates in ascending (key, doc_id) order while their characters fit in ``max_chars``,
+    but at least two (a document never draws itself, so one pooled document could serve no one). Returns
+    {doc_id: key}."""
+    chosen: Dict[str, int] = {}
+    chars = 0
+    for key, doc_id, _, n_chars in sorted(candidates, key=lambda t: (t[0], t[1])):
+        if len(chosen) >= 2 and chars + n_chars > max_chars:
+            break
+        chosen[doc_id] = key
+        chars += n_chars
+    return chosen
 
-    def process(self, top: List[Tuple[int, str, List[str]]]):
-        ids, docs = [], []
-        for _, doc_id, sentences in sorted(top, key=lambda t: (t[0], t[1])):
-            tokens = tokenize_document(self.tokenizer, sentences, self.vocab)
-            if tokens:
-                ids.append(doc_id)
-                docs.append(tokens)
-        yield DocumentPool(ids, docs)
+
+class _TokenizePoolDocuments(_Tokenizing):
+    """One file → (key, doc_id, TokenizedDocument) for each of its documents chosen for the pool."""
+
+    def process(self, path: str, chosen: Dict[str, int]):
+        prefix = posixpath.basename(path) + ":"
+        if not any(doc_id.startswith(prefix) for doc_id in chosen):
+            return
+        for doc_id, sentences in read_documents(path):
+            if doc_id in chosen:
+                tokens = tokenize_document(self.tokenizer, sentences, self.vocab)
+                if len(tokens):
+                    yield chosen[doc_id], doc_id, tokens
+
+
+def _build_pool(items: List[Tuple[int, str, object]]) -> DocumentPool:
+    items = sorted(items, key=lambda t: (t[0], t[1]))
+    return DocumentPool([doc_id for _, doc_id, _ in items], [tokens for _, _, tokens in items])
+
+
+def random_document_pool(files: beam.PCollection, spm_model_path: str, do_lower_case: bool, seed: int,
+                         max_documents: int, max_chars: int) -> beam.PCollection:
+    """File names → one :class:`DocumentPool`: the documents with the smallest pool keys, at most
+    ``max_documents`` of them and ``max_chars`` characters (at least two when the corpus has two).
+
+    Only (key, id, file, characters) tuples reach the combiner, and only the chosen documents are read
+    again and tokenized (in parallel, per file), so no step holds more than the pool itself.
+    """
+    chosen = (
+        files
+        | "PoolKeys" >> beam.FlatMap(_pool_keys, seed)
+        | "SmallestKeys" >> beam.combiners.Top.Smallest(max_documents, key=lambda t: (t[0], t[1]))
+        | "FitPoolBudget" >> beam.Map(select_pool, max_chars)
+    )
+    return (
+        files
+        | "TokenizePool" >> beam.ParDo(_TokenizePoolDocuments(spm_model_path, do_lower_case),
+                                       beam.pvalue.AsSingleton(chosen))
+        | "CollectPool" >> beam.combiners.ToList()
+        | "BuildPool" >> beam.Map(_build_pool)
+    )
 
 
 _SPILL_HEADER = struct.Struct("<QI")  # shuffle key, payload length
@@ -211,10 +256,12 @@ class _WriteTFRecordShard(beam.DoFn):
 
     _OPEN_FILES = 64
 
-    def __init__(self, output_dirs: Dict[str, str], shards: Dict[str, int], compression: str):
+    def __init__(self, output_dirs: Dict[str, str], shards: Dict[str, int], compression: str,
+                 compression_level: int = 6):
         self._output_dirs = dict(output_dirs)
         self._shards = dict(shards)
         self._compression = compression
+        self._level = compression_level
 
     def process(self, element: Tuple[Tuple[str, int], Iterable[str]]):
         (split, shard), paths = element
@@ -253,7 +300,7 @@ class _WriteTFRecordShard(beam.DoFn):
         n = self._shards[split]
         suffix = ".gz" if self._compression == "GZIP" else ""
         out_path = posixpath.join(self._output_dirs[split], f"data_tfrecord-{shard:05d}-of-{n:05d}{suffix}")
-        gz = zlib.compressobj(6, zlib.DEFLATED, 31) if self._compression == "GZIP" else None
+        gz = zlib.compressobj(self._level, zlib.DEFLATED, 31) if self._compression == "GZIP" else None
         try:
             with FileSystems.create(out_path, compression_type=CompressionTypes.UNCOMPRESSED) as out:
                 buf: List[bytes] = []
@@ -301,21 +348,30 @@ def shard_path_glob(split_dir: str, compression: str) -> str:
 def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], spm_model_path: str,
                            output_dirs: Dict[str, str], stats_path: str, *, params: InstanceParams,
                            seed: int, dupe_factor: int, num_shards: int, eval_fraction: float,
-                           compression: str = "GZIP", do_lower_case: bool = True,
-                           spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE) -> None:
+                           compression: str = "GZIP", compression_level: int = 6, do_lower_case: bool = True,
+                           spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE,
+                           random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS) -> None:
     """Add the data-generation stages to ``pipeline``.
 
     ``output_dirs`` maps split name ("train"/"eval") to its folder; ``stats_path`` receives the JSON
     statistics of both splits. ``eval_fraction`` 0 puts every document in "train". ``spill_dir``: where
     unsorted records wait for their shard's sort (default ``.datagen-spill`` next to the train folder;
-    removed at the end). ``random_pool_size``: documents in the random-document pool (official/nsp modes).
+    removed at the end). ``random_pool_size`` / ``random_pool_max_chars``: at most this many documents and
+    characters in the random-document pool (official/nsp modes).
 
     Stages: file names → read + tokenize + instances + serialize (one fused stage; its only side input is
-    the compact random-document pool, built by a separate cheap read of the files so documents are never
-    materialized between stages) → spill files → per-shard sort and TFRecord write.
+    the compact random-document pool, chosen from per-document keys and then tokenized by two separate
+    reads of the files, so documents are never materialized between stages) → spill files → per-shard
+    sort and TFRecord write.
     """
     if not document_files:
         raise FileNotFoundError("no document files given to pretraining-data generation")
+    by_name: Dict[str, str] = {}
+    for path in document_files:
+        other = by_name.setdefault(posixpath.basename(path), path)
+        if other != path:  # document ids are "<file name>:<index>": they would collide
+            raise ValueError(f"two input files have the same name, {other} and {path}: document ids "
+                             f"(file name:index) must be unique; rename one of them")
     if spill_dir is None:
         spill_dir = posixpath.join(posixpath.dirname(output_dirs["train"].rstrip("/")), ".datagen-spill")
     splits = [s for s in SPLITS if s == "train" or eval_fraction > 0]
@@ -327,12 +383,8 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     )
     side = []
     if params.sop_mode in ("official", "nsp"):
-        pool = (
-            files
-            | "PoolCandidates" >> beam.FlatMap(_pool_candidates, seed)
-            | "SmallestKeys" >> beam.combiners.Top.Smallest(random_pool_size, key=lambda t: (t[0], t[1]))
-            | "BuildPool" >> beam.ParDo(_BuildPool(spm_model_path, do_lower_case))
-        )
+        pool = random_document_pool(files, spm_model_path, do_lower_case, seed, random_pool_size,
+                                    random_pool_max_chars)
         side = [beam.pvalue.AsSingleton(pool)]
     generated = (
         files
@@ -344,7 +396,7 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     written = (
         generated.spills
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(_WriteTFRecordShard(output_dirs, shards, compression))
+        | "WriteShards" >> beam.ParDo(_WriteTFRecordShard(output_dirs, shards, compression, compression_level))
     )
     _ = (
         written

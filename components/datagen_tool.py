@@ -36,8 +36,7 @@ def expand_inputs(inputs: Sequence[str]) -> List[str]:
     return files
 
 
-def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1,
-                          random_pool_size: int = datagen_beam.RANDOM_POOL_SIZE) -> Dict:
+def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1) -> Dict:
     if os.path.exists(output) and os.listdir(output):
         raise FileExistsError(f"output folder {output} exists and is not empty")
     validate_model(spm_model)
@@ -59,7 +58,8 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
                 p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
                 params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
                 num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
-                do_lower_case=config.vocab.do_lower_case, random_pool_size=random_pool_size)
+                compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
+                random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

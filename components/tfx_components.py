@@ -122,7 +122,9 @@ def PretrainingDataGen(
                 p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
                 posixpath.join(st_staging, datagen_beam.STATS_FILE), params=datagen_beam.instance_params(d),
                 seed=cfg.seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
-                compression=d.compression, do_lower_case=cfg.vocab.do_lower_case)
+                compression=d.compression, compression_level=d.compression_level,
+                do_lower_case=cfg.vocab.do_lower_case, random_pool_size=d.random_pool_documents,
+                random_pool_max_chars=d.random_pool_max_chars)
         # Only the outputs move; the spill folder (normally already removed) stays behind and is deleted.
         _publish(ex_staging, examples.uri, names=["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS])
         _publish(st_staging, statistics.uri, names=[datagen_beam.STATS_FILE])

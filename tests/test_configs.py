@@ -40,6 +40,9 @@ def test_overrides_are_typed_and_reach_nested_tables():
     ("train.num_train_steps=abc", "not a valid int"),
     ("datagen.sop_mode=nsp2", "datagen.sop_mode"),
     ("train.grad_accum_steps=3", "grad_accum_steps"),
+    ("datagen.compression_level=10", "datagen.compression_level"),
+    ("datagen.random_pool_documents=1", "datagen.random_pool_documents"),
+    ("datagen.random_pool_max_chars=0", "datagen.random_pool_max_chars"),
     ("benchmarks.glue_tasks=COLA", "GLUE task names"),
     ("no_equals_sign", "section.key=value"),
 ])

@@ -115,3 +115,54 @@ def test_shard_writer_sorts_by_key_and_frames_like_tensorflow(tmp_path, compress
     assert len(files) == 1 and files[0].endswith(".gz") == (compression == "GZIP")
     got = [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type=compression or None)]
     assert got == [v for _, v in sorted(records)]
+
+
+def _save_pickle(value, path):
+    import pickle
+
+    with open(path, "wb") as f:
+        pickle.dump(value, f)
+
+
+def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
+    """The pool is the documents with the smallest keys, cut by the document and character bounds (never below
+    two documents), tokenized exactly like the generator would; only small tuples are combined."""
+    import pickle
+
+    import apache_beam as beam
+
+    from components import datagen_beam
+    from components.datagen.generate import tokenize_document
+    from components.datagen.instances import VocabInfo
+    from components.text.tokenization import AlbertTokenizer
+
+    docs = dict(datagen_beam.read_documents(FIXTURE))
+    keys = sorted(datagen_beam._pool_keys(FIXTURE, 7))
+    assert len(keys) == len(docs) == 4
+    tok = AlbertTokenizer(spm_model_path)
+    vocab = VocabInfo.from_tokenizer(tok)
+    first_three = sum(n for *_, n in keys[:3])
+    for max_documents, max_chars, expected in [(3, 10 ** 9, 3), (4, 1, 2), (4, first_three, 3), (4, first_three - 1, 2)]:
+        saved = str(tmp_path / f"pool-{max_documents}-{max_chars}.pkl")
+        with beam.Pipeline() as p:
+            files = p | beam.Create([FIXTURE])
+            _ = (datagen_beam.random_document_pool(files, spm_model_path, True, 7, max_documents, max_chars)
+                 | beam.Map(_save_pickle, saved))
+        with open(saved, "rb") as f:
+            pool = pickle.load(f)
+        assert pool.doc_ids == [doc_id for _, doc_id, _, _ in keys[:expected]]
+        for i, doc_id in enumerate(pool.doc_ids):
+            assert pool.document(i) == tokenize_document(tok, docs[doc_id], vocab)
+    assert datagen_beam.select_pool([], 10) == {}
+
+
+def test_input_files_with_the_same_name_are_refused(tmp_path, spm_model_path):
+    """Document ids are "<file name>:<index>": two files named alike would give two documents one id."""
+    other = tmp_path / "copy"
+    other.mkdir()
+    twin = other / os.path.basename(FIXTURE)
+    twin.write_text(open(FIXTURE).read())
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="same name"):
+        make_pretraining_data([FIXTURE, str(twin)], spm_model_path, str(out), _config(), workers=1)
+    assert not out.exists() and not glob.glob(str(out) + ".tmp-*")

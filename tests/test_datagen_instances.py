@@ -65,6 +65,59 @@ def find(hay: np.ndarray, needle: np.ndarray) -> int:
 
 # ---------------------------------------------------------------------------------------------- tokenize
 
+def test_normalize_sentences_equals_per_sentence_normalize(tok, texts, spm_model_path):
+    """The document-at-once ASCII fast path gives exactly ``tokenizer.normalize`` per sentence, on real text
+    and on every kind of ASCII whitespace, quote pair and non-ASCII mix."""
+    from components.datagen.generate import normalize_sentences
+    from components.text.tokenization import AlbertTokenizer
+
+    edge = ["  Hello\tWorld  ", "a``b''c ``x''", "ÉCOLE  x\t", "", "   ", "x\x1fy\x0bz\x0c\r", "A  \t  B",
+            "naïve ``q''", "Straße  \u00a0 x", "''``''", "trailing  "]
+    cased = AlbertTokenizer(spm_model_path, do_lower_case=False)
+    for t in (tok, cased):
+        for sentences in texts + [edge, [], ["only"], ["é"], ["a\nb", "c"], [s for d in texts for s in d]]:
+            assert normalize_sentences(t, sentences) == [t.normalize(s) for s in sentences]
+
+
+def test_tokenized_document_views_and_equality(docs):
+    from components.datagen.instances import TokenizedDocument
+    from components.datagen.pool import DocumentPool
+
+    doc = TokenizedDocument.from_sentences([docs[0][0], np.zeros(0, np.int32), docs[0][1]])
+    assert len(doc) == 2 and doc == [docs[0][0], docs[0][1]] and doc != [docs[0][0]]
+    assert doc.num_tokens == docs[0][0].shape[0] + docs[0][1].shape[0]
+    assert doc[-1].tolist() == docs[0][1].tolist() and [a.tolist() for a in doc[0:1]] == [docs[0][0].tolist()]
+    assert TokenizedDocument.from_sentences([]) == [] and TokenizedDocument.from_sentences(doc) is doc
+    with pytest.raises(IndexError):
+        doc[2]
+    pool = DocumentPool(["a", "b"], [docs[0], docs[1]])
+    view = pool.document(1)  # offsets into the pool's buffer, not from 0
+    assert view.offsets[0] > 0 and view.flat is pool.flat and view == docs[1]
+    assert view.num_tokens == sum(s.shape[0] for s in docs[1])
+
+
+@pytest.mark.parametrize("mode", ["official", "pure", "nsp"])
+def test_flat_documents_give_the_same_instances_as_sentence_lists(docs, vocab, mode):
+    """Instance building on a TokenizedDocument (the generator's form) equals building on a list of arrays
+    with a plain-list random document (the reference loop of the official code)."""
+    from components.datagen.instances import TokenizedDocument
+
+    params = InstanceParams(max_seq_length=64, max_predictions_per_seq=8, sop_mode=mode, short_seq_prob=0.3)
+    for i, d in enumerate(docs):
+        other = docs[(i + 1) % len(docs)]
+        for seed in range(3):
+            runs = []
+            for form in (list, TokenizedDocument.from_sentences):
+                rng = np.random.default_rng(seed)
+                runs.append(create_instances_from_document(form(d), i, rng, params, vocab,
+                                                           lambda r, o=other, f=form: f(list(o))))
+            assert len(runs[0]) == len(runs[1]) > 0
+            for a, b in zip(*runs):
+                assert a.input_ids.tolist() == b.input_ids.tolist() and a.sop_label == b.sop_label
+                assert a.masked_lm_positions.tolist() == b.masked_lm_positions.tolist()
+
+
+
 def test_tokenize_document_matches_tokenizer(tok, vocab, texts):
     extra = ["In 1990, the firm paid 1,000,000 dollars.", "Café Müller «naïve» — 12,5", "", "   ", "Born 1990,in"]
     everything = [s for d in texts for s in d] + extra  # > 16 sentences: the batched path

@@ -6,31 +6,58 @@ generator per pass from (global seed, document id, pass), so results do not depe
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from components.datagen.features import serialize_instance
-from components.datagen.instances import (Instance, InstanceParams, RandomDocument, VocabInfo,
+from components.datagen.instances import (Instance, InstanceParams, RandomDocument, TokenizedDocument, VocabInfo,
                                           create_instances_from_document, document_seed)
 from components.text.tokenization import AlbertTokenizer
 
 _ALBERT_NORMALIZE = AlbertTokenizer.normalize  # the shortcut mirrors exactly this method
 _BATCH_MIN = 16  # sentences from which one batched SentencePiece call beats per-sentence calls
+# str.split() whitespace in ASCII other than " " and "\n" ("\n" separates the sentences below) → " ".
+_ASCII_SPACES = str.maketrans({c: " " for c in "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"})
 
 
-def _normalize(tokenizer, text: str) -> str:
-    """``tokenizer.normalize`` with a shortcut for ASCII text, where NFKD and accent stripping are no-ops
-    (the per-character accent filter is most of the tokenization time otherwise)."""
-    if text.isascii() and tokenizer.normalize.__func__ is _ALBERT_NORMALIZE:
-        text = " ".join(text.split()).replace("``", '"').replace("''", '"')
-        return text.lower() if tokenizer.do_lower_case else text
-    return tokenizer.normalize(text)
+def normalize_sentences(tokenizer, sentences: Sequence[str]) -> List[str]:
+    """``[tokenizer.normalize(s) for s in sentences]``, faster.
+
+    For ALBERT's normalisation, ASCII text needs no NFKD or accent stripping, so whitespace collapsing, the
+    quote replacements and lower-casing run once over the document's ASCII sentences joined by newlines
+    (sentences never contain one) with C-speed string methods, instead of once per sentence; only
+    non-ASCII sentences take the per-sentence path.
+    """
+    if tokenizer.normalize.__func__ is not _ALBERT_NORMALIZE:
+        return [tokenizer.normalize(s) for s in sentences]
+    joined = "\n".join(sentences)
+    if joined.isascii():
+        plain = None
+    else:
+        plain = [i for i, s in enumerate(sentences) if s.isascii()]
+        joined = "\n".join(sentences[i] for i in plain)
+    if not joined or joined.count("\n") != (len(sentences) if plain is None else len(plain)) - 1:
+        return [tokenizer.normalize(s) for s in sentences]  # nothing ASCII, or a newline inside a sentence
+    text = joined.translate(_ASCII_SPACES)
+    while "  " in text:
+        text = text.replace("  ", " ")
+    text = text.replace("``", '"').replace("''", '"')
+    if tokenizer.do_lower_case:
+        text = text.lower()
+    lines = [line.strip(" ") for line in text.split("\n")]
+    if plain is None:
+        return lines
+    out = [tokenizer.normalize(s) if not s.isascii() else "" for s in sentences]
+    for i, line in zip(plain, lines):
+        out[i] = line
+    return out
 
 
-def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[VocabInfo] = None) -> List[np.ndarray]:
-    """Sentences → one int32 id array per non-empty sentence, exactly ``tokenizer.encode`` (an
-    ``AlbertTokenizer``).
+def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[VocabInfo] = None) -> TokenizedDocument:
+    """Sentences → the document's piece ids, one sentence per non-empty sentence, exactly ``tokenizer.encode``
+    (an ``AlbertTokenizer``), as a :class:`TokenizedDocument` (flat ids + sentence offsets).
 
     With ``vocab`` (from :meth:`VocabInfo.from_tokenizer`) the normalised sentences go straight to
     SentencePiece as ids (one single-threaded batched call from 16 sentences on: a Beam worker already
@@ -39,24 +66,26 @@ def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[Vocab
     """
     if vocab is None or vocab.digit_comma is None:
         ids = [tokenizer.encode(s) for s in sentences]
-        return [np.asarray(x, dtype=np.int32) for x in ids if x]
-    texts = [_normalize(tokenizer, s) for s in sentences]
+        return TokenizedDocument.from_sentences([np.asarray(x, dtype=np.int32) for x in ids if x])
+    texts = normalize_sentences(tokenizer, sentences)
     if len(texts) >= _BATCH_MIN:
         encoded = tokenizer.sp.encode(texts, out_type=int, num_threads=1)
     else:  # a batch call has ~25 µs of fixed cost: short documents are faster sentence by sentence
         encoded = [tokenizer.sp.encode(t, out_type=int) for t in texts]
-    if not encoded:
-        return []
     lens = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-    ends = np.cumsum(lens)
-    total = int(ends[-1])
+    total = int(lens.sum())
     flat = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int32, count=total)
-    out = np.split(flat, ends[:-1])  # views into one buffer
     quirky = vocab.digit_comma[flat]
-    if quirky.any():
-        for i in np.unique(np.searchsorted(ends, np.flatnonzero(quirky), side="right")).tolist():
-            out[i] = np.asarray(tokenizer.encode(sentences[i]), dtype=np.int32)
-    return [x for x in out if x.shape[0]]
+    if quirky.any():  # rare: re-encode those sentences the official way and rebuild
+        ends = np.cumsum(lens)
+        redo = set(np.searchsorted(ends, np.flatnonzero(quirky), side="right").tolist())
+        return TokenizedDocument.from_sentences(
+            [np.asarray(tokenizer.encode(sentences[i]), dtype=np.int32) if i in redo
+             else flat[ends[i] - lens[i]:ends[i]] for i in range(len(encoded))])
+    nonempty = lens[lens > 0]
+    offsets = np.zeros(nonempty.shape[0] + 1, dtype=np.int64)
+    np.cumsum(nonempty, out=offsets[1:])
+    return TokenizedDocument(flat, offsets)
 
 
 def generate_for_document(doc_id: str, sentences_ids: Sequence[np.ndarray], global_seed: int, dupe_factor: int,
@@ -70,6 +99,7 @@ def generate_for_document(doc_id: str, sentences_ids: Sequence[np.ndarray], glob
     """
     if not isinstance(dupe_factor, (int, np.integer)) or dupe_factor < 1:
         raise ValueError(f"dupe_factor must be an int >= 1, got {dupe_factor!r}")
+    sentences_ids = TokenizedDocument.from_sentences(sentences_ids)
     for pass_index in range(int(dupe_factor)):
         rng = np.random.default_rng(document_seed(global_seed, doc_id, pass_index))
         for inst in create_instances_from_document(sentences_ids, 0, rng, params, vocab, random_document):

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -38,6 +39,63 @@ _OFFICIAL_SPECIAL_CHARS = frozenset('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
 _ENGLISH = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 RandomDocument = Callable[[np.random.Generator], Sequence[np.ndarray]]
+
+
+class TokenizedDocument(Sequence):
+    """One document's sentences stored flat: sentence j is ``flat[offsets[j]:offsets[j + 1]]`` (a view).
+    ``offsets`` has n + 1 strictly increasing int64 entries (no empty sentences); it starts at 0 for a
+    document of its own, elsewhere for a document viewed inside a larger buffer (the random-document pool).
+
+    Instance building works on this form: a chunk of sentences is found with one ``searchsorted`` over the
+    offsets and its segments are slices of ``flat``, instead of a Python loop over sentences and a
+    concatenation per segment (book-length documents have tens of thousands of sentences).
+    """
+
+    __slots__ = ("flat", "offsets")
+
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
+        self.flat = flat
+        self.offsets = offsets
+
+    @classmethod
+    def from_sentences(cls, sentences: Sequence[np.ndarray]) -> "TokenizedDocument":
+        """From one id array per sentence; empty sentences are dropped."""
+        if isinstance(sentences, TokenizedDocument):
+            return sentences
+        arrays = [np.asarray(s, dtype=np.int32).reshape(-1) for s in sentences]
+        arrays = [a for a in arrays if a.shape[0]]
+        offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+        if not arrays:
+            return cls(np.zeros(0, np.int32), offsets)
+        np.cumsum([a.shape[0] for a in arrays], out=offsets[1:])
+        return cls(np.concatenate(arrays), offsets)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.offsets[-1] - self.offsets[0])
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
+
+    def __getitem__(self, j):
+        n = self.offsets.shape[0] - 1
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(n))]
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError(j)
+        return self.flat[self.offsets[j]:self.offsets[j + 1]]
+
+    def __eq__(self, other) -> bool:  # compares as the list of its sentences (``doc == []`` for an empty one)
+        if isinstance(other, (list, tuple, TokenizedDocument)):
+            return len(self) == len(other) and all(np.array_equal(a, b) for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"TokenizedDocument({len(self)} sentences, {self.num_tokens} tokens)"
 
 
 def _is_int(x: object) -> bool:
@@ -344,12 +402,17 @@ def _random_segment(rng: np.random.Generator, random_document: RandomDocument,
     if len(doc) == 0:
         raise ValueError("random_document(rng) returned an empty document; it must return a non-empty one")
     start = int(rng.integers(0, len(doc)))
+    need = max(target_b_length, 1)
+    if isinstance(doc, TokenizedDocument):  # the pool's documents: one searchsorted, one slice
+        off = doc.offsets
+        end = min(int(np.searchsorted(off, off[start] + need, side="left")), len(doc))
+        return doc.flat[off[start]:off[end]]
     out: List[np.ndarray] = []
     length = 0
     for j in range(start, len(doc)):
         out.append(np.asarray(doc[j], dtype=np.int32))
         length += out[-1].shape[0]
-        if length >= max(target_b_length, 1):
+        if length >= need:
             break
     if length == 0:
         raise ValueError("random_document(rng) returned empty sentences; tokenize_document drops them")
@@ -390,9 +453,11 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
     """
     if params.sop_mode == "nsp" and random_document is None:
         raise ValueError("sop_mode='nsp' needs random_document to draw random next segments")
-    document = [np.asarray(s, dtype=np.int32) for s in doc_tokens if len(s) > 0]
-    if not document:
+    document = TokenizedDocument.from_sentences(doc_tokens)
+    n_sent = len(document)
+    if n_sent == 0:
         return []
+    flat, off = document.flat, document.offsets
     max_num_tokens = params.max_num_tokens
     target = max_num_tokens
     is_short = bool(rng.random() < params.short_seq_prob)
@@ -400,48 +465,48 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
         target = int(rng.integers(2, max_num_tokens, endpoint=True))
 
     instances: List[Instance] = []
-    chunk: List[np.ndarray] = []
-    chunk_len = 0
-    i = 0
-    n_sent = len(document)
     mode = params.sop_mode
+    # A chunk is sentences i..j: j is the first sentence at which the chunk reaches ``target`` tokens (the
+    # official loop's "current_length >= target_seq_length"), or the document's last sentence.
+    chunk_ends = np.minimum(np.searchsorted(off, off[:-1] + target, side="left"), n_sent) - 1
+    i = 0
     while i < n_sent:
-        chunk.append(document[i])
-        chunk_len += document[i].shape[0]
-        if i == n_sent - 1 or chunk_len >= target:
-            a_end = 1 if len(chunk) < 2 else int(rng.integers(1, len(chunk)))
-            a: Optional[np.ndarray] = None
-            b: Optional[np.ndarray] = None
-            label = 0
-            if mode == "pure":
-                if len(chunk) == 1:
-                    split = _split_sentence(chunk[0], rng, vocab)
-                    if split is not None:
-                        a, b = chunk[0][:split], chunk[0][split:]
-                else:
-                    a, b = np.concatenate(chunk[:a_end]), np.concatenate(chunk[a_end:])
-                if a is not None and rng.random() < 0.5:
-                    a, b, label = b, a, 1
+        j = int(chunk_ends[i])
+        k = j - i + 1  # sentences in the chunk
+        a_end = 1 if k < 2 else int(rng.integers(1, k))
+        cut = int(off[i + a_end])
+        a: Optional[np.ndarray] = None
+        b: Optional[np.ndarray] = None
+        label = 0
+        next_i = j + 1
+        if mode == "pure":
+            if k == 1:
+                sent = flat[off[i]:off[j + 1]]
+                split = _split_sentence(sent, rng, vocab)
+                if split is not None:
+                    a, b = sent[:split], sent[split:]
             else:
-                a = np.concatenate(chunk[:a_end]) if a_end > 1 else chunk[0]
-                random_next = len(chunk) == 1 or (mode == "nsp" and rng.random() < 0.5)
-                if random_next:
-                    if random_document is not None:
-                        b = _random_segment(rng, random_document, target - a.shape[0])
-                        label = 2  # label 1, B from a random document
-                        i -= len(chunk) - a_end  # put the unused sentences back
-                    else:
-                        a = None
+                a, b = flat[off[i]:cut], flat[cut:off[j + 1]]
+            if a is not None and rng.random() < 0.5:
+                a, b, label = b, a, 1
+        else:
+            a = flat[off[i]:cut]
+            random_next = k == 1 or (mode == "nsp" and rng.random() < 0.5)
+            if random_next:
+                if random_document is not None:
+                    b = _random_segment(rng, random_document, target - a.shape[0])
+                    label = 2  # label 1, B from a random document
+                    next_i = i + a_end  # put the unused sentences back
                 else:
-                    b = np.concatenate(chunk[a_end:]) if len(chunk) - a_end > 1 else chunk[a_end]
-                    if mode == "official" and rng.random() < 0.5:
-                        a, b, label = b, a, 1
-            if a is not None and b is not None:
-                instances.append(_make_instance(a, b, min(label, 1), rng, params, vocab, doc_index,
-                                                len(instances), target, is_short, label == 2))
-            chunk = []
-            chunk_len = 0
-        i += 1
+                    a = None
+            else:
+                b = flat[cut:off[j + 1]]
+                if mode == "official" and rng.random() < 0.5:
+                    a, b, label = b, a, 1
+        if a is not None and b is not None:
+            instances.append(_make_instance(a, b, min(label, 1), rng, params, vocab, doc_index, len(instances),
+                                            target, is_short, label == 2))
+        i = next_i
     return instances
 
 

@@ -13,29 +13,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from components.datagen.instances import RandomDocument
-
-
-class _PoolDocument(Sequence):
-    """Read-only view of one pooled document: ``doc[j]`` is sentence j as an int32 view (no copy)."""
-
-    __slots__ = ("_flat", "_offsets", "_first", "_n")
-
-    def __init__(self, flat: np.ndarray, offsets: np.ndarray, first: int, n: int):
-        self._flat, self._offsets, self._first, self._n = flat, offsets, first, n
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, j):
-        if isinstance(j, slice):
-            return [self[k] for k in range(*j.indices(self._n))]
-        if j < 0:
-            j += self._n
-        if not 0 <= j < self._n:
-            raise IndexError(j)
-        k = self._first + j
-        return self._flat[self._offsets[k]:self._offsets[k + 1]]
+from components.datagen.instances import RandomDocument, TokenizedDocument
 
 
 class DocumentPool:
@@ -50,16 +28,22 @@ class DocumentPool:
         if len(doc_ids) != len(documents):
             raise ValueError("doc_ids and documents differ in length")
         self.doc_ids: List[str] = list(doc_ids)
-        sents = [np.asarray(s, dtype=np.int32) for d in documents for s in d]
-        lens = np.fromiter((s.shape[0] for s in sents), dtype=np.int64, count=len(sents))
-        if (lens == 0).any():
-            raise ValueError("pooled documents must not contain empty sentences")
-        if any(len(d) == 0 for d in documents):
-            raise ValueError("pooled documents must not be empty")
-        self.flat = np.concatenate(sents) if sents else np.zeros(0, np.int32)
-        self.sentence_offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        self.document_offsets = np.concatenate(
-            [[0], np.cumsum([len(d) for d in documents])]).astype(np.int64)
+        docs = [TokenizedDocument.from_sentences(d) for d in documents]
+        for d, given in zip(docs, documents):
+            if len(d) == 0:
+                raise ValueError("pooled documents must not be empty")
+            if len(d) != len(given):
+                raise ValueError("pooled documents must not contain empty sentences")
+        flats = [d.flat[d.offsets[0]:d.offsets[-1]] for d in docs]
+        self.flat = np.concatenate(flats).astype(np.int32, copy=False) if flats else np.zeros(0, np.int32)
+        self.sentence_offsets = np.zeros(sum(len(d) for d in docs) + 1, dtype=np.int64)
+        pos, base = 1, 0
+        for d in docs:
+            n = len(d)
+            self.sentence_offsets[pos:pos + n] = d.offsets[1:] - d.offsets[0] + base
+            base += d.num_tokens
+            pos += n
+        self.document_offsets = np.concatenate([[0], np.cumsum([len(d) for d in docs])]).astype(np.int64)
         self._index: Optional[Dict[str, int]] = None
 
     def __len__(self) -> int:
@@ -77,26 +61,27 @@ class DocumentPool:
     def num_tokens(self) -> int:
         return int(self.flat.shape[0])
 
-    def document(self, i: int) -> _PoolDocument:
-        first = int(self.document_offsets[i])
-        return _PoolDocument(self.flat, self.sentence_offsets, first, int(self.document_offsets[i + 1]) - first)
+    def document(self, i: int) -> TokenizedDocument:
+        """Pooled document i as a view (its offsets point into the pool's flat buffer: no copy)."""
+        first, last = int(self.document_offsets[i]), int(self.document_offsets[i + 1])
+        return TokenizedDocument(self.flat, self.sentence_offsets[first:last + 1])
 
     def _position(self, doc_id: str) -> Optional[int]:
         if self._index is None:
             self._index = {d: i for i, d in enumerate(self.doc_ids)}
         return self._index.get(doc_id)
 
-    def get(self, doc_id: str) -> Optional[List[np.ndarray]]:
-        """The pooled document's sentences (int32 views), or None: lets the generator skip re-tokenizing it."""
+    def get(self, doc_id: str) -> Optional[TokenizedDocument]:
+        """The pooled document (a view), or None: lets the generator skip re-tokenizing it."""
         i = self._position(doc_id)
-        return None if i is None else list(self.document(i))
+        return None if i is None else self.document(i)
 
     def sampler(self, exclude_doc_id: str) -> RandomDocument:
         """``random_document(rng)``: a uniformly drawn pooled document other than ``exclude_doc_id``."""
         skip = self._position(exclude_doc_id)
         n = len(self.doc_ids) - (skip is not None)
 
-        def random_document(rng: np.random.Generator) -> _PoolDocument:
+        def random_document(rng: np.random.Generator) -> TokenizedDocument:
             if n <= 0:
                 raise ValueError("the corpus has a single document: no other document to draw a random segment "
                                  "from (use sop_mode=pure)")
