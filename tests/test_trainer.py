@@ -63,9 +63,11 @@ def _unigram_baseline(examples_dir, split="eval"):
 
 # A few hundred steps of the official optimizers: without bias correction the first steps of Adam/LAMB are
 # several times larger than lr suggests (v starts at 0), and at the sample preset's lr (LAMB 0.005) or AdamW 2e-3
-# the tiny model sits on the unigram plateau for all 200-600 steps. AdamW at 5e-4 leaves it after ~200 steps.
+# the tiny model sits on the unigram plateau for all 200-600 steps. AdamW at 5e-4 leaves it after ~200-300 steps
+# (the initial weights are seeded since trainer.train_lib seeds tf_keras; measured train MLM accuracy 0.049 at
+# step 200, 0.069 at 400, 0.098 at 800).
 LEARN_OVERRIDES = ["train.optimizer=adamw", "train.learning_rate=0.0005", "train.eval_steps=100",
-                   "train.num_train_steps=400", "train.log_every=50"]
+                   "train.num_train_steps=800", "train.log_every=50"]
 
 
 def test_pretraining_learns_on_real_text(examples, tmp_path):
@@ -73,7 +75,7 @@ def test_pretraining_learns_on_real_text(examples, tmp_path):
 
     config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES)
     info = pretrain_from_examples(examples, str(tmp_path / "run"), config)
-    assert info["final_step"] == 400 and info["start_step"] == 0
+    assert info["final_step"] == 800 and info["start_step"] == 0
     train = [h for h in _history(str(tmp_path / "run")) if h["split"] == "train"]
     first, last = train[0], train[-1]
     assert last["mlm_loss"] < first["mlm_loss"] - 0.5, (first, last)
@@ -81,8 +83,10 @@ def test_pretraining_learns_on_real_text(examples, tmp_path):
     evaluation = info["eval_metrics"]
     assert set(evaluation) >= {"mlm_loss", "mlm_accuracy", "sentence_accuracy"}
     # Contextual learning on held-out documents: MLM accuracy clearly above the best context-free guess
-    # (measured: 0.068 vs baseline 0.050 over ~1300 held-out masked tokens). SOP stays at chance in this budget
-    # (0.49-0.54 train and held-out for every setting tried up to 600 steps), so it is only reported.
+    # (measured: 0.075 vs baseline 0.050 over ~1600 held-out masked tokens). SOP stays at chance in this budget
+    # (train sentence loss 0.693 throughout; held-out is only 166 examples here), so it is only reported: the
+    # order signal that survives truncation at this length is discourse-level, and where a shallower one exists
+    # (datagen.short_seq_prob=1.0) the tiny model leaves the SOP plateau only in some runs (2 of 6, 1000-1500 steps).
     baseline = _unigram_baseline(examples)
     assert evaluation["mlm_accuracy"] > baseline + 0.01, (evaluation, baseline)
     assert 0.0 <= evaluation["sentence_accuracy"] <= 1.0

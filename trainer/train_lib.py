@@ -149,7 +149,9 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     strategy = make_strategy(t.strategy)
     precision = resolve_precision(t.mixed_precision, strategy)
     tf_keras.mixed_precision.set_global_policy(precision)
-    tf.random.set_seed(job.seed)
+    # Seeds Python's random, NumPy and TF: tf_keras initializers built without a seed draw theirs from Python's
+    # random module, so tf.random.set_seed alone left the initial weights different on every run.
+    tf_keras.utils.set_random_seed(job.seed)
     num_replicas = strategy.num_replicas_in_sync
     micro_batch = t.train_batch_size // t.grad_accum_steps
     if micro_batch % num_replicas:
