@@ -154,8 +154,8 @@ _SPILL_HEADER = struct.Struct("<QI")  # shuffle key, payload length
 
 
 class _GenerateInstances(_Tokenizing):
-    """Per document: split, tokenize, build the instances of every pass and append each serialized example,
-    with its deterministic shuffle key, to this bundle's spill file of its (split, shard).
+    """Per file, per document: split, tokenize, build the instances of every pass and append each serialized
+    example, with its deterministic shuffle key, to this bundle's spill file of its (split, shard).
 
     Records never become Beam elements: the output is one ``((split, shard), spill path)`` per spill file
     at the end of the bundle (a retried bundle's files are simply never referenced), plus one
@@ -191,8 +191,13 @@ class _GenerateInstances(_Tokenizing):
                 path, FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED))
         return handle[1]
 
-    def process(self, element: Tuple[str, List[str]], pool: Optional[DocumentPool] = None):
-        doc_id, sentences = element
+    def process(self, path: str, pool: Optional[DocumentPool] = None):
+        # The element is a file, read here: documents never become Beam elements. (As the output of a separate
+        # FlatMap they were buffered whole whenever the runner did not fuse it with this side-input ParDo.)
+        for doc_id, sentences in read_documents(path):
+            yield from self._document(doc_id, sentences, pool)
+
+    def _document(self, doc_id: str, sentences: List[str], pool: Optional[DocumentPool]):
         split = split_of(doc_id, self._seed, self._eval_fraction) if self._eval_fraction > 0 else "train"
         ids = pool.get(doc_id) if pool is not None else None  # pooled documents are tokenized already
         if ids is None:
@@ -388,7 +393,6 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
         side = [beam.pvalue.AsSingleton(pool)]
     generated = (
         files
-        | "ReadDocuments" >> beam.FlatMap(read_documents)
         | "Generate" >> beam.ParDo(
             _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, shards, eval_fraction,
                                spill_dir), *side).with_outputs(*[f"stats_{s}" for s in splits], main="spills")
