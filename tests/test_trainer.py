@@ -15,8 +15,11 @@ from components.datagen_tool import make_pretraining_data
 from pipeline.configs import build_config
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# short_seq_prob=1.0 and pure SOP: see LEARN_OVERRIDES. eval_fraction 0.3 holds out ~2200 instances, so SOP accuracy
+# on them has a standard error of ~0.011 (at 0.1 only ~170 were held out: nothing could be told from chance).
 DATA_OVERRIDES = ["datagen.max_seq_length=64", "datagen.max_predictions_per_seq=10", "datagen.dupe_factor=2",
-                  "datagen.num_shards=2", "datagen.eval_fraction=0.1", "datagen.sop_mode=pure"]
+                  "datagen.num_shards=2", "datagen.eval_fraction=0.3", "datagen.sop_mode=pure",
+                  "datagen.short_seq_prob=1.0"]
 TRAIN_OVERRIDES = ["train.train_batch_size=32", "train.learning_rate=0.005", "train.num_warmup_steps=20",
                    "train.eval_every=0", "train.eval_steps=5", "train.log_every=20"]
 
@@ -61,13 +64,19 @@ def _unigram_baseline(examples_dir, split="eval"):
     return counts.most_common(1)[0][1] / sum(counts.values())
 
 
-# A few hundred steps of the official optimizers: without bias correction the first steps of Adam/LAMB are
-# several times larger than lr suggests (v starts at 0), and at the sample preset's lr (LAMB 0.005) or AdamW 2e-3
-# the tiny model sits on the unigram plateau for all 200-600 steps. AdamW at 5e-4 leaves it after ~200-300 steps
-# (the initial weights are seeded since trainer.train_lib seeds tf_keras; measured train MLM accuracy 0.049 at
-# step 200, 0.069 at 400, 0.098 at 800).
-LEARN_OVERRIDES = ["train.optimizer=adamw", "train.learning_rate=0.0005", "train.eval_steps=100",
-                   "train.num_train_steps=800", "train.log_every=50"]
+# Optimizer: without bias correction the first steps of Adam/LAMB are several times larger than lr suggests (v
+# starts at 0); at the sample preset's LAMB 0.005, or AdamW >= 1e-3, the tiny model sits on the unigram plateau.
+# SOP: with the default short_seq_prob 0.1 at L=64, chunks overshoot the target and truncation trims both segment
+# edges, so the order signal left is discourse-level and the tiny model stays at chance for 2000+ steps (even with
+# the SOP loss alone). With every target short, many chunks are one sentence split at a word, and real-text order
+# cues survive (where the sentence-final punctuation and the sentence-initial words sit: the single rule "the
+# segment ending in . ? ! came second" scores 0.69). The model then leaves the SOP plateau between steps 400 and
+# 1000. Measured (held-out SOP on 2221 instances / SOP on the last 100 training batches): seed 12345 at 1500 steps
+# 0.72 / 0.86; seeds 1, 3 at 1000 steps 0.71 / 0.95 and 0.65 / 0.94; seed 2 memorised instead (0.51 / 0.99 at 1500
+# steps). So the test asserts the training-side rise, which held for every seed, and not the held-out one.
+LEARN_OVERRIDES = ["train.optimizer=adamw", "train.learning_rate=0.0005", "train.train_batch_size=64",
+                   "train.num_warmup_steps=50", "train.eval_steps=100", "train.num_train_steps=1500",
+                   "train.log_every=100"]
 
 
 def test_pretraining_learns_on_real_text(examples, tmp_path):
@@ -75,21 +84,22 @@ def test_pretraining_learns_on_real_text(examples, tmp_path):
 
     config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES)
     info = pretrain_from_examples(examples, str(tmp_path / "run"), config)
-    assert info["final_step"] == 800 and info["start_step"] == 0
+    assert info["final_step"] == 1500 and info["start_step"] == 0
     train = [h for h in _history(str(tmp_path / "run")) if h["split"] == "train"]
     first, last = train[0], train[-1]
     assert last["mlm_loss"] < first["mlm_loss"] - 0.5, (first, last)
     assert last["learning_rate"] < first["learning_rate"]  # linear decay reached the end of the schedule
     evaluation = info["eval_metrics"]
     assert set(evaluation) >= {"mlm_loss", "mlm_accuracy", "sentence_accuracy"}
-    # Contextual learning on held-out documents: MLM accuracy clearly above the best context-free guess
-    # (measured: 0.075 vs baseline 0.050 over ~1600 held-out masked tokens). SOP stays at chance in this budget
-    # (train sentence loss 0.693 throughout; held-out is only 166 examples here), so it is only reported: the
-    # order signal that survives truncation at this length is discourse-level, and where a shallower one exists
-    # (datagen.short_seq_prob=1.0) the tiny model leaves the SOP plateau only in some runs (2 of 6, 1000-1500 steps).
+    # Contextual learning on held-out documents: MLM accuracy clearly above the best context-free guess.
     baseline = _unigram_baseline(examples)
     assert evaluation["mlm_accuracy"] > baseline + 0.01, (evaluation, baseline)
+    # Sentence order: the SOP head learns it (mean accuracy over the last 100 batches of 64; a coin flip has a
+    # standard error of 0.006 there). Held-out SOP accuracy is reported, not asserted (see LEARN_OVERRIDES).
+    assert last["sentence_accuracy"] > 0.6 and last["sentence_loss"] < first["sentence_loss"] - 0.1, (first, last)
     assert 0.0 <= evaluation["sentence_accuracy"] <= 1.0
+    print(f"held-out: mlm_accuracy {evaluation['mlm_accuracy']:.3f} (unigram {baseline:.3f}), "
+          f"sentence_accuracy {evaluation['sentence_accuracy']:.3f}")
 
 
 def test_sigkill_then_rerun_resumes_from_checkpoint(examples, tmp_path):
