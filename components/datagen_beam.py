@@ -373,10 +373,11 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
         raise FileNotFoundError("no document files given to pretraining-data generation")
     by_name: Dict[str, str] = {}
     for path in document_files:
-        other = by_name.setdefault(posixpath.basename(path), path)
-        if other != path:  # document ids are "<file name>:<index>": they would collide
-            raise ValueError(f"two input files have the same name, {other} and {path}: document ids "
-                             f"(file name:index) must be unique; rename one of them")
+        name = posixpath.basename(path)
+        if name in by_name:  # document ids are "<file name>:<index>": they would collide
+            raise ValueError(f"two inputs have the same name, {by_name[name]} and {path} (the same file given twice, "
+                             f"or two files named alike): document ids (file name:index) must be unique")
+        by_name[name] = path
     if spill_dir is None:
         spill_dir = posixpath.join(posixpath.dirname(output_dirs["train"].rstrip("/")), ".datagen-spill")
     splits = [s for s in SPLITS if s == "train" or eval_fraction > 0]

@@ -163,6 +163,7 @@ def test_input_files_with_the_same_name_are_refused(tmp_path, spm_model_path):
     twin = other / os.path.basename(FIXTURE)
     twin.write_text(open(FIXTURE).read())
     out = tmp_path / "out"
-    with pytest.raises(ValueError, match="same name"):
-        make_pretraining_data([FIXTURE, str(twin)], spm_model_path, str(out), _config(), workers=1)
-    assert not out.exists() and not glob.glob(str(out) + ".tmp-*")
+    for inputs in ([FIXTURE, str(twin)], [FIXTURE, FIXTURE]):
+        with pytest.raises(ValueError, match="same name"):
+            make_pretraining_data(inputs, spm_model_path, str(out), _config(), workers=1)
+        assert not out.exists() and not glob.glob(str(out) + ".tmp-*")
