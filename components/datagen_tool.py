@@ -1,7 +1,7 @@
 """``albert-pipeline make-pretraining-data``: the DAG's data-generation Beam code, outside TFX.
 
 Output layout equals the ``Examples`` artifact the pipeline writes (``Split-train/``,
-``Split-eval/``, ``stats.json``, ``vocab/spm.model``). It is built in a sibling temporary folder
+``Split-eval/``, ``stats.json``, ``vocab/spm.model``, ``dataset_info.json``). It is built in a sibling temporary folder
 and renamed into place only when complete, so an interrupted run leaves no output behind.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import datagen_beam
 from components.vocab_lib import validate_model
+from trainer import examples_info
 
 
 def expand_inputs(inputs: Sequence[str]) -> List[str]:
@@ -60,6 +61,9 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
                 num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
                 compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
                 random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
+        names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
+        examples_info.write_info(tmp, examples_info.make_info(
+            d, config.vocab.do_lower_case, validate_model(spm_model), examples_info.fingerprint(tmp, names)))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -292,12 +292,21 @@ def _datagen_highlights(stats: Optional[Mapping[str, Any]]) -> Dict[str, Dict[st
 # Rendering: one neutral structure (sections of paragraphs / tables), two writers
 
 
-def _cfg_dict(cfg) -> Dict[str, Any]:
-    if cfg is None:
-        return {}
-    if hasattr(cfg, "to_dict"):
-        return cfg.to_dict()
-    return dict(cfg)
+RUN_CONFIG_FILE = "run_config.json"  # written by the Trainer into model_run: {model, train, seed, examples}
+
+
+def _title_and_settings(cfg, model_run_dir: Optional[str]) -> Tuple[str, Dict[str, Any]]:
+    """The report's title and the run's settings shown in it.
+
+    ``cfg`` is the node's ``ReportConfig`` (presentation only); the settings that produced the numbers
+    are read from the Trainer's ``run_config.json`` in ``model_run``, i.e. from the artifacts. A whole
+    pipeline config (scripts, tests) supplies both.
+    """
+    if cfg is not None and hasattr(cfg, "report_title"):
+        return cfg.report_title(), cfg.to_dict()
+    run = (_read_json(_join(model_run_dir, RUN_CONFIG_FILE)) if model_run_dir else None) or {}
+    title = cfg.get("title") if isinstance(cfg, dict) else getattr(cfg, "title", None)
+    return title or "ALBERT-TFX report", dict(run)
 
 
 def _share(v) -> str:
@@ -424,8 +433,9 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
     else:
         p_blocks.append("No benchmark results were given.")
     if cfg_d:
-        p_blocks.append(f"Pipeline: {cfg_d.get('pipeline_name', '—')}, preset {cfg_d.get('preset', '—')}, "
-                        f"seed {cfg_d.get('seed', '—')}, model {((cfg_d.get('model') or {}).get('size')) or '—'}.")
+        p_blocks.append(f"Pretraining: seed {cfg_d.get('seed', '—')}, model "
+                        f"{((cfg_d.get('model') or {}).get('size')) or '—'}, "
+                        f"{((cfg_d.get('train') or {}).get('num_train_steps')) or '—'} steps.")
     sections.append(("Protocol", p_blocks))
 
     # -- Model
@@ -555,7 +565,7 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         import tensorflow as tf
         tf.io.gfile.makedirs(out_dir)
     results = dict(results or {})
-    cfg_d = _cfg_dict(cfg)
+    title, cfg_d = _title_and_settings(cfg, model_run_dir)
     tasks = _all_tasks(results)
     row = table2_row(tasks)
     params = _parameter_count(model_dir)
@@ -577,7 +587,6 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
             with open(curves_path, "rb") as f:
                 png = f.read()
 
-    title = f"ALBERT-TFX report — {cfg_d.get('pipeline_name', 'albert-tfx')} ({cfg_d.get('preset', '?')} preset)"
     sections = _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids or {},
                                curves_ok, history_path)
     _write(_join(out_dir, REPORT_MD), _render_md(title, sections))

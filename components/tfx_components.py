@@ -1,7 +1,10 @@
 """TFX components of the ALBERT DAG: thin shells that wire the pure cores into Beam and MLMD.
 
-Each takes the whole pipeline configuration as one JSON parameter (``config_json``): MLMD records
-exactly what produced every artifact, and the cache key changes when any setting does.
+Each node's ``config`` parameter is the canonical JSON of only the settings that determine its
+output (``config.sections``; ``seed`` travels as its own parameter where it matters), so TFX's cache
+key changes exactly when that node's output would. Facts from upstream (vocabulary size,
+``do_lower_case``, sequence length) are read from the input artifacts' properties and files, which
+each node records on its outputs.
 
 Atomic outputs. TFX publishes an output artifact (state LIVE in MLMD) only when the executor returns,
 so a failed execution never feeds a downstream step. On top of that, the data components build their
@@ -27,11 +30,7 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
 from components import artifacts
-from pipeline.configs import PipelineConfig
-
-
-def _config(config_json: str) -> PipelineConfig:
-    return PipelineConfig.from_json(config_json)
+from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, VocabConfig
 
 
 # ------------------------------------------------------------------------------------------------
@@ -40,7 +39,7 @@ def _config(config_json: str) -> PipelineConfig:
 @component(use_beam=True)
 def CorpusGen(
     documents: OutputArtifact[artifacts.Documents],
-    config_json: Parameter[str],
+    config: Parameter[str],
     wikipedia: InputArtifact[artifacts.RawCorpus] = None,
     books: InputArtifact[artifacts.RawCorpus] = None,
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
@@ -48,7 +47,7 @@ def CorpusGen(
     """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line)."""
     from components import corpus_beam
 
-    cfg = _config(config_json).corpus
+    cfg = CorpusConfig.from_json(config, "corpus.")
     inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, cfg.wikipedia_glob,
                                      books.uri if books else None, cfg.books_glob)
     with _staged(documents.uri) as staging:
@@ -77,19 +76,30 @@ def CorpusGen(
 def VocabGen(
     documents: InputArtifact[artifacts.Documents],
     vocab: OutputArtifact[artifacts.SentencePieceModel],
-    config_json: Parameter[str],
+    config: Parameter[str],
+    seed: Parameter[int],
 ) -> None:
-    """Train SentencePiece with ALBERT's recipe on the documents, or import ``vocab.import_model``."""
+    """Train SentencePiece with ALBERT's recipe on the documents, or import ``vocab.import_model``.
+
+    Records on the artifact what downstream nodes need: ``vocab_size``, ``do_lower_case`` (the
+    tokenizer setting that goes with this model) and the model file's ``sha256``.
+    """
+    import hashlib
+
     from components import vocab_lib
 
-    cfg = _config(config_json)
+    cfg = VocabConfig.from_json(config, "vocab.")
     with tempfile.TemporaryDirectory() as tmp:
-        size, origin = vocab_lib.build_vocab(cfg.vocab, cfg.seed, documents.uri, tmp)
+        size, origin = vocab_lib.build_vocab(cfg, seed, documents.uri, tmp)
+        with open(os.path.join(tmp, "spm.model"), "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
         with _staged(vocab.uri) as staging:
             _copy_tree(tmp, staging)
             _publish(staging, vocab.uri)
     vocab.set_int_custom_property("vocab_size", size)
+    vocab.set_int_custom_property("do_lower_case", int(cfg.do_lower_case))
     vocab.set_string_custom_property("origin", origin)
+    vocab.set_string_custom_property("sha256", digest)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -101,14 +111,21 @@ def PretrainingDataGen(
     vocab: InputArtifact[artifacts.SentencePieceModel],
     examples: OutputArtifact[standard_artifacts.Examples],
     statistics: OutputArtifact[artifacts.DataGenStatistics],
-    config_json: Parameter[str],
+    config: Parameter[str],
+    seed: Parameter[int],
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
 ) -> None:
-    """Documents → ``[CLS] A [SEP] B [SEP]`` SOP instances with n-gram masking, as sharded TFRecords."""
-    from components import corpus_beam, datagen_beam
+    """Documents → ``[CLS] A [SEP] B [SEP]`` SOP instances with n-gram masking, as sharded TFRecords.
 
-    cfg = _config(config_json)
-    d = cfg.datagen
+    ``do_lower_case`` comes from the vocabulary artifact. The examples carry ``dataset_info.json``
+    (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
+    """
+    from components import corpus_beam, datagen_beam
+    from trainer import examples_info
+
+    d = DataGenConfig.from_json(config, "datagen.")
+    do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
+        vocab.has_custom_property("do_lower_case") else True
     spm_src = posixpath.join(vocab.uri, "spm.model")
     with _staged(examples.uri) as ex_staging, _staged(statistics.uri) as st_staging:
         # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
@@ -121,12 +138,16 @@ def PretrainingDataGen(
             datagen_beam.build_pretraining_data(
                 p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
                 posixpath.join(st_staging, datagen_beam.STATS_FILE), params=datagen_beam.instance_params(d),
-                seed=cfg.seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
+                seed=seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
                 compression=d.compression, compression_level=d.compression_level,
-                do_lower_case=cfg.vocab.do_lower_case, random_pool_size=d.random_pool_documents,
+                do_lower_case=do_lower_case, random_pool_size=d.random_pool_documents,
                 random_pool_max_chars=d.random_pool_max_chars)
+        names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
+        vocab_size = vocab.get_int_custom_property("vocab_size") if vocab.has_custom_property("vocab_size") else 0
+        info = examples_info.make_info(d, do_lower_case, vocab_size, examples_info.fingerprint(ex_staging, names))
+        examples_info.write_info(ex_staging, info)
         # Only the outputs move; the spill folder (normally already removed) stays behind and is deleted.
-        _publish(ex_staging, examples.uri, names=["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS])
+        _publish(ex_staging, examples.uri, names=names + [examples_info.INFO_FILE])
         _publish(st_staging, statistics.uri, names=[datagen_beam.STATS_FILE])
     examples.split_names = json.dumps(list(datagen_beam.SPLITS))
     examples.set_string_custom_property("payload_format", "FORMAT_TF_EXAMPLE")
@@ -137,8 +158,12 @@ def PretrainingDataGen(
         statistics.set_int_custom_property(f"{split}_instances", int(s["instances"]))
     examples.set_string_custom_property("feature_spec", "official ALBERT (input_ids, input_mask, segment_ids, "
                                         "token_boundary, masked_lm_*, next_sentence_labels)")
-    examples.set_int_custom_property("max_seq_length", d.max_seq_length)
-    examples.set_int_custom_property("max_predictions_per_seq", d.max_predictions_per_seq)
+    for key, value in info.items():
+        if isinstance(value, bool) or isinstance(value, int):
+            examples.set_int_custom_property(key, int(value))
+        else:
+            examples.set_string_custom_property(key, str(value))
+
 
 
 # ------------------------------------------------------------------------------------------------
@@ -149,16 +174,23 @@ def BenchmarkEval(
     model: InputArtifact[standard_artifacts.Model],
     dataset: InputArtifact[artifacts.RawCorpus],
     result: OutputArtifact[artifacts.BenchmarkResult],
-    config_json: Parameter[str],
+    config: Parameter[str],
+    seeds: Parameter[int],
     benchmark: Parameter[str],
 ) -> None:
-    """Fine-tune the pretrained encoder on one benchmark family (glue | squad | race) and score dev."""
+    """Fine-tune the pretrained encoder on one benchmark family (glue | squad | race) and score dev.
+
+    ``config``: this benchmark's own settings (``BenchmarkConfig.node_settings``); ``seeds``: how many
+    fine-tuning seeds (a pipeline runtime parameter when compiled for Vertex / KFP).
+    """
     from components.evaluation import runner
 
-    cfg = _config(config_json)
+    settings = BenchmarkConfig.from_node_settings(json.loads(config), seeds)
     albert_dir = posixpath.join(model.uri, "albert")
-    metrics = runner.run_benchmark(benchmark, albert_dir, dataset.uri, cfg, result.uri)
+    metrics = runner.run_benchmark(benchmark, albert_dir, dataset.uri, settings, result.uri)
     result.set_string_custom_property("benchmark", benchmark)
+    result.set_string_custom_property("settings", config)
+    result.set_int_custom_property("seeds", int(seeds))
     for task, values in metrics.get("tasks", {}).items():
         if values.get("score") is not None:  # NaN metrics are stored as null
             result.set_float_custom_property(f"{task}_score", float(values["score"]))
@@ -175,16 +207,22 @@ def BenchmarkReport(
     model_run: InputArtifact[standard_artifacts.ModelRun],
     statistics: InputArtifact[artifacts.DataGenStatistics],
     report: OutputArtifact[artifacts.BenchmarkReport],
-    config_json: Parameter[str],
+    config: Parameter[str],
     glue: InputArtifact[artifacts.BenchmarkResult] = None,
     squad: InputArtifact[artifacts.BenchmarkResult] = None,
+    squad2: InputArtifact[artifacts.BenchmarkResult] = None,
     race: InputArtifact[artifacts.BenchmarkResult] = None,
 ) -> None:
-    """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids."""
+    """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids.
+
+    ``config``: presentation settings only; the run's settings shown in the report are read from the
+    artifacts (the Trainer's ``run_config.json``, each benchmark result's ``settings``).
+    """
     from components import report_lib
 
-    cfg = _config(config_json)
-    results = {name: art for name, art in (("glue", glue), ("squad", squad), ("race", race)) if art is not None}
+    cfg = ReportConfig.from_json(config, "report.")
+    results = {name: art for name, art in (("glue", glue), ("squad", squad), ("squad2", squad2), ("race", race))
+               if art is not None}
     summary = report_lib.write_report(
         report.uri, cfg,
         results={name: report_lib.load_result(art.uri) for name, art in results.items()},

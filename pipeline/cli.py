@@ -1,6 +1,7 @@
 """``albert-pipeline``: the one command-line entry point.
 
-    albert-pipeline run [--preset sample|paper] [--config FILE.yaml] [--set section.key=value ...]
+    albert-pipeline run [--preset sample|paper] [--config FILE.yaml] [--set section.key=value ...] [--output-dir D]
+    albert-pipeline plan [same flags as run]   (CACHED / WILL RUN per node, and why; runs nothing)
     albert-pipeline compile --output spec.json --image IMAGE [...]
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
@@ -38,11 +39,17 @@ def _config(args):
     return build_config(args.preset, args.config, args.overrides)
 
 
+def _with_output_dir(config, output_dir):
+    """``--output-dir D`` puts the pipeline root and MLMD store under D; without it, the config's own
+    ``pipeline_root`` / ``metadata_path`` (preset, ``--config`` or ``--set``) are used as given."""
+    if output_dir:
+        config.pipeline_root = os.path.join(output_dir, "pipeline_root")
+        config.metadata_path = os.path.join(output_dir, "metadata.sqlite")
+    return config
+
+
 def cmd_run(args) -> int:
-    config = _config(args)
-    if args.output_dir:
-        config.pipeline_root = os.path.join(args.output_dir, "pipeline_root")
-        config.metadata_path = os.path.join(args.output_dir, "metadata.sqlite")
+    config = _with_output_dir(_config(args), args.output_dir)
     from pipeline.local_runner import latest_report, run_local
 
     paths = run_local(config, runner=args.runner)
@@ -50,6 +57,20 @@ def cmd_run(args) -> int:
     print(json.dumps({**paths, "report": os.path.join(report_dir, "report.md"),
                       "report_html": os.path.join(report_dir, "report.html")}, indent=2))
     print(f"Report: {os.path.join(report_dir, 'report.md')}")
+    return 0
+
+
+def cmd_plan(args) -> int:
+    """Which nodes ``run`` with the same flags would take from the cache, and why the others would run."""
+    config = _with_output_dir(_config(args), args.output_dir).check_paths()
+    config.pipeline_root = os.path.abspath(config.pipeline_root)
+    config.metadata_path = os.path.abspath(config.metadata_path)
+    from pipeline.plan import format_plan, plan
+
+    rows = plan(config)
+    print(format_plan(rows), file=sys.stderr)
+    print(json.dumps({"metadata_path": config.metadata_path, "pipeline_root": config.pipeline_root,
+                      "nodes": [r.to_dict() for r in rows]}, indent=2))
     return 0
 
 
@@ -182,8 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run the whole DAG locally (BeamDagRunner or LocalDagRunner, sqlite MLMD)")
     _add_config_args(p)
     p.add_argument("--runner", default="beam", choices=["beam", "local"])
-    p.add_argument("--output-dir", default="outputs/sample", help="pipeline root + MLMD sqlite go here")
+    p.add_argument("--output-dir", help="put the pipeline root and the MLMD sqlite here (default: the config's "
+                                        "pipeline_root and metadata_path)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("plan", help="list each node as CACHED or WILL RUN (and why) for `run` with the same flags; "
+                                    "runs nothing")
+    _add_config_args(p)
+    p.add_argument("--output-dir", help="as for run")
+    p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("compile", help="compile to a Kubeflow Pipelines v2 / Vertex AI pipeline spec (JSON)")
     _add_config_args(p)

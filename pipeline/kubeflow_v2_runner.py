@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 from tfx import v1 as tfx
 
 from pipeline.configs import PipelineConfig
-from pipeline.pipeline import create_pipeline
+from pipeline.pipeline import create_pipeline, runtime_parameter_values
 
 DEFAULT_IMAGE = "gcr.io/YOUR_PROJECT/albert-tfx:latest"
 
@@ -25,8 +25,10 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=runner_config, output_dir=os.path.dirname(os.path.abspath(output_path)),
         output_filename=os.path.basename(output_path))
-    pipeline = create_pipeline(config, beam_pipeline_args=beam_pipeline_args, trainer_image=image)
-    runner.run(pipeline, write_out=True)
+    pipeline = create_pipeline(config, beam_pipeline_args=beam_pipeline_args, trainer_image=image,
+                               runtime_parameters=True)
+    # The config's values become the spec's runtimeConfig defaults; `submit --parameters` overrides them.
+    runner.run(pipeline, parameter_values=runtime_parameter_values(config), write_out=True)
     return output_path
 
 
@@ -37,8 +39,10 @@ def spec_summary(path: str) -> Dict[str, object]:
     pipeline_spec = spec.get("pipelineSpec", spec)
     tasks = pipeline_spec["root"]["dag"]["tasks"]
     executors = pipeline_spec["deploymentSpec"]["executors"]
+    declared = pipeline_spec["root"].get("inputDefinitions", {}).get("parameters", {})
     return {
         "name": pipeline_spec["pipelineInfo"]["name"],
+        "parameters": sorted(declared),
         "tasks": {name: sorted(t.get("dependentTasks", [])) for name, t in tasks.items()},
         "images": sorted({e["container"]["image"] for e in executors.values() if "container" in e}),
     }

@@ -1,71 +1,121 @@
 """``create_pipeline``: the ALBERT DAG from raw text to the benchmark report.
 
     Importer(wikipedia) ─┐
-    Importer(books) ─────┴─ CorpusGen ─ VocabGen ─ PretrainingDataGen ─ Trainer ─┬─ BenchmarkEval(glue) ─┐
-                                           └──────────────┘  (stats) ────────────┼─ BenchmarkEval(squad) ├─ BenchmarkReport
-                                  Importer(glue/squad/race data) ────────────────┴─ BenchmarkEval(race) ─┘
+    Importer(books) ─────┴─ CorpusGen ─ VocabGen ─ PretrainingDataGen ─ Trainer ─┬─ GlueBenchmark ───┐
+                                           └──────────────┘  (stats) ────────────┼─ SquadBenchmark ──┤
+                                  Importer(glue/squad/race data) ────────────────┼─ Squad2Benchmark ─├─ BenchmarkReport
+                                                                                 └─ RaceBenchmark ───┘
 
 Raw inputs enter through Importers, so MLMD lineage runs from every score back to the raw files.
-Benchmark nodes exist only for the data sets the config names.
+Benchmark nodes exist only for the data sets the config names. Each node's parameters are only the
+settings that determine its output (``PipelineConfig.node_parameters``): a change reruns exactly the
+nodes downstream of it.
+
+``runtime_parameters=True`` (compiled specs for Vertex AI / KFP) declares the values users change
+per run as pipeline parameters — ``num_train_steps``, ``finetune_seeds`` and the raw data locations
+(``RUNTIME_PARAMETERS``) — with the config's values as defaults, so ``submit --parameters`` sets them.
 """
 from __future__ import annotations
 
 import posixpath
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from tfx import v1 as tfx
 
 from components import artifacts
 from components.tfx_components import BenchmarkEval, BenchmarkReport, CorpusGen, PretrainingDataGen, VocabGen
-from pipeline.configs import PipelineConfig
+from pipeline.configs import BENCHMARK_NODE_IDS, PipelineConfig
 from pipeline.vertex_training import TRAINER_RUN_FN, create_trainer  # noqa: F401  (TRAINER_RUN_FN re-exported)
 
+# Pipeline runtime parameter → (config key it overrides, type).
+RUNTIME_PARAMETERS = {
+    "num_train_steps": ("train.num_train_steps", int),
+    "finetune_seeds": ("benchmarks.seeds", int),
+    "wikipedia_dir": ("corpus.wikipedia_dir", str),
+    "books_dir": ("corpus.books_dir", str),
+    "glue_dir": ("benchmarks.glue_dir", str),
+    "squad_dir": ("benchmarks.squad_dir", str),
+    "squad_v2_dir": ("benchmarks.squad_v2_dir", str),
+    "race_dir": ("benchmarks.race_dir", str),
+}
+_IMPORTER_IDS = {"wikipedia": "WikipediaImporter", "books": "BooksImporter", "glue": "GlueDataImporter",
+                 "squad": "SquadDataImporter", "squad2": "Squad2DataImporter", "race": "RaceDataImporter"}
+_DATA_PARAMETER = {"wikipedia": "wikipedia_dir", "books": "books_dir", "glue": "glue_dir", "squad": "squad_dir",
+                   "squad2": "squad_v2_dir", "race": "race_dir"}
 
-def _importer(name: str, uri: str) -> tfx.dsl.Importer:
-    return tfx.dsl.Importer(source_uri=uri, artifact_type=artifacts.RawCorpus).with_id(name)
+
+def runtime_parameter_values(config: PipelineConfig) -> Dict[str, Any]:
+    """The runtime parameters a compiled spec of ``config`` declares, with the config's values (defaults)."""
+    values: Dict[str, Any] = {"num_train_steps": config.train.num_train_steps}
+    if config.benchmarks.nodes():
+        values["finetune_seeds"] = config.benchmarks.seeds
+    if config.corpus.wikipedia_dir:
+        values["wikipedia_dir"] = config.corpus.wikipedia_dir
+    if config.corpus.books_dir:
+        values["books_dir"] = config.corpus.books_dir
+    for key, uri in config.benchmarks.nodes().items():
+        values[_DATA_PARAMETER[key]] = uri
+    return values
+
+
+def _runtime(name: str, default: Any, enabled: bool):
+    if not enabled:
+        return default
+    return tfx.dsl.experimental.RuntimeParameter(name=name, ptype=RUNTIME_PARAMETERS[name][1], default=default)
+
+
+def _importer(key: str, uri: str, runtime_parameters: bool) -> tfx.dsl.Importer:
+    source = _runtime(_DATA_PARAMETER[key], uri, runtime_parameters)
+    return tfx.dsl.Importer(source_uri=source, artifact_type=artifacts.RawCorpus).with_id(_IMPORTER_IDS[key])
 
 
 def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
                     beam_pipeline_args: Optional[List[str]] = None, trainer: Optional[object] = None,
-                    pipeline_root: Optional[str] = None, trainer_image: Optional[str] = None) -> tfx.dsl.Pipeline:
+                    pipeline_root: Optional[str] = None, trainer_image: Optional[str] = None,
+                    runtime_parameters: bool = False) -> tfx.dsl.Pipeline:
     """Build the DAG. ``trainer`` may replace the Trainer node; ``trainer_image`` is the container image the
     Vertex AI Training job runs when ``vertex_training.enabled`` and ``vertex_training.image`` is unset."""
     config.validate()
-    cfg_json = config.to_json()
+    params = config.node_parameters()
     root = pipeline_root or config.pipeline_root
     nodes = []
 
     corpus_inputs = {}
     if config.corpus.wikipedia_dir:
-        corpus_inputs["wikipedia"] = _importer("WikipediaImporter", config.corpus.wikipedia_dir)
+        corpus_inputs["wikipedia"] = _importer("wikipedia", config.corpus.wikipedia_dir, runtime_parameters)
     if config.corpus.books_dir:
-        corpus_inputs["books"] = _importer("BooksImporter", config.corpus.books_dir)
+        corpus_inputs["books"] = _importer("books", config.corpus.books_dir, runtime_parameters)
     nodes += list(corpus_inputs.values())
-    corpus = CorpusGen(config_json=cfg_json, **{k: v.outputs["result"] for k, v in corpus_inputs.items()})
-    vocab = VocabGen(documents=corpus.outputs["documents"], config_json=cfg_json)
+    corpus = CorpusGen(config=config.node_json("CorpusGen", "corpus"),
+                       **{k: v.outputs["result"] for k, v in corpus_inputs.items()})
+    vocab = VocabGen(documents=corpus.outputs["documents"], config=config.node_json("VocabGen", "vocab"),
+                     seed=config.seed)
     datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
-                                 config_json=cfg_json)
+                                 config=config.node_json("PretrainingDataGen", "datagen"), seed=config.seed)
     nodes += [corpus, vocab, datagen]
 
     if trainer is None:
         # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
         # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
         trainer = create_trainer(config, datagen.outputs["examples"], posixpath.join(root, "_checkpoints"),
-                                 image=trainer_image).with_id("Trainer")
+                                 image=trainer_image,
+                                 num_train_steps=_runtime("num_train_steps", config.train.num_train_steps,
+                                                          runtime_parameters)).with_id("Trainer")
     nodes.append(trainer)
 
-    b = config.benchmarks
-    results = {}
-    for name, uri in (("glue", b.glue_dir), ("squad", b.squad_dir), ("race", b.race_dir)):
-        if not uri:
-            continue
-        data = _importer(f"{name.capitalize()}DataImporter", uri)
+    seeds = _runtime("finetune_seeds", config.benchmarks.seeds, runtime_parameters)
+    results: Dict[str, Any] = {}
+    for key, uri in config.benchmarks.nodes().items():
+        node_id = BENCHMARK_NODE_IDS[key]
+        data = _importer(key, uri, runtime_parameters)
         evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=data.outputs["result"],
-                                  config_json=cfg_json, benchmark=name).with_id(f"{name.capitalize()}Benchmark")
+                                  config=config.node_json(node_id, "settings"), seeds=seeds,
+                                  benchmark="squad" if key == "squad2" else key).with_id(node_id)
         nodes += [data, evaluator]
-        results[name] = evaluator.outputs["result"]
+        results[key] = evaluator.outputs["result"]
     report = BenchmarkReport(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
-                             statistics=datagen.outputs["statistics"], config_json=cfg_json, **results)
+                             statistics=datagen.outputs["statistics"],
+                             config=config.node_json("BenchmarkReport", "report"), **results)
     nodes.append(report)
 
     return tfx.dsl.Pipeline(

@@ -21,16 +21,24 @@ import posixpath
 from typing import Any, Dict, List, Optional
 
 from tfx import v1 as tfx
+from tfx import types as tfx_types
 from tfx.components.trainer import executor as trainer_executor
-from tfx.dsl.components.base import executor_spec
+from tfx.dsl.components.base import base_component, executor_spec
+from tfx.proto import trainer_pb2
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.types.component_spec import ExecutionParameter
+from tfx.utils import json_utils
 from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor
 
-from pipeline.configs import ConfigError, PipelineConfig, VertexTrainingConfig
+from config import ConfigError, VertexTrainingConfig
+from pipeline.configs import PipelineConfig
+from trainer.task import trainer_settings
 
 log = logging.getLogger(__name__)
 
 TRAINER_RUN_FN = "trainer.task.run_fn"
 EVAL_METRICS_FILE = "eval_metrics.json"
+NUM_STEPS_KEY = "num_train_steps"
 METRIC_PREFIX = "eval_"
 RUN_FACTS = ("start_step", "final_step", "num_replicas")
 
@@ -85,7 +93,7 @@ def vertex_custom_config(config: PipelineConfig, checkpoint_root: str, image: Op
     image = cfg.image or image
     ext = tfx.extensions.google_cloud_ai_platform
     return {
-        "albert": config.to_json(),
+        "albert": trainer_settings(config.model, config.train, config.seed),
         "checkpoint_root": checkpoint_root,
         ext.ENABLE_VERTEX_KEY: True,
         ext.VERTEX_REGION_KEY: cfg.region,
@@ -126,11 +134,31 @@ def publish_eval_metrics(output_dict: Dict[str, List[Any]]) -> Dict[str, float]:
     return props
 
 
+def apply_num_train_steps(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
+    """``num_train_steps`` (a plain int parameter, so it can be a pipeline runtime parameter: a proto
+    field inside ``train_args`` cannot) becomes ``train_args.num_steps``, which ``run_fn`` reads."""
+    from google.protobuf import json_format
+
+    props = dict(exec_properties)
+    steps = props.pop(NUM_STEPS_KEY, None)
+    if steps is None:
+        return props
+    args = props.get(standard_component_specs.TRAIN_ARGS_KEY)
+    message = trainer_pb2.TrainArgs()
+    if isinstance(args, trainer_pb2.TrainArgs):
+        message.CopyFrom(args)
+    elif args:
+        json_format.Parse(args, message)
+    message.num_steps = int(steps)
+    props[standard_component_specs.TRAIN_ARGS_KEY] = json_format.MessageToJson(message, sort_keys=True)
+    return props
+
+
 class MetricsGenericExecutor(trainer_executor.GenericExecutor):
     """TFX's GenericExecutor (calls ``run_fn``), then publishes ``eval_metrics.json`` as properties."""
 
     def Do(self, input_dict, output_dict, exec_properties):
-        result = super().Do(input_dict, output_dict, exec_properties)
+        result = super().Do(input_dict, output_dict, apply_num_train_steps(exec_properties))
         publish_eval_metrics(output_dict)
         return result
 
@@ -140,13 +168,41 @@ class VertexMetricsGenericExecutor(vertex_executor.GenericExecutor):
     once it has succeeded, publishes ``eval_metrics.json`` from the job's ``model_run`` URI."""
 
     def Do(self, input_dict, output_dict, exec_properties):
-        result = super().Do(input_dict, output_dict, exec_properties)
+        result = super().Do(input_dict, output_dict, apply_num_train_steps(exec_properties))
         publish_eval_metrics(output_dict)
         return result
 
 
-class VertexTrainer(tfx.extensions.google_cloud_ai_platform.Trainer):
-    """The Vertex AI Training Trainer with the metrics-publishing executor."""
+class AlbertTrainerSpec(standard_component_specs.TrainerSpec):
+    """TFX's TrainerSpec plus ``num_train_steps`` as its own int parameter."""
+
+    PARAMETERS = {**standard_component_specs.TrainerSpec.PARAMETERS,
+                  NUM_STEPS_KEY: ExecutionParameter(type=int, optional=True)}
+
+
+class AlbertTrainer(base_component.BaseComponent):
+    """TFX's Trainer (GenericExecutor → ``run_fn``) whose step count is a plain parameter.
+
+    Same inputs, outputs and executor contract as ``tfx.components.Trainer``; ``num_train_steps``
+    overrides ``train_args.num_steps`` in the executor (:func:`apply_num_train_steps`).
+    """
+
+    SPEC_CLASS = AlbertTrainerSpec
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(MetricsGenericExecutor)
+
+    def __init__(self, *, examples, run_fn: str, custom_config: Dict[str, Any], num_train_steps: Any,
+                 eval_steps: int):
+        spec = AlbertTrainerSpec(
+            examples=examples, run_fn=run_fn, custom_config=json_utils.dumps(custom_config),
+            train_args=trainer_pb2.TrainArgs(), eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
+            num_train_steps=num_train_steps,
+            model=tfx_types.Channel(type=standard_artifacts.Model),
+            model_run=tfx_types.Channel(type=standard_artifacts.ModelRun))
+        super().__init__(spec=spec)
+
+
+class VertexTrainer(AlbertTrainer):
+    """The same Trainer run as a Vertex AI Training CustomJob, with the metrics-publishing executor."""
 
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(VertexMetricsGenericExecutor)
 
@@ -155,16 +211,18 @@ class VertexTrainer(tfx.extensions.google_cloud_ai_platform.Trainer):
 # Node factory
 # ------------------------------------------------------------------------------------------------
 
-def create_trainer(config: PipelineConfig, examples, checkpoint_root: str, image: Optional[str] = None):
+def create_trainer(config: PipelineConfig, examples, checkpoint_root: str, image: Optional[str] = None,
+                   num_train_steps: Any = None):
     """The Trainer node for ``config``: Vertex AI Training when ``vertex_training.enabled``, else local.
 
+    Its parameters are the model and train sections and the seed (``trainer.task.trainer_settings``);
+    ``num_train_steps`` travels as ``TrainArgs`` and may be a ``RuntimeParameter`` (compiled specs).
     ``image``: the pipeline's container image, used when ``vertex_training.image`` is unset.
     """
-    common = dict(run_fn=TRAINER_RUN_FN, examples=examples,
-                  train_args=tfx.proto.TrainArgs(num_steps=config.train.num_train_steps),
-                  eval_args=tfx.proto.EvalArgs(num_steps=config.train.eval_steps))
+    steps = config.train.num_train_steps if num_train_steps is None else num_train_steps
+    common = dict(run_fn=TRAINER_RUN_FN, examples=examples, num_train_steps=steps,
+                  eval_steps=config.train.eval_steps)
     if config.vertex_training.enabled:
         return VertexTrainer(custom_config=vertex_custom_config(config, checkpoint_root, image), **common)
-    return tfx.components.Trainer(
-        custom_executor_spec=executor_spec.ExecutorClassSpec(MetricsGenericExecutor),
-        custom_config={"albert": config.to_json(), "checkpoint_root": checkpoint_root}, **common)
+    return AlbertTrainer(custom_config={"albert": trainer_settings(config.model, config.train, config.seed),
+                                        "checkpoint_root": checkpoint_root}, **common)

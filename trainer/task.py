@@ -3,26 +3,42 @@
 Referenced by name (``run_fn="trainer.task.run_fn"``) so the same code runs in the local
 orchestrators and, installed in the container image, on Vertex AI Training.
 
-``fn_args.custom_config``:
-  ``albert``: the pipeline config as JSON (only ``seed``, ``model``, ``train``, ``datagen`` are read);
-  ``checkpoint_root``: a folder that outlives one execution; checkpoints go to a sub-folder keyed
-  by the config and the input files, so a rerun after a crash or preemption resumes there.
-The SentencePiece model travels inside the examples artifact (``<examples>/vocab/spm.model``).
+What the Trainer depends on, and nothing else:
+  ``fn_args.custom_config["albert"]``: JSON ``{"model", "train", "seed"}`` (``train`` without
+  ``num_train_steps``, which is ``fn_args.train_steps`` — ``TrainArgs``, a pipeline runtime parameter
+  when compiled); the examples artifact, whose ``dataset_info.json`` gives the sequence length,
+  predictions per sequence, ``do_lower_case`` and a content fingerprint; and ``vocab/spm.model``
+  inside it (the vocabulary size).
+
+Checkpoints live under ``custom_config["checkpoint_root"]`` (a folder that outlives executions) in
+``<run key>/``, the run key being a hash of the run's identity: examples fingerprint, resolved
+encoder config, the trajectory-defining ``train`` fields (not the step count or cadences) and the
+seed. A rerun of an equivalent Trainer — after a preemption, or after an upstream node re-ran and
+wrote the same bytes to a new URI — finds its checkpoints and resumes; a different model, optimizer
+or data gets a fresh folder (said in the log). ``run_identity.json`` in the folder is checked, so a
+checkpoint of another identity is never loaded silently. Raising ``num_train_steps`` continues the
+run: training goes on from the newest checkpoint to the new total, and the learning-rate schedule
+is re-evaluated with the new total (warm-up unchanged, the polynomial decay stretched to the new
+end), so the learning rate steps up at the resume point to where the longer schedule would be.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-import os
 import posixpath
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
-from trainer import train_lib
-from trainer.modeling_albert import AlbertConfig, count_parameters
+from config import ConfigError, ModelConfig, TrainConfig, canonical_json
+from trainer import examples_info, train_lib
+from trainer.modeling_albert import count_parameters
 
 log = logging.getLogger(__name__)
+
+IDENTITY_FILE = "run_identity.json"
+RUN_CONFIG_FILE = "run_config.json"
 
 
 def _examples_root(train_files):
@@ -30,47 +46,84 @@ def _examples_root(train_files):
     return posixpath.dirname(posixpath.dirname(train_files[0].rstrip("*").rstrip("/") + "/x"))
 
 
-def albert_config_from(pipeline_cfg: dict, vocab_size: int) -> AlbertConfig:
-    model = pipeline_cfg["model"]
-    overrides = {k: v for k, v in model.items() if k not in ("size", "dropout") and v is not None}
-    if model.get("dropout") is not None:
-        overrides["hidden_dropout_prob"] = model["dropout"]
-        overrides["attention_probs_dropout_prob"] = model["dropout"]
-    return AlbertConfig.named(model["size"], vocab_size=vocab_size, **overrides)
+def trainer_settings(model: ModelConfig, train: TrainConfig, seed: int) -> str:
+    """``custom_config["albert"]``: the Trainer's own settings, ``num_train_steps`` left to ``TrainArgs``."""
+    t = train.to_dict()
+    t.pop("num_train_steps")
+    return canonical_json({"model": model.to_dict(), "train": t, "seed": int(seed)})
 
 
-def checkpoint_dir_for(checkpoint_root: str, pipeline_cfg: dict, train_files) -> str:
-    """Stable per (model, train, datagen config, seed, input files): a rerun finds its own checkpoints."""
-    key = json.dumps({"model": pipeline_cfg["model"], "train": pipeline_cfg["train"],
-                      "datagen": pipeline_cfg["datagen"], "seed": pipeline_cfg["seed"],
-                      "files": sorted(train_files)}, sort_keys=True)
-    return posixpath.join(checkpoint_root, hashlib.sha1(key.encode()).hexdigest()[:16])
+def parse_settings(text: str, num_train_steps: Optional[int]):
+    raw = json.loads(text)
+    model = ModelConfig.from_dict(raw["model"], "model.")
+    t = dict(raw["train"])
+    if num_train_steps is not None:
+        t["num_train_steps"] = int(num_train_steps)
+    train = TrainConfig.from_dict(t, "train.")
+    return model, train.validate(), int(raw["seed"])
 
 
-def run_pretraining(config_json: str, train_files, eval_files, spm_path: str, serving_dir: str, albert_dir: str,
-                    log_dir: str, checkpoint_root: str) -> dict:
+def run_identity(fingerprint: str, albert_config, train: TrainConfig, seed: int) -> Dict[str, Any]:
+    return {"examples_fingerprint": fingerprint, "albert_config": albert_config.to_dict(),
+            "train": train.identity(), "seed": int(seed)}
+
+
+def checkpoint_dir_for(checkpoint_root: str, identity: Dict[str, Any]) -> str:
+    """``<root>/<16 hex of sha256(identity)>``: the same run finds the same folder from any URI."""
+    key = hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:16]
+    return posixpath.join(checkpoint_root, key)
+
+
+def claim_checkpoint_dir(checkpoint_dir: str, identity: Dict[str, Any]) -> bool:
+    """Write or check ``run_identity.json``; True when the folder already held this run's checkpoints."""
+    path = posixpath.join(checkpoint_dir, IDENTITY_FILE)
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            found = json.load(f)
+        if found != json.loads(canonical_json(identity)):
+            changed = sorted(k for k in set(found) | set(identity) if found.get(k) != identity.get(k))
+            raise ConfigError(f"{checkpoint_dir} holds checkpoints of another pretraining run (differs in "
+                              f"{', '.join(changed)}); refusing to load them. Remove the folder or use another "
+                              "checkpoint root.")
+        return True
+    tf.io.gfile.makedirs(checkpoint_dir)
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(json.dumps(identity, indent=2, sort_keys=True))
+    return False
+
+
+def run_pretraining(settings_json: str, train_files, eval_files, examples_root: str, serving_dir: str,
+                    albert_dir: str, log_dir: str, checkpoint_root: str,
+                    num_train_steps: Optional[int] = None) -> dict:
     """Train (or resume) and export; shared by ``run_fn`` and ``albert-pipeline pretrain``."""
-    from pipeline.configs import PipelineConfig  # light: dataclasses only
-
-    cfg = PipelineConfig.from_json(config_json)
-    raw = json.loads(config_json)
     import sentencepiece as spm
 
+    model, train, seed = parse_settings(settings_json, num_train_steps)
+    facts = examples_info.read_info(examples_root)
+    missing = [k for k in ("max_seq_length", "max_predictions_per_seq") if k not in facts]
+    if missing:
+        raise ValueError(f"{posixpath.join(examples_root, examples_info.INFO_FILE)}: missing {', '.join(missing)}")
+    spm_path = posixpath.join(examples_root, "vocab", "spm.model")
     sp = spm.SentencePieceProcessor()
     with tf.io.gfile.GFile(spm_path, "rb") as f:
         sp.load_from_serialized_proto(f.read())
-    albert_config = albert_config_from(raw, sp.get_piece_size())
+    albert_config = model.albert_config(sp.get_piece_size())
+    identity = run_identity(facts["fingerprint"], albert_config, train, seed)
+    checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
+    resumed = claim_checkpoint_dir(checkpoint_dir, identity)
+    log.info("pretraining run %s: %s", posixpath.basename(checkpoint_dir),
+             "resuming from its checkpoints" if resumed else "new run (no checkpoints for this identity)")
     job = train_lib.PretrainJob(
-        albert_config=albert_config,
-        train=cfg.train,
-        seed=cfg.seed,
-        train_files=list(train_files),
-        eval_files=list(eval_files or []),
-        max_seq_length=cfg.datagen.max_seq_length,
-        max_predictions_per_seq=cfg.datagen.max_predictions_per_seq,
-        checkpoint_dir=checkpoint_dir_for(checkpoint_root, raw, train_files),
-        log_dir=log_dir,
+        albert_config=albert_config, train=train, seed=seed,
+        train_files=list(train_files), eval_files=list(eval_files or []),
+        max_seq_length=int(facts["max_seq_length"]), max_predictions_per_seq=int(facts["max_predictions_per_seq"]),
+        checkpoint_dir=checkpoint_dir, log_dir=log_dir,
     )
+    tf.io.gfile.makedirs(log_dir)
+    with tf.io.gfile.GFile(posixpath.join(log_dir, RUN_CONFIG_FILE), "w") as f:
+        f.write(json.dumps({"model": model.to_dict(), "train": train.to_dict(), "seed": seed, "examples": facts,
+                            "checkpoint_dir": checkpoint_dir, "run_key": posixpath.basename(checkpoint_dir)},
+                           indent=2, sort_keys=True))
     result = train_lib.pretrain(job)
     info = {
         "eval_metrics": result["eval_metrics"],
@@ -79,8 +132,10 @@ def run_pretraining(config_json: str, train_files, eval_files, spm_path: str, se
         "precision": result["precision"],
         "num_replicas": result["num_replicas"],
         "parameters": count_parameters(albert_config),
-        "checkpoint_dir": job.checkpoint_dir,
+        "checkpoint_dir": checkpoint_dir,
         "albert_config": albert_config.to_dict(),
+        "do_lower_case": bool(facts.get("do_lower_case", True)),
+        "examples_fingerprint": facts["fingerprint"],
     }
     train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
     with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
@@ -95,27 +150,28 @@ def run_fn(fn_args) -> None:
     checkpoint_root = (fn_args.custom_config.get("checkpoint_root")
                        or posixpath.join(fn_args.model_run_dir, "checkpoints"))
     run_pretraining(
-        fn_args.custom_config["albert"], fn_args.train_files, fn_args.eval_files,
-        spm_path=posixpath.join(examples_root, "vocab", "spm.model"),
+        fn_args.custom_config["albert"], fn_args.train_files, fn_args.eval_files, examples_root,
         serving_dir=fn_args.serving_model_dir,
         albert_dir=posixpath.join(posixpath.dirname(fn_args.serving_model_dir.rstrip("/")), "albert"),
         log_dir=fn_args.model_run_dir,
         checkpoint_root=checkpoint_root,
+        num_train_steps=int(fn_args.train_steps) if fn_args.train_steps else None,
     )
 
 
 def pretrain_from_examples(examples_dir: str, output_dir: str, config) -> dict:
     """``albert-pipeline pretrain``: the Trainer's work on a folder laid out like the Examples artifact.
 
-    Checkpoints live in ``output_dir/checkpoints``; rerunning the same command after a crash resumes.
+    ``config``: anything with ``model``, ``train`` and ``seed`` (the pipeline config). Checkpoints live in
+    ``output_dir/checkpoints/<run key>``; rerunning the same command after a crash resumes.
     """
-    suffix = "*"
     return run_pretraining(
-        config.to_json(), [posixpath.join(examples_dir, "Split-train", suffix)],
-        [posixpath.join(examples_dir, "Split-eval", suffix)],
-        spm_path=posixpath.join(examples_dir, "vocab", "spm.model"),
+        trainer_settings(config.model, config.train, config.seed),
+        [posixpath.join(examples_dir, "Split-train", "*")], [posixpath.join(examples_dir, "Split-eval", "*")],
+        examples_dir,
         serving_dir=posixpath.join(output_dir, "model", "Format-Serving"),
         albert_dir=posixpath.join(output_dir, "model", "albert"),
         log_dir=posixpath.join(output_dir, "model_run"),
         checkpoint_root=posixpath.join(output_dir, "checkpoints"),
+        num_train_steps=config.train.num_train_steps,
     )

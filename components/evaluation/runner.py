@@ -5,12 +5,12 @@ evaluator components. It restores the encoder exported by :func:`trainer.train_l
 (``<albert_dir>/albert_config.json``, ``<albert_dir>/encoder/ckpt``, ``<albert_dir>/spm.model``),
 adds a task head, fine-tunes with AdamW (official semantics: weight decay 0.01, global-norm clip
 1.0, linear warmup + linear decay to 0) using the per-task hyper-parameters of
-``cfg.benchmarks.hparams`` (paper Table 14), evaluates on dev and writes
+``cfg.hparams`` (paper Table 14), evaluates on dev and writes
 ``<output_dir>/metrics.json`` plus official-format prediction files.
 
 Protocol (recorded in the result):
 
-* ``cfg.benchmarks.seeds`` runs with seeds ``cfg.seed + i``; every random choice of a run (head
+* ``cfg.seeds`` runs with seeds ``cfg.seed + i``; every random choice of a run (head
   initialisation, dropout, shuffling) derives from its seed. A task's reported metrics are those
   of the *median run* (the run whose headline score is the median; with an even number of runs the
   lower middle one); all runs are listed under ``runs`` and ``score_median`` is the median of the
@@ -40,7 +40,7 @@ featurisation (same ids; ``transform_check`` in the task's metrics records the c
 dev rows, ``serving_check`` the exported model's logits against the in-memory model's). For the
 classification tasks TFMA (:mod:`components.evaluation.tfma_eval`) then evaluates the exported
 model on each dev split; its metrics (fractions, TFMA's names) go under ``tfma`` next to ours.
-``cfg.benchmarks.export_serving_model`` / ``cfg.benchmarks.tfma`` (default on when the config
+``cfg.export_serving_model`` / ``cfg.tfma`` (default on when the config
 has no such field) switch these off.
 
 TensorFlow is imported here; Beam / tf.Transform / TFMA only for the GLUE serving export.
@@ -50,8 +50,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import copy
 import math
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -72,6 +74,8 @@ from components.text.tokenization import AlbertTokenizer
 from trainer.modeling_albert import AlbertConfig, AlbertModel
 from trainer.optimization import clip_gradients, create_optimizer
 from trainer.train_lib import CONFIG_FILE, ENCODER_CKPT, SPM_FILE
+
+EXPORT_INFO = "export_info.json"  # written by trainer.train_lib.export
 
 log = logging.getLogger(__name__)
 
@@ -349,8 +353,8 @@ def _glue_predictions(task: glue_lib.GlueTask, logits: np.ndarray):
 def _run_glue_task(task_name: str, data_dir: str, albert_dir: str, tokenizer, cfg, output_dir: str,
                    runs_out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     task = glue_lib.get_task(task_name)
-    hp = cfg.benchmarks.hparams[task.name]
-    b = cfg.benchmarks
+    hp = cfg.hparams[task.name]
+    b = cfg
     dev_splits = ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
     names = {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm", "dev": task.name}
     test_splits = [s for s in task.splits if s.startswith("test")
@@ -524,7 +528,7 @@ def _filter_squad(articles: List[Dict], keep: set) -> List[Dict]:
 
 
 def _run_squad(data_dir: str, albert_dir: str, tokenizer, cfg, output_dir: str, runs_out: Dict[str, Any]):
-    b = cfg.benchmarks
+    b = cfg
     v2 = b.squad_version == "2.0"
     name = "SQuAD2.0" if v2 else "SQuAD1.1"
     hp = b.hparams[name]
@@ -600,7 +604,7 @@ def _squad_na_prob(examples, metas, null_logits) -> Dict[str, float]:
 
 
 def _run_race(data_dir: str, albert_dir: str, tokenizer, cfg, output_dir: str, runs_out: Dict[str, Any]):
-    b = cfg.benchmarks
+    b = cfg
     hp = b.hparams["RACE"]
     max_qa = min(128, hp.max_seq_length // 2)  # official: 128 of 512; keep room for the article at short lengths
     train_ex = race_lib.read_race(data_dir, split="train")
@@ -645,7 +649,7 @@ def _fine_tune_seeds(cfg, albert_dir: str, hp, train: Dict[str, np.ndarray],
                      evaluate: Callable, after_run: Optional[Callable] = None) -> Tuple[List[Dict[str, Any]], int]:
     """One fine-tuning run per seed (``cfg.seed + i``) on a freshly restored encoder; returns the runs and the
     index of the median one (the protocol's reported run). ``after_run(model, result)`` sees each trained model."""
-    b = cfg.benchmarks
+    b = cfg
     runs: List[Dict[str, Any]] = []
     for i in range(b.seeds):
         seed = cfg.seed + i
@@ -736,10 +740,32 @@ def _upload_tree(src: str, dst: str) -> None:
             tf.io.gfile.copy(s, d, overwrite=True)
 
 
+def benchmark_settings(cfg):
+    """The benchmark section with its seed resolved; a whole pipeline config (scripts, tests) is narrowed."""
+    if hasattr(cfg, "benchmarks"):
+        settings = copy.copy(cfg.benchmarks)
+        settings.seed = cfg.seed if settings.seed is None else settings.seed
+        return settings
+    if cfg.seed is None:
+        raise ValueError("benchmark settings need a resolved seed")
+    return cfg
+
+
+def model_do_lower_case(albert_dir: str) -> bool:
+    """Whether the pretrained model's text was lower-cased (recorded at export from the examples artifact)."""
+    path = posixpath.join(albert_dir, EXPORT_INFO)
+    if not tf.io.gfile.exists(path):
+        return True  # ALBERT's default; exports from before the fact was recorded
+    with tf.io.gfile.GFile(path) as f:
+        return bool(json.load(f).get("do_lower_case", True))
+
+
 def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_dir: str) -> Dict[str, Any]:
     """Fine-tune + evaluate one benchmark ("glue" | "squad" | "race"); writes and returns metrics.json.
 
-    ``cfg`` is a :class:`pipeline.configs.PipelineConfig`. ``data_dir``: GLUE root holding
+    ``cfg``: the node's :class:`config.BenchmarkConfig` (``seed`` resolved; a whole pipeline config is
+    narrowed to its ``benchmarks`` section). ``do_lower_case`` comes from the pretrained model's
+    ``export_info.json``, like the vocabulary, never from a copy of the vocab settings. ``data_dir``: GLUE root holding
     ``<TASK>/`` folders, the folder holding the SQuAD files, or the RACE root holding
     ``train/`` and ``dev/``. Result: ``{"benchmark", "tasks": {name: metrics}, "skipped",
     "protocol", "runs", "seconds"}``; all metric values are percentages.
@@ -748,6 +774,7 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
     copied to a local temporary folder (the readers use ``open()``), outputs are written locally
     and uploaded at the end.
     """
+    cfg = benchmark_settings(cfg)
     if not any(_is_uri(p) for p in (albert_dir, data_dir, output_dir)):
         return _run_benchmark_local(benchmark, albert_dir, data_dir, cfg, output_dir)
     scratch = tempfile.mkdtemp(prefix="albert_bench_")
@@ -771,7 +798,7 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
     benchmark = benchmark.lower()
     if benchmark not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
-    b = cfg.benchmarks
+    b = cfg
     if b.checkpoint_selection not in ("best", "last"):
         raise ValueError(f"checkpoint_selection must be 'best' or 'last', got {b.checkpoint_selection!r}")
     os.makedirs(output_dir, exist_ok=True)
@@ -783,7 +810,7 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
         os.makedirs(spm_dir, exist_ok=True)
         local_spm = os.path.join(spm_dir, SPM_FILE)
         tf.io.gfile.copy(spm_path, local_spm, overwrite=True)
-    tokenizer = AlbertTokenizer(local_spm, do_lower_case=cfg.vocab.do_lower_case)
+    tokenizer = AlbertTokenizer(local_spm, do_lower_case=model_do_lower_case(albert_dir))
     if tokenizer.vocab_size != albert_config.vocab_size:
         raise ValueError(f"{spm_path} has {tokenizer.vocab_size} pieces but the model's vocab_size is "
                          f"{albert_config.vocab_size}")

@@ -1,0 +1,11 @@
+"""The configuration every layer may import: ``pipeline/``, ``components/`` and ``trainer/``.
+
+Typed sections (:mod:`config.sections`) and the plain-data machinery (:mod:`config.schema`); no
+TensorFlow, no TFX. The whole-run composition, presets and command-line overrides live in
+``pipeline/configs.py`` (the TFX template's place for them), which components never import.
+"""
+from config.schema import ConfigError, Section, canonical_json, check, from_dict  # noqa: F401
+from config.sections import *  # noqa: F401,F403
+from config.sections import __all__ as _sections
+
+__all__ = ["ConfigError", "Section", "canonical_json", "check", "from_dict", *_sections]

@@ -1,0 +1,470 @@
+"""The typed sections of the configuration, one per concern, each with its own validation.
+
+A node's TFX parameters are built from the sections that determine its output and nothing else
+(``pipeline.configs.PipelineConfig.node_parameters``), so a change reruns only what it affects:
+
+    corpus (minus the input folders, which enter as Importer artifacts) → CorpusGen
+    vocab + seed                                                        → VocabGen
+    datagen + seed                                                      → PretrainingDataGen
+    model + train + seed                                                → Trainer
+    that benchmark's own settings + seed                                → each *Benchmark node
+    report                                                              → BenchmarkReport
+
+Facts a node needs from upstream (vocabulary size, ``do_lower_case``, sequence length) are read from
+its input artifacts, never copied from another section.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from config.schema import ConfigError, Section, check
+
+SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
+
+
+@dataclass
+class CorpusConfig(Section):
+    """Raw corpora → clean documents (node ``CorpusGen``)."""
+
+    wikipedia_dir: Optional[str] = None  # folder holding pages-articles*.xml(.bz2) dumps
+    wikipedia_glob: str = "*pages-articles*.xml*"
+    books_dir: Optional[str] = None  # folder tree of .txt books (BookCorpus-style)
+    books_glob: str = "**/*.txt"
+    min_doc_chars: int = 200
+    dedupe: bool = True
+    book_encoding_fallback: Optional[str] = None  # e.g. "latin-1"; None = non-UTF-8 is an error
+    num_shards: int = 4
+
+    # The folders are the Importers' source URIs (their artifacts are CorpusGen's inputs), not parameters.
+    INPUT_FIELDS = ("wikipedia_dir", "books_dir")
+
+    def params(self) -> Dict[str, Any]:
+        return {k: v for k, v in self.to_dict().items() if k not in self.INPUT_FIELDS}
+
+    def validate(self) -> "CorpusConfig":
+        check(self.wikipedia_dir or self.books_dir, "corpus", None, "at least one of wikipedia_dir / books_dir")
+        check(self.min_doc_chars >= 0, "corpus.min_doc_chars", self.min_doc_chars, ">= 0")
+        check(self.num_shards >= 1, "corpus.num_shards", self.num_shards, ">= 1")
+        for name, pattern in (("corpus.wikipedia_glob", self.wikipedia_glob), ("corpus.books_glob", self.books_glob)):
+            check(not pattern.startswith("/") and "://" not in pattern and ".." not in pattern.split("/"),
+                  name, pattern, "a pattern relative to its folder, without '..' (lineage records only the folder)")
+        if self.book_encoding_fallback:
+            import codecs
+
+            try:
+                codecs.lookup(self.book_encoding_fallback)
+            except LookupError:
+                check(False, "corpus.book_encoding_fallback", self.book_encoding_fallback, "a Python codec name")
+        return self
+
+
+@dataclass
+class VocabConfig(Section):
+    """SentencePiece vocabulary (node ``VocabGen``): train with ALBERT's recipe or import."""
+
+    import_model: Optional[str] = None  # path of an existing model (e.g. the official 30k-clean.model)
+    vocab_size: int = 30000  # trained size; with import_model, the expected size (0: whatever it has)
+    character_coverage: float = 0.99995
+    input_sentence_size: int = 10_000_000
+    do_lower_case: bool = True
+
+    def validate(self) -> "VocabConfig":
+        check(self.vocab_size >= 0, "vocab.vocab_size", self.vocab_size, ">= 0 (0: the imported model's size)")
+        if self.import_model is None:
+            check(self.vocab_size >= 100, "vocab.vocab_size", self.vocab_size, ">= 100")
+        check(0 < self.character_coverage <= 1, "vocab.character_coverage", self.character_coverage, "in (0, 1]")
+        check(self.input_sentence_size >= 1, "vocab.input_sentence_size", self.input_sentence_size, ">= 1")
+        return self
+
+
+@dataclass
+class DataGenConfig(Section):
+    """Pretraining instances (node ``PretrainingDataGen``), §4.1 of the paper."""
+
+    max_seq_length: int = 512
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 40
+    max_ngram: int = 3
+    sop_mode: str = "official"  # official | pure | nsp
+    eval_fraction: float = 0.01  # share of documents held out for pretraining eval
+    num_shards: int = 8
+    compression: str = "GZIP"  # GZIP | "" (none)
+    compression_level: int = 6  # zlib level for GZIP (6 = zlib's and TensorFlow's default; 1 is ~2x faster, ~7% larger)
+    # Random-document pool (official SOP's one-sentence chunks, NSP): the documents with the smallest hash keys,
+    # up to this many documents and this many characters (whole books are ~500k characters), so worker memory
+    # stays bounded on any corpus.
+    random_pool_documents: int = 2000
+    random_pool_max_chars: int = 10_000_000
+
+    def validate(self) -> "DataGenConfig":
+        d = self
+        check(d.sop_mode in ("official", "pure", "nsp"), "datagen.sop_mode", d.sop_mode, "official|pure|nsp")
+        check(d.max_seq_length >= 8, "datagen.max_seq_length", d.max_seq_length, ">= 8")
+        check(1 <= d.max_predictions_per_seq <= d.max_seq_length, "datagen.max_predictions_per_seq",
+              d.max_predictions_per_seq, f"in [1, max_seq_length={d.max_seq_length}]")
+        check(0 < d.masked_lm_prob < 1, "datagen.masked_lm_prob", d.masked_lm_prob, "in (0, 1)")
+        check(0 <= d.short_seq_prob <= 1, "datagen.short_seq_prob", d.short_seq_prob, "in [0, 1]")
+        check(d.dupe_factor >= 1, "datagen.dupe_factor", d.dupe_factor, ">= 1")
+        check(1 <= d.max_ngram <= 5, "datagen.max_ngram", d.max_ngram, "in [1, 5]")
+        check(0 < d.eval_fraction < 0.5, "datagen.eval_fraction", d.eval_fraction, "in (0, 0.5)")
+        check(d.num_shards >= 1, "datagen.num_shards", d.num_shards, ">= 1")
+        check(d.compression in ("", "GZIP"), "datagen.compression", d.compression, "'' or GZIP")
+        check(0 <= d.compression_level <= 9, "datagen.compression_level", d.compression_level, "in [0, 9]")
+        check(d.random_pool_documents >= 2, "datagen.random_pool_documents", d.random_pool_documents, ">= 2")
+        check(d.random_pool_max_chars >= 1, "datagen.random_pool_max_chars", d.random_pool_max_chars, ">= 1")
+        return self
+
+
+@dataclass
+class ModelConfig(Section):
+    """A named ALBERT/BERT size plus overrides; vocab_size always comes from the SentencePiece model."""
+
+    size: str = "albert-base"
+    embedding_size: Optional[int] = None
+    hidden_size: Optional[int] = None
+    num_hidden_layers: Optional[int] = None
+    num_attention_heads: Optional[int] = None
+    intermediate_size: Optional[int] = None
+    # "none" is a strategy (the paper's not-shared ablation), not null: see ``field_choices``.
+    sharing: Optional[str] = field(default=None, metadata={"choices": SHARING_CHOICES})
+    num_hidden_groups: Optional[int] = None
+    inner_group_num: Optional[int] = None
+    dropout: Optional[float] = None  # hidden and attention dropout (v1 models: 0.1, v2 release: 0)
+
+    def overrides(self) -> Dict[str, Any]:
+        """The AlbertConfig fields this section sets (None = the named size's value)."""
+        keys = ("embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                "sharing", "num_hidden_groups", "inner_group_num")
+        out = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
+        if self.dropout is not None:
+            out["hidden_dropout_prob"] = self.dropout
+            out["attention_probs_dropout_prob"] = self.dropout
+        return out
+
+    def albert_config(self, vocab_size: int = 30000):
+        """The :class:`trainer.modeling_albert.AlbertConfig` (imports TensorFlow)."""
+        from trainer.modeling_albert import AlbertConfig
+
+        return AlbertConfig.named(self.size, vocab_size=vocab_size, **self.overrides())
+
+    def validate(self) -> "ModelConfig":
+        """Checks the size name and builds the encoder config, so a bad model fails before any node runs."""
+        check(self.sharing is None or self.sharing in SHARING_CHOICES, "model.sharing", self.sharing,
+              "|".join(SHARING_CHOICES))
+        check(self.dropout is None or 0 <= self.dropout < 1, "model.dropout", self.dropout, "in [0, 1)")
+        try:
+            self.albert_config()
+        except (KeyError, ValueError) as exc:
+            msg = exc.args[0] if exc.args else str(exc)
+            raise ConfigError(f"config model={self.to_dict()} is invalid: {msg}") from None
+        return self
+
+
+# Fields of ``train`` that do not change the trained weights' trajectory: they are left out of a
+# pretraining run's identity (checkpoint folder key), so changing them resumes the same run.
+TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eval_steps", "eval_batch_size",
+                       "log_every", "strategy", "jit_compile")
+
+
+@dataclass
+class TrainConfig(Section):
+    """Pretraining (TFX ``Trainer`` with ``trainer.task.run_fn``)."""
+
+    train_batch_size: int = 4096
+    eval_batch_size: int = 64
+    num_train_steps: int = 125_000
+    num_warmup_steps: int = 3125
+    learning_rate: float = 0.00176
+    optimizer: str = "lamb"  # lamb | adamw
+    weight_decay: float = 0.01
+    clip_norm: float = 1.0
+    grad_accum_steps: int = 1  # micro-batches per optimizer step (global batch = train_batch_size)
+    sentence_task: str = "sop"  # sop | nsp (the paper's ablation)
+    checkpoint_every: int = 5000
+    eval_every: int = 10_000
+    eval_steps: int = 100
+    log_every: int = 100
+    shuffle_buffer: int = 10_000
+    strategy: str = "auto"  # auto | cpu | mirrored | multi_worker | tpu
+    mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16 (auto: see trainer.train_lib.resolve_precision)
+    jit_compile: bool = False  # XLA for forward/backward; off: slower on the measured CPU (benchmarks/pretrain_step.py)
+
+    def identity(self) -> Dict[str, Any]:
+        """What defines the optimisation trajectory (see ``TRAIN_SCHEDULE_ONLY``)."""
+        return {k: v for k, v in self.to_dict().items() if k not in TRAIN_SCHEDULE_ONLY}
+
+    def validate(self) -> "TrainConfig":
+        t = self
+        check(t.optimizer in ("lamb", "adamw"), "train.optimizer", t.optimizer, "lamb|adamw")
+        check(t.sentence_task in ("sop", "nsp"), "train.sentence_task", t.sentence_task, "sop|nsp")
+        check(t.strategy in ("auto", "cpu", "mirrored", "multi_worker", "tpu"), "train.strategy", t.strategy,
+              "auto|cpu|mirrored|multi_worker|tpu")
+        check(t.mixed_precision in ("auto", "float32", "mixed_bfloat16"), "train.mixed_precision",
+              t.mixed_precision, "auto|float32|mixed_bfloat16")
+        check(t.train_batch_size >= 1, "train.train_batch_size", t.train_batch_size, ">= 1")
+        check(t.eval_batch_size >= 1, "train.eval_batch_size", t.eval_batch_size, ">= 1")
+        check(t.num_train_steps >= 1, "train.num_train_steps", t.num_train_steps, ">= 1")
+        check(0 <= t.num_warmup_steps <= t.num_train_steps, "train.num_warmup_steps", t.num_warmup_steps,
+              "in [0, num_train_steps]")
+        check(t.learning_rate > 0, "train.learning_rate", t.learning_rate, "> 0")
+        check(t.weight_decay >= 0, "train.weight_decay", t.weight_decay, ">= 0")
+        check(t.clip_norm > 0, "train.clip_norm", t.clip_norm, "> 0")
+        check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",
+              t.grad_accum_steps, f">= 1 and dividing train_batch_size={t.train_batch_size}")
+        for name in ("checkpoint_every", "eval_every", "log_every"):
+            check(getattr(t, name) >= 1, f"train.{name}", getattr(t, name), ">= 1")
+        check(t.eval_steps >= 0, "train.eval_steps", t.eval_steps, ">= 0")
+        check(t.shuffle_buffer >= 1, "train.shuffle_buffer", t.shuffle_buffer, ">= 1")
+        return self
+
+
+# Vertex AI CustomJob machine shapes (https://cloud.google.com/vertex-ai/docs/training/configure-compute):
+# TPU v2/v3 are requested as machine type ``cloud-tpu`` + accelerator TPU_V2/TPU_V3 x 8 (one host, 8 cores);
+# TPU v4/v5e as a ``ct4p-*``/``ct5lp-*`` machine type with a slice ``tpu_topology`` (e.g. 2x2x1, 4x4).
+TPU_ACCELERATORS = ("TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD")
+TPU_MACHINE_PREFIXES = ("cloud-tpu", "ct4p-", "ct5lp-", "ct5p-", "ct6e-")
+
+
+@dataclass
+class VertexTrainingConfig(Section):
+    """Run the Trainer's ``run_fn`` as a Vertex AI Training CustomJob (``google_cloud_ai_platform.Trainer``).
+
+    Off by default (the Trainer then runs where the orchestrator runs it). Enabled, the job runs the
+    pipeline's container image (or ``image``) with one worker pool built from these fields by
+    :func:`pipeline.vertex_training.worker_pool_specs`: a TPU (``machine_type`` ``cloud-tpu`` with
+    ``accelerator_type`` TPU_V2/TPU_V3 and ``accelerator_count`` 8, or a ``ct4p-``/``ct5lp-`` machine
+    with ``tpu_topology``) or a GPU machine (``accelerator_type`` NVIDIA_*, ``accelerator_count`` GPUs).
+    """
+
+    enabled: bool = False
+    project: Optional[str] = None  # GCP project of the CustomJob (required when enabled)
+    region: str = "us-central1"
+    machine_type: str = "n1-standard-8"
+    accelerator_type: Optional[str] = None  # TPU_V3 | TPU_V4_POD | TPU_V5_LITEPOD | NVIDIA_TESLA_V100 | ...; None: CPU
+    accelerator_count: int = 0  # TPU_V2/V3: 8 (cores of one host); GPUs per replica; 0 with tpu_topology
+    tpu_topology: Optional[str] = None  # TPU v4/v5e slice shape, e.g. "2x2x1" (v4) or "2x2", "4x4" (v5e)
+    replica_count: int = 1
+    image: Optional[str] = None  # None: the pipeline's container image
+    service_account: Optional[str] = None
+    boot_disk_size_gb: int = 100
+
+    def is_tpu(self) -> bool:
+        return (self.accelerator_type or "").upper() in TPU_ACCELERATORS or \
+            self.machine_type.startswith(TPU_MACHINE_PREFIXES)
+
+    def validate(self) -> "VertexTrainingConfig":
+        if not self.enabled:
+            return self
+        check(bool(self.project), "vertex_training.project", self.project, "a GCP project id when enabled")
+        check(bool(self.region), "vertex_training.region", self.region, "a Vertex AI region, e.g. us-central1")
+        check(bool(self.machine_type), "vertex_training.machine_type", self.machine_type, "a machine type")
+        check(self.replica_count >= 1, "vertex_training.replica_count", self.replica_count, ">= 1")
+        check(self.boot_disk_size_gb >= 10, "vertex_training.boot_disk_size_gb", self.boot_disk_size_gb, ">= 10")
+        check(self.accelerator_count >= 0, "vertex_training.accelerator_count", self.accelerator_count, ">= 0")
+        acc = (self.accelerator_type or "").upper()
+        if self.tpu_topology is not None:
+            check(all(p.isdigit() and int(p) > 0 for p in self.tpu_topology.split("x")) and "x" in self.tpu_topology,
+                  "vertex_training.tpu_topology", self.tpu_topology, "chips per dimension like 2x2 or 2x2x1")
+        if self.machine_type == "cloud-tpu":
+            check(acc in ("TPU_V2", "TPU_V3"), "vertex_training.accelerator_type", self.accelerator_type,
+                  "TPU_V2 or TPU_V3 with machine_type cloud-tpu")
+            check(self.accelerator_count == 8, "vertex_training.accelerator_count", self.accelerator_count,
+                  "8 (the cores of one TPU v2/v3 host) with machine_type cloud-tpu")
+            check(self.tpu_topology is None, "vertex_training.tpu_topology", self.tpu_topology,
+                  "unset with machine_type cloud-tpu (v2/v3 are sized by accelerator_count)")
+        elif self.machine_type.startswith(TPU_MACHINE_PREFIXES):
+            check(bool(self.tpu_topology), "vertex_training.tpu_topology", self.tpu_topology,
+                  f"a slice shape (e.g. 2x2) with TPU machine_type {self.machine_type}")
+            check(acc in ("", "TPU_V4_POD", "TPU_V5_LITEPOD", "TPU_V5P", "TPU_V6E"), "vertex_training.accelerator_type",
+                  self.accelerator_type, "unset or the TPU type of the machine (TPU_V4_POD, TPU_V5_LITEPOD)")
+        else:
+            check(not acc.startswith("TPU"), "vertex_training.accelerator_type", self.accelerator_type,
+                  "TPU types only with a TPU machine_type (cloud-tpu, ct4p-*, ct5lp-*)")
+            check(self.tpu_topology is None, "vertex_training.tpu_topology", self.tpu_topology,
+                  "unset for a non-TPU machine_type")
+            if acc:
+                check(self.accelerator_count >= 1, "vertex_training.accelerator_count", self.accelerator_count,
+                      f">= 1 with accelerator_type {self.accelerator_type}")
+            else:
+                check(self.accelerator_count == 0, "vertex_training.accelerator_count", self.accelerator_count,
+                      "0 without accelerator_type")
+        return self
+
+
+@dataclass
+class FinetuneHParams(Section):
+    """One row of the paper's Table 14."""
+
+    learning_rate: float
+    batch_size: int
+    albert_dropout: float
+    classifier_dropout: float
+    train_steps: int
+    warmup_steps: int
+    max_seq_length: int = 512
+
+
+# Paper Table 14 (max_seq_length 512 except SQuAD v1.1 at 384).
+PAPER_FINETUNE: Dict[str, FinetuneHParams] = {
+    "CoLA": FinetuneHParams(1e-5, 16, 0.0, 0.1, 5336, 320),
+    "STS-B": FinetuneHParams(2e-5, 16, 0.0, 0.1, 3598, 214),
+    "SST-2": FinetuneHParams(1e-5, 32, 0.0, 0.1, 20935, 1256),
+    "MNLI": FinetuneHParams(3e-5, 128, 0.0, 0.1, 10000, 1000),
+    "QNLI": FinetuneHParams(1e-5, 32, 0.0, 0.1, 33112, 1986),
+    "QQP": FinetuneHParams(5e-5, 128, 0.1, 0.1, 14000, 1000),
+    "RTE": FinetuneHParams(3e-5, 32, 0.1, 0.1, 800, 200),
+    "MRPC": FinetuneHParams(2e-5, 32, 0.0, 0.1, 800, 200),
+    "WNLI": FinetuneHParams(2e-5, 16, 0.1, 0.1, 2000, 250),
+    "SQuAD1.1": FinetuneHParams(5e-5, 48, 0.0, 0.1, 3649, 365, 384),
+    "SQuAD2.0": FinetuneHParams(3e-5, 48, 0.0, 0.1, 8144, 814, 512),
+    # v2 models: the official README runs RACE at 1e-5 with dropout 0 (the v1 setting diverges).
+    "RACE": FinetuneHParams(1e-5, 32, 0.0, 0.1, 12000, 1000),
+}
+GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "STS-B", "MNLI", "QQP", "QNLI", "RTE", "WNLI")
+SQUAD_TASKS = {"1.1": "SQuAD1.1", "2.0": "SQuAD2.0"}
+
+# Which fields of ``benchmarks`` each benchmark node reads (besides its hparams rows and the seed).
+_COMMON = ("checkpoint_selection", "eval_every", "max_eval_examples")
+_NODE_FIELDS = {
+    "glue": _COMMON + ("glue_tasks", "export_serving_model", "tfma"),
+    "squad": _COMMON + ("squad_version", "squad_train_file", "squad_dev_file", "doc_stride", "max_query_length",
+                        "max_answer_length", "n_best_size"),
+    "race": _COMMON,
+}
+
+
+@dataclass
+class BenchmarkConfig(Section):
+    """Downstream evaluation (the GLUE / SQuAD / RACE benchmark nodes) and its protocol.
+
+    One node per benchmark; each receives only its own fields (:meth:`node_settings`), so changing an
+    RTE learning rate reruns the GLUE node and the report, nothing else.
+    """
+
+    glue_dir: Optional[str] = None  # glue_data/<TASK>/{train,dev,test}.tsv
+    glue_tasks: List[str] = field(default_factory=lambda: list(GLUE_TASKS))
+    squad_dir: Optional[str] = None  # holds train/dev JSON files, see squad_*_file
+    squad_train_file: str = "train-v1.1.json"
+    squad_dev_file: str = "dev-v1.1.json"
+    squad_version: str = "1.1"  # 1.1 | 2.0 | both (two nodes: needs the v2 files in squad_v2_dir)
+    squad_v2_dir: Optional[str] = None  # SQuAD 2.0 files when squad_version=both (default: squad_dir)
+    squad_v2_train_file: str = "train-v2.0.json"
+    squad_v2_dev_file: str = "dev-v2.0.json"
+    race_dir: Optional[str] = None  # RACE/{train,dev,test}/{middle,high}
+    hparams: Dict[str, FinetuneHParams] = field(default_factory=lambda: dict(PAPER_FINETUNE))
+    seed: Optional[int] = None  # first fine-tuning seed (None: the pipeline seed); run i uses seed + i
+    seeds: int = 1  # >1: report the median over this many fine-tuning seeds
+    checkpoint_selection: str = "best"  # best (on dev, the paper's practice) | last
+    eval_every: int = 0  # 0: evaluate once at the end; else every N steps (needed for 'best')
+    max_eval_examples: int = 0  # 0: all dev examples
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    n_best_size: int = 20
+    export_serving_model: bool = True  # GLUE: <TASK>/serving_model = tf.Transform graph + classifier (raw text in)
+    tfma: bool = True  # GLUE classification: TFMA metrics on the exported model, under "tfma" in metrics.json
+
+    INPUT_FIELDS = ("glue_dir", "squad_dir", "squad_v2_dir", "race_dir")
+
+    def nodes(self) -> Dict[str, Optional[str]]:
+        """Benchmark node key → data folder, for the data sets this config names.
+
+        Keys: ``glue``, ``squad`` (v1.1, or v2.0 when ``squad_version=2.0``), ``squad2`` (v2.0 when ``both``), ``race``.
+        """
+        out: Dict[str, Optional[str]] = {}
+        if self.glue_dir:
+            out["glue"] = self.glue_dir
+        if self.squad_dir or self.squad_v2_dir:
+            if self.squad_version == "both":
+                out["squad"] = self.squad_dir
+                out["squad2"] = self.squad_v2_dir or self.squad_dir
+            else:
+                out["squad"] = self.squad_dir or self.squad_v2_dir
+        if self.race_dir:
+            out["race"] = self.race_dir
+        return {k: v for k, v in out.items() if v}
+
+    def node_settings(self, node: str, pipeline_seed: int) -> Dict[str, Any]:
+        """The parameters of one benchmark node: its fields, its hparams rows and the resolved seed.
+
+        ``seeds`` travels as a separate node parameter (a pipeline runtime parameter when compiled).
+        """
+        kind = "squad" if node.startswith("squad") else node
+        out = {k: getattr(self, k) for k in _NODE_FIELDS[kind]}
+        if kind == "squad":
+            version = "2.0" if node == "squad2" or self.squad_version == "2.0" else "1.1"
+            out["squad_version"] = version
+            if version == "2.0" and (node == "squad2" or self.squad_version == "both"):
+                out["squad_train_file"], out["squad_dev_file"] = self.squad_v2_train_file, self.squad_v2_dev_file
+            tasks = [SQUAD_TASKS[version]]
+        elif kind == "glue":
+            tasks = list(self.glue_tasks)
+        else:
+            tasks = ["RACE"]
+        out["hparams"] = {t: self.hparams[t].to_dict() for t in tasks if t in self.hparams}
+        out["seed"] = pipeline_seed if self.seed is None else self.seed
+        return out
+
+    @classmethod
+    def from_node_settings(cls, settings: Dict[str, Any], seeds: int) -> "BenchmarkConfig":
+        """Rebuild the section inside a benchmark node (fields it does not receive keep their defaults)."""
+        data = dict(settings)
+        hparams = data.pop("hparams", {})
+        cfg = cls.from_dict({**data, "seeds": seeds, "hparams": {}}, "benchmarks.")
+        cfg.hparams = {k: FinetuneHParams.from_dict(v, f"benchmarks.hparams.{k}.") for k, v in hparams.items()}
+        return cfg
+
+    def validate(self) -> "BenchmarkConfig":
+        b = self
+        check(b.squad_version in ("1.1", "2.0", "both"), "benchmarks.squad_version", b.squad_version, "1.1|2.0|both")
+        check(b.checkpoint_selection in ("best", "last"), "benchmarks.checkpoint_selection", b.checkpoint_selection,
+              "best|last")
+        check(b.seeds >= 1, "benchmarks.seeds", b.seeds, ">= 1")
+        check(b.eval_every >= 0, "benchmarks.eval_every", b.eval_every, ">= 0")
+        check(b.max_eval_examples >= 0, "benchmarks.max_eval_examples", b.max_eval_examples, ">= 0")
+        for name in ("doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
+            check(getattr(b, name) >= 1, f"benchmarks.{name}", getattr(b, name), ">= 1")
+        for task in b.glue_tasks:
+            check(task in GLUE_TASKS, "benchmarks.glue_tasks", task, "GLUE task names: " + ", ".join(GLUE_TASKS))
+        for node in b.nodes():
+            kind = "squad" if node.startswith("squad") else node
+            needed = (list(b.glue_tasks) if kind == "glue" else ["RACE"] if kind == "race" else
+                      [SQUAD_TASKS["2.0" if node == "squad2" or b.squad_version == "2.0" else "1.1"]])
+            for task in needed:
+                check(task in b.hparams, f"benchmarks.hparams.{task}", None, "a hyper-parameter row for this task")
+        for task, hp in b.hparams.items():
+            p = f"benchmarks.hparams.{task}"
+            check(hp.learning_rate > 0, f"{p}.learning_rate", hp.learning_rate, "> 0")
+            check(hp.batch_size >= 1, f"{p}.batch_size", hp.batch_size, ">= 1")
+            check(hp.train_steps >= 1, f"{p}.train_steps", hp.train_steps, ">= 1")
+            check(0 <= hp.warmup_steps <= hp.train_steps, f"{p}.warmup_steps", hp.warmup_steps,
+                  "in [0, train_steps]")
+            check(8 <= hp.max_seq_length <= 512, f"{p}.max_seq_length", hp.max_seq_length, "in [8, 512]")
+            for name in ("albert_dropout", "classifier_dropout"):
+                check(0 <= getattr(hp, name) < 1, f"{p}.{name}", getattr(hp, name), "in [0, 1)")
+        return self
+
+
+@dataclass
+class ReportConfig(Section):
+    """The report (node ``BenchmarkReport``): presentation only; scores and facts come from its inputs."""
+
+    title: Optional[str] = None  # None: "ALBERT-TFX report — <pipeline name> (<preset> preset)"
+
+    def validate(self) -> "ReportConfig":
+        return self
+
+
+def replace(section, **changes):
+    """``dataclasses.replace`` for sections (kept here so callers need not import dataclasses)."""
+    return dataclasses.replace(section, **changes)
+
+
+__all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
+           "VertexTrainingConfig", "FinetuneHParams", "PAPER_FINETUNE", "BenchmarkConfig", "ReportConfig",
+           "GLUE_TASKS", "SQUAD_TASKS", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
+           "SHARING_CHOICES"]

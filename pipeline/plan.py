@@ -1,0 +1,288 @@
+"""``albert-pipeline plan``: which nodes a run of this config would take from the cache, and why the rest run.
+
+Nothing runs and nothing is written: the MLMD store is opened read-only. For every node, in the
+DAG's order, the plan computes the cache key exactly as TFX's launcher does
+(``tfx.orchestration.portable.cache_utils.get_cache_context``: pipeline info, node info, executor
+spec, input artifacts, output-artifact skeleton and parameters) from the compiled IR, with the input
+artifacts the run would resolve (the cached outputs of upstream nodes, the artifacts Importers would
+reuse), and looks that key up in MLMD. A node whose input comes from a node that will run, will run.
+For each node that will run, the reason is a diff against that node's newest execution in the store:
+the settings that changed (by their config names), the inputs that will be new, or "code" when the
+parameters and inputs are the same but the key is not (a changed executor or TFX version).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from pipeline.configs import PipelineConfig
+
+CACHED, WILL_RUN = "CACHED", "WILL RUN"
+
+# Node parameter → the config prefix users know it by.
+_PARAM_PREFIX = {
+    ("CorpusGen", "config"): "corpus.", ("VocabGen", "config"): "vocab.", ("PretrainingDataGen", "config"): "datagen.",
+    ("BenchmarkReport", "config"): "report.", ("Trainer", "num_train_steps"): "train.num_train_steps",
+    ("Trainer", "custom_config"): "", ("Trainer", "eval_args"): "train.eval_steps",
+}
+
+
+@dataclass
+class NodePlan:
+    node: str
+    status: str
+    reasons: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"node": self.node, "status": self.status, "reasons": self.reasons}
+
+
+def _open_store(metadata_path: str):
+    from ml_metadata.metadata_store import metadata_store
+    from ml_metadata.proto import metadata_store_pb2
+
+    cfg = metadata_store_pb2.ConnectionConfig()
+    cfg.sqlite.filename_uri = metadata_path
+    cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
+    return metadata_store.MetadataStore(cfg)
+
+
+def _cache_key(pipeline_info, pipeline_node, executor_spec, inputs, outputs, parameters) -> str:
+    """TFX's cache-context name (``cache_utils.get_cache_context``), computed without registering it."""
+    h = hashlib.sha256()
+    h.update(pipeline_info.SerializeToString(deterministic=True))
+    h.update(pipeline_node.node_info.SerializeToString(deterministic=True))
+    if executor_spec:
+        h.update(executor_spec.SerializeToString(deterministic=True))
+    for key in sorted(inputs):
+        h.update(key.encode())
+        for mlmd_artifact in inputs[key]:
+            h.update(mlmd_artifact.SerializeToString(deterministic=True))
+    for key in sorted(outputs):
+        h.update(key.encode())
+        for artifact in outputs[key]:
+            stateless = copy.deepcopy(artifact)
+            stateless.uri = ""
+            stateless.name = ""
+            h.update(stateless.mlmd_artifact.SerializeToString(deterministic=True))
+    for key, value in sorted(parameters.items()):
+        h.update(key.encode())
+        h.update(str(value).encode())
+    return h.hexdigest()
+
+
+def _successful(execution) -> bool:
+    from ml_metadata.proto import metadata_store_pb2
+
+    return execution.last_known_state in (metadata_store_pb2.Execution.COMPLETE, metadata_store_pb2.Execution.CACHED)
+
+
+def _outputs_of(store, execution_id: int) -> Optional[Dict[str, List[Any]]]:
+    """``cache_utils._get_outputs_of_execution`` + ``verify_artifacts``: None unless all outputs are LIVE and exist."""
+    import tensorflow as tf
+    from ml_metadata.proto import metadata_store_pb2
+
+    events = [e for e in store.get_events_by_execution_ids([execution_id]) if e.type == metadata_store_pb2.Event.OUTPUT]
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    out: Dict[str, List[Any]] = {}
+    for event in events:
+        artifact = artifacts[event.artifact_id]
+        if artifact.state != metadata_store_pb2.Artifact.LIVE or not tf.io.gfile.exists(artifact.uri):
+            return None
+        out.setdefault(event.path.steps[0].key, []).append(artifact)
+    return out
+
+
+def _cached_outputs(store, key: str) -> Optional[Dict[str, List[Any]]]:
+    ctx = store.get_context_by_type_and_name("execution_cache", key)
+    if ctx is None:
+        return None
+    executions = sorted((e for e in store.get_executions_by_context(ctx.id) if _successful(e)),
+                        key=lambda e: (e.create_time_since_epoch, e.id), reverse=True)
+    for execution in executions:
+        outputs = _outputs_of(store, execution.id)
+        if outputs is not None:
+            return outputs
+    return None
+
+
+def _latest_execution(store, pipeline_name: str, node_id: str):
+    ctx = store.get_context_by_type_and_name("node", f"{pipeline_name}.{node_id}")
+    if ctx is None:
+        return None
+    executions = [e for e in store.get_executions_by_context(ctx.id) if _successful(e)]
+    return max(executions, key=lambda e: (e.create_time_since_epoch, e.id)) if executions else None
+
+
+def _decode(value: Any) -> Any:
+    """JSON strings (nested ones too, like the Trainer's ``custom_config.albert``) → plain data."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, ValueError):
+            return value
+    if isinstance(value, dict):
+        return {k: _decode(v) for k, v in value.items()}
+    return value
+
+
+def _flatten(value: Any, prefix: str) -> Dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: Dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: value}
+
+
+def _display(node_id: str, param: str, path: str) -> str:
+    if (node_id, param) in _PARAM_PREFIX:
+        prefix = _PARAM_PREFIX[(node_id, param)]
+        if not prefix.endswith("."):
+            return prefix or path.split(".", 1)[-1]
+        rest = path.split(".", 1)[1] if "." in path else ""
+        if node_id == "Trainer" and param == "custom_config":
+            rest = rest[len("albert."):] if rest.startswith("albert.") else rest
+        return prefix + rest if rest else prefix.rstrip(".")
+    if node_id.endswith("Benchmark"):
+        if param == "seeds":
+            return "benchmarks.seeds"
+        if param == "config":
+            rest = path.split(".", 1)[1] if "." in path else ""
+            return "benchmarks." + rest if rest else "benchmarks"
+    if param == "seed":
+        return "seed"
+    if param == "source_uri":
+        return "input folder"
+    return path
+
+
+def _mlmd_value(value) -> Any:
+    which = value.WhichOneof("value")
+    return getattr(value, which) if which else None
+
+
+def _param_diff(node_id: str, old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
+    reasons = []
+    for param in sorted(set(old) | set(new)):
+        a, b = _decode(old.get(param)), _decode(new.get(param))
+        if a == b or str(a) == str(b):
+            continue
+        fa, fb = _flatten(a, param), _flatten(b, param)
+        for path in sorted(set(fa) | set(fb)):
+            if fa.get(path) != fb.get(path) and str(fa.get(path)) != str(fb.get(path)):
+                reasons.append(f"setting {_display(node_id, param, path)}: {fa.get(path)!r} → {fb.get(path)!r}")
+    return reasons
+
+
+def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[NodePlan]:
+    """The plan of ``config`` against its pipeline root and MLMD store (``metadata_path``)."""
+    from google.protobuf import message as pb_message
+    from tfx.dsl.compiler import compiler
+    from tfx.orchestration import data_types_utils
+    from tfx.orchestration.portable import inputs_utils, outputs_utils, runtime_parameter_utils
+    from tfx.orchestration.portable import runner_utils
+    from tfx.orchestration import constants
+
+    from pipeline.pipeline import create_pipeline
+
+    metadata_path = metadata_path or config.metadata_path
+    ir = compiler.Compiler().compile(create_pipeline(config))
+    runtime_parameter_utils.substitute_runtime_parameter(ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: "plan"})
+    deployment = runner_utils.extract_local_deployment_config(ir)
+    store = _open_store(metadata_path) if os.path.exists(metadata_path) else None
+
+    produced: Dict[str, Optional[Dict[str, List[Any]]]] = {}  # node id → its outputs, None when it will run
+    result: List[NodePlan] = []
+    for node in ir.nodes:
+        pn = node.pipeline_node
+        node_id = pn.node_info.id
+        if store is None:
+            produced[node_id] = None
+            result.append(NodePlan(node_id, WILL_RUN, ["no MLMD store yet at " + metadata_path]))
+            continue
+        params = data_types_utils.build_parsed_value_dict(
+            inputs_utils.resolve_parameters_with_schema(node_parameters=pn.parameters))
+        if pn.node_info.type.name.endswith("Importer"):
+            produced[node_id], status, reasons = _plan_importer(store, pn, params)
+            result.append(NodePlan(node_id, status, reasons))
+            continue
+        inputs: Dict[str, List[Any]] = {}
+        new_inputs = []
+        for key, spec in pn.inputs.inputs.items():
+            for channel in spec.channels:
+                upstream = channel.producer_node_query.id
+                outputs = produced.get(upstream)
+                if outputs is None:
+                    new_inputs.append(f"input {key}: new artifact from {upstream} (will run)")
+                else:
+                    inputs.setdefault(key, []).extend(outputs.get(channel.output_key, []))
+        previous = _latest_execution(store, ir.pipeline_info.id, node_id)
+        if new_inputs:
+            produced[node_id] = None
+            result.append(NodePlan(node_id, WILL_RUN, new_inputs + _why(store, previous, node_id, params, inputs)))
+            continue
+        spec = runner_utils.extract_executor_spec(deployment, node_id)
+        outputs = outputs_utils.generate_output_artifacts(0, pn.outputs.outputs, node_dir="")
+        printable = {k: (v if not isinstance(v, pb_message.Message) else v) for k, v in params.items()}
+        key = _cache_key(ir.pipeline_info, pn, spec, inputs, outputs, printable)
+        cached = _cached_outputs(store, key) if pn.execution_options.caching_options.enable_cache else None
+        produced[node_id] = cached
+        if cached is not None:
+            result.append(NodePlan(node_id, CACHED))
+        else:
+            reasons = _why(store, previous, node_id, params, inputs) or ["code or TFX version (same settings and "
+                                                                          "inputs as the last execution)"]
+            result.append(NodePlan(node_id, WILL_RUN, reasons))
+    return result
+
+
+def _why(store, previous, node_id: str, params: Dict[str, Any], inputs: Dict[str, List[Any]]) -> List[str]:
+    from ml_metadata.proto import metadata_store_pb2
+
+    if previous is None:
+        return ["never ran in this store"]
+    old = {k: _mlmd_value(v) for k, v in previous.custom_properties.items() if not k.startswith("__")}
+    new = {k: v for k, v in params.items() if k in old or v is not None}
+    from google.protobuf import json_format, message as pb_message
+
+    new = {k: (json_format.MessageToJson(v) if isinstance(v, pb_message.Message) else v) for k, v in new.items()}
+    reasons = _param_diff(node_id, {k: v for k, v in old.items() if k in new}, new)
+    events = [e for e in store.get_events_by_execution_ids([previous.id]) if e.type == metadata_store_pb2.Event.INPUT]
+    old_inputs: Dict[str, set] = {}
+    for e in events:
+        old_inputs.setdefault(e.path.steps[0].key, set()).add(e.artifact_id)
+    for key, artifacts in sorted(inputs.items()):
+        if {a.id for a in artifacts} != old_inputs.get(key, set()):
+            reasons.append(f"input {key}: a different artifact than the last execution's")
+    return reasons
+
+
+def _plan_importer(store, pn, params):
+    """TFX's importer reuses the newest LIVE artifact of the same type and URI (``reimport=False``)."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    uri = params.get("artifact_uri") or params.get("source_uri")
+    output_key = params.get("output_key", "result")
+    type_name = pn.outputs.outputs[output_key].artifact_spec.type.name
+    found = [a for a in store.get_artifacts_by_uri(uri) if a.state == metadata_store_pb2.Artifact.LIVE]
+    types = {t.id: t.name for t in store.get_artifact_types_by_id(list({a.type_id for a in found}))} if found else {}
+    found = [a for a in found if types.get(a.type_id) == type_name]
+    if params.get("reimport") or not found:
+        return None, WILL_RUN, [f"new import of {uri}"]
+    newest = max(found, key=lambda a: (a.create_time_since_epoch, a.id))
+    return {output_key: [newest]}, CACHED, []
+
+
+def format_plan(plan_rows: List[NodePlan]) -> str:
+    width = max(len(r.node) for r in plan_rows) if plan_rows else 10
+    lines = []
+    for r in plan_rows:
+        lines.append(f"{r.node:<{width}}  {r.status}")
+        for reason in r.reasons:
+            lines.append(f"{'':<{width}}    - {reason}")
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Change impact: a one-setting change re-executes exactly the nodes downstream of it (issue 13).
+
+One small run of the DAG (books + wiki sample → vocab → datagen → a few Trainer steps → GLUE (RTE)
+and RACE → report), then, for each single override in ``CHANGES``, ``plan`` predicts and a real run
+records in MLMD which nodes execute and which come from the cache. Every change is applied to the
+same base config, so each run's cache hits are against the base run's executions.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ALL = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "RaceBenchmark", "BenchmarkReport"}
+BENCH = {"GlueBenchmark", "RaceBenchmark", "BenchmarkReport"}
+FROM_TRAINER = {"Trainer"} | BENCH
+IMPORTERS = {"WikipediaImporter", "BooksImporter", "GlueDataImporter", "RaceDataImporter"}
+
+# override → the nodes that must execute (all others must be CACHED).
+CHANGES = {
+    "benchmarks.hparams.RTE.learning_rate=0.0002": {"GlueBenchmark", "BenchmarkReport"},
+    "benchmarks.seeds=2": BENCH,
+    "report.title=Another title": {"BenchmarkReport"},
+    "train.num_train_steps=6": FROM_TRAINER,
+    "datagen.dupe_factor=2": {"PretrainingDataGen"} | FROM_TRAINER,
+    "vocab.vocab_size=2500": ALL - {"CorpusGen"},
+    "corpus.min_doc_chars=300": ALL,
+    "seed=7": ALL - {"CorpusGen"},
+}
+
+BASE = [
+    "benchmarks.squad_dir=null", "benchmarks.glue_tasks=RTE", "benchmarks.export_serving_model=false",
+    "benchmarks.tfma=false", "benchmarks.max_eval_examples=16",
+    "benchmarks.hparams.RTE.train_steps=3", "benchmarks.hparams.RTE.warmup_steps=1",
+    "benchmarks.hparams.RACE.train_steps=2", "benchmarks.hparams.RACE.warmup_steps=1",
+    "benchmarks.hparams.RACE.batch_size=2",
+    "datagen.dupe_factor=1", "train.num_train_steps=4", "train.num_warmup_steps=1", "train.checkpoint_every=2",
+    "train.eval_every=4", "train.eval_steps=1", "train.log_every=2", "train.train_batch_size=8",
+    "train.eval_batch_size=8", "train.shuffle_buffer=64",
+]
+
+
+def _config(root, extra=()):
+    from pipeline.configs import build_config
+
+    config = build_config("sample", overrides=BASE + list(extra))
+    config.pipeline_root = str(root / "pipeline_root")
+    config.metadata_path = str(root / "metadata.sqlite")
+    return config
+
+
+def _last_run(metadata_path):
+    """node id → 'EXECUTED' | 'CACHED' for the newest pipeline run in MLMD, plus importer output ids."""
+    from ml_metadata.proto import metadata_store_pb2 as pb
+
+    from tests.reliability.mlmd import open_store
+
+    store = open_store(metadata_path)
+    runs = store.get_contexts_by_type("pipeline_run")
+    newest = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
+    states, imported = {}, {}
+    for execution in store.get_executions_by_context(newest.id):
+        nodes = [c.name.split(".", 1)[1] for c in store.get_contexts_by_execution(execution.id)
+                 if store.get_context_types_by_id([c.type_id])[0].name == "node"]
+        node = nodes[0]
+        state = execution.last_known_state
+        assert state in (pb.Execution.COMPLETE, pb.Execution.CACHED), (node, pb.Execution.State.Name(state))
+        states[node] = "CACHED" if state == pb.Execution.CACHED else "EXECUTED"
+        if node in IMPORTERS:
+            out = [e.artifact_id for e in store.get_events_by_execution_ids([execution.id])
+                   if e.type == pb.Event.OUTPUT]
+            imported[node] = out
+    return states, imported
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory):
+    from pipeline.local_runner import run_local
+
+    root = tmp_path_factory.mktemp("impact")
+    config = _config(root)
+    run_local(config)
+    states, imported = _last_run(config.metadata_path)
+    assert {n for n, s in states.items() if n not in IMPORTERS} == ALL
+    assert all(s == "EXECUTED" for n, s in states.items() if n not in IMPORTERS)
+    return root, imported
+
+
+def test_rerun_of_the_same_config_is_fully_cached_and_planned_so(base_run):
+    from pipeline.local_runner import run_local
+    from pipeline.plan import plan
+
+    root, imported = base_run
+    config = _config(root)
+    predicted = {r.node: r.status for r in plan(config)}
+    assert all(status == "CACHED" for status in predicted.values()), predicted
+    run_local(config)
+    states, again = _last_run(config.metadata_path)
+    assert {n for n, s in states.items() if s == "EXECUTED"} <= IMPORTERS  # importers re-register...
+    assert again == imported  # ...but hand on the same artifacts
+
+
+@pytest.mark.parametrize("override", list(CHANGES))
+def test_a_change_executes_exactly_what_is_downstream(base_run, override):
+    from pipeline.local_runner import run_local
+    from pipeline.plan import plan
+
+    root, imported = base_run
+    config = _config(root, [override])
+    rows = plan(config)
+    predicted = {r.node for r in rows if r.status == "WILL RUN"}
+    assert predicted == CHANGES[override], {r.node: (r.status, r.reasons) for r in rows}
+    key = override.split("=", 1)[0]
+    first = next(r for r in rows if r.node in CHANGES[override] and not any("input" in x for x in r.reasons))
+    assert any(key in reason for reason in first.reasons), first.reasons  # the plan names the setting
+
+    run_local(config)
+    states, again = _last_run(config.metadata_path)
+    executed = {n for n, s in states.items() if s == "EXECUTED" and n not in IMPORTERS}
+    assert executed == CHANGES[override]
+    assert again == imported
+    if override.startswith("train.num_train_steps"):
+        _assert_trainer_resumed(config.metadata_path, from_step=4, to_step=6)
+
+
+def _assert_trainer_resumed(metadata_path, from_step, to_step):
+    """Raising the step count continues the base run's checkpoints (keyed by content, not by URI)."""
+    from tests.reliability.mlmd import live_artifacts, open_store
+
+    runs = live_artifacts(open_store(metadata_path))["ModelRun"]
+    newest = max(runs, key=lambda a: a.id)
+    assert newest.custom_properties["start_step"].double_value == from_step
+    assert newest.custom_properties["final_step"].double_value == to_step
+    assert os.path.isdir(newest.uri)

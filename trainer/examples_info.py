@@ -1,0 +1,94 @@
+"""``dataset_info.json``: the facts a pretraining-examples folder carries for the Trainer.
+
+``PretrainingDataGen`` (and ``albert-pipeline make-pretraining-data``) write it next to the
+``Split-*`` folders: sequence length, predictions per sequence, the tokenizer's ``do_lower_case``,
+vocabulary size, SOP mode and a **content fingerprint** (SHA-256 over every file's bytes). The
+Trainer reads its upstream facts from here instead of from a copy of another node's settings, and
+keys its checkpoints by the fingerprint, so a re-run of datagen that wrote the same bytes (new
+artifact URI, same content) resumes the same pretraining run.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, Iterable, List
+
+INFO_FILE = "dataset_info.json"
+_CHUNK = 1 << 20
+
+
+def _gfile():
+    import tensorflow as tf  # gfile: local paths and gs:// alike
+
+    return tf.io.gfile
+
+
+def _files_under(root: str, names: Iterable[str]) -> List[str]:
+    gfile = _gfile()
+    root = root.rstrip("/")
+    out = []
+    for name in names:
+        top = posixpath.join(root, name)
+        if not gfile.exists(top):
+            continue
+        if not gfile.isdir(top):
+            out.append(name)
+            continue
+        for dirpath, _, files in gfile.walk(top):
+            rel = dirpath.rstrip("/")[len(root):].strip("/")
+            out += [posixpath.join(rel, f) for f in files]
+    return sorted(out)
+
+
+def _file_digest(path: str) -> str:
+    h = hashlib.sha256()
+    with _gfile().GFile(path, "rb") as f:
+        while True:
+            block = f.read(_CHUNK)
+            if not block:
+                return h.hexdigest()
+            h.update(block)
+
+
+def fingerprint(root: str, names: Iterable[str], workers: int = 8) -> str:
+    """SHA-256 over (relative path, file SHA-256) of every file under ``root/<name>``, in sorted order."""
+    rel = _files_under(root, names)
+    if not rel:
+        raise FileNotFoundError(f"{root}: no files to fingerprint under {sorted(names)}")
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        digests = list(pool.map(lambda r: _file_digest(posixpath.join(root, r)), rel))
+    h = hashlib.sha256()
+    for r, d in zip(rel, digests):
+        h.update(f"{r}\t{d}\n".encode())
+    return h.hexdigest()
+
+
+def make_info(datagen, do_lower_case: bool, vocab_size: int, fingerprint_hex: str) -> Dict[str, Any]:
+    """The facts of an examples folder built with the ``datagen`` section (``config.DataGenConfig``)."""
+    return {"fingerprint": fingerprint_hex, "max_seq_length": int(datagen.max_seq_length),
+            "max_predictions_per_seq": int(datagen.max_predictions_per_seq), "do_lower_case": bool(do_lower_case),
+            "sop_mode": datagen.sop_mode, "vocab_size": int(vocab_size)}
+
+
+def write_info(root: str, info: Dict[str, Any]) -> None:
+    with _gfile().GFile(posixpath.join(root, INFO_FILE), "w") as f:
+        f.write(json.dumps(info, indent=2, sort_keys=True))
+
+
+def read_info(root: str) -> Dict[str, Any]:
+    """The folder's facts; a folder from before they were recorded gets its fingerprint computed now."""
+    gfile = _gfile()
+    path = posixpath.join(root, INFO_FILE)
+    if gfile.exists(path):
+        with gfile.GFile(path) as f:
+            try:
+                return json.load(f)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    names = [n.rstrip("/") for n in gfile.listdir(root)] if gfile.isdir(root) else []
+    splits = [n for n in names if n.startswith("Split-")]
+    if not splits:
+        raise FileNotFoundError(f"{root}: not a pretraining-examples folder (no {INFO_FILE}, no Split-* folders)")
+    return {"fingerprint": fingerprint(root, splits + ["vocab"])}
