@@ -138,6 +138,21 @@ def _field_type(keys: List[str]):
     return cls if cls is not None and dataclasses.is_dataclass(cls) else None
 
 
+def _split_path(data: Dict[str, Any], path: str) -> List[str]:
+    """``a.b.c`` → keys, allowing dots inside a key (``benchmarks.hparams.SQuAD1.1.batch_size``)."""
+    parts, keys, node, i = path.split("."), [], data, 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            key = ".".join(parts[i:j])
+            if isinstance(node, dict) and key in node:
+                keys.append(key)
+                node, i = node[key], j
+                break
+        else:
+            raise ConfigError(f"unknown config key: {path}")
+    return keys
+
+
 def apply_overrides(config: PipelineConfig, overrides: List[str]) -> PipelineConfig:
     """Apply ``section.key=value`` strings (the CLI's ``--set``) with type checking.
 
@@ -150,14 +165,10 @@ def apply_overrides(config: PipelineConfig, overrides: List[str]) -> PipelineCon
         if "=" not in item:
             raise ConfigError(f"override {item!r} must look like section.key=value")
         path, raw = item.split("=", 1)
-        keys = path.strip().split(".")
+        keys = _split_path(data, path.strip())
         node = data
         for key in keys[:-1]:
-            if not isinstance(node, dict) or key not in node:
-                raise ConfigError(f"unknown config key: {path}")
             node = node[key]
-        if not isinstance(node, dict) or keys[-1] not in node:
-            raise ConfigError(f"unknown config key: {path}")
         owner = _field_type(keys)
         choices = schema.field_choices(owner, keys[-1]) if owner is not None else ()
         lowered = raw.strip().lower()

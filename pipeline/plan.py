@@ -185,8 +185,8 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
     from tfx.dsl.compiler import compiler
     from tfx.orchestration import data_types_utils
     from tfx.orchestration.portable import inputs_utils, outputs_utils, runtime_parameter_utils
-    from tfx.orchestration.portable import runner_utils
-    from tfx.orchestration import constants
+    from tfx.orchestration.local import runner_utils
+    from tfx.dsl.compiler import constants
 
     from pipeline.pipeline import create_pipeline
 

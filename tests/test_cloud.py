@@ -361,3 +361,53 @@ def test_kfp_submission_sends_the_package_and_parameters(spec_path):
 def test_kfp_submission_needs_an_endpoint(spec_path):
     with pytest.raises(cloud.CloudConfigError, match="--endpoint"):
         cloud.submit_kfp(spec_path, "", run_name="x")
+
+
+# -- runtime parameters on the spec that `compile` really wrote ---------------------------------------------------
+@pytest.fixture(scope="module")
+def compiled_spec(tmp_path_factory):
+    from pipeline.configs import build_config
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    path = str(tmp_path_factory.mktemp("compiled") / "spec.json")
+    return compile_pipeline(build_config("sample"), path, image=IMAGE)
+
+
+def test_compiled_spec_declares_runtime_parameters_with_the_config_as_defaults(compiled_spec):
+    with open(compiled_spec) as f:
+        spec = json.load(f)
+    declared = spec["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]
+    assert set(declared) == {"num_train_steps", "finetune_seeds", "wikipedia_dir", "books_dir", "glue_dir",
+                             "squad_dir", "race_dir"}
+    defaults = spec["runtimeConfig"]["parameters"]
+    assert defaults["num_train_steps"] == {"intValue": "300"} and defaults["finetune_seeds"] == {"intValue": "1"}
+    assert defaults["glue_dir"]["stringValue"].endswith("data/sample/glue")
+    tasks = spec["pipelineSpec"]["root"]["dag"]["tasks"]
+    assert tasks["Trainer"]["inputs"]["parameters"]["num_train_steps"] == {"componentInputParameter": "num_train_steps"}
+    for node in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"):
+        assert tasks[node]["inputs"]["parameters"]["seeds"] == {"componentInputParameter": "finetune_seeds"}
+    assert tasks["GlueDataImporter"]["inputs"]["parameters"]["artifact_uri"] == {"componentInputParameter": "glue_dir"}
+
+
+def test_submit_with_parameters_on_the_compiled_spec(compiled_spec, vertex_rpcs, monkeypatch):
+    """`albert-pipeline submit --parameters` through the CLI's own handler, on what `compile` wrote."""
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+
+    from pipeline.cli import build_parser
+
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
+    args = build_parser().parse_args([
+        "submit", "--spec", compiled_spec, "--project", "p-albert", "--region", "europe-west4",
+        "--pipeline-root", "gs://b/root", "--service-account", SA,
+        "--parameters", json.dumps({"num_train_steps": 1000, "finetune_seeds": 3, "glue_dir": "gs://b/glue"})])
+    assert args.func(args) == 0
+    sent = _only(vertex_rpcs, "create_pipeline_job")["pipeline_job"]
+    values = sent.runtime_config.parameter_values
+    assert values["num_train_steps"] == 1000 and values["finetune_seeds"] == 3 and values["glue_dir"] == "gs://b/glue"
+    assert values["race_dir"].endswith("data/sample/race")  # not given: the compiled default
+    with pytest.raises(ValueError, match="learning_rate"):
+        args = build_parser().parse_args([
+            "submit", "--spec", compiled_spec, "--project", "p-albert", "--region", "europe-west4",
+            "--pipeline-root", "gs://b/root", "--parameters", json.dumps({"learning_rate": 1})])
+        args.func(args)

@@ -101,7 +101,10 @@ def test_compiled_vertex_spec_has_vertex_trainer(tmp_path):
         "job_spec": {"worker_pool_specs": [{
             "machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8},
             "replica_count": 1, "container_spec": {"image_uri": IMAGE}}]}}
-    assert json.loads(custom["albert"])["vertex_training"]["enabled"] is True
+    # The Trainer's own settings only: model, train (the step count is its own runtime parameter), seed.
+    albert = json.loads(custom["albert"])
+    assert sorted(albert) == ["model", "seed", "train"] and "num_train_steps" not in albert["train"]
+    assert task_params["num_train_steps"] == {"componentInputParameter": "num_train_steps"}
 
 
 def test_create_pipeline_local_trainer_uses_metrics_executor():
@@ -144,3 +147,17 @@ def test_metrics_executor_sets_float_properties(tmp_path, monkeypatch):
         assert artifact.get_float_custom_property("final_step") == 300.0
     # the Vertex launcher reads the file back the same way once the CustomJob has succeeded
     assert vertex_training.read_eval_metrics(model_run.uri)["eval_mlm_loss"] == 4.5
+
+
+def test_num_train_steps_parameter_becomes_train_args():
+    """The step count is a plain int node parameter (runtime-parameter capable) that the executor puts into
+    ``train_args.num_steps``, where ``run_fn`` reads it."""
+    from google.protobuf import json_format
+    from tfx.proto import trainer_pb2
+
+    from pipeline.vertex_training import apply_num_train_steps
+
+    props = apply_num_train_steps({"train_args": "{}", "num_train_steps": 17, "run_fn": "x"})
+    assert "num_train_steps" not in props and props["run_fn"] == "x"
+    assert json_format.Parse(props["train_args"], trainer_pb2.TrainArgs()).num_steps == 17
+    assert apply_num_train_steps({"train_args": "{}"}) == {"train_args": "{}"}

@@ -1,0 +1,115 @@
+"""Each node's parameters are exactly the settings that determine its output (issue 13), and the layering
+that lets components and the Trainer read them: ``config`` is importable without ``pipeline``."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from config import ConfigError, ModelConfig, TrainConfig
+from pipeline.configs import apply_overrides, build_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _changed_nodes(override):
+    base = build_config("sample").node_parameters()
+    new = build_config("sample", overrides=[override]).node_parameters()
+    return {node for node in base if base[node] != new.get(node)}
+
+
+@pytest.mark.parametrize("override,nodes", [
+    ("benchmarks.hparams.RTE.learning_rate=0.001", {"GlueBenchmark"}),
+    ("benchmarks.hparams.RACE.train_steps=7", {"RaceBenchmark"}),
+    ("benchmarks.hparams.SQuAD1.1.batch_size=4", {"SquadBenchmark"}),
+    ("benchmarks.doc_stride=32", {"SquadBenchmark"}),
+    ("benchmarks.tfma=false", {"GlueBenchmark"}),
+    ("benchmarks.seeds=3", {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
+    ("benchmarks.seed=99", {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
+    ("report.title=x", {"BenchmarkReport"}),
+    ("train.num_train_steps=400", {"Trainer"}),
+    ("model.size=albert-base", {"Trainer"}),
+    ("datagen.dupe_factor=3", {"PretrainingDataGen"}),
+    ("vocab.vocab_size=2000", {"VocabGen"}),
+    ("corpus.min_doc_chars=10", {"CorpusGen"}),
+    ("seed=1", {"VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
+    # Orchestration settings and input folders are nobody's parameter (folders enter as Importer artifacts).
+    ("pipeline_root=/elsewhere", set()),
+    ("beam_args=--direct_num_workers=2", set()),
+    ("corpus.books_dir=/other/books", set()),
+    ("benchmarks.glue_dir=/other/glue", set()),
+])
+def test_a_setting_reaches_only_the_nodes_it_determines(override, nodes):
+    assert _changed_nodes(override) == nodes
+
+
+def test_upstream_facts_are_not_copied_into_downstream_parameters():
+    params = build_config("sample").node_parameters()
+    assert "do_lower_case" not in json.dumps(params["PretrainingDataGen"])  # from the vocab artifact
+    trainer = json.dumps(params["Trainer"])
+    assert "max_seq_length" not in trainer and "vocab_size" not in trainer  # from the examples artifact
+    assert set(params["GlueBenchmark"]["settings"]["hparams"]) == {"CoLA", "SST-2", "MRPC", "RTE"}
+    assert set(params["RaceBenchmark"]["settings"]["hparams"]) == {"RACE"}
+
+
+def test_squad_both_versions_are_two_nodes_with_their_own_files():
+    cfg = build_config("sample", overrides=["benchmarks.squad_version=both", "benchmarks.squad_v2_dir=/x/squad2"])
+    nodes = cfg.benchmarks.nodes()
+    assert nodes["squad"].endswith("data/sample/squad") and nodes["squad2"] == "/x/squad2"
+    v1 = cfg.node_parameters()["SquadBenchmark"]["settings"]
+    v2 = cfg.node_parameters()["Squad2Benchmark"]["settings"]
+    assert (v1["squad_version"], list(v1["hparams"])) == ("1.1", ["SQuAD1.1"])
+    assert (v2["squad_version"], list(v2["hparams"]), v2["squad_dev_file"]) == ("2.0", ["SQuAD2.0"], "dev-v2.0.json")
+
+
+def test_sharing_none_is_a_value_not_null():
+    cfg = apply_overrides(build_config("sample"), ["model.sharing=none"])
+    assert cfg.model.sharing == "none"
+    assert cfg.validate().model.albert_config(100).sharing == "none"
+    assert apply_overrides(cfg, ["model.sharing=null"]).model.sharing is None
+    assert apply_overrides(cfg, ["vocab.import_model=none"]).vocab.import_model is None
+
+
+@pytest.mark.parametrize("override,needle", [
+    ("model.size=albert-huge", "albert-huge"),
+    ("model.sharing=some", "model.sharing"),
+    ("model.hidden_size=101", "divisible"),
+    ("model.dropout=1.5", "model.dropout"),
+    ("train.learning_rate=0", "train.learning_rate"),
+    ("benchmarks.hparams.RTE.max_seq_length=4096", "benchmarks.hparams.RTE.max_seq_length"),
+    ("datagen.max_predictions_per_seq=0", "datagen.max_predictions_per_seq"),
+    ("corpus.book_encoding_fallback=klingon", "corpus.book_encoding_fallback"),
+])
+def test_every_section_is_validated_before_anything_runs(override, needle):
+    with pytest.raises(ConfigError, match=needle):
+        build_config("sample", overrides=[override])
+
+
+def test_train_identity_leaves_out_only_schedule_and_cadence():
+    t = TrainConfig()
+    ident = t.identity()
+    assert "num_train_steps" not in ident and "log_every" not in ident and "checkpoint_every" not in ident
+    assert {"learning_rate", "optimizer", "train_batch_size", "grad_accum_steps", "num_warmup_steps",
+            "mixed_precision", "shuffle_buffer"} <= set(ident)
+    assert ModelConfig.from_json(ModelConfig(size="albert-tiny").to_json()) == ModelConfig(size="albert-tiny")
+
+
+def test_components_and_trainer_never_import_pipeline():
+    """Importing every component and trainer module pulls in no ``pipeline`` module."""
+    modules = ["config", "components.tfx_components", "components.evaluation.runner", "components.report_lib",
+               "components.datagen_tool", "trainer.task", "trainer.train_lib"]
+    code = ("import sys, importlib, json\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'pipeline' or m.startswith('pipeline.'))))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    for folder in ("components", "trainer", "config"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, folder)):
+            for name in files:
+                if name.endswith(".py"):
+                    text = open(os.path.join(dirpath, name), encoding="utf-8").read()
+                    assert not re.search(r"^\s*(from pipeline[ .]|import pipeline)", text, re.M), name

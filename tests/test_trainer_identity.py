@@ -1,0 +1,44 @@
+"""Checkpoints are keyed by what defines a pretraining run, not by artifact URIs (issue 13)."""
+import json
+
+import pytest
+
+from config import ConfigError, ModelConfig, TrainConfig
+from trainer import examples_info, task
+
+
+def _identity(fingerprint="f" * 64, **train):
+    model = ModelConfig(size="albert-tiny")
+    return task.run_identity(fingerprint, model.albert_config(500), TrainConfig(**train), seed=1)
+
+
+def test_key_ignores_step_count_and_cadence_but_not_the_trajectory(tmp_path):
+    root = str(tmp_path)
+    base = task.checkpoint_dir_for(root, _identity())
+    assert task.checkpoint_dir_for(root, _identity(num_train_steps=999, log_every=7, checkpoint_every=3)) == base
+    for changed in (_identity(learning_rate=1e-3), _identity(optimizer="adamw"), _identity(train_batch_size=8),
+                    _identity(fingerprint="0" * 64)):
+        assert task.checkpoint_dir_for(root, changed) != base
+
+
+def test_a_folder_of_another_run_is_refused_not_loaded(tmp_path):
+    ident = _identity()
+    folder = task.checkpoint_dir_for(str(tmp_path), ident)
+    assert task.claim_checkpoint_dir(folder, ident) is False  # new run
+    assert task.claim_checkpoint_dir(folder, ident) is True  # the same run resumes
+    with pytest.raises(ConfigError, match="train"):
+        task.claim_checkpoint_dir(folder, _identity(learning_rate=0.5))
+
+
+def test_fingerprint_is_content_not_location(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name / "Split-train").mkdir(parents=True)
+        (tmp_path / name / "Split-train" / "part-0.gz").write_bytes(b"same bytes")
+    fa = examples_info.fingerprint(str(tmp_path / "a"), ["Split-train"])
+    assert fa == examples_info.fingerprint(str(tmp_path / "b"), ["Split-train"])
+    (tmp_path / "b" / "Split-train" / "part-0.gz").write_bytes(b"other bytes")
+    assert fa != examples_info.fingerprint(str(tmp_path / "b"), ["Split-train"])
+    # A folder from before dataset_info.json existed still gets its fingerprint.
+    assert examples_info.read_info(str(tmp_path / "a")) == {"fingerprint": fa}
+    with pytest.raises(FileNotFoundError, match="not a pretraining-examples folder"):
+        examples_info.read_info(str(tmp_path))
