@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0: reader, sliding-window featurization, n-best decoding and EM/F1.
 
-Alignment. ALBERT normalises text before SentencePiece (whitespace collapse, two backquotes or two
-quotes → ", NFKD with combining marks dropped, lowercasing) and SentencePiece normalises again
+Alignment. ALBERT normalises text before SentencePiece (whitespace collapse, NFKD with combining
+marks dropped, lowercasing) and SentencePiece normalises again
 (NFKC-like), so the piece sequence cannot be matched back to the context by string search. We
 instead (1) build the ALBERT-normalised context together with, for every normalised character,
 the index of the original character it came from; (2) encode it with SentencePiece asking for
@@ -178,19 +178,7 @@ def _normalize_with_spans(text: str, lower: bool = True) -> Tuple[str, List[int]
             chars.append((" ", pending_space, pending_space + 1))
         pending_space = -1
         chars.append((c, i, i + 1))
-    # 2. `` → " then '' → " (two left-to-right passes, like two str.replace calls).
-    for pair in ("``", "''"):
-        out: List[Tuple[str, int, int]] = []
-        j = 0
-        while j < len(chars):
-            if j + 1 < len(chars) and chars[j][0] == pair[0] and chars[j + 1][0] == pair[1]:
-                out.append(('"', chars[j][1], chars[j + 1][2]))
-                j += 2
-            else:
-                out.append(chars[j])
-                j += 1
-        chars = out
-    # 3. NFKD per character, drop combining marks. (Whole-string NFKD only differs by reordering
+    # 2. NFKD per character, drop combining marks. (Whole-string NFKD only differs by reordering
     #    combining marks, which are all dropped.)
     out = []
     for c, b, e in chars:
@@ -198,7 +186,7 @@ def _normalize_with_spans(text: str, lower: bool = True) -> Tuple[str, List[int]
             if not unicodedata.combining(d):
                 out.append((d, b, e))
     chars = out
-    # 4. lowercase: whole-string when lengths agree (keeps context rules such as final sigma),
+    # 3. lowercase: whole-string when lengths agree (keeps context rules such as final sigma),
     #    otherwise per character (a few characters lowercase to two).
     if lower:
         s = "".join(c for c, _, _ in chars)
