@@ -8,10 +8,16 @@ Memory stays bounded at any corpus size (the official script holds every instanc
   shuffle key, to one spill file per (split, shard) and emits only the file names. The per-shard writer
   reads the keys and offsets of its spill files (24 bytes a record), sorts them and copies the payloads
   in key order into the TFRecord file: a global shuffle in bounded memory, with no per-record Beam cost;
-* the random-document pool (official SOP negatives, NSP) is a deterministic sample of documents, bounded
-  in documents and in characters: a first read emits only (key, id, file, characters) per document, the
-  sample is chosen from those, and a second read tokenizes just the chosen documents, in parallel, into a
-  compact :class:`DocumentPool` side input (pooled documents are not tokenized again by the generator).
+* the random-document pools (official SOP negatives, NSP) are deterministic samples of documents, one per
+  split and drawn from that split's documents only (so no eval text enters a training instance, nor the
+  reverse), each bounded in documents and in characters: a first read emits only (split, key, id, file,
+  characters) per document, the samples are chosen from those, and a second read tokenizes just the chosen
+  documents, in parallel, into compact :class:`DocumentPool` side inputs (pooled documents are not
+  tokenized again by the generator).
+
+The eval split is a held-out ``eval_fraction`` of the documents (by hash), or, when ``eval_document_files``
+are given (the paper's practice: documents of the SQuAD and RACE dev sets, see
+:mod:`components.datagen.dev_documents`), exactly those documents, every corpus document then training.
 
 Every random choice derives from (seed, document id, pass) and shard files are sorted on a key derived
 the same way, so the bytes do not depend on how many workers ran, on bundle boundaries or on order.
@@ -88,10 +94,28 @@ class _Tokenizing(beam.DoFn):
         self.vocab = VocabInfo.from_tokenizer(self.tokenizer)
 
 
-def _pool_keys(path: str, seed: int) -> Iterator[Tuple[int, str, str, int]]:
-    """(pool key, doc_id, file, characters) per document: small elements, whatever the document size."""
+class SplitRule:
+    """Which split a document belongs to: every document of an ``eval_files`` file is "eval"; otherwise the
+    held-out ``eval_fraction`` by hash (none when eval files are given or the fraction is 0)."""
+
+    def __init__(self, seed: int, eval_fraction: float, eval_files: Iterable[str] = ()):
+        self.seed = seed
+        self.eval_files = frozenset(eval_files)
+        self.eval_fraction = 0.0 if self.eval_files else float(eval_fraction)
+
+    def __call__(self, path: str, doc_id: str) -> str:
+        if path in self.eval_files:
+            return "eval"
+        return split_of(doc_id, self.seed, self.eval_fraction) if self.eval_fraction > 0 else "train"
+
+
+def _pool_keys(path: str, seed: int, split_rule: Optional[SplitRule] = None
+               ) -> Iterator[Tuple[int, str, str, int]]:
+    """(pool key, doc_id, file, characters) per document: small elements, whatever the document size. With
+    ``split_rule``: ``(split, (key, doc_id, file, characters))``, keyed for one pool per split."""
     for doc_id, sentences in read_documents(path):
-        yield _h64("pool", seed, doc_id), doc_id, path, sum(map(len, sentences))
+        item = (_h64("pool", seed, doc_id), doc_id, path, sum(map(len, sentences)))
+        yield item if split_rule is None else (split_rule(path, doc_id), item)
 
 
 def select_pool(candidates: List[Tuple[int, str, str, int]], max_chars: int) -> Dict[str, int]:
@@ -127,6 +151,51 @@ def _build_pool(items: List[Tuple[int, str, object]]) -> DocumentPool:
     return DocumentPool([doc_id for _, doc_id, _ in items], [tokens for _, _, tokens in items])
 
 
+class _TokenizeSplitPoolDocuments(_Tokenizing):
+    """One file → (split, key, doc_id, TokenizedDocument) for each of its documents chosen for its split's pool."""
+
+    def process(self, path: str, chosen: Dict[str, Dict[str, int]]):
+        prefix = posixpath.basename(path) + ":"
+        wanted = {doc_id: (split, key) for split, ids in chosen.items() for doc_id, key in ids.items()
+                  if doc_id.startswith(prefix)}
+        if not wanted:
+            return
+        for doc_id, sentences in read_documents(path):
+            if doc_id in wanted:
+                tokens = tokenize_document(self.tokenizer, sentences, self.vocab)
+                if len(tokens):
+                    split, key = wanted[doc_id]
+                    yield split, key, doc_id, tokens
+
+
+def _build_split_pools(items: List[Tuple[str, int, str, object]]) -> Dict[str, DocumentPool]:
+    by_split: Dict[str, List[Tuple[int, str, object]]] = {}
+    for split, key, doc_id, tokens in items:
+        by_split.setdefault(split, []).append((key, doc_id, tokens))
+    return {split: _build_pool(found) for split, found in sorted(by_split.items())}
+
+
+def split_document_pools(files: beam.PCollection, spm_model_path: str, do_lower_case: bool, seed: int,
+                         max_documents: int, max_chars: int, split_rule: SplitRule) -> beam.PCollection:
+    """File names → one ``{split: DocumentPool}``: per split, that split's documents with the smallest pool
+    keys, at most ``max_documents`` and ``max_chars`` each (see :func:`random_document_pool`). A split's
+    instances draw random documents from its own pool only."""
+    chosen = (
+        files
+        | "PoolKeys" >> beam.FlatMap(_pool_keys, seed, split_rule)
+        | "SmallestKeys" >> beam.combiners.Top.SmallestPerKey(max_documents, key=lambda t: (t[0], t[1]))
+        | "FitPoolBudget" >> beam.MapTuple(lambda split, found: (split, select_pool(found, max_chars)))
+        | "ChosenBySplit" >> beam.combiners.ToDict()
+    )
+    return (
+        files
+        | "TokenizePool" >> beam.ParDo(_TokenizeSplitPoolDocuments(spm_model_path, do_lower_case),
+                                       beam.pvalue.AsSingleton(chosen))
+        | "CollectPool" >> beam.combiners.ToList()
+        | "BuildPool" >> beam.Map(_build_split_pools)
+    )
+
+
 def random_document_pool(files: beam.PCollection, spm_model_path: str, do_lower_case: bool, seed: int,
                          max_documents: int, max_chars: int) -> beam.PCollection:
     """File names → one :class:`DocumentPool`: the documents with the smallest pool keys, at most
@@ -151,6 +220,7 @@ def random_document_pool(files: beam.PCollection, spm_model_path: str, do_lower_
 
 
 _SPILL_HEADER = struct.Struct("<QI")  # shuffle key, payload length
+_EMPTY_POOL = DocumentPool([], [])
 
 
 class _GenerateInstances(_Tokenizing):
@@ -164,13 +234,13 @@ class _GenerateInstances(_Tokenizing):
     """
 
     def __init__(self, spm_model_path: str, do_lower_case: bool, params: InstanceParams, seed: int,
-                 dupe_factor: int, shards: Dict[str, int], eval_fraction: float, spill_dir: str):
+                 dupe_factor: int, shards: Dict[str, int], split_rule: SplitRule, spill_dir: str):
         super().__init__(spm_model_path, do_lower_case)
         self._params = params
         self._seed = seed
         self._dupe_factor = dupe_factor
         self._shards = dict(shards)
-        self._eval_fraction = eval_fraction
+        self._split_rule = split_rule
         self._spill_dir = spill_dir
 
     def setup(self):
@@ -191,20 +261,22 @@ class _GenerateInstances(_Tokenizing):
                 path, FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED))
         return handle[1]
 
-    def process(self, path: str, pool: Optional[DocumentPool] = None):
+    def process(self, path: str, pools: Optional[Dict[str, DocumentPool]] = None):
         # The element is a file, read here: documents never become Beam elements. (As the output of a separate
         # FlatMap they were buffered whole whenever the runner did not fuse it with this side-input ParDo.)
         for doc_id, sentences in read_documents(path):
-            yield from self._document(doc_id, sentences, pool)
+            split = self._split_rule(path, doc_id)
+            pool = None if pools is None else pools.get(split, _EMPTY_POOL)
+            yield from self._document(doc_id, split, sentences, pool)
 
-    def _document(self, doc_id: str, sentences: List[str], pool: Optional[DocumentPool]):
-        split = split_of(doc_id, self._seed, self._eval_fraction) if self._eval_fraction > 0 else "train"
+    def _document(self, doc_id: str, split: str, sentences: List[str], pool: Optional[DocumentPool]):
         ids = pool.get(doc_id) if pool is not None else None  # pooled documents are tokenized already
         if ids is None:
             ids = tokenize_document(self.tokenizer, sentences, self.vocab)
         if not ids:
             return
-        random_document = pool.sampler(doc_id) if pool is not None else None
+        # The split's own pool; a split with a single document draws from that document, as officially.
+        random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
         num_shards = self._shards[split]
         stats = InstanceStats()
         pending: Dict[int, List[bytes]] = {}
@@ -355,14 +427,17 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
                            seed: int, dupe_factor: int, num_shards: int, eval_fraction: float,
                            compression: str = "GZIP", compression_level: int = 6, do_lower_case: bool = True,
                            spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE,
-                           random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS) -> None:
+                           random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS,
+                           eval_document_files: Optional[List[str]] = None) -> None:
     """Add the data-generation stages to ``pipeline``.
 
     ``output_dirs`` maps split name ("train"/"eval") to its folder; ``stats_path`` receives the JSON
     statistics of both splits. ``eval_fraction`` 0 puts every document in "train". ``spill_dir``: where
     unsorted records wait for their shard's sort (default ``.datagen-spill`` next to the train folder;
     removed at the end). ``random_pool_size`` / ``random_pool_max_chars``: at most this many documents and
-    characters in the random-document pool (official/nsp modes).
+    characters in each split's random-document pool (official/nsp modes). ``eval_document_files``: documents
+    (same format) that form the eval split instead of the held-out ``eval_fraction`` (which is then ignored:
+    every corpus document trains), e.g. the SQuAD/RACE dev documents of :mod:`components.datagen.dev_documents`.
 
     Stages: file names → read + tokenize + instances + serialize (one fused stage; its only side input is
     the compact random-document pool, chosen from per-document keys and then tokenized by two separate
@@ -371,8 +446,9 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     """
     if not document_files:
         raise FileNotFoundError("no document files given to pretraining-data generation")
+    eval_document_files = list(eval_document_files or [])
     by_name: Dict[str, str] = {}
-    for path in document_files:
+    for path in list(document_files) + eval_document_files:
         name = posixpath.basename(path)
         if name in by_name:  # document ids are "<file name>:<index>": they would collide
             raise ValueError(f"two inputs have the same name, {by_name[name]} and {path} (the same file given twice, "
@@ -380,22 +456,23 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
         by_name[name] = path
     if spill_dir is None:
         spill_dir = posixpath.join(posixpath.dirname(output_dirs["train"].rstrip("/")), ".datagen-spill")
-    splits = [s for s in SPLITS if s == "train" or eval_fraction > 0]
+    split_rule = SplitRule(seed, eval_fraction, eval_document_files)
+    splits = [s for s in SPLITS if s == "train" or eval_fraction > 0 or eval_document_files]
     shards = {"train": num_shards, "eval": max(1, min(num_shards, 4))}
     files = (
         pipeline
-        | "ListDocumentFiles" >> beam.Create(sorted(document_files))
+        | "ListDocumentFiles" >> beam.Create(sorted(document_files) + sorted(eval_document_files))
         | "SpreadFiles" >> beam.Reshuffle()
     )
     side = []
     if params.sop_mode in ("official", "nsp"):
-        pool = random_document_pool(files, spm_model_path, do_lower_case, seed, random_pool_size,
-                                    random_pool_max_chars)
-        side = [beam.pvalue.AsSingleton(pool)]
+        pools = split_document_pools(files, spm_model_path, do_lower_case, seed, random_pool_size,
+                                     random_pool_max_chars, split_rule)
+        side = [beam.pvalue.AsSingleton(pools)]
     generated = (
         files
         | "Generate" >> beam.ParDo(
-            _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, shards, eval_fraction,
+            _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, shards, split_rule,
                                spill_dir), *side).with_outputs(*[f"stats_{s}" for s in splits], main="spills")
     )
     written = (

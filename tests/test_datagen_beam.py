@@ -167,3 +167,97 @@ def test_input_files_with_the_same_name_are_refused(tmp_path, spm_model_path):
         with pytest.raises(ValueError, match="same name"):
             make_pretraining_data(inputs, spm_model_path, str(out), _config(), workers=1)
         assert not out.exists() and not glob.glob(str(out) + ".tmp-*")
+
+
+TRAIN_WORDS = "apple river mountain garden window basket candle forest silver yellow".split()
+EVAL_WORDS = "doctor engine village market winter bottle castle island violin rocket".split()
+
+
+def _disjoint_corpus(path, n_docs, split_for_index, seed=0):
+    """Documents of long sentences (so official-mode chunks often hold one sentence and draw a random
+    document) written only with TRAIN_WORDS or only with EVAL_WORDS, by the split the document lands in."""
+    import random
+
+    rng = random.Random(seed)
+    blocks = []
+    for i in range(n_docs):
+        words = EVAL_WORDS if split_for_index(i) == "eval" else TRAIN_WORDS
+        blocks.append("".join(" ".join(rng.choice(words) for _ in range(rng.randint(30, 80))) + ".\n"
+                              for _ in range(rng.randint(3, 6))) + "\n")
+    path.write_text("".join(blocks), encoding="utf-8")
+
+
+def _original_tokens(out, split):
+    """Per instance, the ids before masking (masked positions get their masked_lm_ids back)."""
+    import numpy as np
+    import tensorflow as tf
+
+    from trainer.input_pipeline import feature_spec
+
+    files = sorted(glob.glob(os.path.join(out, f"Split-{split}", "*")))
+    rows = []
+    for rec in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+        ex = {k: v.numpy() for k, v in tf.io.parse_single_example(rec, feature_spec(64, 8)).items()}
+        ids = ex["input_ids"].copy()
+        real = ex["masked_lm_weights"] > 0
+        ids[ex["masked_lm_positions"][real]] = ex["masked_lm_ids"][real]
+        rows.append((set(ids[: int(ex["input_mask"].sum())].tolist()), int(ex["next_sentence_labels"][0])))
+    return rows
+
+
+def _run_datagen(spm_model_path, out, corpus, eval_files=None, sop_mode="official", eval_fraction=0.3):
+    import apache_beam as beam
+
+    from components import datagen_beam
+
+    cfg = _config(sop_mode=sop_mode)
+    dirs = {s: os.path.join(out, f"Split-{s}") for s in datagen_beam.SPLITS}
+    for d in dirs.values():
+        os.makedirs(d)
+    with beam.Pipeline() as p:
+        datagen_beam.build_pretraining_data(
+            p, corpus, spm_model_path, dirs, os.path.join(out, "stats.json"),
+            params=datagen_beam.instance_params(cfg.datagen), seed=cfg.seed, dupe_factor=2, num_shards=1,
+            eval_fraction=eval_fraction, eval_document_files=eval_files)
+    with open(os.path.join(out, "stats.json")) as f:
+        return json.load(f), cfg.seed
+
+
+@pytest.mark.parametrize("sop_mode", ["official", "nsp"])
+def test_no_eval_document_text_in_training_instances(tmp_path, spm_model_path, tok, sop_mode):
+    """Each split draws its random documents from its own documents: with train and eval documents written in
+    disjoint vocabularies, no training instance holds an eval-only piece, nor an eval instance a train-only one,
+    although random-document instances (label 1) are plentiful in both splits."""
+    from components import datagen_beam
+
+    seed = _config().seed
+    corpus = tmp_path / "corpus.txt"
+    _disjoint_corpus(corpus, 24, lambda i: datagen_beam.split_of(f"corpus.txt:{i}", seed, 0.3))
+    stats, _ = _run_datagen(spm_model_path, str(tmp_path / "out"), [str(corpus)], sop_mode=sop_mode)
+    train_ids = {tok.encode(w)[0] for w in TRAIN_WORDS}
+    eval_ids = {tok.encode(w)[0] for w in EVAL_WORDS}
+    for split, own, other in (("train", train_ids, eval_ids), ("eval", eval_ids, train_ids)):
+        rows = _original_tokens(str(tmp_path / "out"), split)
+        assert len(rows) == stats["splits"][split]["instances"] > 10
+        assert stats["splits"][split]["sop_random_next_instances"] > 0 or sop_mode == "nsp"
+        assert sum(label for _, label in rows) > 0
+        assert all(ids & own for ids, _ in rows)
+        assert not any(ids & other for ids, _ in rows), split
+
+
+def test_eval_document_files_form_the_eval_split(tmp_path, spm_model_path, tok):
+    """``eval_document_files`` (the paper's dev set from SQuAD/RACE dev documents): those documents and only
+    they are the eval split; every corpus document trains; random documents stay within each split."""
+    corpus, dev = tmp_path / "corpus.txt", tmp_path / "dev_documents.txt"
+    _disjoint_corpus(corpus, 12, lambda i: "train", seed=1)
+    _disjoint_corpus(dev, 5, lambda i: "eval", seed=2)
+    stats, _ = _run_datagen(spm_model_path, str(tmp_path / "out"), [str(corpus)], eval_files=[str(dev)])
+    train_ids = {tok.encode(w)[0] for w in TRAIN_WORDS}
+    eval_ids = {tok.encode(w)[0] for w in EVAL_WORDS}
+    train_rows, eval_rows = (_original_tokens(str(tmp_path / "out"), s) for s in ("train", "eval"))
+    assert train_rows and eval_rows
+    assert all(ids & train_ids and not ids & eval_ids for ids, _ in train_rows)
+    assert all(ids & eval_ids and not ids & train_ids for ids, _ in eval_rows)
+    assert stats["splits"]["eval"]["sop_random_next_instances"] > 0
+    # Every corpus document contributes to train (none held out by eval_fraction).
+    assert stats["splits"]["train"]["instances"] >= 12

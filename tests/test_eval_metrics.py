@@ -114,3 +114,29 @@ def test_glue_metrics_per_task():
     assert stsb["score"] == pytest.approx((stsb["pearson"] + stsb["spearman"]) / 2)
     with pytest.raises(ValueError, match="unknown GLUE task"):
         M.glue_metrics("SQuAD", preds, labels)
+
+
+# --- checkpoint selection: the official metric per task ---------------------------------------------------------
+
+@pytest.mark.parametrize("task,metric", [
+    ("MRPC", "accuracy"), ("QQP", "accuracy"), ("STS-B", "pearson"), ("stsb", "pearson"), ("CoLA", "mcc"),
+    ("SST-2", "accuracy"), ("MNLI", "accuracy"), ("MNLI-m", "accuracy"), ("RTE", "accuracy"),
+    ("SQuAD1.1", "f1"), ("squad2.0", "f1"), ("RACE", "accuracy"),
+])
+def test_selection_metric_is_the_official_one(task, metric):
+    """run_classifier.py keeps checkpoints by Pearson (STS-B), MCC (CoLA), else accuracy; run_squad_*: F1."""
+    assert M.selection_metric(task) == metric
+
+
+def test_mrpc_selection_differs_from_the_headline():
+    """MRPC's headline is mean(F1, accuracy); selection reads accuracy alone, so the two can rank differently."""
+    from components.evaluation.run_glue import glue_scores
+
+    labels = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
+    eager = np.ones(10, int)                          # accuracy 50, F1 66.7 -> headline 58.3
+    cautious = np.array([1, 0, 0, 0, 0, 0, 0, 0, 0, 0])  # accuracy 60, F1 33.3 -> headline 46.7
+    a, b = glue_scores("MRPC", eager, labels), glue_scores("MRPC", cautious, labels)
+    assert a["score"] > b["score"] and a["selection_score"] < b["selection_score"]
+    assert a["selection_metric"] == "accuracy" and (a["selection_score"], b["selection_score"]) == (50.0, 60.0)
+    sts = glue_scores("STS-B", np.array([0.1, 0.5, 0.2, 0.9]), np.array([0.0, 2.0, 1.0, 4.0]))
+    assert sts["selection_score"] == sts["pearson"] != sts["score"]

@@ -60,6 +60,26 @@ def test_named_config_param_counts(name, expected_millions):
     assert counts["total"] == counts["embedding"] + counts["encoder"] + counts["pooler"]
 
 
+@pytest.mark.parametrize("size", ["albert-base", "albert-large", "albert-xlarge", "albert-xxlarge"])
+def test_named_releases_have_their_dropout(size):
+    """-v1 is the paper's Table 2 model (dropout 0.1 in the released albert_config.json; xxlarge v1 already 0),
+    -v2 the v2 release (0 everywhere); a bare name is the v2 setting. Shapes do not depend on the release."""
+    v1, v2, bare = (AlbertConfig.named(n) for n in (size + "-v1", size + "-v2", size))
+    want_v1 = 0.0 if size == "albert-xxlarge" else 0.1
+    assert (v1.hidden_dropout_prob, v1.attention_probs_dropout_prob) == (want_v1, want_v1)
+    assert (v2.hidden_dropout_prob, v2.attention_probs_dropout_prob) == (0.0, 0.0)
+    assert bare == v2
+    assert count_parameters(v1) == count_parameters(v2)
+    assert AlbertConfig.named(size.upper().replace("-", "_") + "_V1") == v1
+    assert AlbertConfig.named(size + "-v1", hidden_dropout_prob=0.2).hidden_dropout_prob == 0.2
+
+
+@pytest.mark.parametrize("name", ["bert-base-v1", "albert-tiny-v2", "albert-huge-v1"])
+def test_named_release_suffix_only_for_released_sizes(name):
+    with pytest.raises(ValueError, match="v1 / -v2"):
+        AlbertConfig.named(name)
+
+
 def test_embedding_projection_follows_official_rule():
     assert AlbertConfig.named("albert-base").uses_embedding_projection
     assert not AlbertConfig.named("bert-base").uses_embedding_projection  # E == H: no projection (official)

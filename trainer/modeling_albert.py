@@ -62,6 +62,7 @@ __all__ = [
     "get_activation",
     "SHARING_STRATEGIES",
     "NAMED_CONFIGS",
+    "RELEASE_OVERRIDES",
 ]
 
 SHARING_STRATEGIES = ("all", "attention", "ffn", "none", "groups")
@@ -184,13 +185,25 @@ class AlbertConfig:
     # ---- named configurations ---------------------------------------------------------------------------------
     @classmethod
     def named(cls, name: str, **overrides) -> "AlbertConfig":
-        """A configuration from paper Table 1 (or ``albert-tiny`` for tests), with optional field overrides."""
+        """A configuration from paper Table 1 (or ``albert-tiny`` for tests), with optional field overrides.
+
+        A release suffix picks the released ``albert_config.json`` settings, which differ in dropout: ``-v1``
+        (the paper's Table 2 models) has dropout 0.1 in base/large/xlarge and 0 in xxlarge, ``-v2`` has 0
+        everywhere. A bare name (``albert-base``) is the v2 setting. Only the four released ALBERT sizes have
+        releases, so ``bert-base-v1`` or ``albert-tiny-v2`` is an error rather than a silent alias.
+        """
         key = name.lower().replace("_", "-")
+        release = None
         if key.endswith("-v2") or key.endswith("-v1"):
-            key = key[:-3]
+            key, release = key[:-3], key[-2:]
         if key not in NAMED_CONFIGS:
-            raise ValueError(f"Unknown configuration {name!r}; known: {sorted(NAMED_CONFIGS)}")
+            raise ValueError(f"Unknown configuration {name!r}; known: {sorted(NAMED_CONFIGS)} "
+                             f"(the released ALBERT sizes also as <name>-v1 / -v2)")
         fields = dict(NAMED_CONFIGS[key])
+        if release is not None:
+            if key not in RELEASE_OVERRIDES:
+                raise ValueError(f"{name!r}: only {sorted(RELEASE_OVERRIDES)} were released as -v1 / -v2")
+            fields.update(RELEASE_OVERRIDES[key][release])
         unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(f"Unknown AlbertConfig field(s) in overrides: {sorted(unknown)}")
@@ -259,6 +272,19 @@ NAMED_CONFIGS: Dict[str, Dict[str, Any]] = {
     # Not from the paper: a CPU-friendly configuration for tests and smoke runs.
     "albert-tiny": dict(_V2_COMMON, hidden_size=128, num_hidden_layers=2, embedding_size=64,
                         num_attention_heads=2, intermediate_size=512, sharing="all"),
+}
+
+# What the released albert_config.json files (TF-Hub google/albert_<size>/1 and /2) set differently from the
+# table above: v1 trained base/large/xlarge with dropout 0.1 (xxlarge v1 already without, paper section 4.8);
+# v2 removed dropout from all sizes (release README). "gelu" is the official name of the tanh GELU.
+_V1_DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, hidden_act="gelu")
+_V1_NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, hidden_act="gelu")
+_V2 = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, hidden_act="gelu_new")
+RELEASE_OVERRIDES: Dict[str, Dict[str, Dict[str, Any]]] = {
+    "albert-base": {"v1": _V1_DROPOUT, "v2": _V2},
+    "albert-large": {"v1": _V1_DROPOUT, "v2": _V2},
+    "albert-xlarge": {"v1": _V1_DROPOUT, "v2": _V2},
+    "albert-xxlarge": {"v1": _V1_NO_DROPOUT, "v2": _V2},
 }
 
 

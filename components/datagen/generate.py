@@ -25,8 +25,8 @@ _ASCII_SPACES = str.maketrans({c: " " for c in "\t\r\x0b\x0c\x1c\x1d\x1e\x1f"})
 def normalize_sentences(tokenizer, sentences: Sequence[str]) -> List[str]:
     """``[tokenizer.normalize(s) for s in sentences]``, faster.
 
-    For ALBERT's normalisation, ASCII text needs no NFKD or accent stripping, so whitespace collapsing, the
-    quote replacements and lower-casing run once over the document's ASCII sentences joined by newlines
+    For ALBERT's normalisation, ASCII text needs no NFKD or accent stripping, so whitespace collapsing and
+    lower-casing run once over the document's ASCII sentences joined by newlines
     (sentences never contain one) with C-speed string methods, instead of once per sentence; only
     non-ASCII sentences take the per-sentence path.
     """
@@ -43,7 +43,6 @@ def normalize_sentences(tokenizer, sentences: Sequence[str]) -> List[str]:
     text = joined.translate(_ASCII_SPACES)
     while "  " in text:
         text = text.replace("  ", " ")
-    text = text.replace("``", '"').replace("''", '"')
     if tokenizer.do_lower_case:
         text = text.lower()
     lines = [line.strip(" ") for line in text.split("\n")]

@@ -76,13 +76,20 @@ class DocumentPool:
         i = self._position(doc_id)
         return None if i is None else self.document(i)
 
-    def sampler(self, exclude_doc_id: str) -> RandomDocument:
-        """``random_document(rng)``: a uniformly drawn pooled document other than ``exclude_doc_id``."""
+    def sampler(self, exclude_doc_id: str, alone: Optional[TokenizedDocument] = None) -> RandomDocument:
+        """``random_document(rng)``: a uniformly drawn pooled document other than ``exclude_doc_id``.
+
+        When the pool holds no other document, ``alone`` (the document itself, what the official script ends
+        up drawing after its ten retries when a corpus has one document) is returned if given; otherwise
+        drawing is an error.
+        """
         skip = self._position(exclude_doc_id)
         n = len(self.doc_ids) - (skip is not None)
 
         def random_document(rng: np.random.Generator) -> TokenizedDocument:
             if n <= 0:
+                if alone is not None:
+                    return alone
                 raise ValueError("the corpus has a single document: no other document to draw a random segment "
                                  "from (use sop_mode=pure)")
             r = int(rng.integers(n))

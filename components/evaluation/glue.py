@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = [
+    "predictions_from_logits",
     "GlueExample",
     "GlueSplit",
     "GlueTask",
@@ -236,6 +237,12 @@ def convert_glue_examples(examples: Sequence[GlueExample], tokenizer, max_seq_le
                     raise ValueError(f"example {ex.guid}: label {ex.label!r} is not one of {list(t.labels)}")
                 label_ids[i] = label_map[ex.label]
     return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids, "label_ids": label_ids}
+
+
+def predictions_from_logits(task: str, logits: np.ndarray) -> np.ndarray:
+    """Model outputs → predictions: the regression value (STS-B) or the arg-max label id."""
+    logits = np.asarray(logits)
+    return logits[:, 0] if get_task(task).is_regression else np.argmax(logits, axis=-1)
 
 
 def submission_filename(task: str, split: str = "test") -> str:

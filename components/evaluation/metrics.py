@@ -19,6 +19,8 @@ __all__ = [
     "rankdata_average",
     "glue_metrics",
     "GLUE_METRICS",
+    "SELECTION_METRICS",
+    "selection_metric",
 ]
 
 
@@ -130,6 +132,14 @@ GLUE_METRICS: Dict[str, Dict[str, Sequence[str]]] = {
     "RTE": {"metrics": ("accuracy",), "headline": ("accuracy",)},
     "WNLI": {"metrics": ("accuracy",), "headline": ("accuracy",)},
 }
+# The metric the official scripts keep the best checkpoint by (``run_classifier.py``: Pearson for STS-B,
+# Matthews correlation for CoLA, accuracy otherwise, MRPC and QQP included; ``run_squad_v1/v2.py``: F1;
+# ``run_race.py``: accuracy). The headline ``score`` (GLUE leaderboard rule) stays what tables report.
+SELECTION_METRICS: Dict[str, str] = {
+    "CoLA": "mcc", "SST-2": "accuracy", "MRPC": "accuracy", "STS-B": "pearson", "QQP": "accuracy",
+    "MNLI": "accuracy", "QNLI": "accuracy", "RTE": "accuracy", "WNLI": "accuracy",
+    "SQuAD1.1": "f1", "SQuAD2.0": "f1", "RACE": "accuracy",
+}
 _ALIASES = {"MNLI-M": "MNLI", "MNLI-MM": "MNLI", "SST2": "SST-2", "STSB": "STS-B", "STS": "STS-B"}
 
 
@@ -140,6 +150,15 @@ def _canonical_task(task: str) -> str:
     if task.upper() in _ALIASES:
         return _ALIASES[task.upper()]
     raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_METRICS)}")
+
+
+def selection_metric(task: str) -> str:
+    """Name of the metric the official fine-tuning scripts select checkpoints by, for a GLUE task, ``SQuAD1.1``,
+    ``SQuAD2.0`` or ``RACE``."""
+    for name in ("SQuAD1.1", "SQuAD2.0", "RACE"):
+        if task.upper() == name.upper():
+            return SELECTION_METRICS[name]
+    return SELECTION_METRICS[_canonical_task(task)]
 
 
 def glue_metrics(task: str, predictions, labels) -> Dict[str, float]:

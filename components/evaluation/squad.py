@@ -1,7 +1,7 @@
 """SQuAD v1.1 / v2.0: reader, sliding-window featurization, n-best decoding and EM/F1.
 
-Alignment. ALBERT normalises text before SentencePiece (whitespace collapse, two backquotes or two
-quotes → ", NFKD with combining marks dropped, lowercasing) and SentencePiece normalises again
+Alignment. ALBERT normalises text before SentencePiece (whitespace collapse, NFKD with combining
+marks dropped, lowercasing) and SentencePiece normalises again
 (NFKC-like), so the piece sequence cannot be matched back to the context by string search. We
 instead (1) build the ALBERT-normalised context together with, for every normalised character,
 the index of the original character it came from; (2) encode it with SentencePiece asking for
@@ -178,19 +178,7 @@ def _normalize_with_spans(text: str, lower: bool = True) -> Tuple[str, List[int]
             chars.append((" ", pending_space, pending_space + 1))
         pending_space = -1
         chars.append((c, i, i + 1))
-    # 2. `` → " then '' → " (two left-to-right passes, like two str.replace calls).
-    for pair in ("``", "''"):
-        out: List[Tuple[str, int, int]] = []
-        j = 0
-        while j < len(chars):
-            if j + 1 < len(chars) and chars[j][0] == pair[0] and chars[j + 1][0] == pair[1]:
-                out.append(('"', chars[j][1], chars[j + 1][2]))
-                j += 2
-            else:
-                out.append(chars[j])
-                j += 1
-        chars = out
-    # 3. NFKD per character, drop combining marks. (Whole-string NFKD only differs by reordering
+    # 2. NFKD per character, drop combining marks. (Whole-string NFKD only differs by reordering
     #    combining marks, which are all dropped.)
     out = []
     for c, b, e in chars:
@@ -198,7 +186,7 @@ def _normalize_with_spans(text: str, lower: bool = True) -> Tuple[str, List[int]
             if not unicodedata.combining(d):
                 out.append((d, b, e))
     chars = out
-    # 4. lowercase: whole-string when lengths agree (keeps context rules such as final sigma),
+    # 3. lowercase: whole-string when lengths agree (keeps context rules such as final sigma),
     #    otherwise per character (a few characters lowercase to two).
     if lower:
         s = "".join(c for c, _, _ in chars)
@@ -361,8 +349,10 @@ def convert_squad_examples(examples: Sequence[SquadExample], tokenizer, max_seq_
                            ) -> Tuple[Dict[str, np.ndarray], List[FeatureMeta]]:
     """``[CLS] question [SEP] context-window [SEP]`` rows, one per sliding window.
 
-    Returns int32 arrays input_ids/input_mask/segment_ids [N, L] and start_positions,
-    end_positions, is_impossible [N], plus one :class:`FeatureMeta` per row. Training rows whose
+    Returns int32 arrays input_ids/input_mask/segment_ids/p_mask [N, L] and start_positions,
+    end_positions, is_impossible [N], plus one :class:`FeatureMeta` per row. ``p_mask`` is the official
+    v2 mask of positions that cannot hold an answer: 1 on the question, both ``[SEP]`` and padding, 0 on
+    ``[CLS]`` (the no-answer position) and the context. Training rows whose
     window does not contain the answer (and rows of unanswerable questions) point at [CLS]
     (start = end = 0) and have is_impossible = 1; answerable rows have the answer's first/last
     piece positions. Outside training the positions are 0 and is_impossible is the example's flag.
@@ -413,14 +403,18 @@ def convert_squad_examples(examples: Sequence[SquadExample], tokenizer, max_seq_
     input_ids = np.zeros((n, max_seq_length), dtype=np.int32)
     input_mask = np.zeros((n, max_seq_length), dtype=np.int32)
     segment_ids = np.zeros((n, max_seq_length), dtype=np.int32)
-    for i, (ids, seg) in enumerate(zip(rows_ids, rows_seg)):
+    p_mask = np.ones((n, max_seq_length), dtype=np.int32)
+    for i, (ids, seg, meta) in enumerate(zip(rows_ids, rows_seg, metas)):
         input_ids[i, :len(ids)] = ids
         input_mask[i, :len(ids)] = 1
         segment_ids[i, :len(seg)] = seg
+        p_mask[i, 0] = 0
+        p_mask[i, meta.doc_offset:meta.doc_offset + meta.doc_length] = 0
     arrays = {
         "input_ids": input_ids,
         "input_mask": input_mask,
         "segment_ids": segment_ids,
+        "p_mask": p_mask,
         "start_positions": np.asarray(starts, dtype=np.int32).reshape(n),
         "end_positions": np.asarray(ends, dtype=np.int32).reshape(n),
         "is_impossible": np.asarray(impossible, dtype=np.int32).reshape(n),
@@ -440,10 +434,11 @@ def postprocess_squad(examples: Sequence[SquadExample], metas: Sequence[FeatureM
                       ) -> Tuple[Dict[str, str], Dict[str, float]]:
     """Best answer text per question, and its null odds.
 
-    Candidates are spans (s, e) of context pieces in one window with s among the window's
-    ``n_best_size`` highest start logits, e among its highest end logits, s <= e,
-    e - s + 1 <= ``max_answer_length``, and the window the max-context window of s; score =
-    start[s] + end[e]. The no-answer score of a question is the minimum over its windows of
+    The official v1 decoding (``accumulate_predictions_v1`` / ``write_predictions_v1``): per window, s among
+    the row's ``n_best_size`` highest start logits and e among its highest end logits (over *all* positions,
+    so question or padding positions can take slots and are then dropped), kept when both are context
+    pieces of the window, s <= e, e - s + 1 <= ``max_answer_length`` and the window is the max-context
+    window of s; score = start[s] + end[e], ties broken by window, then start rank, then end rank. The no-answer score of a question is the minimum over its windows of
     start[0] + end[0]; ``null_odds = null_score - best_non_null_score``. With ``version_2`` the
     prediction is "" when ``null_odds > null_threshold``; otherwise it is always the best span
     (what :func:`best_null_threshold` needs).
@@ -470,12 +465,11 @@ def postprocess_squad(examples: Sequence[SquadExample], metas: Sequence[FeatureM
             lo, hi = meta.doc_offset, meta.doc_offset + meta.doc_length
             if hi > s_log.shape[0]:
                 raise ValueError(f"window of {meta.qid} extends past the logits' length {s_log.shape[0]}")
-            k = min(n_best_size, meta.doc_length)
-            if k == 0:
+            if meta.doc_length == 0:
                 continue
+            top_s = [int(i) - lo for i in np.argsort(-s_log, kind="stable")[:n_best_size] if lo <= i < hi]
+            top_e = [int(i) - lo for i in np.argsort(-e_log, kind="stable")[:n_best_size] if lo <= i < hi]
             doc_s, doc_e = s_log[lo:hi], e_log[lo:hi]
-            top_s = np.argsort(-doc_s, kind="stable")[:k]
-            top_e = np.argsort(-doc_e, kind="stable")[:k]
             for s in top_s:
                 if not meta.max_context[s]:
                     continue

@@ -8,7 +8,7 @@ the TF graph, so a model exported with the Transform graph in front of it
 :class:`components.text.tokenization.AlbertTokenizer`:
 
 1. ``preprocess_text`` (:func:`normalize_text`): collapse whitespace (Python's ``str.split()``
-   whitespace set), LaTeX quotes ``\\`\\``/``''`` → ``"``, NFKD (``tensorflow_text.normalize_utf8``),
+   whitespace set), NFKD (``tensorflow_text.normalize_utf8``),
    drop combining characters, lowercase (``tf.strings.lower(encoding="utf-8")``).
    "Combining" is Python's ``unicodedata.combining(c) != 0`` (canonical combining class), *not*
    ``\\p{Mn}``: the two differ on a few hundred code points (e.g. U+034F is Mn with class 0), so the
@@ -105,8 +105,6 @@ def normalize_text(text: tf.Tensor, lower: bool = True) -> tf.Tensor:
     ws = _whitespace_class()
     text = tf.strings.regex_replace(text, f"^{ws}+|{ws}+$", "")
     text = tf.strings.regex_replace(text, f"{ws}+", " ")
-    text = tf.strings.regex_replace(text, "``", '"')
-    text = tf.strings.regex_replace(text, "''", '"')
     text = tf_text.normalize_utf8(text, "NFKD")
     text = tf.strings.regex_replace(text, _combining_class(), "")
     if lower:

@@ -1,0 +1,131 @@
+"""GLUE driver: fine-tune one classifier per task, score dev, write GLUE-format predictions.
+
+Per task: the Table 14 row ``settings.hparams[<task>]``; headline ``score`` as
+:func:`components.evaluation.metrics.glue_metrics` (CoLA MCC, MRPC/QQP mean of F1 and accuracy, STS-B mean of
+Pearson/Spearman, others accuracy; MNLI: matched, reported as ``MNLI-m`` and ``MNLI-mm``); checkpoints and the
+median run are chosen by the official selection metric (``selection_metric``: accuracy for MRPC/QQP, Pearson
+for STS-B, MCC for CoLA). Test splits present beside the data get submission files from the selected weights;
+the selected run is exported as a raw-text serving model (:mod:`components.evaluation.serving`) unless
+``settings.export_serving_model`` is off.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import Any, Dict, List
+
+from components.evaluation import glue as glue_lib
+from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
+from components.evaluation.heads import ClassifierModel, classification_loss, regression_loss
+from components.evaluation.metrics import GLUE_METRICS, glue_metrics, selection_metric
+
+__all__ = ["run_glue"]
+
+
+def _pct(values: Dict[str, Any], keys) -> Dict[str, Any]:
+    return {k: (100.0 * float(values[k]) if values[k] is not None else None) for k in keys}
+
+
+def glue_scores(task: str, logits, labels) -> Dict[str, Any]:
+    """Percent metrics of one dev split, its headline ``score`` and its ``selection_score``."""
+    name = glue_lib.get_task(task).name
+    values = glue_metrics(task, logits, labels)
+    out = _pct(values, list(GLUE_METRICS[name]["metrics"]) + ["score"])
+    out["selection_metric"] = selection_metric(name)
+    out["selection_score"] = out[out["selection_metric"]]
+    return out
+
+
+def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str) -> Dict[str, Any]:
+    """Every task of ``settings.glue_tasks`` that has train and dev files under ``data_dir/<TASK>/``.
+
+    Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`runner.run_benchmark`.
+    """
+    out: Dict[str, Any] = {"tasks": {}, "runs": {}, "hparams": {}, "skipped": {}, "timings": {}}
+    for name in settings.glue_tasks:
+        task = glue_lib.get_task(name)
+        folder = os.path.join(data_dir, task.name)
+        train_file = os.path.join(folder, task.splits["train"].filename)
+        dev_files = [os.path.join(folder, task.splits[s].filename) for s in task.splits if s.startswith("dev")]
+        if not (os.path.exists(train_file) and all(os.path.exists(p) for p in dev_files)):
+            out["skipped"][task.name] = f"no train/dev data under {folder}"
+            continue
+        t0 = time.time()
+        out["hparams"][task.name] = dataclasses.asdict(settings.hparams[task.name])
+        out["tasks"].update(_run_task(task, data_dir, albert_dir, tokenizer, settings, seed, output_dir, out["runs"]))
+        out["timings"][task.name] = round(time.time() - t0, 3)
+    return out
+
+
+def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer, settings, seed: int,
+              output_dir: str, runs_out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    hp = settings.hparams[task.name]
+    dev_splits = ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
+    names = {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm", "dev": task.name}
+    test_splits = [s for s in task.splits if s.startswith("test")
+                   and os.path.exists(os.path.join(data_dir, task.name, task.splits[s].filename))]
+
+    train_ex = glue_lib.read_glue(task.name, "train", data_dir)
+    train = glue_lib.convert_glue_examples(train_ex, tokenizer, hp.max_seq_length, task.name)
+    devs = {}
+    for split in dev_splits:
+        ex = glue_lib.read_glue(task.name, split, data_dir)
+        if settings.max_eval_examples:
+            ex = ex[: settings.max_eval_examples]
+        devs[split] = (ex, glue_lib.convert_glue_examples(ex, tokenizer, hp.max_seq_length, task.name))
+
+    def evaluate(model):
+        metrics, payload = {}, {}
+        for split, (_, arrays) in devs.items():
+            logits = predict(model, arrays)["logits"]
+            metrics[split] = glue_scores(task.name, logits, arrays["label_ids"])
+            payload[split] = glue_lib.predictions_from_logits(task.name, logits)
+        first = metrics[dev_splits[0]]  # selection and headline: the first dev split (MNLI: matched)
+        return {"score": first["score"], "selection_score": first["selection_score"],
+                "selection_metric": first["selection_metric"], "splits": metrics}, payload
+
+    loss_fn = regression_loss if task.is_regression else classification_loss
+    export = bool(getattr(settings, "export_serving_model", True))
+    test_payloads: List[Dict[str, Any]] = []
+
+    def after_run(model, res):
+        if export:
+            res["weights"] = model.get_weights()  # the selected weights, exported if this run is the median
+        tests = {}
+        for split in test_splits:
+            ex = glue_lib.read_glue(task.name, split, data_dir)
+            arrays = glue_lib.convert_glue_examples(ex, tokenizer, hp.max_seq_length, task.name)
+            tests[split] = (ex, glue_lib.predictions_from_logits(task.name, predict(model, arrays)["logits"]))
+        test_payloads.append(tests)
+
+    run_results, chosen = fine_tune_seeds(
+        albert_dir, hp, train, lambda enc, s: ClassifierModel(enc, task.num_labels, hp.classifier_dropout, s),
+        loss_fn, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
+        eval_every=settings.eval_every, after_run=after_run)
+    res = run_results[chosen]
+    pred_dir = os.path.join(output_dir, "predictions", task.name)
+    result: Dict[str, Dict[str, Any]] = {}
+    for split in dev_splits:
+        ex, _ = devs[split]
+        path = os.path.join(pred_dir, f"{split}.tsv")
+        glue_lib.write_glue_predictions(task.name, [e.guid for e in ex], list(res["payload"][split]), path)
+        entry = dict(res["metrics"]["splits"][split])
+        entry.update(run_summary(run_results, chosen, lambda m, s=split: m["splits"][s]))
+        entry.update({"num_train": len(train_ex), "num_dev": len(ex), "predictions": os.path.relpath(path, output_dir)})
+        result[names[split]] = entry
+    for split, (ex, preds) in test_payloads[chosen].items():
+        path = os.path.join(output_dir, "predictions", "glue_test", glue_lib.submission_filename(task.name, split))
+        glue_lib.write_glue_predictions(task.name, [e.guid for e in ex], list(preds), path)
+        result[names.get(split.replace("test", "dev"), task.name)]["test_predictions"] = os.path.relpath(path, output_dir)
+    if export:
+        from components.evaluation.serving import export_glue_serving
+
+        serving = export_glue_serving(task, hp, albert_dir, tokenizer, res, devs, dev_splits, output_dir,
+                                      run_tfma=bool(getattr(settings, "tfma", True)))
+        for split in dev_splits:
+            result[names[split]].update(serving.get(split, {}))
+    for r in run_results:
+        r.pop("weights", None)
+    runs_out[task.name] = runs_record(run_results)
+    return result

@@ -1,0 +1,119 @@
+"""Raw-text serving export of a fine-tuned GLUE classifier, and TFMA on it.
+
+The selected run of a task becomes ``<output_dir>/<TASK>/serving_model``: a SavedModel whose
+``serving_default`` signature takes raw ``text_a`` (and ``text_b``) strings, i.e. the tf.Transform graph of
+:mod:`components.evaluation.transform` (built with tf.Transform's Beam implementation, written to
+``<TASK>/transform``) in front of the classifier. Training and in-loop evaluation keep the NumPy featurisation;
+``transform_check`` records that the graph gives the same ids on the dev rows and ``serving_check`` that the
+exported model gives the in-memory model's logits. TFMA (:mod:`components.evaluation.tfma_eval`) then
+evaluates the exported model on each dev split of a classification task. Beam / tf.Transform / TFMA are
+imported only here, and only when an export runs.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from typing import Any, Dict
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+import numpy as np
+import tensorflow as tf
+
+from components.evaluation import glue as glue_lib
+from components.evaluation.finetune import EVAL_BATCH_SIZE, predict
+from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder
+
+log = logging.getLogger(__name__)
+
+__all__ = ["export_glue_serving"]
+
+
+def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, res, devs, dev_splits,
+                         output_dir: str, run_tfma: bool = True) -> Dict[str, Dict[str, Any]]:
+    """Export ``<output_dir>/<task>/serving_model`` (tf.Transform graph + the selected classifier, raw
+    text in) and, for classification tasks, run TFMA on it over each dev split.
+
+    The Transform graph is built by tf.Transform's Beam implementation over the first dev split;
+    its ids are compared with the Python featurisation used for training (``transform_check``), and
+    the exported model's logits on the raw dev text with the in-memory model's (``serving_check``).
+    Failures are logged and recorded under ``serving_error`` / ``tfma.error`` (the fine-tuning
+    results stand).
+    """
+    from components.evaluation import transform as transform_lib
+
+    task_dir = os.path.join(output_dir, task.name)
+    serving_dir = os.path.join(task_dir, "serving_model")
+    has_b = task.splits["train"].text_b is not None
+    result: Dict[str, Dict[str, Any]] = {s: {} for s in dev_splits}
+    try:
+        first_ex, first_arrays = devs[dev_splits[0]]
+        rows = [{"text_a": e.text_a, **({"text_b": e.text_b} if has_b else {})} for e in first_ex]
+        fn = transform_lib.make_preprocessing_fn(tokenizer.sp.serialized_model_proto(), hp.max_seq_length,
+                                                 tokenizer.do_lower_case, has_text_b=has_b)
+        scratch = tempfile.mkdtemp(prefix="albert_tft_")
+        try:
+            transformed = transform_lib.analyze_and_transform(rows, fn, has_b, os.path.join(task_dir, "transform"),
+                                                              temp_dir=scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        equal = sum(all(np.array_equal(np.asarray(t[k]).reshape(-1), first_arrays[k][i]) for k in FEATURE_KEYS)
+                    for i, t in enumerate(transformed))
+        transform_check = {"split": dev_splits[0], "rows": len(rows), "rows_equal_python_featurisation": int(equal)}
+        if equal != len(rows):
+            log.warning("%s: the Transform graph's ids differ from the Python featurisation on %d of %d dev rows",
+                        task.name, len(rows) - equal, len(rows))
+        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
+        model = ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, res["seed"])
+        model({k: v[:1] for k, v in first_arrays.items() if k in FEATURE_KEYS}, training=False)
+        model.set_weights(res["weights"])
+        in_memory = predict(model, first_arrays)["logits"]
+        if os.path.exists(serving_dir):
+            shutil.rmtree(serving_dir)
+        transform_lib.export_serving_model(model, os.path.join(task_dir, "transform"), serving_dir, has_b,
+                                           task.num_labels)
+        del model, encoder
+        serve = tf.saved_model.load(serving_dir).signatures["serving_default"]
+        served = []
+        for start in range(0, len(rows), EVAL_BATCH_SIZE):
+            chunk = first_ex[start:start + EVAL_BATCH_SIZE]
+            feed = {"text_a": tf.constant([e.text_a for e in chunk])}
+            if has_b:
+                feed["text_b"] = tf.constant([e.text_b for e in chunk])
+            served.append(serve(**feed)["logits"].numpy())
+        served_logits = np.concatenate(served) if served else np.zeros_like(in_memory)
+        serving_check = {"split": dev_splits[0], "rows": len(rows),
+                         "max_abs_logit_diff": float(np.max(np.abs(served_logits - in_memory))) if len(rows) else 0.0,
+                         "same_predictions": int(np.sum(glue_lib.predictions_from_logits(task.name, served_logits)
+                                                        == glue_lib.predictions_from_logits(task.name, in_memory)))}
+        common = {"serving_model": os.path.relpath(serving_dir, output_dir), "transform_check": transform_check,
+                  "serving_check": serving_check}
+    except Exception as e:  # noqa: BLE001 - record, keep the fine-tuning results
+        log.exception("%s: exporting the raw-text serving model failed", task.name)
+        for split in dev_splits:
+            result[split]["serving_error"] = f"{type(e).__name__}: {e}"
+        return result
+    for split in dev_splits:
+        result[split].update(common)
+    if not run_tfma:
+        return result
+    from components.evaluation import tfma_eval
+
+    for split in dev_splits:
+        if not tfma_eval.tfma_supported(task.num_labels):
+            result[split]["tfma"] = {"skipped": "regression task: no TFMA metric for Pearson/Spearman"}
+            continue
+        ex, arrays = devs[split]
+        tfma_dir = os.path.join(task_dir, "tfma", split)
+        try:
+            path = tfma_eval.write_eval_examples(os.path.join(tfma_dir, "dev.tfrecord"), [e.text_a for e in ex],
+                                                 [e.text_b for e in ex] if has_b else None, arrays["label_ids"])
+            r = tfma_eval.run_tfma(path, os.path.join(tfma_dir, "eval_result"), task.num_labels, model_dir=serving_dir)
+            result[split]["tfma"] = {"metrics": r["metrics"], "mode": r["mode"],
+                                     "output": os.path.relpath(os.path.join(tfma_dir, "eval_result"), output_dir)}
+        except Exception as e:  # noqa: BLE001
+            log.exception("%s %s: TFMA failed", task.name, split)
+            result[split]["tfma"] = {"error": f"{type(e).__name__}: {e}"}
+    return result
