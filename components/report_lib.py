@@ -169,6 +169,23 @@ def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
             "avg": avg, "complete": not missing}
 
 
+# The rows a run can be compared with, each labelled by its source (``report.reference``).
+REFERENCE_ROWS = {
+    "albert-base-v1": {
+        "label": "ALBERT base v1 — paper's Table 2 (125k steps, dropout 0.1; not produced by this run)",
+        "source": "Lan et al. 2020, Table 2",
+        "values": PAPER_ALBERT_BASE,
+    },
+    "albert-base-v2": {
+        "label": "ALBERT base v2 — official release README (10M steps, extra data, no dropout; "
+                 "not produced by this run)",
+        "source": "google-research/albert README, V2 table",
+        "values": {"SQuAD1.1": {"f1": 90.2, "exact_match": 83.2}, "SQuAD2.0": {"f1": 82.1, "exact_match": 79.3},
+                   "MNLI": 84.6, "SST-2": 92.9, "RACE": 66.8, "Avg": 82.3},
+    },
+}
+
+
 def _paper_avg_check() -> float:
     p = PAPER_ALBERT_BASE
     cols = [(p["SQuAD1.1"]["f1"] + p["SQuAD1.1"]["exact_match"]) / 2,
@@ -326,7 +343,7 @@ def _int_text(v) -> str:
 
 
 def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids, curves_ok,
-                    history_path) -> List[Tuple[str, List[Any]]]:
+                    history_path, reference: str = "albert-base-v1") -> List[Tuple[str, List[Any]]]:
     """[(heading, [block, ...])]; a block is a str paragraph or ("table", header, rows) or ("image", path, alt)."""
     sections: List[Tuple[str, List[Any]]] = []
 
@@ -342,8 +359,9 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
         avg_text += f" ({len(row['present'])} of 5)"
     this = ["This run", pair("SQuAD1.1"), pair("SQuAD2.0"), _fmt(row["columns"].get("MNLI")),
             _fmt(row["columns"].get("SST-2")), _fmt(row["columns"].get("RACE")), avg_text]
-    p = PAPER_ALBERT_BASE
-    paper = ["ALBERT base — paper's number (Table 2, 125k steps; not produced by this run)",
+    ref = REFERENCE_ROWS[reference]
+    p = ref["values"]
+    paper = [ref["label"],
              f"{p['SQuAD1.1']['f1']}/{p['SQuAD1.1']['exact_match']}",
              f"{p['SQuAD2.0']['f1']}/{p['SQuAD2.0']['exact_match']}",
              f"{p['MNLI']}", f"{p['SST-2']}", f"{p['RACE']}", f"{p['Avg']}"]
@@ -587,8 +605,10 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
             with open(curves_path, "rb") as f:
                 png = f.read()
 
+    reference = (getattr(getattr(cfg, "report", cfg), "reference", None) if not isinstance(cfg, dict)
+                 else cfg.get("reference")) or "albert-base-v1"
     sections = _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids or {},
-                               curves_ok, history_path)
+                               curves_ok, history_path, reference)
     _write(_join(out_dir, REPORT_MD), _render_md(title, sections))
     _write(_join(out_dir, REPORT_HTML), _render_html(title, sections, png))
 
@@ -601,6 +621,8 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
                    "missing": row["missing"], "avg": row["avg"]},
         "missing_columns": row["missing"],
         "paper_albert_base": PAPER_ALBERT_BASE,
+        "reference": {"row": reference, "source": REFERENCE_ROWS[reference]["source"],
+                      "values": REFERENCE_ROWS[reference]["values"]},
         "glue": {t: m for t, m in tasks.items() if t not in ("SQuAD1.1", "SQuAD2.0", "RACE")},
         "num_parameters": params["counts"]["total"] if params else None,
         "parameters": params["counts"] if params else None,

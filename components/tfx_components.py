@@ -113,9 +113,14 @@ def PretrainingDataGen(
     statistics: OutputArtifact[artifacts.DataGenStatistics],
     config: Parameter[str],
     seed: Parameter[int],
+    squad_dev: InputArtifact[artifacts.RawCorpus] = None,
+    race_dev: InputArtifact[artifacts.RawCorpus] = None,
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
 ) -> None:
     """Documents → ``[CLS] A [SEP] B [SEP]`` SOP instances with n-gram masking, as sharded TFRecords.
+
+    With ``datagen.eval_source=benchmark_dev`` the eval split is built from the SQuAD (``dev*.json``) and
+    RACE (``dev/``) articles of ``squad_dev`` / ``race_dev``, the paper's pretraining dev set.
 
     ``do_lower_case`` comes from the vocabulary artifact. The examples carry ``dataset_info.json``
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
@@ -134,6 +139,9 @@ def PretrainingDataGen(
         output_dirs = {s: posixpath.join(ex_staging, f"Split-{s}") for s in datagen_beam.SPLITS}
         for path in output_dirs.values():
             tf.io.gfile.makedirs(path)
+        eval_files = None
+        if d.eval_source == "benchmark_dev":
+            eval_files = [_dev_documents_file(squad_dev, race_dev, posixpath.join(ex_staging, ".dev-documents"))]
         with beam_pipeline as p:
             datagen_beam.build_pretraining_data(
                 p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
@@ -141,7 +149,7 @@ def PretrainingDataGen(
                 seed=seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
                 compression=d.compression, compression_level=d.compression_level,
                 do_lower_case=do_lower_case, random_pool_size=d.random_pool_documents,
-                random_pool_max_chars=d.random_pool_max_chars)
+                random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files)
         names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
         vocab_size = vocab.get_int_custom_property("vocab_size") if vocab.has_custom_property("vocab_size") else 0
         info = examples_info.make_info(d, do_lower_case, vocab_size, examples_info.fingerprint(ex_staging, names))
@@ -231,6 +239,41 @@ def BenchmarkReport(
             ("model", model), ("model_run", model_run), ("statistics", statistics), *results.items())})
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
+
+
+def _dev_documents_file(squad, race, folder: str) -> str:
+    """SQuAD ``dev*.json`` and RACE ``dev/`` articles → one documents file in ``folder`` (the eval split)."""
+    from components.datagen import dev_documents
+
+    with tempfile.TemporaryDirectory() as tmp:
+        squad_files = []
+        if squad is not None:
+            for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(squad.uri)):
+                if name.startswith("dev") and name.endswith(".json"):
+                    local = os.path.join(tmp, name)
+                    tf.io.gfile.copy(posixpath.join(squad.uri, name), local)
+                    squad_files.append(local)
+        race_dir = None
+        if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
+            race_dir = os.path.join(tmp, "race")
+            _copy_tree_from(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+        docs = dev_documents.dev_documents(squad_files, race_dir)
+        tf.io.gfile.makedirs(folder)
+        local_out = os.path.join(tmp, "dev-documents.txt")
+        dev_documents.write_documents(docs, local_out)
+        out = posixpath.join(folder, "dev-documents.txt")
+        tf.io.gfile.copy(local_out, out, overwrite=True)
+    return out
+
+
+def _copy_tree_from(src: str, dst: str) -> None:
+    os.makedirs(dst, exist_ok=True)
+    for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(src)):
+        path = posixpath.join(src, name)
+        if tf.io.gfile.isdir(path):
+            _copy_tree_from(path, os.path.join(dst, name))
+        else:
+            tf.io.gfile.copy(path, os.path.join(dst, name), overwrite=True)
 
 
 def _copy_tree(src: str, dst: str) -> None:

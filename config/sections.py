@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional
 from config.schema import ConfigError, Section, check
 
 SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
+REFERENCE_ROWS = ("albert-base-v1", "albert-base-v2")  # components/report_lib.py: REFERENCE_ROWS
 
 
 @dataclass
@@ -90,7 +91,10 @@ class DataGenConfig(Section):
     dupe_factor: int = 40
     max_ngram: int = 3
     sop_mode: str = "official"  # official | pure | nsp
-    eval_fraction: float = 0.01  # share of documents held out for pretraining eval
+    eval_fraction: float = 0.01  # share of documents held out for pretraining eval (eval_source=corpus)
+    # Pretraining eval split: "corpus" (a held-out share of the documents) or "benchmark_dev" (the paper's
+    # practice: instances from the SQuAD and RACE dev articles of the benchmark data; all corpus documents train).
+    eval_source: str = "corpus"
     num_shards: int = 8
     compression: str = "GZIP"  # GZIP | "" (none)
     compression_level: int = 6  # zlib level for GZIP (6 = zlib's and TensorFlow's default; 1 is ~2x faster, ~7% larger)
@@ -111,6 +115,8 @@ class DataGenConfig(Section):
         check(d.dupe_factor >= 1, "datagen.dupe_factor", d.dupe_factor, ">= 1")
         check(1 <= d.max_ngram <= 5, "datagen.max_ngram", d.max_ngram, "in [1, 5]")
         check(0 < d.eval_fraction < 0.5, "datagen.eval_fraction", d.eval_fraction, "in (0, 0.5)")
+        check(d.eval_source in ("corpus", "benchmark_dev"), "datagen.eval_source", d.eval_source,
+              "corpus|benchmark_dev")
         check(d.num_shards >= 1, "datagen.num_shards", d.num_shards, ">= 1")
         check(d.compression in ("", "GZIP"), "datagen.compression", d.compression, "'' or GZIP")
         check(0 <= d.compression_level <= 9, "datagen.compression_level", d.compression_level, "in [0, 9]")
@@ -321,9 +327,10 @@ PAPER_FINETUNE: Dict[str, FinetuneHParams] = {
     "WNLI": FinetuneHParams(2e-5, 16, 0.1, 0.1, 2000, 250),
     "SQuAD1.1": FinetuneHParams(5e-5, 48, 0.0, 0.1, 3649, 365, 384),
     "SQuAD2.0": FinetuneHParams(3e-5, 48, 0.0, 0.1, 8144, 814, 512),
-    # v2 models: the official README runs RACE at 1e-5 with dropout 0 (the v1 setting diverges).
-    "RACE": FinetuneHParams(1e-5, 32, 0.0, 0.1, 12000, 1000),
+    "RACE": FinetuneHParams(2e-5, 32, 0.1, 0.1, 12000, 1000),
 }
+# v2 models: the official release README runs RACE at 1e-5 with ALBERT dropout 0 (the v1 setting diverges).
+RELEASE_V2_RACE = FinetuneHParams(1e-5, 32, 0.0, 0.1, 12000, 1000)
 GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "STS-B", "MNLI", "QQP", "QNLI", "RTE", "WNLI")
 SQUAD_TASKS = {"1.1": "SQuAD1.1", "2.0": "SQuAD2.0"}
 
@@ -350,8 +357,8 @@ class BenchmarkConfig(Section):
     squad_dir: Optional[str] = None  # holds train/dev JSON files, see squad_*_file
     squad_train_file: str = "train-v1.1.json"
     squad_dev_file: str = "dev-v1.1.json"
-    squad_version: str = "1.1"  # 1.1 | 2.0 | both (two nodes: needs the v2 files in squad_v2_dir)
-    squad_v2_dir: Optional[str] = None  # SQuAD 2.0 files when squad_version=both (default: squad_dir)
+    squad_version: str = "1.1"  # the SQuAD version of the files in squad_dir: 1.1 | 2.0
+    squad_v2_dir: Optional[str] = None  # a second SQuAD node, version 2.0, on these files
     squad_v2_train_file: str = "train-v2.0.json"
     squad_v2_dev_file: str = "dev-v2.0.json"
     race_dir: Optional[str] = None  # RACE/{train,dev,test}/{middle,high}
@@ -370,22 +377,13 @@ class BenchmarkConfig(Section):
 
     INPUT_FIELDS = ("glue_dir", "squad_dir", "squad_v2_dir", "race_dir")
 
-    def nodes(self) -> Dict[str, Optional[str]]:
+    def nodes(self) -> Dict[str, str]:
         """Benchmark node key → data folder, for the data sets this config names.
 
-        Keys: ``glue``, ``squad`` (v1.1, or v2.0 when ``squad_version=2.0``), ``squad2`` (v2.0 when ``both``), ``race``.
+        ``glue``; ``squad`` (``squad_dir``, SQuAD ``squad_version``); ``squad2`` (``squad_v2_dir``, SQuAD 2.0:
+        with both folders given, one run produces both SQuAD columns of Table 2); ``race``.
         """
-        out: Dict[str, Optional[str]] = {}
-        if self.glue_dir:
-            out["glue"] = self.glue_dir
-        if self.squad_dir or self.squad_v2_dir:
-            if self.squad_version == "both":
-                out["squad"] = self.squad_dir
-                out["squad2"] = self.squad_v2_dir or self.squad_dir
-            else:
-                out["squad"] = self.squad_dir or self.squad_v2_dir
-        if self.race_dir:
-            out["race"] = self.race_dir
+        out = {"glue": self.glue_dir, "squad": self.squad_dir, "squad2": self.squad_v2_dir, "race": self.race_dir}
         return {k: v for k, v in out.items() if v}
 
     def node_settings(self, node: str, pipeline_seed: int) -> Dict[str, Any]:
@@ -396,9 +394,9 @@ class BenchmarkConfig(Section):
         kind = "squad" if node.startswith("squad") else node
         out = {k: getattr(self, k) for k in _NODE_FIELDS[kind]}
         if kind == "squad":
-            version = "2.0" if node == "squad2" or self.squad_version == "2.0" else "1.1"
+            version = "2.0" if node == "squad2" else self.squad_version
             out["squad_version"] = version
-            if version == "2.0" and (node == "squad2" or self.squad_version == "both"):
+            if node == "squad2":
                 out["squad_train_file"], out["squad_dev_file"] = self.squad_v2_train_file, self.squad_v2_dev_file
             tasks = [SQUAD_TASKS[version]]
         elif kind == "glue":
@@ -420,7 +418,7 @@ class BenchmarkConfig(Section):
 
     def validate(self) -> "BenchmarkConfig":
         b = self
-        check(b.squad_version in ("1.1", "2.0", "both"), "benchmarks.squad_version", b.squad_version, "1.1|2.0|both")
+        check(b.squad_version in ("1.1", "2.0"), "benchmarks.squad_version", b.squad_version, "1.1|2.0")
         check(b.checkpoint_selection in ("best", "last"), "benchmarks.checkpoint_selection", b.checkpoint_selection,
               "best|last")
         check(b.seeds >= 1, "benchmarks.seeds", b.seeds, ">= 1")
@@ -433,7 +431,7 @@ class BenchmarkConfig(Section):
         for node in b.nodes():
             kind = "squad" if node.startswith("squad") else node
             needed = (list(b.glue_tasks) if kind == "glue" else ["RACE"] if kind == "race" else
-                      [SQUAD_TASKS["2.0" if node == "squad2" or b.squad_version == "2.0" else "1.1"]])
+                      [SQUAD_TASKS["2.0" if node == "squad2" else b.squad_version]])
             for task in needed:
                 check(task in b.hparams, f"benchmarks.hparams.{task}", None, "a hyper-parameter row for this task")
         for task, hp in b.hparams.items():
@@ -454,8 +452,11 @@ class ReportConfig(Section):
     """The report (node ``BenchmarkReport``): presentation only; scores and facts come from its inputs."""
 
     title: Optional[str] = None  # None: "ALBERT-TFX report — <pipeline name> (<preset> preset)"
+    # The published row shown beside this run: albert-base-v1 (paper Table 2) | albert-base-v2 (release README).
+    reference: str = "albert-base-v1"
 
     def validate(self) -> "ReportConfig":
+        check(self.reference in REFERENCE_ROWS, "report.reference", self.reference, "|".join(REFERENCE_ROWS))
         return self
 
 
@@ -465,6 +466,6 @@ def replace(section, **changes):
 
 
 __all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
-           "VertexTrainingConfig", "FinetuneHParams", "PAPER_FINETUNE", "BenchmarkConfig", "ReportConfig",
+           "VertexTrainingConfig", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig",
            "GLUE_TASKS", "SQUAD_TASKS", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
            "SHARING_CHOICES"]

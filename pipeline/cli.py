@@ -27,7 +27,10 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", default="sample", choices=["sample", "paper"], help="configuration preset")
+    from pipeline.configs import PRESETS  # dataclasses only: cheap
+
+    p.add_argument("--preset", default="sample", choices=sorted(PRESETS),
+                   help="configuration preset (paper = paper-v1, the Table 2 setting; paper-v2 = the v2 release's)")
     p.add_argument("--config", help="YAML file merged over the preset (parsed with yaml.safe_load)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    help="override one value, e.g. --set train.num_train_steps=200 (repeatable)")

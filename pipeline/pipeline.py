@@ -90,8 +90,13 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
                        **{k: v.outputs["result"] for k, v in corpus_inputs.items()})
     vocab = VocabGen(documents=corpus.outputs["documents"], config=config.node_json("VocabGen", "vocab"),
                      seed=config.seed)
+    data = {key: _importer(key, uri, runtime_parameters) for key, uri in config.benchmarks.nodes().items()}
+    dev_inputs = {}
+    if config.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
+        dev_inputs = {f"{key}_dev": data[key].outputs["result"] for key in ("squad", "race") if key in data}
     datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
-                                 config=config.node_json("PretrainingDataGen", "datagen"), seed=config.seed)
+                                 config=config.node_json("PretrainingDataGen", "datagen"), seed=config.seed,
+                                 **dev_inputs)
     nodes += [corpus, vocab, datagen]
 
     if trainer is None:
@@ -105,13 +110,12 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
 
     seeds = _runtime("finetune_seeds", config.benchmarks.seeds, runtime_parameters)
     results: Dict[str, Any] = {}
-    for key, uri in config.benchmarks.nodes().items():
+    for key, importer in data.items():
         node_id = BENCHMARK_NODE_IDS[key]
-        data = _importer(key, uri, runtime_parameters)
-        evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=data.outputs["result"],
+        evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=importer.outputs["result"],
                                   config=config.node_json(node_id, "settings"), seeds=seeds,
                                   benchmark="squad" if key == "squad2" else key).with_id(node_id)
-        nodes += [data, evaluator]
+        nodes += [importer, evaluator]
         results[key] = evaluator.outputs["result"]
     report = BenchmarkReport(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
                              statistics=datagen.outputs["statistics"],

@@ -55,7 +55,7 @@ def test_upstream_facts_are_not_copied_into_downstream_parameters():
 
 
 def test_squad_both_versions_are_two_nodes_with_their_own_files():
-    cfg = build_config("sample", overrides=["benchmarks.squad_version=both", "benchmarks.squad_v2_dir=/x/squad2"])
+    cfg = build_config("sample", overrides=["benchmarks.squad_v2_dir=/x/squad2"])
     nodes = cfg.benchmarks.nodes()
     assert nodes["squad"].endswith("data/sample/squad") and nodes["squad2"] == "/x/squad2"
     v1 = cfg.node_parameters()["SquadBenchmark"]["settings"]
@@ -113,3 +113,48 @@ def test_components_and_trainer_never_import_pipeline():
                 if name.endswith(".py"):
                     text = open(os.path.join(dirpath, name), encoding="utf-8").read()
                     assert not re.search(r"^\s*(from pipeline[ .]|import pipeline)", text, re.M), name
+
+
+def test_paper_presets_match_the_rows_they_are_compared_with():
+    from config import PAPER_FINETUNE, RELEASE_V2_RACE
+
+    corpus = ["corpus.books_dir=/books"]
+    v1, v2, paper = (build_config(p, overrides=corpus) for p in ("paper-v1", "paper-v2", "paper"))
+    enc1, enc2 = v1.model.albert_config(30000), v2.model.albert_config(30000)
+    assert (enc1.hidden_dropout_prob, enc1.attention_probs_dropout_prob) == (0.1, 0.1)  # Table 2 is the v1 model
+    assert (enc2.hidden_dropout_prob, enc2.attention_probs_dropout_prob) == (0.0, 0.0)
+    assert paper.model == v1.model and paper.benchmarks == v1.benchmarks and paper.report == v1.report
+    assert v1.benchmarks.hparams["RACE"] == PAPER_FINETUNE["RACE"]
+    assert (PAPER_FINETUNE["RACE"].learning_rate, PAPER_FINETUNE["RACE"].albert_dropout) == (2e-5, 0.1)  # Table 14
+    assert v2.benchmarks.hparams["RACE"] == RELEASE_V2_RACE
+    assert (RELEASE_V2_RACE.learning_rate, RELEASE_V2_RACE.albert_dropout) == (1e-5, 0.0)  # release README
+    assert (v1.report.reference, v2.report.reference) == ("albert-base-v1", "albert-base-v2")
+    assert v1.benchmarks.eval_every == 1000 and v1.benchmarks.checkpoint_selection == "best"
+
+
+def test_paper_preset_dag_has_both_squad_nodes(tmp_path):
+    """With SQuAD 1.1 and 2.0 data given, the compiled paper DAG scores both (all five Table 2 columns)."""
+    from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
+
+    for name in ("wiki", "squad1", "squad2", "race", "glue"):
+        (tmp_path / name).mkdir()
+    cfg = build_config("paper-v2", overrides=[
+        f"corpus.wikipedia_dir={tmp_path / 'wiki'}", f"benchmarks.squad_dir={tmp_path / 'squad1'}",
+        f"benchmarks.squad_v2_dir={tmp_path / 'squad2'}", f"benchmarks.race_dir={tmp_path / 'race'}",
+        f"benchmarks.glue_dir={tmp_path / 'glue'}", "datagen.eval_source=benchmark_dev"])
+    summary = spec_summary(compile_pipeline(cfg, str(tmp_path / "spec.json"), image="img"))
+    tasks = summary["tasks"]
+    assert {"SquadBenchmark", "Squad2Benchmark", "RaceBenchmark", "GlueBenchmark"} <= set(tasks)
+    assert set(tasks["BenchmarkReport"]) >= {"SquadBenchmark", "Squad2Benchmark", "RaceBenchmark", "GlueBenchmark"}
+    # The paper's pretraining dev set: datagen reads the SQuAD and RACE dev articles.
+    assert {"SquadDataImporter", "RaceDataImporter"} <= set(tasks["PretrainingDataGen"])
+    assert "squad_v2_dir" in summary["parameters"]
+    params = cfg.node_parameters()
+    assert params["Squad2Benchmark"]["settings"]["hparams"]["SQuAD2.0"]["max_seq_length"] == 512
+    assert params["SquadBenchmark"]["settings"]["hparams"]["SQuAD1.1"]["max_seq_length"] == 384
+
+
+def test_benchmark_dev_eval_source_needs_benchmark_data():
+    with pytest.raises(ConfigError, match="datagen.eval_source"):
+        build_config("sample", overrides=["datagen.eval_source=benchmark_dev", "benchmarks.squad_dir=null",
+                                          "benchmarks.race_dir=null"])

@@ -47,7 +47,7 @@ def test_table2_avg_pairs_first(tmp_path):
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "| This run | 88.0/80.0 | 79.0/76.0 | 81.0 | 90.0 | 63.0 | 79.1 |" in md
     # The paper's reference row is present and labelled as the paper's number; its Avg checks out.
-    assert "paper's number" in md and "89.3/82.3" in md and "80.0/77.1" in md and "| 80.1 |" in md
+    assert "paper's Table 2" in md and "89.3/82.3" in md and "80.0/77.1" in md and "| 80.1 |" in md
     assert abs(report_lib._paper_avg_check() - 80.1) <= 0.05 + 1e-9  # 80.05, printed as 80.1
     # GLUE table: CoLA MCC, MNLI matched and mismatched; the skipped task is named.
     assert "| CoLA | 40.5 | 70.0 |" in md and "MNLI-mm" in md and "QQP" in md

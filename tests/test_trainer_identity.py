@@ -42,3 +42,27 @@ def test_fingerprint_is_content_not_location(tmp_path):
     assert examples_info.read_info(str(tmp_path / "a")) == {"fingerprint": fa}
     with pytest.raises(FileNotFoundError, match="not a pretraining-examples folder"):
         examples_info.read_info(str(tmp_path))
+
+
+def test_dev_documents_from_benchmark_artifacts(tmp_path):
+    """datagen.eval_source=benchmark_dev: the SQuAD dev*.json and RACE dev/ articles become the eval documents."""
+    from tfx.types import standard_artifacts
+
+    from components.tfx_components import _dev_documents_file
+    from components.text.documents import parse_text_blocks
+    from pipeline.configs import SAMPLE_DATA
+
+    squad, race = standard_artifacts.Examples(), standard_artifacts.Examples()
+    squad.uri, race.uri = f"{SAMPLE_DATA}/squad", f"{SAMPLE_DATA}/race"
+    path = _dev_documents_file(squad, race, str(tmp_path / "dev"))
+    with open(path, encoding="utf-8") as f:
+        docs = list(parse_text_blocks(f))
+    import glob
+    import json as _json
+    with open(f"{SAMPLE_DATA}/squad/dev-v1.1-sample.json") as f:
+        n_articles = len(_json.load(f)["data"])
+    n_race = len(glob.glob(f"{SAMPLE_DATA}/race/dev/*/*.txt"))
+    assert len(docs) == n_articles + n_race and all(len(d) >= 1 for d in docs)
+    only_squad = _dev_documents_file(squad, None, str(tmp_path / "dev2"))
+    with open(only_squad, encoding="utf-8") as f:
+        assert len(list(parse_text_blocks(f))) == n_articles
