@@ -9,6 +9,11 @@
 * ``pretraining_curves.png`` – MLM loss/accuracy and SOP loss/accuracy vs step, from
   ``<model_run_dir>/train_history.jsonl`` (skipped, and said so, when the file is absent).
 
+With baseline arms (``benchmarks.baselines``, e.g. ``random_init``) a "Gain over no pretraining" table shows,
+per task, the median and min–max over seeds of both arms, the gain of the medians, the per-seed paired gain and
+whether the worst pretrained seed beats the best baseline seed; ``results.json`` carries the same under
+``summary.baselines``, and each arm's step-0 weight check under ``summary.init_check``.
+
 Table 2 "Avg" (paper): mean over SQuAD1.1, SQuAD2.0, MNLI, SST-2 and RACE where each SQuAD column
 is first the mean of its F1 and EM. Columns this run did not produce are named, never filled in;
 the average is then over the columns present and is not comparable with the paper's Avg.
@@ -425,6 +430,38 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
         sections.append(("SQuAD and RACE (dev)", [("table", ["Task", "metrics", "headline", "selected step",
                                                              "train / dev examples"], other_rows)]))
 
+    # -- Pretrained vs baselines
+    gains = _gains(results)
+    if gains:
+        b_rows = []
+        for name, per_task in gains.items():
+            for task, g in per_task.items():
+                pre, base, paired = g["pretrained"], g["baseline"], g["gain_paired"]
+                beyond = g.get("beyond_spread")
+                b_rows.append([task, name, _spread_text(pre), _spread_text(base), _signed(g.get("gain_median")),
+                               _spread_text(paired, signed=True),
+                               "—" if beyond is None else ("yes" if beyond else "no"), str(pre.get("n") or "—")])
+        sections.append(("Gain over no pretraining", [
+            ("table", ["Task", "baseline", "pretrained: median [min–max]", "baseline: median [min–max]",
+                       "gain (median − median)", "paired gain per seed: median [min–max]", "beyond seed spread",
+                       "seeds"], b_rows),
+            "Both arms fine-tune the same architecture with the same hyper-parameters, seeds and protocol; "
+            "random_init starts from random weights instead of the pretrained encoder. Values are the task's "
+            "headline score over the N seeds (not the selected run); \"beyond seed spread\" = the worst "
+            "pretrained seed beats the best baseline seed."]))
+    checks = _init_checks(results)
+    if checks:
+        c_rows = [[bench, arm, str(c.get("runs_checked", "—")), str(c.get("variables_compared", "—")),
+                   _int_text(c.get("values_compared")), _fmt(c.get("max_abs_diff"), 3),
+                   str(c.get("equal_informative_variables_max", "—")),
+                   "passed" if c.get("passed") else "FAILED"] for (bench, arm), c in sorted(checks.items())]
+        sections.append(("Fine-tuning starts from the pretrained encoder (step-0 check)", [
+            ("table", ["Benchmark", "arm", "runs", "variables compared", "values", "max abs diff vs checkpoint",
+                       "informative variables equal to checkpoint", "check"], c_rows),
+            "Before the first fine-tuning step every encoder variable is compared with the exported "
+            "<albert_dir>/encoder/ckpt: the pretrained arm must equal it exactly (max abs diff 0); the "
+            "random_init arm must differ in every non-constant variable. A failure stops the run."]))
+
     # -- Protocol
     p_blocks: List[Any] = []
     p_rows = []
@@ -507,6 +544,39 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
                 a_rows.append([name, str(value), "", ""])
         sections.append(("MLMD artifacts", [("table", ["artifact", "id", "type", "uri"], a_rows)]))
     return sections
+
+
+def _gains(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """{baseline name: {task: comparison}} over every benchmark result (``gain_over_baseline`` of metrics.json)."""
+    out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for _, r in sorted(results.items()):
+        for name, per_task in ((r or {}).get("gain_over_baseline") or {}).items():
+            out.setdefault(name, {}).update(per_task or {})
+    return out
+
+
+def _init_checks(results: Mapping[str, Mapping[str, Any]]) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    out: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for bench, r in (results or {}).items():
+        r = r or {}
+        if r.get("init_check", {}).get("runs_checked"):
+            out[(bench, "pretrained")] = r["init_check"]
+        for name, arm in (r.get("baselines") or {}).items():
+            if (arm.get("init_check") or {}).get("runs_checked"):
+                out[(bench, name)] = arm["init_check"]
+    return out
+
+
+def _signed(value, digits: int = 1) -> str:
+    v = _num(value)
+    return "—" if v is None else f"{v:+.{digits}f}"
+
+
+def _spread_text(s: Mapping[str, Any], signed: bool = False) -> str:
+    f = _signed if signed else _fmt
+    if not s or _num(s.get("median")) is None:
+        return "—"
+    return f"{f(s['median'])} [{f(s['min'])} – {f(s['max'])}]"
 
 
 def _md_cell(text: str) -> str:
@@ -628,6 +698,8 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "parameters": params["counts"] if params else None,
         "pretraining_eval": (export_info or {}).get("eval_metrics"),
         "datagen": highlights,
+        "baselines": _gains(results),
+        "init_check": {f"{bench}/{arm}": c for (bench, arm), c in sorted(_init_checks(results).items())},
         "artifact_ids": dict(artifact_ids or {}),
         "files": files,
     }

@@ -335,7 +335,8 @@ GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "STS-B", "MNLI", "QQP", "QNLI", "RTE", "W
 SQUAD_TASKS = {"1.1": "SQuAD1.1", "2.0": "SQuAD2.0"}
 
 # Which fields of ``benchmarks`` each benchmark node reads (besides its hparams rows and the seed).
-_COMMON = ("checkpoint_selection", "eval_every", "max_eval_examples")
+_COMMON = ("checkpoint_selection", "eval_every", "max_eval_examples", "baselines")
+BASELINES = ("random_init",)  # components/evaluation/init_check.py: the arms besides "pretrained"
 _NODE_FIELDS = {
     "glue": _COMMON + ("glue_tasks", "export_serving_model", "tfma"),
     "squad": _COMMON + ("squad_version", "squad_train_file", "squad_dev_file", "doc_stride", "max_query_length",
@@ -374,6 +375,9 @@ class BenchmarkConfig(Section):
     n_best_size: int = 20
     export_serving_model: bool = True  # GLUE: <TASK>/serving_model = tf.Transform graph + classifier (raw text in)
     tfma: bool = True  # GLUE classification: TFMA metrics on the exported model, under "tfma" in metrics.json
+    # Extra arms fine-tuned with the same hparams, seeds and protocol: "random_init" = the same architecture
+    # without pretraining, so the report can show what pretraining gained (every benchmark node runs them).
+    baselines: List[str] = field(default_factory=list)
 
     INPUT_FIELDS = ("glue_dir", "squad_dir", "squad_v2_dir", "race_dir")
 
@@ -422,6 +426,9 @@ class BenchmarkConfig(Section):
         check(b.checkpoint_selection in ("best", "last"), "benchmarks.checkpoint_selection", b.checkpoint_selection,
               "best|last")
         check(b.seeds >= 1, "benchmarks.seeds", b.seeds, ">= 1")
+        for name in b.baselines:
+            check(name in BASELINES, "benchmarks.baselines", name, "|".join(BASELINES))
+        check(len(set(b.baselines)) == len(b.baselines), "benchmarks.baselines", b.baselines, "no repeats")
         check(b.eval_every >= 0, "benchmarks.eval_every", b.eval_every, ">= 0")
         check(b.max_eval_examples >= 0, "benchmarks.max_eval_examples", b.max_eval_examples, ">= 0")
         for name in ("doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
@@ -467,5 +474,5 @@ def replace(section, **changes):
 
 __all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
            "VertexTrainingConfig", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig",
-           "GLUE_TASKS", "SQUAD_TASKS", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
+           "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
            "SHARING_CHOICES"]

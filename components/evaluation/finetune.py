@@ -9,7 +9,10 @@ kept: the official metric of the task (``metrics["selection_score"]``, see
 
 Protocol (:func:`fine_tune_seeds`): ``num_seeds`` runs with seeds ``seed + i``, each on a freshly restored
 encoder; every random choice of a run (head initialisation, dropout, shuffling) derives from its seed. The
-reported run is the *median run* by selection score (lower middle for an even count).
+reported run is the *median run* by selection score (lower middle for an even count). ``init="random_init"``
+runs the same protocol on the same architecture left at its (seeded) random initialisation: the "no
+pretraining" baseline. Before step 0 of every run, :func:`components.evaluation.init_check.check_encoder_init`
+proves the encoder is (pretrained arm) or is not (baseline) the exported checkpoint, and raises otherwise.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import tensorflow as tf
 import tf_keras
 
 from components.evaluation.heads import FEATURE_KEYS, build_encoder
+from components.evaluation.init_check import ARMS, check_encoder_init
 from trainer.optimization import clip_gradients, create_optimizer
 
 log = logging.getLogger(__name__)
@@ -160,18 +164,23 @@ def seed_everything(seed: int) -> None:
 def fine_tune_seeds(albert_dir: str, hp, train: Dict[str, np.ndarray],
                     make_head: Callable[[tf_keras.Model, int], tf_keras.Model], loss_fn: Callable,
                     evaluate: Callable, *, seed: int, num_seeds: int, selection: str, eval_every: int,
-                    after_run: Optional[Callable] = None) -> Tuple[List[Dict[str, Any]], int]:
-    """One :func:`fine_tune` run per seed ``seed + i`` (i < ``num_seeds``) on a freshly restored encoder; returns
-    the runs and the index of the median one. ``after_run(model, result)`` sees each trained model."""
+                    after_run: Optional[Callable] = None, init: str = "pretrained") -> Tuple[List[Dict[str, Any]], int]:
+    """One :func:`fine_tune` run per seed ``seed + i`` (i < ``num_seeds``) on a freshly restored encoder (or, with
+    ``init="random_init"``, a freshly initialised one); returns the runs and the index of the median one.
+    ``after_run(model, result)`` sees each trained model. Each run records its step-0 ``init_check``."""
+    if init not in ARMS:
+        raise ValueError(f"init must be one of {ARMS}, got {init!r}")
     runs: List[Dict[str, Any]] = []
     for i in range(num_seeds):
         run_seed = seed + i
         seed_everything(run_seed)
-        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
+        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=init == "pretrained")
         model = make_head(encoder, run_seed)
         model({k: train[k][:1] for k in _input_keys(model)}, training=False)
+        init_check = check_encoder_init(encoder, albert_dir, init)  # step 0: raises if the arm is not what it says
         res = fine_tune(model, loss_fn, train, hp, run_seed, evaluate, selection, eval_every)
         res["seed"] = run_seed
+        res["init_check"] = init_check
         if after_run is not None:
             after_run(model, res)
         runs.append(res)
@@ -206,4 +215,4 @@ def run_summary(run_results, chosen: int, pick: Callable) -> Dict[str, Any]:
 def runs_record(run_results) -> List[Dict[str, Any]]:
     return [{"seed": r["seed"], "selected_step": r["step"], "metrics": r["metrics"], "history": r["history"],
              "final_train_loss": r["final_loss"], "train_seconds": round(r["train_seconds"], 3),
-             "eval_seconds": round(r["eval_seconds"], 3)} for r in run_results]
+             "eval_seconds": round(r["eval_seconds"], 3), "init_check": r.get("init_check")} for r in run_results]

@@ -48,9 +48,12 @@ def load_encoder_config(albert_dir: str) -> AlbertConfig:
     return AlbertConfig.from_json_file(os.path.join(albert_dir, CONFIG_FILE))
 
 
-def build_encoder(albert_dir: str, dropout: float, max_seq_length: int) -> AlbertModel:
+def build_encoder(albert_dir: str, dropout: float, max_seq_length: int, restore: bool = True) -> AlbertModel:
     """The pretrained encoder with its dropout set to ``dropout`` (hidden and attention): the "ALBERT DR" column
-    of the paper's Table 14 replaces the pretraining config's dropout, as ``--albert_dropout`` would."""
+    of the paper's Table 14 replaces the pretraining config's dropout, as ``--albert_dropout`` would.
+
+    ``restore=False``: the same architecture left at its random initialisation (drawn from the global seed the
+    caller set), the "no pretraining" baseline arm."""
     config = dataclasses.replace(load_encoder_config(albert_dir), hidden_dropout_prob=float(dropout),
                                  attention_probs_dropout_prob=float(dropout))
     if max_seq_length > config.max_position_embeddings:
@@ -58,8 +61,9 @@ def build_encoder(albert_dir: str, dropout: float, max_seq_length: int) -> Alber
                          f"{config.max_position_embeddings}")
     encoder = AlbertModel(config)
     encoder(encoder.dummy_inputs(batch_size=1, seq_len=min(8, max_seq_length)), training=False)
-    ckpt = os.path.join(albert_dir, ENCODER_CKPT)
-    tf.train.Checkpoint(encoder=encoder).read(ckpt).assert_existing_objects_matched()
+    if restore:
+        ckpt = os.path.join(albert_dir, ENCODER_CKPT)
+        tf.train.Checkpoint(encoder=encoder).read(ckpt).assert_existing_objects_matched()
     return encoder
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "GLUE_METRICS",
     "SELECTION_METRICS",
     "selection_metric",
+    "compare_arms",
 ]
 
 
@@ -193,3 +194,50 @@ def glue_metrics(task: str, predictions, labels) -> Dict[str, float]:
     values["score"] = float(np.mean([values[m] for m in headline]))
     values["n"] = int(labels.shape[0])
     return values
+
+
+def _finite(values) -> list:
+    out = []
+    for v in values or []:
+        if v is None or isinstance(v, bool):
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if np.isfinite(f):
+            out.append(f)
+    return out
+
+
+def _spread(values) -> Dict[str, object]:
+    vals = _finite(values)
+    if not vals:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": float(np.median(vals)), "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
+def compare_arms(pretrained: Dict[str, Dict], baseline: Dict[str, Dict]) -> Dict[str, Dict[str, object]]:
+    """Gain of the pretrained arm over a baseline arm, per task, from each task's per-seed headline scores.
+
+    Both arms run the same seeds, so besides the medians (``gain_median`` = median(pretrained) −
+    median(baseline)) the per-seed differences are paired (``gain_paired``: median and min–max of
+    pretrained[seed] − baseline[seed]). ``beyond_spread``: the worst pretrained seed beats the best baseline seed
+    (the issue's "beats beyond the seed spread"). Scores are the tasks' headlines in percent (``run_scores``).
+    """
+    out: Dict[str, Dict[str, object]] = {}
+    for task, pre in pretrained.items():
+        base = baseline.get(task)
+        if base is None:
+            continue
+        pre_runs = pre.get("run_scores") or [pre.get("score")]
+        base_runs = base.get("run_scores") or [base.get("score")]
+        p, b = _spread(pre_runs), _spread(base_runs)
+        paired = [x - y for x, y in zip(pre_runs, base_runs) if _finite([x]) and _finite([y])]
+        gain = p["median"] - b["median"] if p["median"] is not None and b["median"] is not None else None
+        out[task] = {
+            "pretrained": p, "baseline": b, "gain_median": gain, "gain_paired": _spread(paired),
+            "beyond_spread": (p["min"] > b["max"]) if p["n"] and b["n"] else None,
+            "selection_metric": pre.get("selection_metric"),
+        }
+    return out

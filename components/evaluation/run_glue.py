@@ -37,8 +37,10 @@ def glue_scores(task: str, logits, labels) -> Dict[str, Any]:
     return out
 
 
-def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str) -> Dict[str, Any]:
-    """Every task of ``settings.glue_tasks`` that has train and dev files under ``data_dir/<TASK>/``.
+def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str,
+             init: str = "pretrained") -> Dict[str, Any]:
+    """Every task of ``settings.glue_tasks`` that has train and dev files under ``data_dir/<TASK>/``;
+    ``init``: the encoder's starting point (``pretrained`` | ``random_init``, see :func:`fine_tune_seeds`).
 
     Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`runner.run_benchmark`.
     """
@@ -53,13 +55,14 @@ def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
             continue
         t0 = time.time()
         out["hparams"][task.name] = dataclasses.asdict(settings.hparams[task.name])
-        out["tasks"].update(_run_task(task, data_dir, albert_dir, tokenizer, settings, seed, output_dir, out["runs"]))
+        out["tasks"].update(_run_task(task, data_dir, albert_dir, tokenizer, settings, seed, output_dir, out["runs"],
+                                      init))
         out["timings"][task.name] = round(time.time() - t0, 3)
     return out
 
 
 def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer, settings, seed: int,
-              output_dir: str, runs_out: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+              output_dir: str, runs_out: Dict[str, Any], init: str = "pretrained") -> Dict[str, Dict[str, Any]]:
     hp = settings.hparams[task.name]
     dev_splits = ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
     names = {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm", "dev": task.name}
@@ -102,7 +105,7 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
     run_results, chosen = fine_tune_seeds(
         albert_dir, hp, train, lambda enc, s: ClassifierModel(enc, task.num_labels, hp.classifier_dropout, s),
         loss_fn, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-        eval_every=settings.eval_every, after_run=after_run)
+        eval_every=settings.eval_every, after_run=after_run, init=init)
     res = run_results[chosen]
     pred_dir = os.path.join(output_dir, "predictions", task.name)
     result: Dict[str, Dict[str, Any]] = {}

@@ -47,8 +47,10 @@ def _filter_squad(articles: List[Dict], keep: set) -> List[Dict]:
     return out
 
 
-def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str) -> Dict[str, Any]:
-    """Fine-tune and score ``settings.squad_version`` on ``data_dir/<squad_train_file>`` and ``<squad_dev_file>``.
+def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str,
+              init: str = "pretrained") -> Dict[str, Any]:
+    """Fine-tune and score ``settings.squad_version`` on ``data_dir/<squad_train_file>`` and ``<squad_dev_file>``;
+    ``init``: the encoder's starting point (``pretrained`` | ``random_init``).
 
     Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`runner.run_benchmark`.
     """
@@ -97,7 +99,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
         loss_fn, evaluate = span_loss, evaluate_v1
     run_results, chosen = fine_tune_seeds(albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed,
                                           num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-                                          eval_every=settings.eval_every)
+                                          eval_every=settings.eval_every, init=init)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "squad_predictions.json")
     squad_lib.write_squad_predictions(res["payload"]["predictions"], pred_path)

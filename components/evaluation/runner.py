@@ -15,6 +15,12 @@ Configuration: the benchmark node's own :class:`config.BenchmarkConfig` (``hpara
 ...; see ``BenchmarkConfig.node_settings``). ``do_lower_case`` is read from the pretrained model's
 ``export_info.json`` (recorded from the examples artifact), never from a copy of the vocab settings.
 
+Arms: the pretrained encoder, plus each of ``baselines`` (``random_init``: the same architecture from random
+initialisation, same hparams, seeds and protocol). ``tasks``/``runs`` are the pretrained arm's; a baseline's are
+under ``baselines[<name>]`` (its prediction files under ``baselines/<name>/``), the per-task comparison under
+``gain_over_baseline[<name>]`` and each arm's step-0 proof of its starting weights under ``init_check``
+(:mod:`.init_check`; a run whose encoder is not what its arm says fails with ``EncoderInitError``).
+
 Protocol (recorded in the result): ``seeds`` runs with seeds ``seed + i``; the reported run is the median one
 by the task's official selection metric; ``checkpoint_selection="best"`` with ``eval_every > 0`` keeps the best
 weights on dev by that metric (the official scripts' practice), ``"last"`` (or ``eval_every=0``) evaluates once
@@ -41,7 +47,8 @@ from components.evaluation.finetune import OPTIMIZER_RECORD, fine_tune, make_tra
 from components.evaluation.heads import (ClassifierModel, MultipleChoiceModel, SpanModel,  # noqa: F401
                                          SquadV2Model, build_encoder, classification_loss,
                                          load_encoder_config, regression_loss, span_loss, squad_v2_loss)
-from components.evaluation.metrics import SELECTION_METRICS
+from components.evaluation.init_check import summarize_checks
+from components.evaluation.metrics import SELECTION_METRICS, compare_arms
 from components.evaluation.run_glue import run_glue
 from components.evaluation.run_race import run_race
 from components.evaluation.run_squad import END_N_TOP, START_N_TOP, run_squad
@@ -191,6 +198,18 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
                          f"{albert_config.vocab_size}")
 
     done = DRIVERS[benchmark](data_dir, albert_dir, tokenizer, settings, seed, output_dir)
+    baselines: Dict[str, Any] = {}
+    for name in getattr(settings, "baselines", None) or []:
+        t0 = time.time()
+        sub = os.path.join("baselines", name)
+        # Same hparams, seeds and protocol; no serving export / TFMA (deployment artifacts of the real model).
+        arm_settings = copy.copy(settings)
+        arm_settings.export_serving_model, arm_settings.tfma = False, False
+        arm = DRIVERS[benchmark](data_dir, albert_dir, tokenizer, arm_settings, seed, os.path.join(output_dir, sub),
+                                 init=name)
+        baselines[name] = {"tasks": _prefix_paths(arm["tasks"], sub), "runs": arm["runs"], "skipped": arm["skipped"],
+                           "init_check": summarize_checks(_checks(arm["runs"])),
+                           "seconds": {"total": round(time.time() - t0, 3), **arm["timings"]}}
     protocol = _protocol(settings, seed, done["hparams"])
     protocol.update({
         "selection_metrics": {name: SELECTION_METRICS[name] for name in done["hparams"]},
@@ -206,12 +225,31 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
         if str(settings.squad_version) == "2.0":
             protocol["squad"].update({"start_n_top": START_N_TOP, "end_n_top": END_N_TOP, "na_prob_thresh": 1.0,
                                       "null_threshold": "best-F1 threshold tuned on dev (official evaluate_v2)"})
+    protocol["arms"] = ["pretrained"] + list(baselines)
     result = {"benchmark": benchmark, "tasks": done["tasks"], "skipped": done["skipped"], "protocol": protocol,
-              "runs": done["runs"], "seconds": {"total": round(time.time() - started, 3), **done["timings"]}}
+              "runs": done["runs"], "init_check": summarize_checks(_checks(done["runs"])),
+              "seconds": {"total": round(time.time() - started, 3), **done["timings"]}}
+    if baselines:
+        result["baselines"] = baselines
+        result["gain_over_baseline"] = {name: compare_arms(done["tasks"], arm["tasks"])
+                                        for name, arm in baselines.items()}
     result = _json_safe(result)
     with open(os.path.join(output_dir, METRICS_FILE), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2, sort_keys=True, allow_nan=False)
     return result
+
+
+def _checks(runs: Dict[str, Any]):
+    return [r["init_check"] for task_runs in runs.values() for r in task_runs if r.get("init_check")]
+
+
+_PATH_KEYS = ("predictions", "test_predictions", "na_prob", "dev_subset", "serving_model")
+
+
+def _prefix_paths(tasks: Dict[str, Any], sub: str) -> Dict[str, Any]:
+    """A baseline's relative file paths made relative to the benchmark's output folder."""
+    return {t: {k: (os.path.join(sub, v) if k in _PATH_KEYS and isinstance(v, str) else v) for k, v in m.items()}
+            for t, m in tasks.items()}
 
 
 def _protocol(settings, seed: int, hparams: Dict[str, Any]) -> Dict[str, Any]:
