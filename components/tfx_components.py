@@ -207,6 +207,18 @@ def BenchmarkEval(
         acc = (values.get("tfma") or {}).get("metrics", {}).get("accuracy")
         if acc is not None:
             result.set_float_custom_property(f"{task}_tfma_accuracy", float(acc))
+    # Baseline arms (benchmarks.baselines): the selected run's score and the gain of the medians, queryable in MLMD.
+    for name, arm in (metrics.get("baselines") or {}).items():
+        for task, values in arm.get("tasks", {}).items():
+            if values.get("score") is not None:
+                result.set_float_custom_property(f"{task}_{name}_score", float(values["score"]))
+        for task, gain in (metrics.get("gain_over_baseline") or {}).get(name, {}).items():
+            if gain.get("gain_median") is not None:
+                result.set_float_custom_property(f"{task}_gain_over_{name}", float(gain["gain_median"]))
+    check = metrics.get("init_check") or {}
+    if check.get("runs_checked"):
+        result.set_int_custom_property("init_check_variables", int(check["variables_compared"]))
+        result.set_float_custom_property("init_check_max_abs_diff", float(check["max_abs_diff"]))
 
 
 @component
