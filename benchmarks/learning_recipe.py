@@ -266,7 +266,10 @@ def write_up(out: str, record: Dict[str, Any]) -> str:
                          f"{_f((r.get('on_sop') or {}).get('mlm_accuracy'))} | "
                          f"{_f((r.get('on_nsp') or {}).get('mlm_accuracy'))} |")
         lines.append("")
-        lines.append(f"Instances per cell: {sn.get('instances')}; chance is 50 on both tasks.")
+        shares = {data: (sn.get("sop") or {}).get(f"on_{data}", {}).get("label_1_share") for data in ("sop", "nsp")}
+        lines.append(f"Instances per cell: {sn.get('instances')}; share of label 1 (swapped / random next): SOP data "
+                     f"{_f(shares['sop'])}%, NSP data {_f(shares['nsp'])}% (a constant prediction scores that share or "
+                     "100 minus it).")
     else:
         lines.append("Not run (`--skip-nsp`).")
     lines += ["", f"Report: `{record.get('report_md')}` (copied here as `report.md`, curves as "
