@@ -10,7 +10,6 @@ from components.evaluation.score import score
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_GLUE = REPO / "data" / "sample" / "glue"
 SPM_MODEL = REPO / "data" / "sample" / "vocab" / "30k-clean.model"
-FULL_GLUE = Path("/work/shared/data/glue_data")
 
 
 @pytest.fixture(scope="module")
@@ -166,9 +165,9 @@ FULL_COUNTS = [("CoLA", "dev", 1043), ("SST-2", "dev", 872), ("MRPC", "dev", 408
                ("QNLI", "test", 5463), ("RTE", "test", 3000), ("WNLI", "test", 146)]
 
 
-@pytest.mark.skipif(not FULL_GLUE.is_dir(), reason="full GLUE data not staged")
 @pytest.mark.parametrize("task,split,count", FULL_COUNTS)
-def test_full_glue_row_counts(task, split, count):
+def test_full_glue_row_counts(task, split, count, shared_data):
+    FULL_GLUE = shared_data("glue_data")
     examples = G.read_glue(task, split, str(FULL_GLUE))
     assert len(examples) == count
     if split == "test":

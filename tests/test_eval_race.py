@@ -11,7 +11,6 @@ from components.evaluation.score import score
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample" / "race"
 SPM_MODEL = REPO / "data" / "sample" / "vocab" / "30k-clean.model"
-FULL = Path("/work/shared/data/race/RACE")
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +139,9 @@ def test_metrics_and_score(tmp_path):
         score("race", str(SAMPLE / "dev"), str(tmp_path / "pred.json"))
 
 
-@pytest.mark.skipif(not FULL.is_dir(), reason="full RACE dev/test not staged")
 @pytest.mark.parametrize("split,count,middle", [("dev", 4887, 1436), ("test", 4934, 1436)])
-def test_full_race_counts(split, count, middle):
+def test_full_race_counts(split, count, middle, shared_data):
+    FULL = shared_data("race", "RACE")
     examples = R.read_race(str(FULL), split)
     assert len(examples) == count
     assert sum(e.level == "middle" for e in examples) == middle
