@@ -7,6 +7,7 @@ and renamed into place only when complete, so an interrupted run leaves no outpu
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 from typing import Dict, List, Sequence
@@ -16,6 +17,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import datagen_beam
 from components.vocab_lib import validate_model
+
+LOG = logging.getLogger(__name__)
 
 
 def expand_inputs(inputs: Sequence[str]) -> List[str]:
@@ -53,18 +56,33 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     options = PipelineOptions(["--runner=DirectRunner", f"--direct_num_workers={workers}",
                                f"--direct_running_mode={mode}"])
     try:
-        with beam.Pipeline(options=options) as p:
-            datagen_beam.build_pretraining_data(
-                p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
-                params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
-                num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
-                compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
-                random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
+        p = beam.Pipeline(options=options)
+        datagen_beam.build_pretraining_data(
+            p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
+            params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
+            num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
+            compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
+            random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
+        result = p.run()
+        result.wait_until_finish()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if os.path.exists(output):
         os.rmdir(output)  # empty (checked above)
     os.replace(tmp, output)
+    counters = beam_counters(result, "albert.datagen")
+    LOG.info("datagen: %s", ", ".join(f"{k} {v:,}" for k, v in sorted(counters.items())))
     with open(os.path.join(output, datagen_beam.STATS_FILE)) as f:
-        return json.load(f)
+        return {**json.load(f), "counters": counters}
+
+
+def beam_counters(result, namespace: str) -> Dict[str, int]:
+    """The committed counters of ``namespace`` from a finished Beam run (what Dataflow shows live)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    found = result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]
+    out: Dict[str, int] = {}
+    for c in found:
+        out[c.key.metric.name] = out.get(c.key.metric.name, 0) + int(c.committed or 0)
+    return out

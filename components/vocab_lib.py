@@ -153,7 +153,12 @@ def _write_model(data: bytes, output_dir: str) -> str:
 
 def validate_model(model_path: str) -> int:
     """Load ``model_path``, check ALBERT's special ids, return the vocabulary size."""
+    if "://" not in model_path and not os.path.isfile(model_path):
+        raise FileNotFoundError(f"SentencePiece model {model_path} does not exist")
     sp = spm.SentencePieceProcessor()
-    sp.load(model_path)
+    try:
+        sp.load(model_path)
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError on garbage
+        raise ValueError(f"{model_path} is not a SentencePiece model: {exc}") from None
     check_special_ids(sp, model_path)
     return sp.get_piece_size()

@@ -5,24 +5,31 @@
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
     albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
-    albert-pipeline env [NAME] | schedules list|pause|resume --env NAME
+    albert-pipeline env [show] [NAME] | schedules list|pause|resume --env NAME
     albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
     albert-pipeline score squad|squad2|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
 
-Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them.
+Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them. Results are JSON on stdout; progress
+and errors are lines on stderr (``pipeline/logs.py``). A bad input or setting ends with one line naming the file or
+setting, exit code 2, and the path of the log file that holds the full traceback; nothing is left under the output.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
+import traceback
 from typing import List, Optional
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+LOG = logging.getLogger("albert_tfx.cli")
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
@@ -35,7 +42,19 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 def _config(args):
     from pipeline.configs import build_config
 
-    return build_config(args.preset, args.config, args.overrides)
+    return _check_model(build_config(args.preset, args.config, args.overrides))
+
+
+def _check_model(config):
+    """The model section names a known size and consistent shapes: checked before any node or step runs."""
+    from pipeline.configs import ConfigError
+    from trainer.modeling_albert import AlbertConfig
+
+    try:
+        AlbertConfig.named(config.model.size, **config.model.overrides()).validate()
+    except ValueError as exc:
+        raise ConfigError(f"config model (size={config.model.size!r}) is invalid: {exc}") from None
+    return config
 
 
 def cmd_run(args) -> int:
@@ -49,13 +68,13 @@ def cmd_run(args) -> int:
     report_dir = latest_report(paths["metadata_path"], config.pipeline_name)
     print(json.dumps({**paths, "report": os.path.join(report_dir, "report.md"),
                       "report_html": os.path.join(report_dir, "report.html")}, indent=2))
-    print(f"Report: {os.path.join(report_dir, 'report.md')}")
+    LOG.info("Report: %s", os.path.join(report_dir, "report.md"))
     return 0
 
 
 def cmd_compile(args) -> int:
     if args.env:
-        from pipeline.environments import cmd_compile_env
+        from pipeline.cli_env import cmd_compile_env
 
         return cmd_compile_env(args)
     config = _config(args)
@@ -78,7 +97,7 @@ def _vertex_target(args):
 
 def cmd_submit(args) -> int:
     if args.env:
-        from pipeline.environments import cmd_submit_env
+        from pipeline.cli_env import cmd_submit_env
 
         return cmd_submit_env(args)
     from pipeline import cloud
@@ -99,7 +118,7 @@ def cmd_submit(args) -> int:
 
 def cmd_schedule(args) -> int:
     if args.env:
-        from pipeline.environments import cmd_schedule_env
+        from pipeline.cli_env import cmd_schedule_env
 
         return cmd_schedule_env(args)
     if not args.cron:
@@ -121,6 +140,10 @@ def cmd_make_pretraining_data(args) -> int:
     from pipeline.configs import build_config
 
     config = build_config(args.preset, args.config, args.overrides)
+    if args.workers < 1:
+        from pipeline.configs import ConfigError
+
+        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     from components.datagen_tool import make_pretraining_data
 
     summary = make_pretraining_data(args.input, args.spm_model, args.output, config, workers=args.workers)
@@ -129,9 +152,7 @@ def cmd_make_pretraining_data(args) -> int:
 
 
 def cmd_pretrain(args) -> int:
-    from pipeline.configs import build_config
-
-    config = build_config(args.preset, args.config, args.overrides)
+    config = _config(args)
     from trainer.task import pretrain_from_examples
 
     info = pretrain_from_examples(args.examples, args.output, config)
@@ -177,6 +198,9 @@ def cmd_score(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="albert-pipeline", description=__doc__.split("\n")[0])
+    parser.add_argument("--log-file", help="where the full log (with tracebacks) goes; default: "
+                                           "$ALBERT_TFX_LOG_DIR or the temp folder, `run`: OUTPUT_DIR/logs")
+    parser.add_argument("-v", "--verbose", action="store_true", help="every library's INFO lines on stderr too")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run the whole DAG locally (BeamDagRunner or LocalDagRunner, sqlite MLMD)")
@@ -192,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline-root", help="gs:// root recorded in the spec")
     p.add_argument("--beam-arg", action="append",
                    help="Beam arg for the Beam components; write --beam-arg=--runner=DataflowRunner (with '=')")
-    from pipeline.environments import add_cli_subcommands, add_env_arguments
+    from pipeline.cli_env import add_cli_subcommands, add_env_arguments
 
     add_env_arguments(p)
     p.set_defaults(func=cmd_compile)
@@ -266,24 +290,91 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def run_cli(argv: Optional[List[str]] = None) -> int:
+    """Parse, set up logging, run one subcommand; returns the exit code (``main`` exits with it)."""
     args = build_parser().parse_args(argv)
     if args.command == "compile" and not args.image:
         from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
 
         args.image = DEFAULT_IMAGE
-    try:
-        code = args.func(args)
-    except Exception as exc:  # a clear one-line error, not a traceback, for user mistakes
-        from pipeline.configs import ConfigError
+    from pipeline import logs
 
-        known = (ConfigError, FileNotFoundError, ValueError)
-        if isinstance(exc, known) and not os.environ.get("ALBERT_TFX_TRACEBACK"):
-            print(f"albert-pipeline {args.command}: error: {exc}", file=sys.stderr)
-            code = 2
-        else:
+    log_path = args.log_file or logs.default_log_path(
+        args.command, os.path.join(args.output_dir, "logs") if args.command == "run" and
+        not os.environ.get(logs.LOG_DIR_VAR) else None)
+    logs.setup(log_path, verbose=args.verbose)
+    if args.command in _TENSORFLOW_COMMANDS and not args.verbose:
+        logs.import_tensorflow(log_path)
+    LOG.debug("albert-pipeline %s", " ".join(sys.argv[1:] if argv is None else argv))
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"albert-pipeline {args.command}: interrupted (log: {log_path})", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line on the terminal; the traceback goes to the log file
+        _write_traceback(log_path, exc)
+        if os.environ.get("ALBERT_TFX_TRACEBACK"):
             raise
-    _exit(code)
+        message, user_error = describe_error(exc)
+        kind = "error" if user_error else "internal error"
+        print(f"albert-pipeline {args.command}: {kind}: {message} (full traceback: {log_path})", file=sys.stderr)
+        return 2 if user_error else 1
+
+
+_TENSORFLOW_COMMANDS = {"run", "compile", "pretrain", "model-info", "convert", "make-pretraining-data"}
+
+
+def _write_traceback(log_path: str, exc: BaseException) -> None:
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as f:
+        f.write("Traceback of the error reported on the terminal:\n")
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=f)
+
+
+def describe_error(exc: BaseException):
+    """(one-line message, is it the user's input or settings?) for an exception from a subcommand.
+
+    Errors raised inside Beam or TFX arrive wrapped (Beam re-raises a worker's error with the remote traceback
+    in its message); the first error of a known input class in the cause/context chain is the one reported.
+    """
+    from pipeline.configs import ConfigError
+
+    user_types = (ConfigError, ValueError, OSError, KeyError, UnicodeError)  # JSON, UTF-8, corrupt input, files
+    chain, seen = [], set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for error in chain:
+        if isinstance(error, user_types):
+            return _first_line(error), True
+    # Beam's DirectRunner re-raises a worker's exception as a new one whose text holds the original.
+    text = str(exc)
+    for line in reversed(text.splitlines()):
+        name = line.split(":", 1)[0].strip().rsplit(".", 1)[-1]
+        if name.endswith(("Error", "Exception")) and ":" in line:
+            return f"{line.split(':', 1)[1].strip()}", name in _USER_ERROR_NAMES
+    return _first_line(exc), False
+
+
+_USER_ERROR_NAMES = {"ConfigError", "CorruptInputError", "ValueError", "FileNotFoundError", "FileExistsError",
+                     "UnicodeDecodeError", "JSONDecodeError", "SpecialIdError", "KeyError", "IsADirectoryError",
+                     "NotADirectoryError", "EnvironmentConfigError", "CloudConfigError"}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    if isinstance(error, KeyError) and error.args:
+        text = str(error.args[0])
+    line = text.splitlines()[0] if text else type(error).__name__
+    return line if len(line) <= 500 else line[:497] + "..."
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    _exit(run_cli(argv))
 
 
 def _exit(code: int) -> None:
