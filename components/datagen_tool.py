@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import datagen_beam
+from components.text.errors import CorruptInputError
 from components.vocab_lib import validate_model
 
 LOG = logging.getLogger(__name__)
@@ -39,11 +40,23 @@ def expand_inputs(inputs: Sequence[str]) -> List[str]:
     return files
 
 
+def _is_blank(path: str, chunk: int = 1 << 20) -> bool:
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(chunk)
+            if not data:
+                return True
+            if data.strip():
+                return False
+
+
 def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1) -> Dict:
     if os.path.exists(output) and os.listdir(output):
         raise FileExistsError(f"output folder {output} exists and is not empty")
     validate_model(spm_model)
     files = expand_inputs(inputs)
+    if all(_is_blank(path) for path in files):
+        raise CorruptInputError(", ".join(files), "empty input: no documents (every input file is empty or blank)")
     tmp = output.rstrip("/") + f".tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     dirs = {s: os.path.join(tmp, f"Split-{s}") for s in datagen_beam.SPLITS}

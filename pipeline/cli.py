@@ -22,6 +22,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import traceback
 from typing import List, Optional
@@ -151,8 +152,87 @@ def cmd_make_pretraining_data(args) -> int:
     return 0
 
 
+class InputError(ValueError):
+    """A file or folder given on the command line is not what the subcommand reads; the message names it."""
+
+
+def _json_file(path: str, what: str, shape: type):
+    """Parse a JSON input, naming the file (and line/column) when it is not JSON or not a ``shape``."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path} does not exist or is not a file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {what} is not valid UTF-8 at byte offset {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: {what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+                         ) from None
+    if not isinstance(value, shape):
+        raise InputError(f"{path}: {what} must be a JSON {'object' if shape is dict else shape.__name__}, "
+                         f"got {type(value).__name__}")
+    return value
+
+
+def _check_score_inputs(args) -> None:
+    """The shapes ``score`` reads, checked up front so a broken file is named instead of failing deep inside."""
+    if args.benchmark in ("squad", "squad2"):
+        data = _json_file(args.dataset, "SQuAD dataset", dict)
+        if not isinstance(data.get("data"), list) or not all(
+                isinstance(a, dict) and isinstance(a.get("paragraphs"), list) for a in data["data"]):
+            raise InputError(f"{args.dataset}: SQuAD dataset must be {{\"data\": [{{\"paragraphs\": [...]}}, ...]}}")
+        preds = _json_file(args.predictions, "SQuAD predictions", dict)
+        bad = [k for k, v in preds.items() if not isinstance(v, str)][:3]
+        if bad:
+            raise InputError(f"{args.predictions}: SQuAD predictions map question ids to answer strings; "
+                             f"not a string for {bad}")
+        if args.na_prob:
+            _json_file(args.na_prob, "SQuAD no-answer probabilities", dict)
+    elif args.benchmark == "race":
+        _json_file(args.predictions, "RACE predictions", dict)
+    for path in (args.dataset, args.predictions):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} does not exist")
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
+            if not data.strip():
+                raise InputError(f"{path}: empty file")
+
+
+def _check_examples_dir(path: str) -> None:
+    """``pretrain --examples`` must be a make-pretraining-data output (or a pipeline Examples artifact)."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--examples {path} is not a folder")
+    train = os.path.join(path, "Split-train")
+    if not os.path.isdir(train) or not [n for n in os.listdir(train) if not n.startswith(".")]:
+        raise InputError(f"{path} holds no pretraining examples (no files under Split-train/): give the folder "
+                         f"written by `albert-pipeline make-pretraining-data`")
+    if not os.path.isfile(os.path.join(path, "vocab", "spm.model")):
+        raise InputError(f"{path} has no vocab/spm.model: not a make-pretraining-data output folder")
+
+
+def _check_safetensors(src: str) -> None:
+    """A Hugging Face folder's weights must open as safetensors (the header names every tensor)."""
+    path = os.path.join(src, "model.safetensors")
+    if not os.path.isfile(path):
+        return  # the converter reports a missing file itself
+    try:
+        from safetensors import safe_open
+
+        with safe_open(path, framework="numpy") as f:
+            list(f.keys())
+    except Exception as exc:  # SafetensorError has no stable import path across versions
+        raise InputError(f"{path}: not a valid safetensors file ({exc})") from None
+
+
 def cmd_pretrain(args) -> int:
     config = _config(args)
+    _check_examples_dir(args.examples)
     from trainer.task import pretrain_from_examples
 
     info = pretrain_from_examples(args.examples, args.output, config)
@@ -180,6 +260,10 @@ def cmd_model_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
+    if not os.path.isdir(args.src):
+        raise FileNotFoundError(f"{args.src} is not a folder")
+    if args.kind == "hf-to-albert":
+        _check_safetensors(args.src)
     from trainer.convert import convert
 
     print(json.dumps(convert(args.kind, args.src, args.dst), indent=2, sort_keys=True, default=str))
@@ -187,6 +271,7 @@ def cmd_convert(args) -> int:
 
 
 def cmd_score(args) -> int:
+    _check_score_inputs(args)
     from components.evaluation.score import score
 
     kwargs = {"task": args.task}
@@ -356,20 +441,24 @@ def describe_error(exc: BaseException):
     for line in reversed(text.splitlines()):
         name = line.split(":", 1)[0].strip().rsplit(".", 1)[-1]
         if name.endswith(("Error", "Exception")) and ":" in line:
-            return f"{line.split(':', 1)[1].strip()}", name in _USER_ERROR_NAMES
+            return _BEAM_STEP.sub("", line.split(":", 1)[1].strip()), name in _USER_ERROR_NAMES
     return _first_line(exc), False
 
 
 _USER_ERROR_NAMES = {"ConfigError", "CorruptInputError", "ValueError", "FileNotFoundError", "FileExistsError",
                      "UnicodeDecodeError", "JSONDecodeError", "SpecialIdError", "KeyError", "IsADirectoryError",
-                     "NotADirectoryError", "EnvironmentConfigError", "CloudConfigError"}
+                     "NotADirectoryError", "EnvironmentConfigError", "CloudConfigError", "NotFoundError",
+                     "DataLossError", "InputError"}
+
+
+_BEAM_STEP = re.compile(r" \[while running '[^']*'\]")
 
 
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     if isinstance(error, KeyError) and error.args:
         text = str(error.args[0])
-    line = text.splitlines()[0] if text else type(error).__name__
+    line = _BEAM_STEP.sub("", text.splitlines()[0] if text else type(error).__name__)
     return line if len(line) <= 500 else line[:497] + "..."
 
 

@@ -33,10 +33,16 @@ class _DropKnownHarmless(logging.Filter):
         return not (isinstance(record.msg, str) and record.msg in KNOWN_HARMLESS)
 
 
+# Loggers that log an exception just before re-raising it: the CLI reports that exception once, itself.
+RERAISING_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.direct", "apache_beam.runners.portability")
+
+
 class _TerminalFilter(logging.Filter):
     """Project INFO lines and anyone's warnings; nothing chatty from third-party libraries."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.name.startswith(RERAISING_LOGGERS):
+            return False
         if record.levelno >= logging.WARNING:
             return True
         return record.levelno >= logging.INFO and record.name.split(".")[0] in PROJECT_LOGGERS
