@@ -377,7 +377,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_cli(argv: Optional[List[str]] = None) -> int:
     """Parse, set up logging, run one subcommand; returns the exit code (``main`` exits with it)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # `schedules pause --env E ID` (infra/README.md's order): argparse fills the optional positional ID before it
+    # reaches the options, so an ID after them arrives here as an extra argument.
+    if extra and args.command == "schedules" and args.schedule is None and len(extra) == 1 \
+            and not extra[0].startswith("-"):
+        args.schedule, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "compile" and not args.image:
         from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
 
