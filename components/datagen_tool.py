@@ -10,7 +10,7 @@ import json
 import logging
 import os
 import shutil
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -50,13 +50,16 @@ def _is_blank(path: str, chunk: int = 1 << 20) -> bool:
                 return False
 
 
-def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1) -> Dict:
+def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1,
+                          counters: Optional[Dict[str, int]] = None) -> Dict:
+    """Write the Examples layout to ``output``; returns stats.json. ``counters`` (a dict) receives the run's Beam
+    counters (namespace ``albert.datagen``), which are also logged."""
     if os.path.exists(output) and os.listdir(output):
         raise FileExistsError(f"output folder {output} exists and is not empty")
     validate_model(spm_model)
     files = expand_inputs(inputs)
     if all(_is_blank(path) for path in files):
-        raise CorruptInputError(", ".join(files), "empty input: no documents (every input file is empty or blank)")
+        raise CorruptInputError(", ".join(files), "empty input: every input file is empty or blank, so there would be no training instances")
     tmp = output.rstrip("/") + f".tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     dirs = {s: os.path.join(tmp, f"Split-{s}") for s in datagen_beam.SPLITS}
@@ -84,10 +87,12 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     if os.path.exists(output):
         os.rmdir(output)  # empty (checked above)
     os.replace(tmp, output)
-    counters = beam_counters(result, "albert.datagen")
-    LOG.info("datagen: %s", ", ".join(f"{k} {v:,}" for k, v in sorted(counters.items())))
+    found = beam_counters(result, "albert.datagen")
+    LOG.info("datagen: %s", ", ".join(f"{k} {v:,}" for k, v in sorted(found.items())))
+    if counters is not None:
+        counters.update(found)
     with open(os.path.join(output, datagen_beam.STATS_FILE)) as f:
-        return {**json.load(f), "counters": counters}
+        return json.load(f)
 
 
 def beam_counters(result, namespace: str) -> Dict[str, int]:

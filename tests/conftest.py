@@ -79,6 +79,20 @@ def datagen_docs(tok, vocab, datagen_texts):
     return [tokenize_document(tok, d, vocab) for d in datagen_texts]
 
 
+# `make test-quick` runs `-m "not slow"`. Modules that train models, fine-tune, run whole DAGs or start Beam /
+# tf.Transform pipelines in subprocesses are slow as a whole; marking them here keeps the list in one place (their
+# files may also carry `pytestmark = pytest.mark.slow`).
+SLOW_MODULES = {"test_pipeline_e2e.py", "test_cli_run.py", "test_trainer.py", "test_exit_codes.py",
+                "test_eval_transform.py", "test_eval_tfma.py", "test_eval_runner.py", "test_hf_parity.py",
+                "test_crash_rerun.py", "test_cli_errors.py", "test_install.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 # tf.Transform / TensorFlow processes can segfault during interpreter teardown (a protobuf upb bug) after
 # every test has finished and the summary is printed. Leave with pytest's own status instead, so the exit
 # code reports the tests. ALBERT_TFX_HARD_EXIT=0 restores normal teardown (e.g. for coverage tools).
