@@ -47,9 +47,11 @@ def _externally_managed_python(root):
     for name in os.listdir(shared) if os.path.isdir(shared) else ():
         if name.startswith("libpython"):  # for interpreters linked with an $ORIGIN-relative runpath
             os.symlink(os.path.join(shared, name), os.path.join(root, "lib", name))
-    import pip
-
-    os.symlink(os.path.dirname(pip.__file__), os.path.join(libdir, "site-packages", "pip"))
+    # Located in a subprocess: importing pip here would switch off setuptools' distutils shim for this whole
+    # session (its meta-path finder yields to pip), breaking later in-process imports of setuptools.
+    pip_dir = subprocess.run([sys.executable, "-c", "import os, pip; print(os.path.dirname(pip.__file__))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    os.symlink(pip_dir, os.path.join(libdir, "site-packages", "pip"))
     with open(os.path.join(libdir, "EXTERNALLY-MANAGED"), "w") as f:
         f.write("[externally-managed]\nError=This Python is managed by the test's fake distribution.\n")
     python = os.path.join(bindir, version)
