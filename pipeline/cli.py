@@ -47,19 +47,7 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 def _config(args):
     from pipeline.configs import build_config
 
-    return _check_model(build_config(args.preset, args.config, args.overrides))
-
-
-def _check_model(config):
-    """The model section names a known size and consistent shapes: checked before any node or step runs."""
-    from pipeline.configs import ConfigError
-    from trainer.modeling_albert import AlbertConfig
-
-    try:
-        AlbertConfig.named(config.model.size, **config.model.overrides()).validate()
-    except ValueError as exc:
-        raise ConfigError(f"config model (size={config.model.size!r}) is invalid: {exc}") from None
-    return config
+    return build_config(args.preset, args.config, args.overrides)  # every section validated, the model too
 
 
 def _with_output_dir(config, output_dir):

@@ -109,8 +109,10 @@ class Environment:
         """Every check that can fail before a request is sent; returns self."""
         if self.kind not in KINDS:
             self._fail("kind", f"must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        if self.preset not in ("sample", "paper"):
-            self._fail("preset", f"must be sample or paper, got {self.preset!r}")
+        from pipeline.configs import PRESETS
+
+        if self.preset not in PRESETS:
+            self._fail("preset", f"must be one of {', '.join(sorted(PRESETS))}, got {self.preset!r}")
         if not isinstance(self.config_overrides, list) or not all(isinstance(o, str) and "=" in o
                                                                    for o in self.config_overrides):
             self._fail("config_overrides", "must be a list of 'section.key=value' strings")

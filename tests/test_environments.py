@@ -204,7 +204,7 @@ def test_unset_variable_names_environment_field_and_variable(monkeypatch):
     ("project=Albert_Proj", "project is not a valid Google Cloud project id"),
     ("service_account=someone@gmail.com", "service_account must be an e-mail"),
     ("kind=cluster", "kind must be one of"),
-    ("preset=huge", "preset must be sample or paper"),
+    ("preset=huge", "preset must be one of paper, paper-v1, paper-v2, sample"),
     ("labels.Team=nlp", "labels"),
     ("schedule.cron=every day", "5 fields"),
     ("beam.runner=SparkRunnr", "beam.runner must be one of"),
