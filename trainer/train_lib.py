@@ -313,7 +313,7 @@ def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.St
         apply(accumulator.sums() if global_batch else accumulator.gradients())
         accumulator.reset()
 
-    @tf.function
+    @tf.function(autograph=False)  # plain Python control flow; autograph only cost tracing time
     def train_step(iterator):
         step = optimizer.iterations.read_value()
         batches = [next(iterator) for _ in range(k)]  # unrolled: grad_accum_steps is a small static number
