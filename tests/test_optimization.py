@@ -216,3 +216,16 @@ def test_clip_gradients():
     np.testing.assert_allclose(float(norm), 5.0)
     np.testing.assert_allclose(clipped[0].numpy(), [0.6, 0.0], rtol=1e-6)
     np.testing.assert_allclose(clipped[2].numpy(), [[0.8]], rtol=1e-6)
+
+
+def test_clip_norm_of_an_embedding_gradient_counts_repeated_tokens_once():
+    """A gathered row used twice is two IndexedSlices; the clipped norm must be the dense gradient's norm."""
+    table = tf.Variable(np.arange(12, dtype=np.float32).reshape(4, 3))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.gather(table, [1, 1, 2]))
+    sparse = tape.gradient(loss, table)
+    assert isinstance(sparse, tf.IndexedSlices)
+    dense = tf.convert_to_tensor(sparse).numpy()  # row 1: 2, row 2: 1
+    clipped, norm = clip_gradients([sparse], 1.0)
+    np.testing.assert_allclose(float(norm), np.linalg.norm(dense), rtol=1e-6)  # sqrt(15), not sqrt(9)
+    np.testing.assert_allclose(clipped[0].numpy(), dense / np.linalg.norm(dense), rtol=1e-6)

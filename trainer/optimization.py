@@ -239,13 +239,16 @@ class Lamb(_OfficialAdamBase):
 
 
 def clip_gradients(gradients: Sequence[Optional[tf.Tensor]], clip_norm: float = 1.0):
-    """``tf.clip_by_global_norm`` that tolerates ``None`` entries; returns ``(clipped, global_norm)``.
+    """``tf.clip_by_global_norm`` of the dense gradients, tolerating ``None``; returns ``(clipped, global_norm)``.
 
     The official recipe clips at global norm 1.0 before the optimizer step; which gradient is clipped (the global
     batch's or each replica's) is the trainer's ``gradient_semantics`` (module docstring).
     """
     present = [i for i, g in enumerate(gradients) if g is not None]
-    clipped, global_norm = tf.clip_by_global_norm([gradients[i] for i in present], clip_norm)
+    # IndexedSlices (embedding lookups) are densified first: tf.clip_by_global_norm takes the norm of their
+    # values, where a token that occurs twice is two slices, so the norm would not be the gradient's norm.
+    dense = [tf.convert_to_tensor(gradients[i]) for i in present]
+    clipped, global_norm = tf.clip_by_global_norm(dense, clip_norm)
     out: List[Optional[tf.Tensor]] = [None] * len(gradients)
     for i, g in zip(present, clipped):
         out[i] = g
