@@ -3,7 +3,7 @@
 * ``global_batch`` semantics: 1 x batch B, ``grad_accum_steps=k`` x B/k and 2 replicas x B/2 give the same update
   (micro-batches with different numbers of real masked tokens, clipping engaged);
 * ``per_replica`` (official per-shard) is a different update, so the setting is real;
-* dropout masks depend on (seed, step, micro-batch, replica), not on what ran before in the process;
+* dropout masks depend on (seed, step, micro-batch, replica): a restored run draws the same ones;
 * a resumed run's history / TensorBoard files are cut back to the checkpoint step.
 """
 import json
@@ -108,17 +108,44 @@ def test_accumulation_gives_the_update_of_the_full_batch():
         run_steps(1, semantics="per_shard")
 
 
-def test_dropout_masks_depend_on_the_step_not_on_the_process_history():
-    """Dropout 0.1: two steps from step 5 equal steps 5-6 of a run that went through steps 0-4 first? No: equal
-    to a fresh process state that starts at step 5 — i.e. the masks are a function of (seed, step)."""
-    fresh_w, fresh_m, model = run_steps(2, dropout=0.1, start_step=5)
-    again_w, again_m, _ = run_steps(2, dropout=0.1, start_step=5)
-    assert_same(again_w, fresh_w, rtol=0, atol=0)
-    np.testing.assert_array_equal(again_m, fresh_m)
-    other_w, _, _ = run_steps(2, dropout=0.1, start_step=6)  # another step: other masks (and learning rate)
-    assert max_diff(other_w, fresh_w) > 1e-6
-    no_dropout_w, _, _ = run_steps(2, dropout=0.0, start_step=5)
-    assert max_diff(no_dropout_w, fresh_w) > 1e-6  # dropout is applied
+def test_dropout_resumes_from_a_checkpoint_with_the_same_masks(tmp_path):
+    """Dropout 0.1: steps 0-2 in one go equal steps 0-1, a checkpoint, and step 2 in a new model, optimizer and
+    train function restored from it (Keras' stateful dropout RNG would restart there and draw step 0's masks)."""
+    inputs, labels = make_batches(3)
+
+    def setup():
+        tf_keras.utils.set_random_seed(3)
+        model = train_lib.build_pretraining_model(tiny_config(0.1), "sop", L, P)
+        optimizer = create_optimizer("lamb", 0.01, 0, 10)
+        optimizer.build(model.trainable_variables)
+        step_fn = train_lib.make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=2,
+                                            clip_norm=1.0, seed=7)
+        return model, optimizer, step_fn
+
+    def batches(start_step):
+        return iter(tf.data.Dataset.from_tensor_slices((inputs, labels)).skip(start_step * B).batch(B // 2))
+
+    model, optimizer, step_fn = setup()
+    it = batches(0)
+    straight = [step_fn(it).numpy() for _ in range(3)]
+    straight_w = [v.numpy() for v in model.trainable_variables]
+
+    model, optimizer, step_fn = setup()
+    it = batches(0)
+    first = [step_fn(it).numpy() for _ in range(2)]
+    path = tf.train.Checkpoint(model=model, optimizer=optimizer).write(str(tmp_path / "ckpt"))
+    model, optimizer, step_fn = setup()
+    tf.train.Checkpoint(model=model, optimizer=optimizer).read(path).assert_consumed()
+    resumed = first + [step_fn(batches(2)).numpy()]
+    np.testing.assert_allclose(np.array(resumed), np.array(straight), rtol=1e-6)
+    assert_same([v.numpy() for v in model.trainable_variables], straight_w, rtol=1e-6, atol=1e-7)
+
+    # Dropout really is on: the same initial model without it has another step-0 loss.
+    tf_keras.utils.set_random_seed(3)
+    plain = train_lib.build_pretraining_model(tiny_config(0.0), "sop", L, P)
+    plain_loss = train_lib.metrics_from_sums(train_lib.loss_sums(
+        plain({k: v[:B] for k, v in inputs.items()}, training=True), {k: v[:B] for k, v in labels.items()}))
+    assert abs(float(plain_loss[0]) - straight[0][0]) > 1e-4
     assert train_lib.use_stateless_dropout(model, train_lib.DropoutSeeds()) >= 4  # every Dropout layer rerouted
 
 

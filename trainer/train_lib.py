@@ -257,13 +257,13 @@ def _replica_seed(seed: tf.Tensor) -> tf.Tensor:
 
 
 def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.Strategy, *, grad_accum_steps: int,
-                    clip_norm: float, seed: int, semantics: str = "global_batch", jit_compile: bool = False,
-                    dropout_seeds: Optional[DropoutSeeds] = None):
+                    clip_norm: float, seed: int, semantics: str = "global_batch", jit_compile: bool = False):
     """A ``tf.function`` doing one optimizer step from ``grad_accum_steps`` micro-batches of ``iterator``.
 
     Returns ``train_step(iterator) -> [len(METRIC_NAMES)]`` metric values of the global batch. ``semantics``:
     see ``trainer/optimization.py`` (``global_batch``: clip the global-batch gradient once, losses normalised
     over the global batch; ``per_replica``: the official per-shard clipping of per-micro-batch mean losses).
+    Routes the model's dropout layers through step-derived stateless seeds (:func:`use_stateless_dropout`).
     """
     if semantics not in GRADIENT_SEMANTICS:
         raise ValueError(f"gradient_semantics {semantics!r}: use one of {GRADIENT_SEMANTICS}")
@@ -272,9 +272,8 @@ def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.St
     variables = model.trainable_variables
     with strategy.scope():
         accumulator = GradientAccumulator(variables) if k > 1 else None
-    seeds = dropout_seeds or DropoutSeeds()
-    if dropout_seeds is None:
-        use_stateless_dropout(model, seeds)
+    seeds = DropoutSeeds()
+    use_stateless_dropout(model, seeds)
     global_batch = semantics == "global_batch"
 
     def losses_and_grads(inputs, labels, norm, dropout_seed):
