@@ -42,3 +42,12 @@ def test_datagen_counters_match_stats_json(tmp_path, spm_model_path):
     assert counters.get("instances_eval", 0) == splits["eval"]["instances"]
     assert counters["instance_tokens"] == splits["train"]["tokens"] + splits["eval"]["tokens"]
     assert counters["input_tokens"] > counters["instance_tokens"] / config.datagen.dupe_factor
+
+
+def test_trainer_progress_line_has_losses_throughput_and_eta():
+    from trainer.train_lib import progress_line
+
+    line = progress_line(100, 1000, {"loss": 3.2, "mlm_loss": 2.9, "sentence_loss": 0.69, "learning_rate": 1e-3,
+                                     "sequences_per_sec": 64.0, "_batch": 32})
+    # 900 steps left at 64 / 32 = 2 steps/s → 450 s.
+    assert line == "step 100/1000 loss 3.2000 mlm 2.9000 sentence 0.6900 lr 0.001 64.0 seq/s ETA 0:07:30"

@@ -52,6 +52,25 @@ class PretrainJob:
     log_dir: str
 
 
+def progress_line(step: int, total: int, values: Dict[str, float]) -> str:
+    """One operator-facing line: step, losses, accuracy, learning rate, throughput and the time left."""
+    rate = values.get("sequences_per_sec") or 0.0
+    steps_per_sec = rate / max(values.get("_batch", 1.0), 1.0)
+    eta = ""
+    if steps_per_sec > 0:
+        left = int((total - step) / steps_per_sec)
+        eta = f" ETA {left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}"
+    parts = [f"step {step}/{total}"]
+    for key, label in (("loss", "loss"), ("mlm_loss", "mlm"), ("sentence_loss", "sentence"),
+                       ("mlm_accuracy", "mlm_acc"), ("sentence_accuracy", "sentence_acc")):
+        if key in values:
+            parts.append(f"{label} {values[key]:.4f}")
+    if "learning_rate" in values:
+        parts.append(f"lr {values['learning_rate']:.3g}")
+    parts.append(f"{rate:.1f} seq/s{eta}")
+    return " ".join(parts)
+
+
 def make_strategy(name: str) -> tf.distribute.Strategy:
     """``auto``: TPU if a TPU cluster is configured, else Mirrored over >1 GPU, else the default strategy."""
     if name == "tpu" or (name == "auto" and (os.environ.get("TPU_NAME") or os.environ.get("CLOUD_TPU_TASK_ID")
@@ -530,7 +549,7 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
                 writer.flush()
                 history.write(json.dumps({"step": step, "split": "train", **values}) + "\n")
                 history.flush()
-                log.info("step %d %s", step, values)
+                log.info("%s", progress_line(step, t.num_train_steps, {**values, "_batch": t.train_batch_size}))
             if (t.eval_every and step % t.eval_every == 0) or step == t.num_train_steps:
                 eval_metrics = evaluate()
                 if eval_metrics:
