@@ -226,8 +226,9 @@ class TrainConfig(Section):
         check(t.clip_norm > 0, "train.clip_norm", t.clip_norm, "> 0")
         check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",
               t.grad_accum_steps, f">= 1 and dividing train_batch_size={t.train_batch_size}")
-        for name in ("checkpoint_every", "eval_every", "log_every"):
-            check(getattr(t, name) >= 1, f"train.{name}", getattr(t, name), ">= 1")
+        for name in ("checkpoint_every", "eval_every"):  # 0: only at the end
+            check(getattr(t, name) >= 0, f"train.{name}", getattr(t, name), ">= 0 (0: only at the end)")
+        check(t.log_every >= 1, "train.log_every", t.log_every, ">= 1")
         check(t.eval_steps >= 0, "train.eval_steps", t.eval_steps, ">= 0")
         check(t.shuffle_buffer >= 1, "train.shuffle_buffer", t.shuffle_buffer, ">= 1")
         return self

@@ -79,6 +79,25 @@ def datagen_docs(tok, vocab, datagen_texts):
     return [tokenize_document(tok, d, vocab) for d in datagen_texts]
 
 
+def squad_v2_from_v1(path):
+    """A SQuAD 2.0-shaped dataset from a v1.1 file: every third question becomes unanswerable (its answers move to
+    ``plausible_answers``), as in the official v2 data."""
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    k = 0
+    for article in data["data"]:
+        for p in article["paragraphs"]:
+            for qa in p["qas"]:
+                qa["is_impossible"] = k % 3 == 0
+                if qa["is_impossible"]:
+                    qa["plausible_answers"], qa["answers"] = qa["answers"], []
+                k += 1
+    data["version"] = "v2.0"
+    return data
+
+
 # `make test-quick` runs `-m "not slow"`. Modules that train models, fine-tune, run whole DAGs or start Beam /
 # tf.Transform pipelines in subprocesses are slow as a whole; marking them here keeps the list in one place (their
 # files may also carry `pytestmark = pytest.mark.slow`).
