@@ -1,28 +1,60 @@
 # Two commands on a fresh machine (each installs what it needs):
-#   make sample   - the whole pipeline on the bundled sample data, locally; prints where the report is
-#   make test     - the test suite
+#   make sample      - the whole pipeline on the bundled sample data, locally; prints where the report is
+#   make test        - the whole test suite
+#   make test-quick  - unit tests only (-m "not slow"): a few minutes
 export UV_PYTHON_DOWNLOADS := never
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 PYTHON ?= python3
-UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 
-# Test-only: PyTorch + transformers for the Hugging Face parity tests and benchmarks. The CPU wheel of
-# torch comes from a local wheel folder (PyPI's default torch pulls GBs of CUDA packages); without that
-# folder the parity tests skip themselves.
-TORCH_WHEELS ?= /opt/wheels
+# uv: the one on PATH, else a private copy in $(UV_BOOTSTRAP) (a venv of its own). Nothing is ever installed
+# into $(PYTHON) itself, so this works where its pip is externally managed (PEP 668) or absent.
+UV_BOOTSTRAP ?= .uv-bootstrap
+UV ?= $(shell command -v uv 2>/dev/null)
+ifeq ($(strip $(UV)),)
+override UV := $(UV_BOOTSTRAP)/bin/uv
+UV_DEP := $(UV)
+endif
+
+# Test-only: PyTorch + transformers for the Hugging Face parity tests and benchmarks. The CPU wheel of torch
+# comes from a folder you name (PyPI's default torch pulls GBs of CUDA packages), e.g.
+#   TORCH_WHEELS=../wheels make test
+# There is no default: without it those tests skip, saying how to enable them.
+TORCH_WHEELS ?=
 HF_TEST_PACKAGES := "torch==2.13.0+cpu" "transformers==5.18.0"
 
-.PHONY: install install-test sample test compile clean
+.PHONY: install install-test sample test test-quick compile clean uv
 
-install:
-	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet "uv>=0.5"
+install: $(UV_DEP)
 	$(UV) sync --frozen --extra test --inexact
 
+# Print the uv that install uses (bootstrapping it first if needed); tests/test_install.py runs this.
+uv: $(UV_DEP)
+	@echo $(UV)
+
+# A venv of its own holds uv. `python -m venv` seeds pip with ensurepip; where ensurepip is missing (Debian
+# without python3-venv) a pip-less venv is filled by the interpreter's own pip through `pip --python`.
+$(UV_BOOTSTRAP)/bin/uv:
+	@echo "uv not found on PATH: installing it into $(UV_BOOTSTRAP)/ (not into $(PYTHON))"
+	@rm -rf $(UV_BOOTSTRAP)
+	@if $(PYTHON) -m venv $(UV_BOOTSTRAP) >/dev/null 2>&1 && $(UV_BOOTSTRAP)/bin/python -m pip --version >/dev/null 2>&1; then \
+	  $(UV_BOOTSTRAP)/bin/python -m pip install --quiet "uv>=0.5"; \
+	elif rm -rf $(UV_BOOTSTRAP) && $(PYTHON) -m venv --without-pip $(UV_BOOTSTRAP) && $(PYTHON) -m pip --version >/dev/null 2>&1; then \
+	  $(PYTHON) -m pip --python $(UV_BOOTSTRAP)/bin/python install --quiet "uv>=0.5"; \
+	else \
+	  echo "error: $(PYTHON) can create neither a venv with pip (ensurepip) nor has pip of its own;" \
+	       "install uv (https://docs.astral.sh/uv/) or your distribution's python3-venv, then rerun" >&2; \
+	  rm -rf $(UV_BOOTSTRAP); exit 1; \
+	fi
+	@test -x $@
+
 install-test: install
-	@if ls $(TORCH_WHEELS)/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \
-	  $(UV) pip install --quiet --python .venv/bin/python --find-links $(TORCH_WHEELS) $(HF_TEST_PACKAGES); \
-	else echo "no torch CPU wheel in $(TORCH_WHEELS): Hugging Face parity tests will be skipped"; fi
+	@if [ -n "$(TORCH_WHEELS)" ] && ls "$(TORCH_WHEELS)"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \
+	  $(UV) pip install --quiet --python .venv/bin/python --find-links "$(TORCH_WHEELS)" $(HF_TEST_PACKAGES); \
+	elif [ -n "$(TORCH_WHEELS)" ]; then \
+	  echo "no torch-2.13.0+cpu wheel in TORCH_WHEELS=$(TORCH_WHEELS): Hugging Face parity tests will be skipped"; \
+	else echo "TORCH_WHEELS not set: Hugging Face parity tests will be skipped (TORCH_WHEELS=DIR make test," \
+	          "DIR holding torch-2.13.0+cpu-*.whl, runs them)"; fi
 
 sample: install
 	.venv/bin/albert-pipeline run --preset sample --output-dir outputs/sample
@@ -30,8 +62,11 @@ sample: install
 test: install-test
 	.venv/bin/python -m pytest tests -q
 
+test-quick: install
+	.venv/bin/python -m pytest tests -q -m "not slow"
+
 compile: install
 	.venv/bin/albert-pipeline compile --preset sample --output outputs/albert_pipeline.json
 
 clean:
-	rm -rf outputs .pytest_cache
+	rm -rf outputs .pytest_cache $(UV_BOOTSTRAP)

@@ -6,7 +6,9 @@ reports input tokens per second of CPU time of this single process (best and med
 runs, as shared machines are noisy) plus peak RSS. Issue 4's goal is >= 1,000,000 input tokens/s per
 core at L=512, dupe_factor 1.
 
-    .venv/bin/python benchmarks/datagen_core.py --data-dir /work/shared/data/books/gutenberg
+    .venv/bin/python benchmarks/datagen_core.py --data-dir ../shared/data/books/gutenberg
+
+(``../shared/data`` stands for ``$ALBERT_TFX_DATA_DIR``, the shared data folder; see README.md.)
 """
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def main() -> None:
     docs_text = read_documents(args.data_dir, args.max_chars, args.doc_lines)
     if not docs_text:
         sys.exit(f"no text found under {args.data_dir!r} (*.txt, one sentence per line, blank line between "
-                 f"documents); try --data-dir /work/shared/data/books/gutenberg or tests/fixtures")
+                 f"documents); try --data-dir $ALBERT_TFX_DATA_DIR/books/gutenberg or tests/fixtures")
     tok = AlbertTokenizer(args.spm_model)
     vocab = VocabInfo.from_tokenizer(tok)
     params = InstanceParams(max_seq_length=args.max_seq_length, max_predictions_per_seq=args.max_predictions,

@@ -93,6 +93,13 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
                 yield doc
 
 
+# Live progress in the Dataflow UI / the runner's metrics (namespace "albert.corpus", per source): input files,
+# documents read, documents kept after dedupe, sentences and characters written, and every skip reason of
+# SKIP_KEYS. The same numbers end up in counts.json and on the Documents artifact.
+def _counter(source: str, name: str):
+    return beam.metrics.Metrics.counter("albert.corpus", f"{source}_{name}")
+
+
 class _ReadFiles(beam.DoFn):
     """Documents as the main output; per-file skip counts ({source: {key: n}}) on the "skipped" output."""
 
@@ -102,9 +109,16 @@ class _ReadFiles(beam.DoFn):
 
     def process(self, item: Tuple[str, str, str]):
         skipped: Dict[str, int] = {}
-        yield from read_input_file(item, self._min_chars, self._encoding_fallback, skipped)
+        source = item[0]
+        documents = _counter(source, "documents_read")
+        for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped):
+            documents.inc()
+            yield doc
+        _counter(source, "files").inc()
+        for key, n in skipped.items():
+            _counter(source, f"skipped_{key}").inc(n)
         if skipped:
-            yield beam.pvalue.TaggedOutput("skipped", {item[0]: skipped})
+            yield beam.pvalue.TaggedOutput("skipped", {source: skipped})
 
 
 def shard_of(doc_id: str, num_shards: int) -> int:
@@ -131,6 +145,9 @@ class _WriteShard(beam.DoFn):
                 c["documents"] += 1
                 c["sentences"] += len(doc.sentences)
                 c["characters"] += doc.num_chars
+        for source, c in counts.items():
+            for key, n in c.items():
+                _counter(source, key).inc(n)
         yield counts
 
 
@@ -154,6 +171,7 @@ def _dedupe(element: Tuple[str, Iterable[Document]]):
     for doc in docs[1:]:
         c = dropped.setdefault(doc.source, {"duplicate_documents": 0})
         c["duplicate_documents"] += 1
+        _counter(doc.source, "skipped_duplicate_documents").inc()
     if dropped:
         yield beam.pvalue.TaggedOutput("skipped", dropped)
 

@@ -52,6 +52,7 @@ from components.datagen.instances import InstanceParams, VocabInfo
 from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
 from components.text.documents import parse_text_blocks
+from components.text.errors import CorruptInputError
 
 SPLITS = ("train", "eval")
 STATS_FILE = "stats.json"
@@ -74,9 +75,28 @@ def read_documents(path: str) -> Iterator[Tuple[str, List[str]]]:
     """(doc_id, sentences) from one file in the official format (one sentence per line, blank line between docs)."""
     name = posixpath.basename(path)
     with FileSystems.open(path) as f:
-        lines = (line.decode("utf-8") for line in f)
-        for index, sentences in enumerate(parse_text_blocks(lines)):
+        for index, sentences in enumerate(parse_text_blocks(_utf8_lines(f, path))):
             yield f"{name}:{index}", sentences
+
+
+def _utf8_lines(f, path: str) -> Iterator[str]:
+    """Decoded lines; invalid UTF-8 is a :class:`CorruptInputError` naming the file, line and byte offset."""
+    offset = 0
+    for number, line in enumerate(f, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptInputError(path, f"not valid UTF-8 at line {number}, byte offset {offset + exc.start} "
+                                          f"(byte 0x{line[exc.start]:02x})") from None
+        offset += len(line)
+
+
+# Live progress in the Dataflow UI / the runner's metrics (namespace "albert.datagen"): files and documents read,
+# sentences, input tokens, instances per split, instance tokens, and documents skipped (empty after tokenizing,
+# or too short to give an instance). PretrainingDataGen also records them from the run's metrics.
+COUNTERS = {name: beam.metrics.Metrics.counter("albert.datagen", name) for name in (
+    "files", "documents", "sentences", "input_tokens", "instances_train", "instances_eval", "instance_tokens",
+    "skipped_empty_documents", "skipped_too_short_documents")}
 
 
 class _Tokenizing(beam.DoFn):
@@ -268,13 +288,18 @@ class _GenerateInstances(_Tokenizing):
             split = self._split_rule(path, doc_id)
             pool = None if pools is None else pools.get(split, _EMPTY_POOL)
             yield from self._document(doc_id, split, sentences, pool)
+        COUNTERS["files"].inc()
 
     def _document(self, doc_id: str, split: str, sentences: List[str], pool: Optional[DocumentPool]):
         ids = pool.get(doc_id) if pool is not None else None  # pooled documents are tokenized already
         if ids is None:
             ids = tokenize_document(self.tokenizer, sentences, self.vocab)
+        COUNTERS["documents"].inc()
+        COUNTERS["sentences"].inc(len(sentences))
         if not ids:
+            COUNTERS["skipped_empty_documents"].inc()
             return
+        COUNTERS["input_tokens"].inc(int(len(ids.flat)))
         # The split's own pool; a split with a single document draws from that document, as officially.
         random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
         num_shards = self._shards[split]
@@ -287,6 +312,10 @@ class _GenerateInstances(_Tokenizing):
             pending.setdefault(key % num_shards, []).extend((_SPILL_HEADER.pack(key, len(payload)), payload))
         for shard, parts in pending.items():
             self._spill(split, shard).write(b"".join(parts))
+        COUNTERS[f"instances_{split}"].inc(stats.instances)
+        COUNTERS["instance_tokens"].inc(stats.tokens)
+        if not stats.instances:
+            COUNTERS["skipped_too_short_documents"].inc()
         yield beam.pvalue.TaggedOutput(f"stats_{split}", stats)
 
     def finish_bundle(self):

@@ -7,16 +7,20 @@ and renamed into place only when complete, so an interrupted run leaves no outpu
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import datagen_beam
+from components.text.errors import CorruptInputError
 from components.vocab_lib import validate_model
 from trainer import examples_info
+
+LOG = logging.getLogger(__name__)
 
 
 def expand_inputs(inputs: Sequence[str]) -> List[str]:
@@ -37,11 +41,26 @@ def expand_inputs(inputs: Sequence[str]) -> List[str]:
     return files
 
 
-def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1) -> Dict:
+def _is_blank(path: str, chunk: int = 1 << 20) -> bool:
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(chunk)
+            if not data:
+                return True
+            if data.strip():
+                return False
+
+
+def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1,
+                          counters: Optional[Dict[str, int]] = None) -> Dict:
+    """Write the Examples layout to ``output``; returns stats.json. ``counters`` (a dict) receives the run's Beam
+    counters (namespace ``albert.datagen``), which are also logged."""
     if os.path.exists(output) and os.listdir(output):
         raise FileExistsError(f"output folder {output} exists and is not empty")
     validate_model(spm_model)
     files = expand_inputs(inputs)
+    if all(_is_blank(path) for path in files):
+        raise CorruptInputError(", ".join(files), "empty input: every input file is empty or blank, so there would be no training instances")
     tmp = output.rstrip("/") + f".tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     dirs = {s: os.path.join(tmp, f"Split-{s}") for s in datagen_beam.SPLITS}
@@ -54,13 +73,15 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     options = PipelineOptions(["--runner=DirectRunner", f"--direct_num_workers={workers}",
                                f"--direct_running_mode={mode}"])
     try:
-        with beam.Pipeline(options=options) as p:
-            datagen_beam.build_pretraining_data(
-                p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
-                params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
-                num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
-                compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
-                random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
+        p = beam.Pipeline(options=options)
+        datagen_beam.build_pretraining_data(
+            p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
+            params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
+            num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
+            compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
+            random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
+        result = p.run()
+        result.wait_until_finish()
         names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
         examples_info.write_info(tmp, examples_info.make_info(
             d, config.vocab.do_lower_case, validate_model(spm_model), examples_info.fingerprint(tmp, names)))
@@ -70,5 +91,20 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     if os.path.exists(output):
         os.rmdir(output)  # empty (checked above)
     os.replace(tmp, output)
+    found = beam_counters(result, "albert.datagen")
+    LOG.info("datagen: %s", ", ".join(f"{k} {v:,}" for k, v in sorted(found.items())))
+    if counters is not None:
+        counters.update(found)
     with open(os.path.join(output, datagen_beam.STATS_FILE)) as f:
         return json.load(f)
+
+
+def beam_counters(result, namespace: str) -> Dict[str, int]:
+    """The committed counters of ``namespace`` from a finished Beam run (what Dataflow shows live)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    found = result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]
+    out: Dict[str, int] = {}
+    for c in found:
+        out[c.key.metric.name] = out.get(c.key.metric.name, 0) + int(c.committed or 0)
+    return out

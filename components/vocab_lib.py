@@ -14,8 +14,10 @@ error naming the model, both sizes and the fix, never a silent choice of one of 
 from __future__ import annotations
 
 import io
+import logging
 import os
 import random
+import time
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 import sentencepiece as spm
@@ -23,6 +25,8 @@ import sentencepiece as spm
 from components.text.documents import parse_text_blocks
 from components.text.normalize import preprocess_text
 from components.text.tokenization import check_special_ids
+
+log = logging.getLogger(__name__)
 
 MODEL_FILE = "spm.model"
 VOCAB_FILE = "spm.vocab"
@@ -61,10 +65,13 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
                         character_coverage: float = 0.99995, input_sentence_size: int = 10_000_000,
                         do_lower_case: bool = True, seed: int = 12345, num_threads: int = 1) -> str:
     """Train ALBERT's unigram model into ``output_dir/spm.model``; returns the model path."""
+    start = time.monotonic()
     sample = sample_sentences(sentences, input_sentence_size, seed)
     normalized = [t for t in (preprocess_text(s, lower=do_lower_case) for s in sample) if t]
     if not normalized:
         raise ValueError("no sentences to train the SentencePiece model on")
+    log.info("vocab: sampled %d sentences (%d characters) in %.1f s; training a %d-piece unigram model",
+             len(normalized), sum(map(len, normalized)), time.monotonic() - start, vocab_size)
     os.makedirs(output_dir, exist_ok=True)
     model = io.BytesIO()
     spm.set_random_generator_seed(seed)
@@ -87,6 +94,7 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
     model_path = os.path.join(output_dir, MODEL_FILE)
     _write_model(model.getvalue(), output_dir)
     validate_model(model_path)
+    log.info("vocab: %s written, %.1f s in all", model_path, time.monotonic() - start)
     return model_path
 
 
@@ -153,7 +161,12 @@ def _write_model(data: bytes, output_dir: str) -> str:
 
 def validate_model(model_path: str) -> int:
     """Load ``model_path``, check ALBERT's special ids, return the vocabulary size."""
+    if "://" not in model_path and not os.path.isfile(model_path):
+        raise FileNotFoundError(f"SentencePiece model {model_path} does not exist")
     sp = spm.SentencePieceProcessor()
-    sp.load(model_path)
+    try:
+        sp.load(model_path)
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError on garbage
+        raise ValueError(f"{model_path} is not a SentencePiece model: {exc}") from None
     check_special_ids(sp, model_path)
     return sp.get_piece_size()

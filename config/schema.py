@@ -86,7 +86,14 @@ def coerce(hint: Any, value: Any, name: str) -> Any:
         return {k: coerce(val_t, v, f"{name}.{k}") for k, v in value.items()}
     if origin in (list, typing.List):
         item_t = args[0] if args else Any
-        if isinstance(value, str):
+        if isinstance(value, str) and value.strip().startswith("["):  # --set key=[a, b] (YAML flow list)
+            import yaml
+
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                raise ConfigError(f"config {name}={value!r} is not a valid list") from None
+        elif isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"config {name} must be a list, got {value!r}")

@@ -189,6 +189,9 @@ class TrainConfig(Section):
     weight_decay: float = 0.01
     clip_norm: float = 1.0
     grad_accum_steps: int = 1  # micro-batches per optimizer step (global batch = train_batch_size)
+    # global_batch: losses normalised over the global batch, the summed gradient clipped once (after the cross-replica
+    # sum and accumulation; 1 x B equals k x B/k). per_replica: the official per-shard clipping, then averaging.
+    gradient_semantics: str = "global_batch"
     sentence_task: str = "sop"  # sop | nsp (the paper's ablation)
     checkpoint_every: int = 5000
     eval_every: int = 10_000
@@ -207,6 +210,8 @@ class TrainConfig(Section):
         t = self
         check(t.optimizer in ("lamb", "adamw"), "train.optimizer", t.optimizer, "lamb|adamw")
         check(t.sentence_task in ("sop", "nsp"), "train.sentence_task", t.sentence_task, "sop|nsp")
+        check(t.gradient_semantics in ("global_batch", "per_replica"), "train.gradient_semantics",
+              t.gradient_semantics, "global_batch|per_replica")
         check(t.strategy in ("auto", "cpu", "mirrored", "multi_worker", "tpu"), "train.strategy", t.strategy,
               "auto|cpu|mirrored|multi_worker|tpu")
         check(t.mixed_precision in ("auto", "float32", "mixed_bfloat16"), "train.mixed_precision",
@@ -221,8 +226,9 @@ class TrainConfig(Section):
         check(t.clip_norm > 0, "train.clip_norm", t.clip_norm, "> 0")
         check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",
               t.grad_accum_steps, f">= 1 and dividing train_batch_size={t.train_batch_size}")
-        for name in ("checkpoint_every", "eval_every", "log_every"):
-            check(getattr(t, name) >= 1, f"train.{name}", getattr(t, name), ">= 1")
+        for name in ("checkpoint_every", "eval_every"):  # 0: only at the end
+            check(getattr(t, name) >= 0, f"train.{name}", getattr(t, name), ">= 0 (0: only at the end)")
+        check(t.log_every >= 1, "train.log_every", t.log_every, ">= 1")
         check(t.eval_steps >= 0, "train.eval_steps", t.eval_steps, ">= 0")
         check(t.shuffle_buffer >= 1, "train.shuffle_buffer", t.shuffle_buffer, ">= 1")
         return self

@@ -6,24 +6,32 @@
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
     albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
-    albert-pipeline env [NAME] | schedules list|pause|resume --env NAME
+    albert-pipeline env [show] [NAME] | schedules list|pause|resume --env NAME
     albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
     albert-pipeline score squad|squad2|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
 
-Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them.
+Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them. Results are JSON on stdout; progress
+and errors are lines on stderr (``pipeline/logs.py``). A bad input or setting ends with one line naming the file or
+setting, exit code 2, and the path of the log file that holds the full traceback; nothing is left under the output.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import re
 import sys
+import traceback
 from typing import List, Optional
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+LOG = logging.getLogger("albert_tfx.cli")
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
@@ -39,7 +47,7 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 def _config(args):
     from pipeline.configs import build_config
 
-    return build_config(args.preset, args.config, args.overrides)
+    return build_config(args.preset, args.config, args.overrides)  # every section validated, the model too
 
 
 def _with_output_dir(config, output_dir):
@@ -59,7 +67,7 @@ def cmd_run(args) -> int:
     report_dir = latest_report(paths["metadata_path"], config.pipeline_name)
     print(json.dumps({**paths, "report": os.path.join(report_dir, "report.md"),
                       "report_html": os.path.join(report_dir, "report.html")}, indent=2))
-    print(f"Report: {os.path.join(report_dir, 'report.md')}")
+    LOG.info("Report: %s", os.path.join(report_dir, "report.md"))
     return 0
 
 
@@ -79,7 +87,7 @@ def cmd_plan(args) -> int:
 
 def cmd_compile(args) -> int:
     if args.env:
-        from pipeline.environments import cmd_compile_env
+        from pipeline.cli_env import cmd_compile_env
 
         return cmd_compile_env(args)
     config = _config(args)
@@ -102,7 +110,7 @@ def _vertex_target(args):
 
 def cmd_submit(args) -> int:
     if args.env:
-        from pipeline.environments import cmd_submit_env
+        from pipeline.cli_env import cmd_submit_env
 
         return cmd_submit_env(args)
     from pipeline import cloud
@@ -123,7 +131,7 @@ def cmd_submit(args) -> int:
 
 def cmd_schedule(args) -> int:
     if args.env:
-        from pipeline.environments import cmd_schedule_env
+        from pipeline.cli_env import cmd_schedule_env
 
         return cmd_schedule_env(args)
     if not args.cron:
@@ -145,6 +153,10 @@ def cmd_make_pretraining_data(args) -> int:
     from pipeline.configs import build_config
 
     config = build_config(args.preset, args.config, args.overrides)
+    if args.workers < 1:
+        from pipeline.configs import ConfigError
+
+        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     from components.datagen_tool import make_pretraining_data
 
     summary = make_pretraining_data(args.input, args.spm_model, args.output, config, workers=args.workers)
@@ -152,10 +164,87 @@ def cmd_make_pretraining_data(args) -> int:
     return 0
 
 
-def cmd_pretrain(args) -> int:
-    from pipeline.configs import build_config
+class InputError(ValueError):
+    """A file or folder given on the command line is not what the subcommand reads; the message names it."""
 
-    config = build_config(args.preset, args.config, args.overrides)
+
+def _json_file(path: str, what: str, shape: type):
+    """Parse a JSON input, naming the file (and line/column) when it is not JSON or not a ``shape``."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{what} {path} does not exist or is not a file")
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {what} is not valid UTF-8 at byte offset {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: {what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+                         ) from None
+    if not isinstance(value, shape):
+        raise InputError(f"{path}: {what} must be a JSON {'object' if shape is dict else shape.__name__}, "
+                         f"got {type(value).__name__}")
+    return value
+
+
+def _check_score_inputs(args) -> None:
+    """The shapes ``score`` reads, checked up front so a broken file is named instead of failing deep inside."""
+    if args.benchmark in ("squad", "squad2"):
+        data = _json_file(args.dataset, "SQuAD dataset", dict)
+        if not isinstance(data.get("data"), list) or not all(
+                isinstance(a, dict) and isinstance(a.get("paragraphs"), list) for a in data["data"]):
+            raise InputError(f"{args.dataset}: SQuAD dataset must be {{\"data\": [{{\"paragraphs\": [...]}}, ...]}}")
+        preds = _json_file(args.predictions, "SQuAD predictions", dict)
+        bad = [k for k, v in preds.items() if not isinstance(v, str)][:3]
+        if bad:
+            raise InputError(f"{args.predictions}: SQuAD predictions map question ids to answer strings; "
+                             f"not a string for {bad}")
+        if args.na_prob:
+            _json_file(args.na_prob, "SQuAD no-answer probabilities", dict)
+    elif args.benchmark == "race":
+        _json_file(args.predictions, "RACE predictions", dict)
+    for path in (args.dataset, args.predictions):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} does not exist")
+        if os.path.isfile(path):
+            with open(path, "rb") as f:
+                data = f.read()
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
+            if not data.strip():
+                raise InputError(f"{path}: empty file")
+
+
+def _check_examples_dir(path: str) -> None:
+    """``pretrain --examples`` must be a make-pretraining-data output (or a pipeline Examples artifact)."""
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--examples {path} is not a folder")
+    train = os.path.join(path, "Split-train")
+    if not os.path.isdir(train) or not [n for n in os.listdir(train) if not n.startswith(".")]:
+        raise InputError(f"{path} holds no pretraining examples (no files under Split-train/): give the folder "
+                         f"written by `albert-pipeline make-pretraining-data`")
+    if not os.path.isfile(os.path.join(path, "vocab", "spm.model")):
+        raise InputError(f"{path} has no vocab/spm.model: not a make-pretraining-data output folder")
+
+
+def _check_safetensors(src: str) -> None:
+    """A Hugging Face folder's weights must open as safetensors (the header names every tensor)."""
+    path = os.path.join(src, "model.safetensors")
+    if not os.path.isfile(path):
+        return  # the converter reports a missing file itself
+    try:
+        from safetensors import safe_open
+
+        with safe_open(path, framework="numpy") as f:
+            list(f.keys())
+    except Exception as exc:  # SafetensorError has no stable import path across versions
+        raise InputError(f"{path}: not a valid safetensors file ({exc})") from None
+
+
+def cmd_pretrain(args) -> int:
+    config = _config(args)
+    _check_examples_dir(args.examples)
     from trainer.task import pretrain_from_examples
 
     info = pretrain_from_examples(args.examples, args.output, config)
@@ -183,6 +272,10 @@ def cmd_model_info(args) -> int:
 
 
 def cmd_convert(args) -> int:
+    if not os.path.isdir(args.src):
+        raise FileNotFoundError(f"{args.src} is not a folder")
+    if args.kind == "hf-to-albert":
+        _check_safetensors(args.src)
     from trainer.convert import convert
 
     print(json.dumps(convert(args.kind, args.src, args.dst), indent=2, sort_keys=True, default=str))
@@ -190,6 +283,7 @@ def cmd_convert(args) -> int:
 
 
 def cmd_score(args) -> int:
+    _check_score_inputs(args)
     from components.evaluation.score import score
 
     kwargs = {"task": args.task}
@@ -201,6 +295,9 @@ def cmd_score(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="albert-pipeline", description=__doc__.split("\n")[0])
+    parser.add_argument("--log-file", help="where the full log (with tracebacks) goes; default: "
+                                           "$ALBERT_TFX_LOG_DIR or the temp folder, `run`: OUTPUT_DIR/logs")
+    parser.add_argument("-v", "--verbose", action="store_true", help="every library's INFO lines on stderr too")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run the whole DAG locally (BeamDagRunner or LocalDagRunner, sqlite MLMD)")
@@ -223,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline-root", help="gs:// root recorded in the spec")
     p.add_argument("--beam-arg", action="append",
                    help="Beam arg for the Beam components; write --beam-arg=--runner=DataflowRunner (with '=')")
-    from pipeline.environments import add_cli_subcommands, add_env_arguments
+    from pipeline.cli_env import add_cli_subcommands, add_env_arguments
 
     add_env_arguments(p)
     p.set_defaults(func=cmd_compile)
@@ -297,24 +394,103 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> None:
-    args = build_parser().parse_args(argv)
+def run_cli(argv: Optional[List[str]] = None) -> int:
+    """Parse, set up logging, run one subcommand; returns the exit code (``main`` exits with it)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    # `schedules pause --env E ID` (infra/README.md's order): argparse fills the optional positional ID before it
+    # reaches the options, so an ID after them arrives here as an extra argument.
+    if extra and args.command == "schedules" and args.schedule is None and len(extra) == 1 \
+            and not extra[0].startswith("-"):
+        args.schedule, extra = extra[0], []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "compile" and not args.image:
         from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
 
         args.image = DEFAULT_IMAGE
-    try:
-        code = args.func(args)
-    except Exception as exc:  # a clear one-line error, not a traceback, for user mistakes
-        from pipeline.configs import ConfigError
+    from pipeline import logs
 
-        known = (ConfigError, FileNotFoundError, ValueError)
-        if isinstance(exc, known) and not os.environ.get("ALBERT_TFX_TRACEBACK"):
-            print(f"albert-pipeline {args.command}: error: {exc}", file=sys.stderr)
-            code = 2
-        else:
+    log_path = args.log_file or logs.default_log_path(
+        args.command, os.path.join(args.output_dir, "logs") if args.command == "run" and
+        not os.environ.get(logs.LOG_DIR_VAR) else None)
+    logs.setup(log_path, verbose=args.verbose)
+    if args.command in _TENSORFLOW_COMMANDS and not args.verbose:
+        logs.import_tensorflow(log_path)
+    LOG.debug("albert-pipeline %s", " ".join(sys.argv[1:] if argv is None else argv))
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print(f"albert-pipeline {args.command}: interrupted (log: {log_path})", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line on the terminal; the traceback goes to the log file
+        _write_traceback(log_path, exc)
+        if os.environ.get("ALBERT_TFX_TRACEBACK"):
             raise
-    _exit(code)
+        message, user_error = describe_error(exc)
+        kind = "error" if user_error else "internal error"
+        print(f"albert-pipeline {args.command}: {kind}: {message} (full traceback: {log_path})", file=sys.stderr)
+        return 2 if user_error else 1
+
+
+_TENSORFLOW_COMMANDS = {"run", "compile", "pretrain", "model-info", "convert", "make-pretraining-data"}
+
+
+def _write_traceback(log_path: str, exc: BaseException) -> None:
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os.makedirs(os.path.dirname(log_path) or ".", exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as f:
+        f.write("Traceback of the error reported on the terminal:\n")
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=f)
+
+
+def describe_error(exc: BaseException):
+    """(one-line message, is it the user's input or settings?) for an exception from a subcommand.
+
+    Errors raised inside Beam or TFX arrive wrapped (Beam re-raises a worker's error with the remote traceback
+    in its message); the first error of a known input class in the cause/context chain is the one reported.
+    """
+    from pipeline.configs import ConfigError
+
+    user_types = (ConfigError, ValueError, OSError, KeyError, UnicodeError)  # JSON, UTF-8, corrupt input, files
+    chain, seen = [], set()
+    current: Optional[BaseException] = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for error in chain:
+        if isinstance(error, user_types):
+            return _first_line(error), True
+    # Beam's DirectRunner re-raises a worker's exception as a new one whose text holds the original.
+    text = str(exc)
+    for line in reversed(text.splitlines()):
+        name = line.split(":", 1)[0].strip().rsplit(".", 1)[-1]
+        if name.endswith(("Error", "Exception")) and ":" in line:
+            return _BEAM_STEP.sub("", line.split(":", 1)[1].strip()), name in _USER_ERROR_NAMES
+    return _first_line(exc), False
+
+
+_USER_ERROR_NAMES = {"ConfigError", "CorruptInputError", "ValueError", "FileNotFoundError", "FileExistsError",
+                     "UnicodeDecodeError", "JSONDecodeError", "SpecialIdError", "KeyError", "IsADirectoryError",
+                     "NotADirectoryError", "EnvironmentConfigError", "CloudConfigError", "NotFoundError",
+                     "DataLossError", "InputError"}
+
+
+_BEAM_STEP = re.compile(r" \[while running '[^']*'\]")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    if isinstance(error, KeyError) and error.args:
+        text = str(error.args[0])
+    line = _BEAM_STEP.sub("", text.splitlines()[0] if text else type(error).__name__)
+    return line if len(line) <= 500 else line[:497] + "..."
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    _exit(run_cli(argv))
 
 
 def _exit(code: int) -> None:

@@ -10,7 +10,8 @@ values such as ``YOUR_PROJECT`` are rejected for cloud environments) and turns i
 * :func:`vertex_target` — the :class:`pipeline.cloud.VertexTarget` for Vertex AI Pipelines;
 * :func:`compile_for_env`, :func:`submit_env`, :func:`schedule_env` — what ``albert-pipeline compile/submit/schedule
   --env NAME`` call; :func:`list_env_schedules`, :func:`pause_env_schedule`, :func:`resume_env_schedule` for
-  ``albert-pipeline schedules list|pause|resume --env NAME``.
+  ``albert-pipeline schedules list|pause|resume --env NAME``. The argument parsing and printing of those commands
+  live in :mod:`pipeline.cli_env`.
 
 Beam runners (``beam.runner``) and the args they produce
 -------------------------------------------------------
@@ -45,7 +46,6 @@ Any other key under ``beam:`` becomes ``--key=value`` (lists repeat the flag, ``
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -109,8 +109,10 @@ class Environment:
         """Every check that can fail before a request is sent; returns self."""
         if self.kind not in KINDS:
             self._fail("kind", f"must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        if self.preset not in ("sample", "paper"):
-            self._fail("preset", f"must be sample or paper, got {self.preset!r}")
+        from pipeline.configs import PRESETS
+
+        if self.preset not in PRESETS:
+            self._fail("preset", f"must be one of {', '.join(sorted(PRESETS))}, got {self.preset!r}")
         if not isinstance(self.config_overrides, list) or not all(isinstance(o, str) and "=" in o
                                                                    for o in self.config_overrides):
             self._fail("config_overrides", "must be a list of 'section.key=value' strings")
@@ -481,114 +483,3 @@ def resume_env_schedule(env: Environment, schedule: str, catch_up: bool = False,
 def _check_spec(spec: str) -> None:
     if not os.path.exists(spec):
         raise FileNotFoundError(f"compiled spec not found: {spec} (run `albert-pipeline compile --env ...` first)")
-
-
-# -- CLI handlers (wired in pipeline/cli.py) ------------------------------------------------------------------
-def _env_from_args(args) -> Environment:
-    return get_environment(args.env, getattr(args, "environments", None), getattr(args, "env_set", None) or [])
-
-
-def _json_params(args) -> Dict[str, Any]:
-    text = getattr(args, "parameters", None)
-    if not text:
-        return {}
-    value = json.loads(text)
-    if not isinstance(value, dict):
-        raise CloudConfigError("--parameters must be a JSON object")
-    return value
-
-
-def cmd_env_show(args) -> int:
-    """``albert-pipeline env show NAME``: the resolved, validated environment and its Beam args, as JSON."""
-    if not args.env:
-        print(json.dumps(environment_names(getattr(args, "environments", None))))
-        return 0
-    env = _env_from_args(args)
-    print(json.dumps({**env.to_dict(), "beam_pipeline_args": beam_args(env)}, indent=2, sort_keys=True))
-    return 0
-
-
-def cmd_compile_env(args) -> int:
-    env = _env_from_args(args)
-    from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE, spec_summary
-
-    image = getattr(args, "image", None)
-    if image == DEFAULT_IMAGE:  # cli.main fills in the placeholder default; the environment's image wins
-        image = None
-    info = compile_for_env(env, args.output, config_file=args.config, overrides=args.overrides, image=image)
-
-    print(json.dumps({**info, **spec_summary(args.output)}, indent=2))
-    return 0
-
-
-def cmd_submit_env(args) -> int:
-    env = _env_from_args(args)
-    result = submit_env(env, args.spec, run_name=_run_name(args), parameters=_json_params(args))
-    if env.kind == "kfp":
-        print(f"submitted KFP run: {getattr(result, 'run_id', result)}")
-    else:
-        print(f"submitted Vertex AI PipelineJob: {result.resource_name}")
-    return 0
-
-
-def cmd_schedule_env(args) -> int:
-    env = _env_from_args(args)
-    schedule, _ = schedule_env(env, args.spec, run_name=_run_name(args), parameters=_json_params(args),
-                               cron=args.cron, max_concurrent_run_count=args.max_concurrent,
-                               max_run_count=args.max_runs, start_time=args.start_time, end_time=args.end_time)
-    print(f"created schedule: {schedule.resource_name}")
-    return 0
-
-
-def cmd_schedules(args) -> int:
-    """``albert-pipeline schedules list|pause|resume --env NAME [SCHEDULE]``."""
-    env = _env_from_args(args)
-    if args.action == "list":
-        rows = [{"name": s.resource_name, "display_name": s.display_name, "state": getattr(s.state, "name", s.state),
-                 "cron": s.cron} for s in list_env_schedules(env, display_name=args.display_name)]
-        print(json.dumps(rows, indent=2))
-        return 0
-    if not args.schedule:
-        raise CloudConfigError(f"schedules {args.action} needs the schedule id or resource name")
-    if args.action == "pause":
-        s = pause_env_schedule(env, args.schedule)
-    else:
-        s = resume_env_schedule(env, args.schedule, catch_up=args.catch_up)
-    print(f"{args.action}d schedule: {s.resource_name}")
-    return 0
-
-
-def _run_name(args) -> Optional[str]:
-    name = getattr(args, "run_name", None)
-    return None if name in (None, "", "albert-tfx") else name
-
-
-def add_env_arguments(p) -> None:
-    """``--env`` / ``--environments`` / ``--env-set`` for ``compile``, ``submit`` and ``schedule``."""
-    p.add_argument("--env", help="environment from infra/environments.yaml: its project, region, pipeline root, "
-                                 "image, service account, labels and Beam args are used")
-    p.add_argument("--environments", help="environments file (default: $ALBERT_TFX_ENVIRONMENTS or "
-                                          "infra/environments.yaml)")
-    p.add_argument("--env-set", dest="env_set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override one environment field, e.g. project=my-proj or beam.max_num_workers=50 "
-                        "(repeatable)")
-
-
-def add_cli_subcommands(sub) -> None:
-    """The ``env`` and ``schedules`` subcommands."""
-    p = sub.add_parser("env", help="show an environment of infra/environments.yaml, resolved and validated "
-                                   "(no name: list them)")
-    p.add_argument("env", nargs="?", help="environment name")
-    p.add_argument("--environments", help="environments file")
-    p.add_argument("--env-set", dest="env_set", action="append", default=[], metavar="FIELD=VALUE")
-    p.set_defaults(func=cmd_env_show)
-
-    p = sub.add_parser("schedules", help="list, pause or resume Vertex AI pipeline schedules of an environment")
-    p.add_argument("action", choices=["list", "pause", "resume"])
-    p.add_argument("schedule", nargs="?", help="schedule id or projects/P/locations/R/schedules/ID (pause/resume)")
-    p.add_argument("--env", required=True, help="a vertex environment of infra/environments.yaml")
-    p.add_argument("--environments", help="environments file")
-    p.add_argument("--env-set", dest="env_set", action="append", default=[], metavar="FIELD=VALUE")
-    p.add_argument("--display-name", help="list: only schedules with this display name")
-    p.add_argument("--catch-up", action="store_true", help="resume: backfill the runs missed while paused")
-    p.set_defaults(func=cmd_schedules)

@@ -1,10 +1,15 @@
 """Local orchestration: TFX's BeamDagRunner or LocalDagRunner with the embedded sqlite MLMD store."""
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from typing import Dict
+import threading
+import time
+from typing import Dict, Iterator
 
 from tfx import v1 as tfx
+from tfx.orchestration.portable import launcher as tfx_launcher
 from tfx.orchestration.beam.beam_dag_runner import BeamDagRunner
 
 from pipeline.configs import PipelineConfig
@@ -23,11 +28,67 @@ def run_local(config: PipelineConfig, runner: str = "beam") -> Dict[str, str]:
     os.makedirs(os.path.dirname(config.metadata_path), exist_ok=True)
     metadata = tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
     pipeline = create_pipeline(config, metadata_connection_config=metadata)
-    if runner == "beam":
-        BeamDagRunner().run(pipeline)
-    else:
-        tfx.orchestration.LocalDagRunner().run(pipeline)
+    with node_progress():
+        if runner == "beam":
+            BeamDagRunner().run(pipeline)
+        else:
+            tfx.orchestration.LocalDagRunner().run(pipeline)
     return {"pipeline_root": config.pipeline_root, "metadata_path": config.metadata_path}
+
+
+PROGRESS = logging.getLogger("albert_tfx.progress")
+
+
+class ProgressLauncher(tfx_launcher.Launcher):
+    """TFX's node launcher, reporting each node: started, CACHED, finished in N s, or failed with the reason.
+
+    Both local runners build one ``tfx.orchestration.portable.launcher.Launcher`` per node and call ``launch()``;
+    whether the node ran or was served from the MLMD cache is what ``_prepare_execution`` decided.
+    """
+
+    def _prepare_execution(self):
+        result = super()._prepare_execution()
+        self._albert_needed = result.is_execution_needed
+        if result.is_execution_needed:
+            PROGRESS.info("%s: started (execution %d)", self._node_name(), result.execution_info.execution_id)
+        return result
+
+    def _node_name(self) -> str:
+        return self._pipeline_node.node_info.id
+
+    def launch(self):
+        start = time.monotonic()
+        self._albert_needed = None
+        try:
+            info = super().launch()
+        except BaseException as exc:
+            reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            PROGRESS.error("%s: failed after %.1f s: %s", self._node_name(), time.monotonic() - start, reason[:300])
+            raise
+        elapsed = time.monotonic() - start
+        if self._albert_needed is False:
+            PROGRESS.info("%s: CACHED", self._node_name())
+        elif self._albert_needed is None:  # a system node (Importer, Resolver): no executor to run
+            PROGRESS.info("%s: done in %.1f s", self._node_name(), elapsed)
+        else:
+            PROGRESS.info("%s: finished in %.1f s", self._node_name(), elapsed)
+        return info
+
+
+_SWAP_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def node_progress() -> Iterator[None]:
+    """While active, the runners' ``launcher.Launcher`` is :class:`ProgressLauncher`."""
+    with _SWAP_LOCK:
+        original = tfx_launcher.Launcher
+        tfx_launcher.Launcher = ProgressLauncher
+    try:
+        yield
+    finally:
+        with _SWAP_LOCK:
+            tfx_launcher.Launcher = original
 
 
 def latest_report(metadata_path: str, pipeline_name: str) -> str:

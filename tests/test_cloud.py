@@ -403,7 +403,8 @@ def test_submit_with_parameters_on_the_compiled_spec(compiled_spec, vertex_rpcs,
         "--parameters", json.dumps({"num_train_steps": 1000, "finetune_seeds": 3, "glue_dir": "gs://b/glue"})])
     assert args.func(args) == 0
     sent = _only(vertex_rpcs, "create_pipeline_job")["pipeline_job"]
-    values = sent.runtime_config.parameter_values
+    # TFX writes a schema-2.0.0 spec, for which the SDK sends typed `runtimeConfig.parameters`.
+    values = {k: getattr(v, v._pb.WhichOneof("value")) for k, v in sent.runtime_config.parameters.items()}
     assert values["num_train_steps"] == 1000 and values["finetune_seeds"] == 3 and values["glue_dir"] == "gs://b/glue"
     assert values["race_dir"].endswith("data/sample/race")  # not given: the compiled default
     with pytest.raises(ValueError, match="learning_rate"):

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from pipeline import cloud
+from pipeline import cli_env
 from pipeline import environments as envs
 from test_cloud import IMAGE, SPEC, kfp_client, no_network, vertex_rpcs  # noqa: F401  (fixtures)
 
@@ -203,7 +204,7 @@ def test_unset_variable_names_environment_field_and_variable(monkeypatch):
     ("project=Albert_Proj", "project is not a valid Google Cloud project id"),
     ("service_account=someone@gmail.com", "service_account must be an e-mail"),
     ("kind=cluster", "kind must be one of"),
-    ("preset=huge", "preset must be sample or paper"),
+    ("preset=huge", "preset must be one of paper, paper-v1, paper-v2, sample"),
     ("labels.Team=nlp", "labels"),
     ("schedule.cron=every day", "5 fields"),
     ("beam.runner=SparkRunnr", "beam.runner must be one of"),
@@ -354,10 +355,10 @@ def test_schedule_list_pause_resume_per_environment(vertex_rpcs):
 
 def test_cli_handlers(capsys, spec_path, vertex_rpcs, monkeypatch):
     args = argparse.Namespace(env="vertex-dev", environments=None, env_set=["beam.max_num_workers=9"])
-    assert envs.cmd_env_show(args) == 0
+    assert cli_env.cmd_env_show(args) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["project"] == "albert-proj" and "--max_num_workers=9" in shown["beam_pipeline_args"]
-    assert envs.cmd_env_show(argparse.Namespace(env=None, environments=None, env_set=[])) == 0
+    assert cli_env.cmd_env_show(argparse.Namespace(env=None, environments=None, env_set=[])) == 0
     assert "vertex-paper" in json.loads(capsys.readouterr().out)
 
     from google.auth.credentials import AnonymousCredentials
@@ -366,14 +367,14 @@ def test_cli_handlers(capsys, spec_path, vertex_rpcs, monkeypatch):
     monkeypatch.setattr(aiplatform.initializer.global_config, "_credentials", AnonymousCredentials())
     args = argparse.Namespace(env="vertex-dev", environments=None, env_set=[], spec=spec_path,
                               run_name="albert-tfx", parameters='{"num_train_steps": 5}')
-    assert envs.cmd_submit_env(args) == 0
+    assert cli_env.cmd_submit_env(args) == 0
     assert "submitted Vertex AI PipelineJob: projects/albert-proj" in capsys.readouterr().out
     args = argparse.Namespace(env="vertex-dev", environments=None, env_set=[], action="pause", schedule="9",
                               display_name=None, catch_up=False)
-    assert envs.cmd_schedules(args) == 0
+    assert cli_env.cmd_schedules(args) == 0
     assert "paused schedule: projects/albert-proj/locations/europe-west4/schedules/9" in capsys.readouterr().out
     with pytest.raises(cloud.CloudConfigError, match="needs the schedule id"):
-        envs.cmd_schedules(argparse.Namespace(env="vertex-dev", environments=None, env_set=[], action="resume",
+        cli_env.cmd_schedules(argparse.Namespace(env="vertex-dev", environments=None, env_set=[], action="resume",
                                               schedule=None, display_name=None, catch_up=False))
 
 
@@ -392,14 +393,21 @@ def test_cli_wiring_helpers_parse_on_the_real_parser(capsys):
     sub = parser._subparsers._group_actions[0]
     for name in ("compile", "submit", "schedule"):
         if "--env" not in sub.choices[name]._option_string_actions:  # not yet wired in cli.py
-            envs.add_env_arguments(sub.choices[name])
+            cli_env.add_env_arguments(sub.choices[name])
     if "schedules" not in sub.choices:
-        envs.add_cli_subcommands(sub)
+        cli_env.add_cli_subcommands(sub)
     args = parser.parse_args(["compile", "--env", "vertex-dev", "--env-set", "beam.max_num_workers=9",
                               "--output", "x.json"])
     assert (args.env, args.env_set, args.output) == ("vertex-dev", ["beam.max_num_workers=9"], "x.json")
     args = parser.parse_args(["schedules", "resume", "42", "--env", "vertex-dev", "--catch-up"])
-    assert (args.func, args.action, args.schedule, args.catch_up) == (envs.cmd_schedules, "resume", "42", True)
+    assert (args.func, args.action, args.schedule, args.catch_up) == (cli_env.cmd_schedules, "resume", "42", True)
     args = parser.parse_args(["env", "vertex-paper"])
     assert args.func(args) == 0
     assert json.loads(capsys.readouterr().out)["preset"] == "paper"
+    # infra/README.md's form, `env show NAME`, is the same command; `env show` alone lists the names.
+    args = parser.parse_args(["env", "show", "vertex-dev"])
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "vertex-dev"
+    args = parser.parse_args(["env", "show"])
+    assert args.func(args) == 0
+    assert "vertex-paper" in json.loads(capsys.readouterr().out)

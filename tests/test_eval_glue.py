@@ -11,9 +11,6 @@ from components.evaluation.score import score
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE_GLUE = REPO / "data" / "sample" / "glue"
 SPM_MODEL = REPO / "data" / "sample" / "vocab" / "30k-clean.model"
-# Full data sets live under ALBERT_TFX_DATA_DIR (e.g. ../shared/data); without it these tests skip.
-_DATA = Path(os.environ["ALBERT_TFX_DATA_DIR"]) if os.environ.get("ALBERT_TFX_DATA_DIR") else None
-FULL_GLUE = _DATA / "glue_data" if _DATA else Path("/nonexistent")
 
 
 @pytest.fixture(scope="module")
@@ -169,9 +166,9 @@ FULL_COUNTS = [("CoLA", "dev", 1043), ("SST-2", "dev", 872), ("MRPC", "dev", 408
                ("QNLI", "test", 5463), ("RTE", "test", 3000), ("WNLI", "test", 146)]
 
 
-@pytest.mark.skipif(not FULL_GLUE.is_dir(), reason="full GLUE data not found: set ALBERT_TFX_DATA_DIR (holding glue_data/)")
 @pytest.mark.parametrize("task,split,count", FULL_COUNTS)
-def test_full_glue_row_counts(task, split, count):
+def test_full_glue_row_counts(task, split, count, shared_data):
+    FULL_GLUE = shared_data("glue_data")
     examples = G.read_glue(task, split, str(FULL_GLUE))
     assert len(examples) == count
     if split == "test":

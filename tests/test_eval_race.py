@@ -12,9 +12,6 @@ from components.evaluation.score import score
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample" / "race"
 SPM_MODEL = REPO / "data" / "sample" / "vocab" / "30k-clean.model"
-# Full data sets live under ALBERT_TFX_DATA_DIR (e.g. ../shared/data); without it these tests skip.
-_DATA = Path(os.environ["ALBERT_TFX_DATA_DIR"]) if os.environ.get("ALBERT_TFX_DATA_DIR") else None
-FULL = _DATA / "race" / "RACE" if _DATA else Path("/nonexistent")
 
 
 @pytest.fixture(scope="module")
@@ -143,9 +140,9 @@ def test_metrics_and_score(tmp_path):
         score("race", str(SAMPLE / "dev"), str(tmp_path / "pred.json"))
 
 
-@pytest.mark.skipif(not FULL.is_dir(), reason="full RACE dev/test not found: set ALBERT_TFX_DATA_DIR (holding race/RACE/)")
 @pytest.mark.parametrize("split,count,middle", [("dev", 4887, 1436), ("test", 4934, 1436)])
-def test_full_race_counts(split, count, middle):
+def test_full_race_counts(split, count, middle, shared_data):
+    FULL = shared_data("race", "RACE")
     examples = R.read_race(str(FULL), split)
     assert len(examples) == count
     assert sum(e.level == "middle" for e in examples) == middle

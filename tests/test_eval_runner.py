@@ -13,6 +13,8 @@ import shutil
 
 import pytest
 
+from tests.conftest import squad_v2_from_v1
+
 import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
@@ -111,17 +113,7 @@ def test_squad_v1_structure_and_consistency(albert_dir, tmp_path):
 
 def test_squad_v2_answerability_head(albert_dir, tmp_path):
     # A v2 file from the v1 sample: every third question becomes unanswerable.
-    with open(os.path.join(SAMPLE_DATA, "squad", "dev-v1.1-sample.json"), encoding="utf-8") as f:
-        data = json.load(f)
-    k = 0
-    for article in data["data"]:
-        for p in article["paragraphs"]:
-            for qa in p["qas"]:
-                qa["is_impossible"] = k % 3 == 0
-                if qa["is_impossible"]:
-                    qa["plausible_answers"], qa["answers"] = qa["answers"], []
-                k += 1
-    data["version"] = "v2.0"
+    data = squad_v2_from_v1(os.path.join(SAMPLE_DATA, "squad", "dev-v1.1-sample.json"))
     squad_dir = tmp_path / "squad2"
     squad_dir.mkdir()
     (squad_dir / "train-v2.0.json").write_text(json.dumps(data), encoding="utf-8")

@@ -15,11 +15,7 @@ from components.evaluation.score import score
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "data" / "sample" / "squad" / "dev-v1.1-sample.json"
 SPM_MODEL = REPO / "data" / "sample" / "vocab" / "30k-clean.model"
-# Full data sets live under ALBERT_TFX_DATA_DIR (e.g. ../shared/data); without it these tests skip.
-_DATA = Path(os.environ["ALBERT_TFX_DATA_DIR"]) if os.environ.get("ALBERT_TFX_DATA_DIR") else None
-FULL = _DATA / "squad" / "dev-v1.1.json" if _DATA else Path("/nonexistent")
-# Official evaluate-v1.1.py / evaluate-v2.0.py (staged beside the data; override for local copies).
-EVAL_DIR = Path(os.environ.get("ALBERT_SQUAD_EVAL_DIR") or (_DATA / "squad" / "eval" if _DATA else "/nonexistent"))
+# Official evaluate-v1.1.py / evaluate-v2.0.py are looked for in $ALBERT_TFX_DATA_DIR/squad/eval.
 
 
 @pytest.fixture(scope="module")
@@ -135,9 +131,8 @@ def test_read_sample_and_bad_answers(tmp_path):
     assert ex.is_impossible and ex.answer_text is None
 
 
-@pytest.mark.skipif(not FULL.exists(), reason="full SQuAD v1.1 dev not found: set ALBERT_TFX_DATA_DIR (holding squad/dev-v1.1.json)")
-def test_read_full_dev_v11():
-    examples = S.read_squad(str(FULL))
+def test_read_full_dev_v11(shared_data):
+    examples = S.read_squad(shared_data("squad", "dev-v1.1.json"))
     assert len(examples) == 10570
     assert len({e.qid for e in examples}) == 10570
 
@@ -316,9 +311,9 @@ def _run_official(script, *args, cwd):
     return proc.stdout
 
 
-@pytest.mark.skipif(not (EVAL_DIR / "evaluate-v1.1.py").exists() or not (EVAL_DIR / "evaluate-v2.0.py").exists(),
-                    reason="official SQuAD evaluation scripts not staged")
-def test_agrees_with_official_scripts(tmp_path):
+def test_agrees_with_official_scripts(tmp_path, shared_data):
+    EVAL_DIR = Path(shared_data("squad", "eval"))
+    shared_data("squad", "eval", "evaluate-v1.1.py"), shared_data("squad", "eval", "evaluate-v2.0.py")
     rng = np.random.default_rng(7)
     data = json.loads(SAMPLE.read_text())
     examples = S.read_squad(data)

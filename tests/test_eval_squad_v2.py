@@ -15,6 +15,8 @@ import string
 import numpy as np
 import pytest
 
+from tests.conftest import squad_v2_from_v1
+
 from components.evaluation import squad as S
 from components.evaluation import squad_v2 as V2
 
@@ -24,16 +26,7 @@ MAX_SEQ, STRIDE, MAX_QUERY, N_TOP = 96, 32, 24, 5
 @pytest.fixture(scope="module")
 def dev(sample_dir, tok):
     """40 real dev questions (every third made unanswerable, v2-style), in several windows each."""
-    with open(f"{sample_dir}/squad/dev-v1.1-sample.json", encoding="utf-8") as f:
-        data = json.load(f)
-    k = 0
-    for article in data["data"]:
-        for p in article["paragraphs"]:
-            for qa in p["qas"]:
-                qa["is_impossible"] = k % 3 == 0
-                if qa["is_impossible"]:
-                    qa["plausible_answers"], qa["answers"] = qa["answers"], []
-                k += 1
+    data = squad_v2_from_v1(f"{sample_dir}/squad/dev-v1.1-sample.json")
     examples = S.read_squad(data)[:40]
     keep = {e.qid for e in examples}
     articles = []

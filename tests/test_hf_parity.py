@@ -16,8 +16,10 @@ import os
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+_HOW = ("the test-only torch 2.13 CPU wheel is not installed: run `TORCH_WHEELS=DIR make install-test` "
+        "with DIR holding torch-2.13.0+cpu-*.whl (see README, Two commands)")
+torch = pytest.importorskip("torch", reason=_HOW)
+transformers = pytest.importorskip("transformers", reason=_HOW)
 
 import trainer  # noqa: E402,F401
 import tf_keras  # noqa: E402

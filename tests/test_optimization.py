@@ -216,3 +216,89 @@ def test_clip_gradients():
     np.testing.assert_allclose(float(norm), 5.0)
     np.testing.assert_allclose(clipped[0].numpy(), [0.6, 0.0], rtol=1e-6)
     np.testing.assert_allclose(clipped[2].numpy(), [[0.8]], rtol=1e-6)
+
+
+def test_clip_norm_of_an_embedding_gradient_counts_repeated_tokens_once():
+    """A gathered row used twice is two IndexedSlices; the clipped norm must be the dense gradient's norm."""
+    table = tf.Variable(np.arange(12, dtype=np.float32).reshape(4, 3))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.gather(table, [1, 1, 2]))
+    sparse = tape.gradient(loss, table)
+    assert isinstance(sparse, tf.IndexedSlices)
+    dense = tf.convert_to_tensor(sparse).numpy()  # row 1: 2, row 2: 1
+    clipped, norm = clip_gradients([sparse], 1.0)
+    np.testing.assert_allclose(float(norm), np.linalg.norm(dense), rtol=1e-6)  # sqrt(15), not sqrt(9)
+    np.testing.assert_allclose(clipped[0].numpy(), dense / np.linalg.norm(dense), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Exclusions on the real model
+# ---------------------------------------------------------------------------------------------------------------------
+# albert-tiny's trainable variables that the official patterns (LayerNorm, layer_norm, bias) exclude from weight
+# decay and from the LAMB trust ratio: every LayerNorm gamma/beta and every bias, the MLM output bias included.
+# Embedding tables and kernels are decayed (as in the official code).
+EXCLUDED = {
+    "albert/embeddings/LayerNorm/gamma", "albert/embeddings/LayerNorm/beta",
+    "albert/embeddings/embedding_hidden_mapping_in/bias",
+    *(f"albert/encoder/group_0/inner_group_0/attention/{n}/bias" for n in ("query", "key", "value", "dense")),
+    "albert/encoder/group_0/inner_group_0/attention/LayerNorm/gamma",
+    "albert/encoder/group_0/inner_group_0/attention/LayerNorm/beta",
+    "albert/encoder/group_0/inner_group_0/ffn/intermediate/bias", "albert/encoder/group_0/inner_group_0/ffn/output/bias",
+    "albert/encoder/group_0/inner_group_0/ffn/LayerNorm_1/gamma",
+    "albert/encoder/group_0/inner_group_0/ffn/LayerNorm_1/beta",
+    "albert/pooler/bias", "predictions/dense/bias", "predictions/LayerNorm/gamma", "predictions/LayerNorm/beta",
+    "predictions/decoder/output_bias", "seq_relationship/bias",
+}
+DECAYED = {
+    "albert/embeddings/word_embeddings", "albert/embeddings/token_type_embeddings",
+    "albert/embeddings/position_embeddings", "albert/embeddings/embedding_hidden_mapping_in/kernel",
+    *(f"albert/encoder/group_0/inner_group_0/attention/{n}/kernel" for n in ("query", "key", "value", "dense")),
+    "albert/encoder/group_0/inner_group_0/ffn/intermediate/kernel", "albert/encoder/group_0/inner_group_0/ffn/output/kernel",
+    "albert/pooler/kernel", "predictions/dense/kernel", "seq_relationship/kernel",
+}
+
+
+def _real_model_with_nonzero_weights():
+    """albert-tiny as the trainer builds it, every variable set to seeded values away from 0 (so a zero bias or
+    beta cannot hide the trust ratio behind its ``||w|| = 0`` rule)."""
+    from trainer.modeling_albert import AlbertConfig
+    from trainer.train_lib import build_pretraining_model
+
+    model = build_pretraining_model(AlbertConfig.named("albert-tiny", vocab_size=60), "sop", 16, 4)
+    rng = np.random.RandomState(4)
+    for v in model.trainable_variables:
+        v.assign(rng.uniform(0.5, 1.5, v.shape).astype(np.float32) * rng.choice([-1, 1], v.shape))
+    names = {v.name.split("/", 1)[1].rsplit(":", 1)[0]: v for v in model.trainable_variables}
+    return model, names
+
+
+def test_real_model_exclusions_by_name_and_by_value():
+    model, names = _real_model_with_nonzero_weights()
+    assert set(names) == EXCLUDED | DECAYED and not EXCLUDED & DECAYED
+    lamb = Lamb(learning_rate=0.1, weight_decay_rate=0.01, jit_compile=False)
+    assert {n for n, v in names.items() if not lamb.use_weight_decay(v)} == EXCLUDED
+    assert {n for n, v in names.items() if not lamb.use_layer_adaptation(v)} == EXCLUDED
+
+    before = {n: v.numpy().astype(np.float64) for n, v in names.items()}
+    variables = model.trainable_variables
+    # 1. Zero gradient: only the decay moves a variable. AdamW: w -= lr * wd * w; LAMB: u = wd * w, trust ratio
+    #    ||w|| / ||u|| = 1 / wd, so w -= lr * w. Excluded variables do not move.
+    adamw = AdamWeightDecay(learning_rate=0.1, weight_decay_rate=0.01, jit_compile=False)
+    adamw.apply_gradients([(tf.zeros_like(v), v) for v in variables])
+    for n, v in names.items():
+        expected = before[n] * (1 - 0.1 * 0.01) if n in DECAYED else before[n]
+        np.testing.assert_allclose(v.numpy(), expected, rtol=1e-6, err_msg=n)
+        v.assign(before[n])
+    lamb.apply_gradients([(tf.zeros_like(v), v) for v in variables])
+    for n, v in names.items():
+        expected = before[n] * (1 - 0.1) if n in DECAYED else before[n]
+        np.testing.assert_allclose(v.numpy(), expected, rtol=1e-5, err_msg=n)
+        v.assign(before[n])
+    # 2. The trust ratio alone (no decay): gradient of ones gives u = c everywhere (c = 0.1 / (sqrt(0.001) + eps));
+    #    excluded variables move by lr * c, adapted ones by lr * ||w|| / ||u|| * c = lr * ||w|| / sqrt(size).
+    no_decay = Lamb(learning_rate=0.1, weight_decay_rate=0.0, jit_compile=False)
+    no_decay.apply_gradients([(tf.ones_like(v), v) for v in variables])
+    c = 0.1 / (np.sqrt(0.001) + 1e-6)
+    for n, v in names.items():
+        step = 0.1 * (np.linalg.norm(before[n]) / np.sqrt(before[n].size) if n in DECAYED else c)
+        np.testing.assert_allclose(before[n] - v.numpy(), np.full(before[n].shape, step), rtol=1e-4, err_msg=n)

@@ -10,7 +10,6 @@ from components.text.errors import CorruptInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data/sample/books"
-SHARED = Path("/work/shared/data/books/gutenberg")
 
 MODERN = """The Project Gutenberg EBook of A Test Book, by Some One
 
@@ -140,8 +139,8 @@ def test_empty_and_boilerplate_only_files_give_no_document(tmp_path):
     assert list(book_documents(tmp_path)) == []
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="/work/shared/data not available")
-def test_shared_gutenberg_files(tmp_path):
+def test_shared_gutenberg_files(tmp_path, shared_data):
+    SHARED = Path(shared_data("books", "gutenberg"))
     # chesterton-ball has a real PG footer and a non-UTF-8 byte; shakespeare-caesar is Latin-1.
     for name, offset in (("chesterton-ball.txt", 227337), ("shakespeare-caesar.txt", 3843)):
         with pytest.raises(CorruptInputError, match=f"{name}.*byte offset {offset}"):

@@ -11,7 +11,7 @@ from components.text.wiki import clean_wikitext, is_disambiguation, iter_pages, 
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data/sample/wikipedia/enwiki-sample-pages-articles.xml.bz2"
-SHARED = Path("/work/shared/data/wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
+SHARED_DUMP = ("wikipedia", "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
 RESIDUE = re.compile(r"\{\{|\}\}|\[\[|\]\]|\{\||\|\}|<ref|</ref|&nbsp;|&amp;|&ndash;|<!--|__[A-Z]+__|'''|\bthumb\|")
 
 
@@ -258,8 +258,8 @@ def test_paragraphs_join_wrapped_lines_and_unclosed_markup_is_contained():
 # ---------------------------------------------------------------- full staged sample (optional)
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="/work/shared/data not available")
-def test_full_shared_sample():
+def test_full_shared_sample(shared_data):
+    SHARED = Path(shared_data(*SHARED_DUMP))
     pages = list(iter_pages(SHARED, articles_only=False))
     assert len(pages) == 206
     assert sum(p.ns == 0 for p in pages) == 205

@@ -158,3 +158,33 @@ def test_resume_finds_a_checkpoint_the_state_file_does_not_list_yet(tmp_path):
     tf.train.Checkpoint(step=restored).restore(newest)
     assert int(restored.numpy()) == 20
     assert newest_checkpoint(str(tmp_path / "empty"), None) is None
+
+
+def test_resume_ignores_a_checkpoint_killed_while_it_was_written(tmp_path):
+    """A kill during ``CheckpointManager.save`` leaves a ``ckpt-N_temp`` folder and maybe data without an index:
+    the resume uses the previous checkpoint, and saving step N again succeeds over the leftovers."""
+    import shutil
+
+    import tensorflow as tf
+
+    from trainer.train_lib import newest_checkpoint
+
+    step = tf.Variable(0)
+    ckpt = tf.train.Checkpoint(step=step)
+    manager = tf.train.CheckpointManager(ckpt, str(tmp_path / "run"), max_to_keep=3)
+    step.assign(10)
+    manager.save(checkpoint_number=10)
+    step.assign(20)
+    complete = ckpt.write(str(tmp_path / "elsewhere" / "ckpt-20"))  # the bytes a finished write of ckpt-20 has
+    (tmp_path / "run" / "ckpt-20_temp").mkdir()
+    shutil.copy(complete + ".data-00000-of-00001", tmp_path / "run" / "ckpt-20_temp" / "part-00000-of-00001.data")
+    shutil.copy(complete + ".data-00000-of-00001", tmp_path / "run" / "ckpt-20.data-00000-of-00001")  # no index yet
+    newest = newest_checkpoint(str(tmp_path / "run"), manager.latest_checkpoint)
+    assert newest == str(tmp_path / "run" / "ckpt-10")
+    restored = tf.Variable(0)
+    tf.train.Checkpoint(step=restored).restore(newest).assert_existing_objects_matched()
+    assert int(restored.numpy()) == 10
+    saved = manager.save(checkpoint_number=20)
+    assert newest_checkpoint(str(tmp_path / "run"), manager.latest_checkpoint) == saved
+    tf.train.Checkpoint(step=restored).restore(saved).assert_existing_objects_matched()
+    assert int(restored.numpy()) == 20

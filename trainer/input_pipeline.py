@@ -1,12 +1,27 @@
 """tf.data input for pretraining: the masked TFRecords written by ``PretrainingDataGen``.
 
-Files are interleaved in parallel, shuffled with a seeded buffer, batched with
-``drop_remainder=True`` (static shapes: what TPUs and XLA need) and prefetched.
+Training input (:func:`make_pretraining_dataset`) is *seekable*: the record at stream position ``p`` is a pure
+function of (seed, p, the files), so the batch of optimizer step N is records ``[N*B, (N+1)*B)`` whatever the
+number of micro-batches, replicas or input pipelines, and a resumed run starts there without reading what came
+before (see README, "Resume guarantee"):
+
+* epoch ``e`` is the files in a seeded order (``file_order(seed, e)``) read one after another;
+* the endless stream of epochs is cut into blocks of ``shuffle_block`` records and each block is permuted with
+  a seed derived from (seed, block index) — the block shuffle replaces ``Dataset.shuffle``'s sliding buffer,
+  whose contents depend on everything read before;
+* to start at position ``p``, whole files are skipped by their record counts (counted once, cached), and only
+  the records between the start of ``p``'s block and ``p`` are read and dropped (< ``shuffle_block``
+  plus one file's head, the same refill any shuffle buffer pays).
+
+Eval input (:func:`make_dataset` with ``training=False``) reads the files in order.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
@@ -68,6 +83,130 @@ def make_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_length: 
     if training:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size, drop_remainder=training)
+    ds = ds.map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq),
+                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Seekable training order
+# ---------------------------------------------------------------------------------------------------------------
+_FILE_ORDER_SALT = 0x0F11E5
+_BLOCK_SALT = 0xB10C
+
+
+def _permutation(n, seed: int, salt: int, index) -> tf.Tensor:
+    """A permutation of ``range(n)`` that depends only on (seed, salt, index) (Philox: same on every host)."""
+    key = tf.stack([tf.constant(seed, tf.int64) * 1_000_003 + salt, tf.cast(index, tf.int64)])
+    return tf.argsort(tf.random.stateless_uniform([n], seed=key, alg="philox"), stable=True)
+
+
+def file_order(num_files: int, seed: int, epoch: int) -> List[int]:
+    """Indices of the (sorted) input files in the order epoch ``epoch`` reads them."""
+    return [int(i) for i in _permutation(num_files, seed, _FILE_ORDER_SALT, epoch).numpy()]
+
+
+def count_records(files: Sequence[str]) -> List[int]:
+    """Records per TFRecord file, counted in parallel (one decompressing pass)."""
+    compression = _compression(files)
+    counts = tf.data.Dataset.from_tensor_slices(list(files)).map(
+        lambda f: tf.data.TFRecordDataset(f, compression_type=compression).reduce(
+            tf.constant(0, tf.int64), lambda n, _: n + 1),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return [int(c) for c in counts.as_numpy_iterator()]
+
+
+def record_counts(files: Sequence[str], cache_path: Optional[str] = None) -> List[int]:
+    """:func:`count_records`, cached in ``cache_path`` (JSON keyed by path, checked against the file size).
+
+    The seek needs every file's record count; counting reads the data once, so a resumed run reuses the counts
+    its first attempt wrote (next to the checkpoints).
+    """
+    cached: Dict[str, Dict[str, int]] = {}
+    if cache_path and tf.io.gfile.exists(cache_path):
+        try:
+            with tf.io.gfile.GFile(cache_path) as f:
+                cached = json.load(f)
+        except (ValueError, tf.errors.OpError):
+            cached = {}
+    sizes = {f: tf.io.gfile.stat(f).length for f in files}
+    missing = [f for f in files if cached.get(f, {}).get("bytes") != sizes[f]]
+    if missing:
+        for f, n in zip(missing, count_records(missing)):
+            cached[f] = {"bytes": sizes[f], "records": n}
+        if cache_path:
+            tmp = cache_path + ".tmp"
+            with tf.io.gfile.GFile(tmp, "w") as f:
+                f.write(json.dumps(cached, indent=1, sort_keys=True))
+            tf.io.gfile.rename(tmp, cache_path, overwrite=True)
+    return [cached[f]["records"] for f in files]
+
+
+def locate(position: int, counts: Sequence[int], seed: int) -> Tuple[int, int, int]:
+    """Stream position → (epoch, index in that epoch's file order, records to skip in that file)."""
+    total = int(sum(counts))
+    if total <= 0:
+        raise ValueError("the training files hold no records")
+    epoch, offset = divmod(int(position), total)
+    order = file_order(len(counts), seed, epoch)
+    for slot, file_index in enumerate(order):
+        if offset < counts[file_index]:
+            return epoch, slot, offset
+        offset -= counts[file_index]
+    raise AssertionError("unreachable: offset < total")
+
+
+def record_stream(files: Sequence[str], counts: Sequence[int], seed: int, start: int = 0) -> tf.data.Dataset:
+    """Serialized records of the endless, unshuffled stream (epochs of seeded file orders) from ``start`` on."""
+    files = list(files)
+    compression = _compression(files)
+    epoch, slot, skip = locate(start, counts, seed)
+    order = file_order(len(files), seed, epoch)
+    first = tf.data.Dataset.from_tensor_slices(
+        (tf.constant([files[i] for i in order[slot:]]), tf.constant([skip] + [0] * (len(order) - slot - 1), tf.int64)))
+    files_t = tf.constant(files)
+    later = tf.data.Dataset.range(epoch + 1, np.iinfo(np.int64).max).flat_map(
+        lambda e: tf.data.Dataset.from_tensor_slices(
+            (tf.gather(files_t, _permutation(len(files), seed, _FILE_ORDER_SALT, e)),
+             tf.zeros([len(files)], tf.int64))))
+    return first.concatenate(later).flat_map(
+        lambda f, n: tf.data.TFRecordDataset(f, compression_type=compression, buffer_size=1 << 20).skip(n))
+
+
+def shuffled_records(files: Sequence[str], counts: Sequence[int], seed: int, start: int = 0,
+                     shuffle_block: int = 10_000) -> tf.data.Dataset:
+    """The training order: :func:`record_stream` with each block of ``shuffle_block`` records permuted."""
+    block = max(int(shuffle_block), 1)
+    first_block = int(start) // block
+    ds = record_stream(files, counts, seed, first_block * block).batch(block, drop_remainder=True)
+    ds = tf.data.Dataset.zip((tf.data.Dataset.range(first_block, np.iinfo(np.int64).max), ds))
+    ds = ds.map(lambda k, records: tf.gather(records, _permutation(block, seed, _BLOCK_SALT, k)))
+    return ds.unbatch().skip(int(start) - first_block * block)
+
+
+def make_pretraining_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_length: int,
+                             max_predictions_per_seq: int, *, seed: int, start: int = 0, shuffle_block: int = 10_000,
+                             input_context: Optional[tf.distribute.InputContext] = None,
+                             counts: Optional[Sequence[int]] = None,
+                             counts_cache: Optional[str] = None) -> tf.data.Dataset:
+    """Endless batches of ``batch_size`` (per replica) from stream position ``start`` (a record index).
+
+    With several input pipelines, pipeline ``i`` of ``P`` keeps the records whose position is ``i`` modulo ``P``
+    (``start`` must be a multiple of ``P``): each global micro-batch of G records is then the same G records
+    for any number of pipelines and replicas. Every pipeline reads the whole stream (single-host TPUs and GPUs
+    have one pipeline; multi-host readers pay (P-1)/P extra I/O for a global order).
+    """
+    files = expand_files(file_patterns)
+    if not files:
+        raise FileNotFoundError(f"no TFRecord files match {list(file_patterns)}")
+    if counts is None:
+        counts = record_counts(files, counts_cache)
+    ds = shuffled_records(files, counts, seed, start, shuffle_block)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        if start % input_context.num_input_pipelines:
+            raise ValueError(f"start {start} is not a multiple of {input_context.num_input_pipelines} pipelines")
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    ds = ds.batch(batch_size, drop_remainder=True)
     ds = ds.map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)

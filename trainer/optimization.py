@@ -16,12 +16,22 @@ the trust ratio)::
 Exclusion patterns are regular expressions searched in ``variable.name`` (default ``LayerNorm``, ``layer_norm``,
 ``bias``), exactly as in the official code. Note that Model Garden's LAMB applies bias correction; this one does not.
 
-Gradient clipping belongs in the train step, after accumulation and before ``apply_gradients``::
+Gradient semantics (``trainer/train_lib.py``, setting ``train.gradient_semantics``):
 
-    grads = accumulator.gradients()                       # mean over the k micro-batches
-    grads, global_norm = clip_gradients(grads, 1.0)       # tf.clip_by_global_norm, None-safe
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    accumulator.reset()
+* ``global_batch`` (default): the gradient of the *global-batch* loss is clipped once. Each micro-batch on each
+  replica contributes ``sum(w * nll) / W + sum(sentence ce) / N``, where ``W`` (real masked tokens) and ``N``
+  (sequences) are counted over the whole global batch (all micro-batches, all replicas); the contributions'
+  gradients are summed (:meth:`GradientAccumulator.sums`), summed across replicas, and only then clipped::
+
+      grads = replica_context.all_reduce(SUM, accumulator.sums())
+      grads, global_norm = clip_gradients(grads, 1.0)      # tf.clip_by_global_norm, None-safe
+      optimizer.apply_gradients(zip(grads, variables), skip_gradients_aggregation=True)
+
+  so ``1 x batch B`` and ``grad_accum_steps=k x B/k`` (and any replica count) give the same update up to float
+  summation order.
+* ``per_replica``: the official TPU behaviour (``run_pretraining.py`` + ``CrossShardOptimizer``): each replica
+  clips the gradient of its own mean loss (the mean over its micro-batches when accumulating, each normalised
+  by its own masked-token count), and the clipped gradients are averaged across replicas.
 
 The optimizers subclass the new-style ``tf_keras.optimizers.Optimizer`` (works in ``tf.function``, under
 ``tf.distribute`` strategies, with ``mixed_bfloat16`` policies — variables stay float32 — and in
@@ -229,12 +239,16 @@ class Lamb(_OfficialAdamBase):
 
 
 def clip_gradients(gradients: Sequence[Optional[tf.Tensor]], clip_norm: float = 1.0):
-    """``tf.clip_by_global_norm`` that tolerates ``None`` entries; returns ``(clipped, global_norm)``.
+    """``tf.clip_by_global_norm`` of the dense gradients, tolerating ``None``; returns ``(clipped, global_norm)``.
 
-    The official recipe clips the (accumulated, averaged) gradient at global norm 1.0 before the optimizer step.
+    The official recipe clips at global norm 1.0 before the optimizer step; which gradient is clipped (the global
+    batch's or each replica's) is the trainer's ``gradient_semantics`` (module docstring).
     """
     present = [i for i, g in enumerate(gradients) if g is not None]
-    clipped, global_norm = tf.clip_by_global_norm([gradients[i] for i in present], clip_norm)
+    # IndexedSlices (embedding lookups) are densified first: tf.clip_by_global_norm takes the norm of their
+    # values, where a token that occurs twice is two slices, so the norm would not be the gradient's norm.
+    dense = [tf.convert_to_tensor(gradients[i]) for i in present]
+    clipped, global_norm = tf.clip_by_global_norm(dense, clip_norm)
     out: List[Optional[tf.Tensor]] = [None] * len(gradients)
     for i, g in zip(present, clipped):
         out[i] = g
@@ -242,11 +256,13 @@ def clip_gradients(gradients: Sequence[Optional[tf.Tensor]], clip_norm: float = 
 
 
 class GradientAccumulator(tf.Module):
-    """Sums gradients of k micro-batches in per-variable ``tf.Variable`` s; :meth:`gradients` returns their mean.
+    """Sums gradients of k micro-batches in per-variable ``tf.Variable`` s; :meth:`gradients` returns their mean,
+    :meth:`sums` the sums.
 
     With micro-batches of equal size and a loss that is a mean over examples, the mean of the k micro-batch
     gradients equals the gradient of the k-times larger batch. (The official MLM loss divides by the number of
-    real masked tokens, so for it the equality holds only when every micro-batch has the same number.)
+    real masked tokens, so for it the equality holds only when every micro-batch has the same number; the trainer
+    therefore normalises each micro-batch by the global batch's count and uses :meth:`sums`.)
 
     Create it outside ``tf.function`` with ``build(model.trainable_variables)`` (or let the first ``accumulate``
     build it from the gradient shapes, which must then be static). Under a ``tf.distribute`` strategy create it in
@@ -295,6 +311,12 @@ class GradientAccumulator(tf.Module):
             if g is not None:
                 acc.assign_add(tf.cast(tf.convert_to_tensor(g), acc.dtype))
         self._step.assign_add(1)
+
+    def sums(self) -> List[tf.Tensor]:
+        """The accumulated gradients as summed (for losses already normalised over the global batch)."""
+        if self._accumulators is None:
+            raise ValueError("GradientAccumulator is not built yet")
+        return [acc.value() for acc in self._accumulators]
 
     def gradients(self) -> List[tf.Tensor]:
         """Mean of the accumulated gradients (zeros when nothing was accumulated)."""

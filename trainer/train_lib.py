@@ -4,6 +4,13 @@ A custom loop rather than ``model.fit`` because the recipe needs gradient accumu
 4096 batch on small hardware), global-norm clipping of the accumulated gradient, and a step counter
 that survives preemption: training always runs to exactly ``num_train_steps`` optimizer steps,
 resuming from the latest checkpoint in ``checkpoint_dir`` if one exists.
+
+Resume guarantee (README, "Resume guarantee"): a run killed anywhere and rerun is the same run. Everything
+step N computes is a function of the checkpointed state and N: the batch is records ``[N*B, (N+1)*B)`` of the
+seekable order (``input_pipeline.make_pretraining_dataset``), dropout masks come from stateless ops seeded by
+(seed, N, micro-batch, replica, call), the learning rate from ``optimizer.iterations``, and the running
+log-window sums are in the checkpoint. A resumed run cuts ``train_history.jsonl`` and the TensorBoard event
+files back to the checkpoint step before it writes again.
 """
 from __future__ import annotations
 
@@ -25,6 +32,9 @@ log = logging.getLogger(__name__)
 
 METRIC_NAMES = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy")
 HISTORY_FILE = "train_history.jsonl"
+RECORD_COUNTS_FILE = "record_counts.json"
+GRADIENT_SEMANTICS = ("global_batch", "per_replica")
+_DROPOUT_SALT = 0x5EED
 
 
 @dataclasses.dataclass
@@ -40,6 +50,25 @@ class PretrainJob:
     max_predictions_per_seq: int
     checkpoint_dir: str
     log_dir: str
+
+
+def progress_line(step: int, total: int, values: Dict[str, float]) -> str:
+    """One operator-facing line: step, losses, accuracy, learning rate, throughput and the time left."""
+    rate = values.get("sequences_per_sec") or 0.0
+    steps_per_sec = rate / max(values.get("_batch", 1.0), 1.0)
+    eta = ""
+    if steps_per_sec > 0:
+        left = int((total - step) / steps_per_sec)
+        eta = f" ETA {left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}"
+    parts = [f"step {step}/{total}"]
+    for key, label in (("loss", "loss"), ("mlm_loss", "mlm"), ("sentence_loss", "sentence"),
+                       ("mlm_accuracy", "mlm_acc"), ("sentence_accuracy", "sentence_acc")):
+        if key in values:
+            parts.append(f"{label} {values[key]:.4f}")
+    if "learning_rate" in values:
+        parts.append(f"lr {values['learning_rate']:.3g}")
+    parts.append(f"{rate:.1f} seq/s{eta}")
+    return " ".join(parts)
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
@@ -97,7 +126,7 @@ def resolve_jit_compile(flag: Optional[bool], strategy: tf.distribute.Strategy) 
 
 
 class _MeanBank:
-    """Running means of the loss/accuracy scalars, reset at each log point."""
+    """Running means of the eval loss/accuracy scalars (Keras ``Mean``, updated per replica)."""
 
     def __init__(self, prefix: str):
         self.metrics = {n: tf_keras.metrics.Mean(f"{prefix}_{n}") for n in METRIC_NAMES}
@@ -112,6 +141,214 @@ class _MeanBank:
     def reset(self) -> None:
         for m in self.metrics.values():
             m.reset_state()
+
+
+class TrainMetrics(tf.Module):
+    """Sums of the per-step global-batch metrics since the last log point.
+
+    Checkpointed with the model: a run resumed between two log points logs the same window mean as the
+    uninterrupted run. Plain (mirrored) variables updated in cross-replica context, once per optimizer step.
+    """
+
+    def __init__(self):
+        super().__init__(name="train_metrics")
+        self.total = tf.Variable(tf.zeros([len(METRIC_NAMES)], tf.float32), trainable=False, name="total")
+        self.count = tf.Variable(0.0, trainable=False, name="count")
+
+    def update(self, values: tf.Tensor) -> None:
+        self.total.assign_add(values)
+        self.count.assign_add(1.0)
+
+    def result(self) -> Dict[str, float]:
+        means = (self.total / tf.maximum(self.count, 1.0)).numpy()
+        return {n: float(v) for n, v in zip(METRIC_NAMES, means)}
+
+    def reset(self) -> None:
+        self.total.assign(tf.zeros_like(self.total))
+        self.count.assign(0.0)
+
+
+# Indices into the per-micro-batch sums computed by loss_sums.
+_MLM_NLL, _MLM_CORRECT, _MLM_WEIGHT, _SENT_CE, _SENT_CORRECT, _SENT_COUNT = range(6)
+
+
+def loss_sums(outputs: Dict[str, tf.Tensor], labels: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """[6] float32 sums over a batch: weighted MLM nll, weighted MLM hits, MLM weight, sentence ce, hits, count.
+
+    Sums, not means, so micro-batches and replicas add up to the global batch exactly
+    (``metrics_from_sums`` of one batch's sums equals ``pretraining_losses`` of that batch).
+    """
+    logits = tf.cast(outputs["mlm_logits"], tf.float32)
+    ids = tf.cast(labels["masked_lm_ids"], tf.int32)
+    weights = tf.cast(labels["masked_lm_weights"], tf.float32)
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=logits)
+    hits = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), ids), tf.float32)
+    sentence_logits = outputs.get("sentence_logits")
+    if sentence_logits is not None:
+        sentence_logits = tf.cast(sentence_logits, tf.float32)
+        sl = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
+        ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sl, logits=sentence_logits))
+        s_hits = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(sentence_logits, -1, output_type=tf.int32), sl),
+                                       tf.float32))
+        count = tf.cast(tf.shape(sl)[0], tf.float32)
+    else:
+        ce = s_hits = count = tf.constant(0.0)
+    return tf.stack([tf.reduce_sum(weights * nll), tf.reduce_sum(weights * hits), tf.reduce_sum(weights),
+                     ce, s_hits, count])
+
+
+def normalisers(labels: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """[2]: real masked tokens and sequences of a batch (summed over the global batch before any forward pass)."""
+    return tf.stack([tf.reduce_sum(tf.cast(labels["masked_lm_weights"], tf.float32)),
+                     tf.cast(tf.shape(labels["next_sentence_labels"])[0], tf.float32)])
+
+
+def loss_from_sums(sums: tf.Tensor, norm: tf.Tensor) -> tf.Tensor:
+    """This batch's share of the loss of a batch whose masked-token / sequence counts are ``norm``
+    (the official ``sum(w * nll) / (sum(w) + 1e-5)`` MLM loss plus the mean sentence loss)."""
+    return sums[_MLM_NLL] / (norm[0] + 1e-5) + sums[_SENT_CE] / tf.maximum(norm[1], 1.0)
+
+
+def metrics_from_sums(sums: tf.Tensor) -> tf.Tensor:
+    """[len(METRIC_NAMES)] metric values of the batch whose summed ``loss_sums`` are ``sums``."""
+    denominator = sums[_MLM_WEIGHT] + 1e-5
+    count = tf.maximum(sums[_SENT_COUNT], 1.0)
+    mlm, sentence = sums[_MLM_NLL] / denominator, sums[_SENT_CE] / count
+    return tf.stack([mlm + sentence, mlm, sentence, sums[_MLM_CORRECT] / denominator, sums[_SENT_CORRECT] / count])
+
+
+class DropoutSeeds:
+    """Seeds for the model's dropout layers: stateless, from (run seed, step, micro-batch, replica, call index).
+
+    Keras' stateful dropout RNG restarts from its initial state in a new process, so a resumed run would draw
+    other masks than the uninterrupted one. ``begin`` is called at the start of every training forward pass
+    (Python, i.e. at trace time); each dropout call then folds its position in the pass into the seed, so the
+    layers that ALBERT shares across depth still draw a different mask at each depth.
+    """
+
+    def __init__(self):
+        self.seed: Optional[tf.Tensor] = None
+        self.calls = 0
+
+    def begin(self, seed: tf.Tensor) -> None:
+        self.seed, self.calls = seed, 0
+
+    def end(self) -> None:
+        self.seed, self.calls = None, 0
+
+    def next(self) -> tf.Tensor:
+        self.calls += 1
+        if self.seed is None:  # a trace outside training (e.g. SavedModel export tracing training=True)
+            return tf.constant([0, self.calls], tf.int64)
+        return tf.random.experimental.stateless_fold_in(self.seed, self.calls)
+
+
+class _StatelessDropout(tf.__internal__.tracking.AutoTrackable):
+    """Stands in for a Keras ``Dropout`` layer's ``_random_generator`` (its only use there is ``dropout``)."""
+
+    def __init__(self, seeds: DropoutSeeds):
+        self._seeds = seeds
+
+    def dropout(self, inputs, rate, noise_shape=None):
+        return tf.nn.experimental.stateless_dropout(inputs, rate=rate, seed=self._seeds.next(),
+                                                    noise_shape=noise_shape)
+
+
+def use_stateless_dropout(model: tf_keras.Model, seeds: DropoutSeeds) -> int:
+    """Route every ``Dropout`` layer of ``model`` through ``seeds``; returns how many layers were changed."""
+    layers = [layer for layer in model._flatten_layers(include_self=False)
+              if isinstance(layer, tf_keras.layers.Dropout)]
+    for layer in layers:
+        layer._random_generator = _StatelessDropout(seeds)
+    return len(layers)
+
+
+def step_seed(seed: int, step: tf.Tensor, micro: int) -> tf.Tensor:
+    """The dropout seed of one micro-batch of one optimizer step (the replica id is folded in per replica)."""
+    base = tf.constant([seed, _DROPOUT_SALT], tf.int64)
+    return tf.random.experimental.stateless_fold_in(
+        tf.random.experimental.stateless_fold_in(base, tf.cast(step, tf.int64)), micro)
+
+
+def _replica_seed(seed: tf.Tensor) -> tf.Tensor:
+    replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+    return tf.random.experimental.stateless_fold_in(seed, tf.cast(replica, tf.int64))
+
+
+def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.Strategy, *, grad_accum_steps: int,
+                    clip_norm: float, seed: int, semantics: str = "global_batch", jit_compile: bool = False):
+    """A ``tf.function`` doing one optimizer step from ``grad_accum_steps`` micro-batches of ``iterator``.
+
+    Returns ``train_step(iterator) -> [len(METRIC_NAMES)]`` metric values of the global batch. ``semantics``:
+    see ``trainer/optimization.py`` (``global_batch``: clip the global-batch gradient once, losses normalised
+    over the global batch; ``per_replica``: the official per-shard clipping of per-micro-batch mean losses).
+    Routes the model's dropout layers through step-derived stateless seeds (:func:`use_stateless_dropout`).
+    """
+    if semantics not in GRADIENT_SEMANTICS:
+        raise ValueError(f"gradient_semantics {semantics!r}: use one of {GRADIENT_SEMANTICS}")
+    k = int(grad_accum_steps)
+    num_replicas = strategy.num_replicas_in_sync
+    variables = model.trainable_variables
+    with strategy.scope():
+        accumulator = GradientAccumulator(variables) if k > 1 else None
+    seeds = DropoutSeeds()
+    use_stateless_dropout(model, seeds)
+    global_batch = semantics == "global_batch"
+
+    def losses_and_grads(inputs, labels, norm, dropout_seed):
+        with tf.GradientTape() as tape:
+            seeds.begin(dropout_seed)
+            try:
+                outputs = model(inputs, training=True)
+            finally:
+                seeds.end()
+            sums = loss_sums(outputs, labels)
+            loss = loss_from_sums(sums, norm if global_batch else normalisers(labels))
+        return sums, tape.gradient(loss, variables)
+
+    if jit_compile:  # XLA for the forward/backward pass (the iterator, the all-reduce and the update stay outside)
+        losses_and_grads = tf.function(losses_and_grads, jit_compile=True)
+
+    def apply(grads):
+        if global_batch:  # sum over replicas first, then clip the global-batch gradient
+            grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+            grads, _ = clip_gradients(grads, clip_norm)
+        else:  # official: clip this replica's gradient, then average over replicas
+            grads, _ = clip_gradients(grads, clip_norm)
+            grads = [None if g is None else g / num_replicas for g in grads]
+            grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        optimizer.apply_gradients(zip(grads, variables), skip_gradients_aggregation=True)
+
+    def micro_step(inputs, labels, norm, dropout_seed):
+        sums, grads = losses_and_grads(inputs, labels, norm, _replica_seed(dropout_seed))
+        if accumulator is None:
+            apply(grads)
+        else:
+            accumulator.accumulate(grads)
+        return sums
+
+    def apply_accumulated():
+        apply(accumulator.sums() if global_batch else accumulator.gradients())
+        accumulator.reset()
+
+    @tf.function(autograph=False)  # plain Python control flow; autograph only cost tracing time
+    def train_step(iterator):
+        step = optimizer.iterations.read_value()
+        batches = [next(iterator) for _ in range(k)]  # unrolled: grad_accum_steps is a small static number
+        norm = tf.zeros([2])
+        if global_batch:  # masked tokens and sequences of the whole global batch, before any gradient
+            for _, labels in batches:
+                norm += strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(normalisers, args=(labels,)),
+                                        axis=None)
+        sums = tf.zeros([6])
+        for micro, (inputs, labels) in enumerate(batches):
+            per_replica = strategy.run(micro_step, args=(inputs, labels, norm, step_seed(seed, step, micro)))
+            sums += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+        if accumulator is not None:
+            strategy.run(apply_accumulated)
+        return metrics_from_sums(sums)
+
+    return train_step
 
 
 def newest_checkpoint(checkpoint_dir: str, recorded: Optional[str]) -> Optional[str]:
@@ -143,9 +380,82 @@ def build_pretraining_model(config: AlbertConfig, sentence_task: str, max_seq_le
     return model
 
 
+def truncate_history(path: str, last_step: int) -> int:
+    """Keep only the ``train_history.jsonl`` lines of steps <= ``last_step`` (atomic rewrite); returns lines kept.
+
+    A resumed run restarts at its checkpoint step, so lines a killed attempt wrote past it would otherwise be
+    duplicated. A torn last line (killed mid-write) is dropped.
+    """
+    if not tf.io.gfile.exists(path):
+        return 0
+    kept, dropped = [], 0
+    with tf.io.gfile.GFile(path) as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                dropped += 1
+                continue
+            if int(record["step"]) <= last_step:
+                kept.append(json.dumps(record) + "\n")
+            else:
+                dropped += 1
+    if dropped:
+        tmp = path + ".tmp"
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write("".join(kept))
+        tf.io.gfile.rename(tmp, path, overwrite=True)
+    return len(kept)
+
+
+def truncate_event_files(folder: str, last_step: int) -> None:
+    """Merge a folder's TensorBoard event files into one holding only the events of steps <= ``last_step``.
+
+    TF2 summary writers start a new file per process, and TensorBoard would plot both the killed attempt's
+    steps past the checkpoint and the resumed run's. Kill-safe: the merged file replaces the oldest file by an
+    atomic rename, then the others are deleted; a kill in between leaves duplicates that the next resume merges
+    again (events are keyed by (step, tags), the newest file's copy wins).
+    """
+    files = sorted(tf.io.gfile.glob(os.path.join(folder, "events.out.tfevents.*")))
+    if not files:
+        return
+    from tensorboard.compat.proto import event_pb2
+
+    events: Dict[tuple, object] = {}
+    first_wall_time, dropped = None, False
+    for path in files:
+        try:
+            for raw in tf.data.TFRecordDataset(path):
+                event = event_pb2.Event.FromString(raw.numpy())
+                if event.HasField("file_version"):
+                    first_wall_time = event.wall_time if first_wall_time is None else first_wall_time
+                    continue
+                if event.step > last_step:
+                    dropped = True
+                    continue
+                events[(event.step, tuple(v.tag for v in event.summary.value))] = event
+        except tf.errors.DataLossError:  # a record torn by the kill
+            dropped = True
+    if not dropped and len(files) == 1:
+        return
+    tmp = os.path.join(folder, "merged.tmp")
+    with tf.io.TFRecordWriter(tmp) as writer:
+        writer.write(event_pb2.Event(wall_time=first_wall_time or time.time(),
+                                     file_version="brain.Event:2").SerializeToString())
+        for key in sorted(events, key=lambda k: (k[0], k[1])):
+            writer.write(events[key].SerializeToString())
+    tf.io.gfile.rename(tmp, files[0], overwrite=True)
+    for path in files[1:]:
+        tf.io.gfile.remove(path)
+
+
 def pretrain(job: PretrainJob) -> Dict[str, object]:
-    """Train to exactly ``job.train.num_train_steps`` steps; returns final eval metrics and run facts."""
+    """Train to exactly ``job.train.num_train_steps`` steps; returns final eval metrics and run facts.
+
+    ``job.train`` fields read with defaults (older configs lack them): ``gradient_semantics`` (``global_batch``).
+    """
     t = job.train
+    semantics = getattr(t, "gradient_semantics", "global_batch")
     strategy = make_strategy(t.strategy)
     precision = resolve_precision(t.mixed_precision, strategy)
     tf_keras.mixed_precision.set_global_policy(precision)
@@ -164,9 +474,8 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
                                      weight_decay=t.weight_decay)
         optimizer.build(model.trainable_variables)
-        accumulator = GradientAccumulator(model.trainable_variables) if t.grad_accum_steps > 1 else None
-        train_means, eval_means = _MeanBank("train"), _MeanBank("eval")
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        train_metrics, eval_means = TrainMetrics(), _MeanBank("eval")
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, train_metrics=train_metrics)
     manager = tf.train.CheckpointManager(checkpoint, job.checkpoint_dir, max_to_keep=3)
     resume_from = newest_checkpoint(job.checkpoint_dir, manager.latest_checkpoint)
     if resume_from:
@@ -174,52 +483,26 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         log.info("resumed from %s at step %d", resume_from, int(optimizer.iterations))
     start_step = int(optimizer.iterations)
 
+    # The data order is a function of the record position alone: step N reads records [N*B, (N+1)*B).
+    tf.io.gfile.makedirs(job.checkpoint_dir)
+    counts = input_pipeline.record_counts(input_pipeline.expand_files(job.train_files),
+                                          os.path.join(job.checkpoint_dir, RECORD_COUNTS_FILE))
+
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-        per_replica = ctx.get_per_replica_batch_size(micro_batch)
-        return input_pipeline.make_dataset(job.train_files, per_replica, job.max_seq_length,
-                                           job.max_predictions_per_seq, training=True,
-                                           seed=job.seed + start_step, shuffle_buffer=t.shuffle_buffer,
-                                           input_context=ctx)
+        return input_pipeline.make_pretraining_dataset(
+            job.train_files, ctx.get_per_replica_batch_size(micro_batch), job.max_seq_length,
+            job.max_predictions_per_seq, seed=job.seed, start=start_step * t.train_batch_size,
+            shuffle_block=t.shuffle_buffer, input_context=ctx, counts=counts)
 
     train_iter = iter(strategy.distribute_datasets_from_function(dataset_fn))
-    variables = model.trainable_variables
+    train_step = make_train_step(model, optimizer, strategy, grad_accum_steps=t.grad_accum_steps,
+                                 clip_norm=t.clip_norm, seed=job.seed, semantics=semantics,
+                                 jit_compile=resolve_jit_compile(t.jit_compile, strategy))
 
     def forward(inputs, labels, training):
         outputs = model(inputs, training=training)
         return pretraining_losses(outputs, labels["masked_lm_ids"], labels["masked_lm_weights"],
                                   labels["next_sentence_labels"])
-
-    def losses_and_grads(inputs, labels):
-        with tf.GradientTape() as tape:
-            losses = forward(inputs, labels, True)
-            loss = losses["loss"] / num_replicas
-        return losses, tape.gradient(loss, variables)
-
-    jit = resolve_jit_compile(t.jit_compile, strategy)
-    if jit:  # XLA-compile the forward/backward pass (the iterator and the metric updates stay outside)
-        losses_and_grads = tf.function(losses_and_grads, jit_compile=True)
-
-    def micro_step(inputs, labels):
-        losses, grads = losses_and_grads(inputs, labels)
-        train_means.update(losses)
-        if accumulator is None:
-            grads, _ = clip_gradients(grads, t.clip_norm)
-            optimizer.apply_gradients(zip(grads, variables))
-        else:
-            accumulator.accumulate(grads)
-
-    def apply_accumulated():
-        grads, _ = clip_gradients(accumulator.gradients(), t.clip_norm)
-        optimizer.apply_gradients(zip(grads, variables))
-        accumulator.reset()
-
-    @tf.function(jit_compile=None)
-    def train_step(iterator):
-        for _ in range(t.grad_accum_steps):  # unrolled: grad_accum_steps is a small static number
-            inputs, labels = next(iterator)
-            strategy.run(micro_step, args=(inputs, labels))
-        if accumulator is not None:
-            strategy.run(apply_accumulated)
 
     @tf.function
     def eval_step(inputs, labels):
@@ -238,49 +521,58 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         return eval_means.result()
 
     os.makedirs(job.log_dir, exist_ok=True) if "://" not in job.log_dir else None
+    history_path = os.path.join(job.log_dir, HISTORY_FILE)
+    # Cut what a killed attempt logged past the checkpoint we resume from (before the writers open new files).
+    truncate_history(history_path, start_step)
+    for sub in ("train", "eval"):
+        truncate_event_files(os.path.join(job.log_dir, sub), start_step)
     writer = tf.summary.create_file_writer(os.path.join(job.log_dir, "train"))
     eval_writer = tf.summary.create_file_writer(os.path.join(job.log_dir, "eval"))
-    history_path = os.path.join(job.log_dir, HISTORY_FILE)
     step = start_step
     last_time, last_step = time.time(), step
     eval_metrics: Dict[str, float] = {}
     with tf.io.gfile.GFile(history_path, "a") as history:
         while step < t.num_train_steps:
-            train_step(train_iter)
+            train_metrics.update(train_step(train_iter))
             step += 1
-            if t.checkpoint_every and step % t.checkpoint_every == 0:
-                manager.save(checkpoint_number=step)
             if step % t.log_every == 0 or step == t.num_train_steps:
                 now = time.time()
-                values = train_means.result()
+                values = train_metrics.result()
                 values["learning_rate"] = float(optimizer.learning_rate(step)) if callable(
                     optimizer.learning_rate) else float(optimizer.learning_rate)
                 values["sequences_per_sec"] = (step - last_step) * t.train_batch_size / max(now - last_time, 1e-9)
                 last_time, last_step = now, step
-                train_means.reset()
+                train_metrics.reset()
                 with writer.as_default(step=step):
                     for name, value in values.items():
                         tf.summary.scalar(name, value)
+                writer.flush()
                 history.write(json.dumps({"step": step, "split": "train", **values}) + "\n")
                 history.flush()
-                log.info("step %d %s", step, values)
+                log.info("%s", progress_line(step, t.num_train_steps, {**values, "_batch": t.train_batch_size}))
             if (t.eval_every and step % t.eval_every == 0) or step == t.num_train_steps:
                 eval_metrics = evaluate()
                 if eval_metrics:
                     with eval_writer.as_default(step=step):
                         for name, value in eval_metrics.items():
                             tf.summary.scalar(name, value)
+                    eval_writer.flush()
                     history.write(json.dumps({"step": step, "split": "eval", **eval_metrics}) + "\n")
                     history.flush()
                     last_time = time.time()  # keep eval time out of the throughput figure
+            # After logging: the checkpoint then covers everything logged up to its step (what resume keeps).
+            if t.checkpoint_every and step % t.checkpoint_every == 0:
+                manager.save(checkpoint_number=step)
         if step == start_step:
             eval_metrics = evaluate()
     if manager.latest_checkpoint is None or not manager.latest_checkpoint.endswith(f"-{step}"):
-        manager.save(checkpoint_number=step)
+        if newest_checkpoint(job.checkpoint_dir, manager.latest_checkpoint) != os.path.join(
+                job.checkpoint_dir, f"ckpt-{step}"):
+            manager.save(checkpoint_number=step)
     writer.flush()
     eval_writer.flush()
     return {"model": model, "eval_metrics": eval_metrics, "start_step": start_step, "final_step": step,
-            "precision": precision, "num_replicas": num_replicas}
+            "precision": precision, "num_replicas": num_replicas, "gradient_semantics": semantics}
 
 
 class ServingModule(tf.Module):

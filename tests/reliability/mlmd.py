@@ -15,6 +15,10 @@ def open_store(path: str):
 
 
 def node_of(store, execution) -> str:
+    """The node id (``Trainer``, ``GlueBenchmark``…) from the execution's node context, not its executor type."""
+    for ctx in store.get_contexts_by_execution(execution.id):
+        if store.get_context_types_by_id([ctx.type_id])[0].name == "node":
+            return ctx.name.split(".", 1)[1]
     return store.get_execution_types_by_id([execution.type_id])[0].name.split(".")[-1]
 
 

@@ -1,0 +1,125 @@
+"""The one logging set-up of ``albert-pipeline``: short human lines on stderr, everything in a log file.
+
+Library code only calls ``logging.getLogger(__name__)``; this module, called once by the CLI, decides where records
+go. stderr gets this project's INFO lines (progress, counters) and every library's WARNING and above, one line each,
+without tracebacks. The log file gets every INFO record (TFX, Beam, absl included) with full tracebacks, so an error
+on the terminal can stay one line and name the file that holds the rest.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import time
+from typing import Optional
+
+# Loggers whose INFO records a person running the CLI wants to see.
+PROJECT_LOGGERS = ("albert_tfx", "pipeline", "components", "trainer")
+LOG_DIR_VAR = "ALBERT_TFX_LOG_DIR"
+
+# Warnings TFX 1.21 itself emits on every run that say nothing about this pipeline: its compiler writes an
+# output-key property predicate into every input channel and its in-process resolver, which matches outputs by
+# event instead, logs that it ignores the predicate (once per input of every node). Dropped by exact format
+# string on TFX's logger, so any other warning from the same place still shows.
+KNOWN_HARMLESS = frozenset({
+    "ArtifactQuery.property_predicate is not supported.",
+    "ContextQuery.property_predicate is not supported.",
+})
+
+
+class _DropKnownHarmless(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg in KNOWN_HARMLESS)
+
+
+# Loggers that log an exception just before re-raising it: the CLI reports that exception once, itself.
+RERAISING_LOGGERS = ("apache_beam.runners.common", "apache_beam.runners.direct", "apache_beam.runners.portability")
+
+
+class _TerminalFilter(logging.Filter):
+    """Project INFO lines and anyone's warnings; nothing chatty from third-party libraries."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and record.name.startswith(RERAISING_LOGGERS):
+            return False
+        if record.levelno >= logging.WARNING:
+            return True
+        return record.levelno >= logging.INFO and record.name.split(".")[0] in PROJECT_LOGGERS
+
+
+class _OneLine(logging.Formatter):
+    """``albert-pipeline: message`` (first line only: tracebacks belong in the log file)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage().splitlines()[0] if record.getMessage() else ""
+        prefix = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        return f"albert-pipeline: {prefix}{message}"
+
+
+def default_log_path(command: str, log_dir: Optional[str] = None) -> str:
+    """``<log_dir>/<command>-<time>-<pid>.log``; ``log_dir`` defaults to $ALBERT_TFX_LOG_DIR or the temp folder.
+
+    Never inside a command's output folder: a failed command must leave nothing there.
+    """
+    log_dir = log_dir or os.environ.get(LOG_DIR_VAR) or os.path.join(tempfile.gettempdir(), "albert-tfx-logs")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return os.path.abspath(os.path.join(log_dir, f"{command}-{stamp}-{os.getpid()}.log"))
+
+
+def setup(log_path: str, verbose: bool = False) -> str:
+    """Configure the root logger once (idempotent) and quiet libraries that print on their own; returns the path."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_albert_tfx", False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+
+    terminal = logging.StreamHandler(sys.stderr)
+    terminal.setLevel(logging.DEBUG if verbose else logging.INFO)
+    terminal.addFilter(_TerminalFilter())
+    terminal.setFormatter(_OneLine())
+    os.makedirs(os.path.dirname(log_path), exist_ok=True)
+    logfile = logging.FileHandler(log_path, delay=True, encoding="utf-8")
+    logfile.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for handler in (terminal, logfile):
+        handler._albert_tfx = True  # type: ignore[attr-defined]
+        handler.addFilter(_DropKnownHarmless())
+        root.addHandler(handler)
+    _quiet_absl()
+    logging.captureWarnings(True)  # DeprecationWarning & co. go to the log file, not raw to stderr
+    return log_path
+
+
+def _quiet_absl() -> None:
+    """absl (TFX's logger) writes to stderr through its own handler once it is 'initialised'; route it to ours."""
+    try:
+        from absl import logging as absl_logging
+    except ImportError:  # pragma: no cover - absl comes with TensorFlow/TFX
+        return
+    absl_logger = logging.getLogger("absl")
+    absl_logger.handlers = [h for h in absl_logger.handlers if not isinstance(h, absl_logging.ABSLHandler)]
+    absl_logger.propagate = True
+    logging.root.handlers = [h for h in logging.root.handlers if not isinstance(h, absl_logging.ABSLHandler)]
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING banner lines
+
+
+def import_tensorflow(log_path: str) -> None:
+    """Import TensorFlow with file descriptor 2 pointed at the log file.
+
+    TensorFlow 2.21's C++ libraries print "All log messages before absl::InitializeLog() ...", the oneDNN notice
+    and "Could not find cuda drivers" from static initialisers, before TF_CPP_MIN_LOG_LEVEL is read, so no
+    setting silences them. They are kept, in the log file, instead of on the terminal.
+    """
+    if "tensorflow" in sys.modules:
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as f:
+            os.dup2(f.fileno(), 2)
+            import tensorflow  # noqa: F401
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

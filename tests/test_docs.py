@@ -1,0 +1,207 @@
+"""Docs that run: every command line in the ```bash blocks of README.md and infra/README.md is executed here.
+
+How each kind of line is executed:
+
+* ``albert-pipeline …`` (with or without ``.venv/bin/``): the real CLI (``pipeline.cli.run_cli``) in this process, in a
+  temporary folder, with no network (sockets refuse to connect) and anonymous Google credentials; Vertex AI requests
+  are recorded at the gapic RPC methods and KFP requests at the HTTP pool (the fixtures of ``test_cloud.py``), and
+  the test asserts what each command would send. ``compile`` really compiles; ``submit``/``schedule`` read what it
+  wrote. Documentation placeholders are given values: ``P`` → ``albert-proj``, ``B``/``BUCKET`` → ``albert-bkt``,
+  ``SCHEDULE_ID`` → ``42``, ``$IMAGE`` → a registry path, ``$(git rev-parse --short HEAD)`` → ``abc1234``;
+  optional ``[--flag value]`` parts are kept.
+* ``albert-pipeline run …`` (minutes to days): parsed by the real parser and its configuration built and validated
+  (``--config FILE`` gets a small YAML file); the run itself is ``tests/test_cli_run.py`` (the sample preset through
+  the CLI) and ``tests/test_pipeline_e2e.py``.
+* ``make sample`` / ``make test``: ``make -n`` must show the command that is tested elsewhere (``run --preset sample``
+  above and in test_cli_run.py; ``pytest tests`` is CI itself).
+* ``export``/assignments: applied to the environment of the following lines.
+* ``gcloud``, ``docker``, ``kubectl``, ``kfp``: cloud CLIs this machine does not have and a test must not call; each
+  block is checked by ``bash -n`` and the files and substitutions the lines name must exist.
+"""
+import json
+import os
+import re
+import shlex
+import subprocess
+
+import pytest
+
+from test_cloud import kfp_client, no_network, vertex_rpcs  # noqa: F401  (fixtures)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = ("README.md", os.path.join("infra", "README.md"))
+EXTERNAL = ("gcloud", "docker", "kubectl", "kfp", "for", "done", "DOCKER_BUILDKIT=1")
+PLACEHOLDERS = [(r"\bgs://B/", "gs://albert-bkt/"), (r"\bgs://BUCKET/", "gs://albert-bkt/"), (r"^P$", "albert-proj"),
+                (r"^SCHEDULE_ID$", "42")]
+
+
+def bash_blocks(path):
+    with open(os.path.join(REPO, path), encoding="utf-8") as f:
+        return re.findall(r"```bash\n(.*?)```", f.read(), re.S)
+
+
+def command_lines(block):
+    """Logical lines: continuation backslashes joined, comments and blank lines dropped."""
+    text = re.sub(r"\\\n\s*", " ", block).replace("$(git rev-parse --short HEAD)", "abc1234")
+    out = []
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            out.append((line, words))
+    return out
+
+
+def all_commands():
+    return [(doc, line, words) for doc in DOCS for block in bash_blocks(doc) for line, words in command_lines(block)]
+
+
+def _substitute(words, env):
+    out = []
+    for w in words:
+        for pattern, value in PLACEHOLDERS:
+            w = re.sub(pattern, value, w)
+        w = re.sub(r"\$\{?([A-Z_]+)\}?", lambda m: env.get(m.group(1), m.group(0)), w)
+        out.append(w)
+    # "[--display-name albert-tfx-vertex-dev]" → the optional part, kept
+    return [w.strip("[]") for w in out]
+
+
+def test_every_bash_block_is_valid_shell():
+    for doc in DOCS:
+        for block in bash_blocks(doc):
+            done = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
+            assert done.returncode == 0, (doc, block, done.stderr)
+
+
+def test_every_command_line_is_of_a_kind_this_test_runs():
+    kinds = {"albert-pipeline", ".venv/bin/albert-pipeline", "make", "export"} | set(EXTERNAL)
+    for doc, line, words in all_commands():
+        first = words[0]
+        assert first in kinds or re.fullmatch(r"[A-Z_]+=.*", first), (doc, line)
+
+
+def test_make_targets_run_the_tested_commands():
+    made = {w[1] for _, _, w in all_commands() if w[0] == "make"}
+    assert made == {"sample", "test"}
+    sample = subprocess.run(["make", "-n", "sample"], cwd=REPO, capture_output=True, text=True)
+    assert ".venv/bin/albert-pipeline run --preset sample --output-dir outputs/sample" in sample.stdout
+    test = subprocess.run(["make", "-n", "test"], cwd=REPO, capture_output=True, text=True)
+    assert ".venv/bin/python -m pytest tests -q" in test.stdout
+
+
+def test_external_cloud_cli_lines_name_files_that_exist():
+    with open(os.path.join(REPO, "infra", "cloudbuild.yaml"), encoding="utf-8") as f:
+        cloudbuild = f.read()
+    for doc, line, words in all_commands():
+        if words[0] == "gcloud" and words[1:3] == ["builds", "submit"]:
+            config = words[words.index("--config") + 1]
+            assert os.path.isfile(os.path.join(REPO, config)), line
+            subs = [w for w in words if w.startswith("--substitutions=")]
+            for item in subs[0].split("=", 1)[1].split(",") if subs else []:
+                assert "${%s}" % item.split("=")[0] in cloudbuild, (item, line)
+        if "docker" in words and "build" in words:
+            assert os.path.isfile(os.path.join(REPO, words[words.index("-f") + 1])), line
+
+
+@pytest.fixture
+def docs_env(monkeypatch, tmp_path):
+    for key in ("ALBERT_GCP_REGION", "ALBERT_IMAGE_TAG", "ALBERT_KFP_ENDPOINT", "ALBERT_KFP_PIPELINE_ROOT",
+                "ALBERT_TFX_ENVIRONMENTS", "ALBERT_GCP_PROJECT", "ALBERT_GCS_BUCKET", "ALBERT_IMAGE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ALBERT_TFX_LOG_DIR", str(tmp_path / "logs"))
+    monkeypatch.setenv("IMAGE", "europe-west4-docker.pkg.dev/albert-proj/albert/albert-tfx:abc1234")
+    monkeypatch.setenv("ALBERT_IMAGE", "registry.example/albert-tfx:abc1234")  # kfp-flink's image
+    monkeypatch.chdir(tmp_path)
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import aiplatform
+
+    monkeypatch.setattr(aiplatform.initializer.global_config, "_credentials", AnonymousCredentials())
+    corpus = (f"corpus:\n  wikipedia_dir: {REPO}/data/sample/wikipedia\n  books_dir: {REPO}/data/sample/books\n"
+              "  min_doc_chars: 300\n")  # what a user's corpus file holds: where the raw text is
+    (tmp_path / "my_corpus.yaml").write_text(corpus)
+    (tmp_path / "corpus.yaml").write_text(corpus)
+    return tmp_path
+
+
+def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_client, capsys):  # noqa: F811
+    from pipeline import cli
+
+    _, pool = kfp_client
+    env = dict(os.environ)
+    ran = []
+    for doc, line, words in all_commands():
+        if words[0] == "export" or re.fullmatch(r"[A-Z_]+=[^ ]*", words[0]) and len(words) == 1:
+            for item in words[1:] if words[0] == "export" else words:
+                key, value = item.split("=", 1)
+                value = _substitute([value], env)[0]
+                env[key] = value
+                os.environ[key] = value
+            continue
+        if words[0] not in ("albert-pipeline", ".venv/bin/albert-pipeline"):
+            continue
+        argv = _substitute(words[1:], env)
+        if argv[0] == "schedule" and "outputs/albert_paper.json" in argv and not os.path.exists(argv[-1]):
+            # The paper spec the docs schedule is compiled like the dev one.
+            assert cli.run_cli(["compile", "--env", "vertex-paper", "--output", "outputs/albert_paper.json"]) == 0
+        if argv[0] == "run":  # long: configuration only; the run is test_cli_run.py / test_pipeline_e2e.py
+            args = cli.build_parser().parse_args(argv)
+            config = cli._config(args)
+            ran.append((argv, config))
+            continue
+        calls_before = len(vertex_rpcs)
+        capsys.readouterr()
+        code = cli.run_cli(argv)
+        out, err = capsys.readouterr()
+        assert code == 0, (doc, line, err[-2000:])
+        ran.append((argv, out, vertex_rpcs[calls_before:]))
+
+    by_cmd = {}
+    for item in ran:
+        by_cmd.setdefault(" ".join(item[0][:2]), []).append(item)
+    # README: the two run examples build the configurations they describe.
+    runs = [item for key, items in by_cmd.items() if key.startswith("run") for item in items]
+    assert [c.train.num_train_steps for _, c in runs[:1]] == [500] and runs[0][1].datagen.sop_mode == "pure"
+    assert runs[1][1].preset == "paper" and runs[1][1].corpus.min_doc_chars == 300
+    # README: compile with --beam-arg writes the Dataflow args into the spec.
+    paper_spec = json.load(open("outputs/albert_pipeline.json"))
+    args = [a for e in paper_spec["pipelineSpec"]["deploymentSpec"]["executors"].values() if "container" in e
+            for a in e["container"].get("args", [])]
+    assert "--runner=DataflowRunner" in args and "--temp_location=gs://albert-bkt/tmp" in args
+    # infra/README: env show (the documented form) resolves vertex-dev.
+    shown = json.loads(by_cmd["env show"][0][1])
+    assert shown["project"] == "my-albert-project" and shown["name"] == "vertex-dev"
+    # compile --env vertex-dev wrote a spec whose executors run the environment's image.
+    spec = json.load(open("outputs/albert_dev.json"))
+    executors = spec["pipelineSpec"]["deploymentSpec"]["executors"]
+    assert {e["container"]["image"] for e in executors.values() if "container" in e} == {
+        "europe-west4-docker.pkg.dev/my-albert-project/albert/albert-tfx:abc1234"}
+    # submit --env vertex-dev: one CreatePipelineJob with the documented parameter, root and account.
+    submits = [rpcs for argv, _, rpcs in by_cmd["submit --env"] if "vertex-dev" in argv]
+    job = [kw for n, kw in submits[0] if n == "create_pipeline_job"][0]["pipeline_job"]
+    assert dict(job.runtime_config.parameter_values) == {}  # the compiled pipeline declares no parameters
+    assert job.display_name == "albert-tfx-vertex-dev"
+    assert job.runtime_config.gcs_output_directory == (
+        "gs://my-albert-project-albert-tfx/albert-tfx/vertex-dev/pipeline_root")
+    assert job.service_account == "albert-pipelines@my-albert-project.iam.gserviceaccount.com"
+    # submit without an environment: the flags' project, root, account and label.
+    flags = [rpcs for argv, _, rpcs in by_cmd["submit --spec"]][0]
+    job = [kw for n, kw in flags if n == "create_pipeline_job"][0]
+    assert job["parent"] == "projects/albert-proj/locations/europe-west4"
+    assert job["pipeline_job"].labels["env"] == "dev"
+    assert job["pipeline_job"].runtime_config.gcs_output_directory == (
+        "gs://albert-bkt/albert-tfx/vertex-dev/pipeline_root")
+    # submit --env kfp-flink: POST /apis/v2beta1/runs to the environment's endpoint, and the .kfp.yaml package
+    # that the documented `kfp run create --package-file` line takes.
+    runs_posted = [r for r in pool.requests if r["method"] == "POST" and r["url"].endswith("/apis/v2beta1/runs")]
+    assert len(runs_posted) == 1 and runs_posted[0]["url"].startswith("http://ml-pipeline-ui.kubeflow:80/")
+    assert os.path.isfile("outputs/albert_dev.kfp.yaml")
+    # schedule: the environment's cron, then the documented flags.
+    created = [kw["schedule"] for argv, _, rpcs in by_cmd["schedule --env"] for n, kw in rpcs if n == "create_schedule"]
+    assert created[0].cron == "TZ=Europe/Paris 0 3 * * 1" or created[0].cron.startswith("TZ=")
+    assert created[1].cron == "TZ=Europe/Paris 0 3 * * 1" and created[1].max_run_count == 12
+    # schedules list | pause | resume --catch-up
+    names = [n for argv, _, rpcs in by_cmd["schedules list"] + by_cmd["schedules pause"] + by_cmd["schedules resume"]
+             for n, _ in rpcs if n != "get_schedule"]  # the SDK reads the schedule back after each change
+    assert names == ["list_schedules", "pause_schedule", "resume_schedule"]
+    resume = [kw for _, _, rpcs in by_cmd["schedules resume"] for n, kw in rpcs if n == "resume_schedule"][0]
+    assert resume == {"name": "projects/my-albert-project/locations/europe-west4/schedules/42", "catch_up": True}

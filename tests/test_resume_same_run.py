@@ -1,0 +1,164 @@
+"""Done-when test of issue 14: a SIGKILLed and rerun ``albert-pipeline pretrain`` is the same run.
+
+Real masked examples (the datagen Beam code on tests/fixtures/datagen_text.txt, the bundled 30k vocabulary,
+three uneven shards, so the run crosses file and epoch boundaries), albert-tiny with dropout 0.1 (the random
+state must resume too), 12 steps of batch 8, checkpoints every 5 steps, a history line every step.
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO, SAMPLE
+
+pytestmark = pytest.mark.slow
+
+STEPS, CHECKPOINT_EVERY = 12, 5
+DATA = ["datagen.max_seq_length=64", "datagen.max_predictions_per_seq=10", "datagen.dupe_factor=3",
+        "datagen.num_shards=3", "datagen.eval_fraction=0.2"]
+TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
+         f"train.checkpoint_every={CHECKPOINT_EVERY}", "train.log_every=1", "train.eval_every=0",
+         "train.eval_steps=2", "train.shuffle_buffer=16", "train.learning_rate=0.003", "model.dropout=0.1"]
+METRICS = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy", "learning_rate")
+
+
+@pytest.fixture(scope="module")
+def examples(tmp_path_factory):
+    from components.datagen_tool import make_pretraining_data
+    from pipeline.configs import build_config
+
+    root = tmp_path_factory.mktemp("resume")
+    docs = root / "docs"
+    docs.mkdir()
+    shutil.copyfile(os.path.join(REPO, "tests", "fixtures", "datagen_text.txt"), docs / "documents-00000-of-00001.txt")
+    out = str(root / "examples")
+    stats = make_pretraining_data([str(docs)], os.path.join(SAMPLE, "vocab", "30k-clean.model"), out,
+                                  build_config("sample", overrides=DATA))
+    # More records than one epoch of the run would need is not the point: 12 x 8 steps cross an epoch boundary.
+    assert stats["splits"]["train"]["instances"] < STEPS * 8
+    assert len(glob.glob(os.path.join(out, "Split-train", "*"))) == 3
+    return out
+
+
+def _cmd(examples, output, extra):
+    exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
+    return [exe, "pretrain", "--examples", examples, "--output", output] + [
+        f"--set={o}" for o in DATA + TRAIN + list(extra)]
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _train_lines(output):
+    path = os.path.join(output, "model_run", "train_history.jsonl")
+    if not os.path.exists(path):
+        return []
+    lines = []
+    with open(path) as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:  # a line being written
+                continue
+            if record["split"] == "train":
+                lines.append(record)
+    return lines
+
+
+def _checkpoint_steps(output):
+    return sorted(int(p.rsplit("ckpt-", 1)[1].split(".")[0])
+                  for p in glob.glob(os.path.join(output, "checkpoints", "*", "ckpt-*.index")))
+
+
+def _kill_when(proc, ready, what, timeout=300):
+    deadline = time.time() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before {what}"
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _weights(output):
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(os.path.join(output, "model", "albert", "pretraining", "ckpt"))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()
+            if name.startswith("model/")}
+
+
+def _tensorboard_steps(output, tag="loss"):
+    import tensorflow as tf
+    from tensorboard.compat.proto import event_pb2
+
+    steps = []
+    for path in sorted(glob.glob(os.path.join(output, "model_run", "train", "events.out.tfevents.*"))):
+        for raw in tf.data.TFRecordDataset(path):
+            event = event_pb2.Event.FromString(raw.numpy())
+            steps += [event.step for v in event.summary.value if v.tag == tag]
+    return steps
+
+
+def _assert_same_run(reference, resumed):
+    ref, got = _train_lines(reference), _train_lines(resumed)
+    assert [h["step"] for h in got] == list(range(1, STEPS + 1)) == [h["step"] for h in ref]
+    for a, b in zip(ref, got):
+        for name in METRICS:
+            np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=f"step {a['step']} {name}")
+    assert ref[-1]["loss"] != ref[0]["loss"]  # it trained
+    ref_w, got_w = _weights(reference), _weights(resumed)
+    assert sorted(ref_w) == sorted(got_w) and len(ref_w) > 10
+    for name in ref_w:
+        np.testing.assert_allclose(got_w[name], ref_w[name], rtol=1e-5, atol=1e-7, err_msg=name)
+    assert sorted(_tensorboard_steps(resumed)) == list(range(1, STEPS + 1))
+
+
+@pytest.mark.parametrize("accum", [1, 2])
+def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp_path, accum):
+    extra = [f"train.grad_accum_steps={accum}"]
+    reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
+    # The uninterrupted run, beside the first attempt of the killed one (wall time; the results do not depend
+    # on the load).
+    ref_proc = subprocess.Popen(_cmd(examples, reference, extra), env=_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+    try:
+        # 1. SIGKILL between two checkpoints: after ckpt-5, once step 6 is logged (a step that is not a checkpoint).
+        proc = subprocess.Popen(_cmd(examples, killed, extra), env=_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        _kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(killed)), "step 6")
+        out, err = ref_proc.communicate(timeout=600)
+    finally:
+        if ref_proc.poll() is None:
+            ref_proc.kill()
+            ref_proc.wait()
+    assert ref_proc.returncode == 0, err[-3000:]
+    assert json.loads(out)["final_step"] == STEPS
+    logged, saved = [h["step"] for h in _train_lines(killed)], _checkpoint_steps(killed)
+    assert saved and max(logged) > max(saved) and max(logged) % CHECKPOINT_EVERY != 0 and max(logged) < STEPS
+    assert not os.path.exists(os.path.join(killed, "model", "albert", "export_info.json"))
+
+    if accum == 1:
+        # 2. The rerun, SIGKILLed again while it exports (training finished, the SavedModel is being written).
+        proc = subprocess.Popen(_cmd(examples, killed, extra), env=_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        _kill_when(proc, lambda: os.path.exists(os.path.join(killed, "model", "Format-Serving")), "the export")
+        assert not os.path.exists(os.path.join(killed, "model", "albert", "export_info.json"))
+        assert STEPS in _checkpoint_steps(killed)
+
+    # 3. The same command completes the run.
+    done = subprocess.run(_cmd(examples, killed, extra), env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads(done.stdout)
+    assert info["final_step"] == STEPS
+    assert info["start_step"] == (STEPS if accum == 1 else max(saved))
+    _assert_same_run(reference, killed)
