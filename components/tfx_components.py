@@ -54,6 +54,7 @@ def CorpusGen(
         with beam_pipeline as p:
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
                                      dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback)
+        _record_counters(p, "albert.corpus", [documents])
         _publish(staging, documents.uri)
     counts = corpus_beam.read_counts(documents.uri)
     documents.set_int_custom_property("num_documents", counts["documents"])
@@ -150,6 +151,7 @@ def PretrainingDataGen(
                 compression=d.compression, compression_level=d.compression_level,
                 do_lower_case=do_lower_case, random_pool_size=d.random_pool_documents,
                 random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files)
+        _record_counters(p, "albert.datagen", [examples, statistics])
         names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
         vocab_size = vocab.get_int_custom_property("vocab_size") if vocab.has_custom_property("vocab_size") else 0
         info = examples_info.make_info(d, do_lower_case, vocab_size, examples_info.fingerprint(ex_staging, names))
@@ -251,6 +253,19 @@ def BenchmarkReport(
             ("model", model), ("model_run", model_run), ("statistics", statistics), *results.items())})
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
+
+
+def _record_counters(pipeline, namespace: str, outputs) -> None:
+    """The Beam counters Dataflow showed live (documents, sentences, skips by reason, instances, tokens) become
+    ``beam_<name>`` int properties of the output artifacts, so MLMD keeps them with the data."""
+    from components.datagen_tool import beam_counters
+
+    result = getattr(pipeline, "result", None)
+    if result is None:
+        return
+    for name, value in sorted(beam_counters(result, namespace).items()):
+        for artifact in outputs:
+            artifact.set_int_custom_property(f"beam_{name}", int(value))
 
 
 def _dev_documents_file(squad, race, folder: str) -> str:

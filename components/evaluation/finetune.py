@@ -109,7 +109,7 @@ def _better(score, best_score) -> bool:
 
 def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, np.ndarray], hp, seed: int,
               evaluate: Callable[[tf_keras.Model], Tuple[Dict[str, Any], Any]], selection: str = "last",
-              eval_every: int = 0) -> Dict[str, Any]:
+              eval_every: int = 0, label: str = "fine-tuning") -> Dict[str, Any]:
     """One fine-tuning run (see the module docstring).
 
     ``hp``: ``learning_rate``, ``warmup_steps``, ``train_steps``, ``batch_size``. ``evaluate(model) ->
@@ -135,8 +135,12 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
     losses: List[float] = []
     iterator = iter(ds)
     t0 = time.time()
+    log_every = max(1, steps // 10)
+    started = time.time()
     for step in range(1, steps + 1):
         losses.append(float(train_step(next(iterator))))
+        if step % log_every == 0 or step == steps:
+            log.info("%s", finetune_progress(label, step, steps, losses, time.time() - started))
         if (periodic and step % eval_every == 0) or step == steps:
             train_seconds += time.time() - t0
             t1 = time.time()
@@ -145,6 +149,8 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
             window = losses[-min(len(losses), 10):]
             history.append({"step": step, "score": metrics.get("score"), "selection_score": _selection(metrics),
                             "train_loss": float(np.mean(window))})
+            log.info("%s: dev at step %d: score %s, %s %s", label, step, _fmt(metrics.get("score")),
+                     metrics.get("selection_metric", "selection"), _fmt(_selection(metrics)))
             if best is None or not periodic or _better(_selection(metrics), _selection(best["metrics"])):
                 best = {"metrics": metrics, "payload": payload, "step": step,
                         "weights": model.get_weights() if periodic and step != steps else None}
@@ -157,6 +163,19 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
             "train_seconds": train_seconds, "eval_seconds": eval_seconds, "final_loss": losses[-1]}
 
 
+def finetune_progress(label: str, step: int, steps: int, losses: List[float], elapsed: float) -> str:
+    """``RTE pretrained seed 12345: step 60/600 loss 0.6931 3.2 steps/s ETA 0:02:48`` (loss: mean of the last 10)."""
+    rate = step / elapsed if elapsed > 0 else 0.0
+    left = int((steps - step) / rate) if rate > 0 else 0
+    window = losses[-min(len(losses), 10):]
+    return (f"{label}: step {step}/{steps} loss {float(np.mean(window)):.4f} {rate:.1f} steps/s "
+            f"ETA {left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}")
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{float(value):.2f}"
+
+
 def seed_everything(seed: int) -> None:
     tf_keras.utils.set_random_seed(seed)  # python, numpy and TF global seeds
 
@@ -164,7 +183,8 @@ def seed_everything(seed: int) -> None:
 def fine_tune_seeds(albert_dir: str, hp, train: Dict[str, np.ndarray],
                     make_head: Callable[[tf_keras.Model, int], tf_keras.Model], loss_fn: Callable,
                     evaluate: Callable, *, seed: int, num_seeds: int, selection: str, eval_every: int,
-                    after_run: Optional[Callable] = None, init: str = "pretrained") -> Tuple[List[Dict[str, Any]], int]:
+                    after_run: Optional[Callable] = None, init: str = "pretrained",
+                    task: str = "") -> Tuple[List[Dict[str, Any]], int]:
     """One :func:`fine_tune` run per seed ``seed + i`` (i < ``num_seeds``) on a freshly restored encoder (or, with
     ``init="random_init"``, a freshly initialised one); returns the runs and the index of the median one.
     ``after_run(model, result)`` sees each trained model. Each run records its step-0 ``init_check``."""
@@ -178,7 +198,8 @@ def fine_tune_seeds(albert_dir: str, hp, train: Dict[str, np.ndarray],
         model = make_head(encoder, run_seed)
         model({k: train[k][:1] for k in _input_keys(model)}, training=False)
         init_check = check_encoder_init(encoder, albert_dir, init)  # step 0: raises if the arm is not what it says
-        res = fine_tune(model, loss_fn, train, hp, run_seed, evaluate, selection, eval_every)
+        label = f"{task or 'fine-tuning'} {init} seed {run_seed} ({i + 1}/{num_seeds})"
+        res = fine_tune(model, loss_fn, train, hp, run_seed, evaluate, selection, eval_every, label=label)
         res["seed"] = run_seed
         res["init_check"] = init_check
         if after_run is not None:

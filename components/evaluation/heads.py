@@ -75,7 +75,15 @@ def _features(inputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     return {k: inputs[k] for k in FEATURE_KEYS}
 
 
-class ClassifierModel(tf_keras.Model):
+class _DescribedHead:
+    """Heads are rebuilt from code, never from a Keras config. ``get_config`` describes the head and its encoder,
+    which also keeps tf_keras from warning, at every save, that the encoder argument is not serialisable."""
+
+    def get_config(self):
+        return {"name": self.name, "head": type(self).__name__, "encoder": self.albert.get_config()}
+
+
+class ClassifierModel(_DescribedHead, tf_keras.Model):
     """pooled output → dropout → dense(num_labels) (num_labels = 1: regression). Output ``logits``."""
 
     input_keys = FEATURE_KEYS
@@ -92,7 +100,7 @@ class ClassifierModel(tf_keras.Model):
         return {"logits": tf.cast(self.classifier(self.dropout(pooled, training=training)), tf.float32)}
 
 
-class SpanModel(tf_keras.Model):
+class SpanModel(_DescribedHead, tf_keras.Model):
     """SQuAD v1.1: dense H→2 on the sequence output → ``start_logits``, ``end_logits`` over every position.
 
     As the official v1 head: no dropout on the sequence output and no masking (padding and question positions
@@ -147,7 +155,7 @@ class _ConditionedEnd(tf_keras.layers.Layer):
         return tf.cast(self.dense_1(x)[..., 0], tf.float32)
 
 
-class SquadV2Model(tf_keras.Model):
+class SquadV2Model(_DescribedHead, tf_keras.Model):
     """The official SQuAD v2.0 model (``create_v2_model`` of google-research/albert ``squad_utils.py``).
 
     Inputs: the features plus ``p_mask`` (1 = not a possible answer position: question, ``[SEP]``, padding;
@@ -217,7 +225,7 @@ class SquadV2Model(tf_keras.Model):
         return logits * (1.0 - p_mask) - _MASKED * p_mask
 
 
-class MultipleChoiceModel(tf_keras.Model):
+class MultipleChoiceModel(_DescribedHead, tf_keras.Model):
     """[B, C, L] → pooled output per option → dropout → dense(1) → logits [B, C]."""
 
     input_keys = FEATURE_KEYS

@@ -105,7 +105,7 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
     run_results, chosen = fine_tune_seeds(
         albert_dir, hp, train, lambda enc, s: ClassifierModel(enc, task.num_labels, hp.classifier_dropout, s),
         loss_fn, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-        eval_every=settings.eval_every, after_run=after_run, init=init)
+        eval_every=settings.eval_every, after_run=after_run, init=init, task=task.name)
     res = run_results[chosen]
     pred_dir = os.path.join(output_dir, "predictions", task.name)
     result: Dict[str, Dict[str, Any]] = {}

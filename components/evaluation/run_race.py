@@ -48,7 +48,7 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
     run_results, chosen = fine_tune_seeds(
         albert_dir, hp, train, lambda enc, s: MultipleChoiceModel(enc, hp.classifier_dropout, s),
         classification_loss, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-        eval_every=settings.eval_every, init=init)
+        eval_every=settings.eval_every, init=init, task="RACE")
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "race_dev_predictions.json")
     os.makedirs(os.path.dirname(pred_path), exist_ok=True)

@@ -99,7 +99,8 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
         loss_fn, evaluate = span_loss, evaluate_v1
     run_results, chosen = fine_tune_seeds(albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed,
                                           num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-                                          eval_every=settings.eval_every, init=init)
+                                          eval_every=settings.eval_every, init=init,
+                                          task="SQuAD" + settings.squad_version)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "squad_predictions.json")
     squad_lib.write_squad_predictions(res["payload"]["predictions"], pred_path)
