@@ -8,7 +8,6 @@ import sys
 import textwrap
 
 import pytest
-import yaml
 
 from pipeline.configs import ConfigError, PipelineConfig, build_config
 from tests.reliability import fixtures
