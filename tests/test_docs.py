@@ -15,6 +15,8 @@ How each kind of line is executed:
 * ``make sample`` / ``make test``: ``make -n`` must show the command that is tested elsewhere (``run --preset sample``
   above and in test_cli_run.py; ``pytest tests`` is CI itself).
 * ``export``/assignments: applied to the environment of the following lines.
+* ``.venv/bin/python benchmarks/NAME.py …``: experiments of minutes to hours (kept out of CI on purpose); the script's
+  real ``--help`` runs and every flag the line uses must be one it accepts.
 * ``gcloud``, ``docker``, ``kubectl``, ``kfp``: cloud CLIs this machine does not have and a test must not call; each
   block is checked by ``bash -n`` and the files and substitutions the lines name must exist.
 """
@@ -77,7 +79,33 @@ def test_every_command_line_is_of_a_kind_this_test_runs():
     kinds = {"albert-pipeline", ".venv/bin/albert-pipeline", "make", "export"} | set(EXTERNAL)
     for doc, line, words in all_commands():
         first = words[0]
-        assert first in kinds or re.fullmatch(r"[A-Z_]+=.*", first), (doc, line)
+        assert first in kinds or re.fullmatch(r"[A-Z_]+=.*", first) or _benchmark_script(words), (doc, line)
+
+
+def _benchmark_script(words):
+    """``[VAR=… ]* .venv/bin/python benchmarks/X.py …`` → (script, its arguments), else None."""
+    rest = [w for w in words if not re.fullmatch(r"[A-Z_]+=.*", w)]
+    if len(rest) >= 2 and rest[0] == ".venv/bin/python" and re.fullmatch(r"benchmarks/\w+\.py", rest[1]):
+        return rest[1], rest[2:]
+    return None
+
+
+def test_benchmark_lines_use_flags_their_script_accepts():
+    import sys
+
+    seen = 0
+    for doc, line, words in all_commands():
+        found = _benchmark_script(words)
+        if not found:
+            continue
+        script, args = found
+        done = subprocess.run([sys.executable, os.path.join(REPO, script), "--help"], cwd=REPO, capture_output=True,
+                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": REPO})
+        assert done.returncode == 0, (doc, line, done.stderr[-2000:])
+        for flag in (a.split("=", 1)[0] for a in args if a.startswith("--")):
+            assert re.search(rf"(^|[\s,\[]){re.escape(flag)}\b", done.stdout), (doc, line, flag)
+        seen += 1
+    assert seen >= 1
 
 
 def test_make_targets_run_the_tested_commands():
