@@ -166,7 +166,7 @@ class ModelConfig(Section):
             self.albert_config()
         except (KeyError, ValueError) as exc:
             msg = exc.args[0] if exc.args else str(exc)
-            raise ConfigError(f"config model={self.to_dict()} is invalid: {msg}") from None
+            raise ConfigError(f"config model (size={self.size!r}) is invalid: {msg}") from None
         return self
 
 
