@@ -255,6 +255,12 @@ def paper_config() -> PipelineConfig:
     return config
 
 
+def _bundled_corpus() -> CorpusConfig:
+    """The Wikipedia pages and books bundled in ``data/sample``."""
+    return CorpusConfig(wikipedia_dir=os.path.join(SAMPLE_DATA, "wikipedia"),
+                        books_dir=os.path.join(SAMPLE_DATA, "books"), min_doc_chars=200, num_shards=2)
+
+
 def sample_config() -> PipelineConfig:
     """The bundled data, a tiny model and a few hundred steps: the whole DAG on 2 CPU cores."""
     small = dict(albert_dropout=0.0, classifier_dropout=0.1)
@@ -262,12 +268,7 @@ def sample_config() -> PipelineConfig:
         preset="sample",
         pipeline_name="albert-tfx-sample",
         beam_args=["--direct_running_mode=in_memory", "--direct_num_workers=1"],
-        corpus=CorpusConfig(
-            wikipedia_dir=os.path.join(SAMPLE_DATA, "wikipedia"),
-            books_dir=os.path.join(SAMPLE_DATA, "books"),
-            min_doc_chars=200,
-            num_shards=2,
-        ),
+        corpus=_bundled_corpus(),
         vocab=VocabConfig(vocab_size=3000, input_sentence_size=200_000),
         datagen=DataGenConfig(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=2,
                               eval_fraction=0.1, num_shards=2),
@@ -318,12 +319,7 @@ def small_config() -> PipelineConfig:
         preset="small",
         pipeline_name="albert-tfx-small",
         beam_args=["--direct_running_mode=in_memory", "--direct_num_workers=1"],
-        corpus=CorpusConfig(
-            wikipedia_dir=os.path.join(SAMPLE_DATA, "wikipedia"),
-            books_dir=os.path.join(SAMPLE_DATA, "books"),
-            min_doc_chars=200,
-            num_shards=2,
-        ),
+        corpus=_bundled_corpus(),
         vocab=VocabConfig(vocab_size=8000, input_sentence_size=1_000_000),
         datagen=DataGenConfig(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5, eval_fraction=0.05,
                               num_shards=4),

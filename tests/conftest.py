@@ -79,6 +79,21 @@ def datagen_docs(tok, vocab, datagen_texts):
     return [tokenize_document(tok, d, vocab) for d in datagen_texts]
 
 
+def tiny_benchmark_config(steps, batch, seq, **bench):
+    """The sample config with every fine-tuning row made tiny (lr 1e-3, 1 warm-up step); ``bench`` sets
+    ``benchmarks.*`` fields. The raw-text export and TFMA (Beam pipelines) run only where a test asks for them."""
+    from pipeline.configs import FinetuneHParams, sample_config
+
+    cfg = sample_config()
+    hp = FinetuneHParams(1e-3, batch, 0.0, 0.1, train_steps=steps, warmup_steps=1, max_seq_length=seq)
+    cfg.benchmarks.hparams = {name: hp for name in cfg.benchmarks.hparams}
+    bench.setdefault("export_serving_model", False)
+    bench.setdefault("tfma", False)
+    for key, value in bench.items():
+        setattr(cfg.benchmarks, key, value)
+    return cfg
+
+
 def squad_v2_from_v1(path):
     """A SQuAD 2.0-shaped dataset from a v1.1 file: every third question becomes unanswerable (its answers move to
     ``plausible_answers``), as in the official v2 data."""

@@ -12,6 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
+from tests.conftest import tiny_benchmark_config
+
 import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
@@ -22,7 +24,7 @@ from components.evaluation.init_check import EncoderInitError, check_encoder_ini
 from components.evaluation.metrics import compare_arms  # noqa: E402
 from components.evaluation.runner import run_benchmark  # noqa: E402
 from config import ConfigError  # noqa: E402
-from pipeline.configs import SAMPLE_DATA, FinetuneHParams, build_config, sample_config  # noqa: E402
+from pipeline.configs import SAMPLE_DATA, build_config, sample_config  # noqa: E402
 from trainer import train_lib  # noqa: E402
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining  # noqa: E402
 
@@ -92,14 +94,7 @@ def test_mismatched_checkpoint_fails_loudly_through_run_benchmark(tmp_path):
 
 
 def _cfg(steps=4, batch=8, seq=32, **bench):
-    cfg = sample_config()
-    hp = FinetuneHParams(1e-3, batch, 0.0, 0.1, train_steps=steps, warmup_steps=1, max_seq_length=seq)
-    cfg.benchmarks.hparams = {name: hp for name in cfg.benchmarks.hparams}
-    bench.setdefault("export_serving_model", False)
-    bench.setdefault("tfma", False)
-    for key, value in bench.items():
-        setattr(cfg.benchmarks, key, value)
-    return cfg
+    return tiny_benchmark_config(steps, batch, seq, **bench)
 
 
 def test_random_init_arm_in_metrics_report_and_results(albert_dir, tmp_path):

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import squad_v2_from_v1
+from tests.conftest import squad_v2_from_v1, tiny_benchmark_config
 
 import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
@@ -43,15 +43,7 @@ def albert_dir(tmp_path_factory):
 
 
 def _cfg(steps=8, batch=8, seq=64, **bench):
-    cfg = sample_config()
-    hp = FinetuneHParams(1e-3, batch, 0.0, 0.1, train_steps=steps, warmup_steps=1, max_seq_length=seq)
-    cfg.benchmarks.hparams = {name: hp for name in cfg.benchmarks.hparams}
-    # The raw-text export + TFMA (Beam pipelines) run only where a test asks for them.
-    bench.setdefault("export_serving_model", False)
-    bench.setdefault("tfma", False)
-    for key, value in bench.items():
-        setattr(cfg.benchmarks, key, value)
-    return cfg
+    return tiny_benchmark_config(steps, batch, seq, **bench)
 
 
 def _in_range(value, lo=0.0, hi=100.0):
