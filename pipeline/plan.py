@@ -23,12 +23,8 @@ from pipeline.configs import PipelineConfig
 
 CACHED, WILL_RUN = "CACHED", "WILL RUN"
 
-# Node parameter → the config prefix users know it by.
-_PARAM_PREFIX = {
-    ("CorpusGen", "config"): "corpus.", ("VocabGen", "config"): "vocab.", ("PretrainingDataGen", "config"): "datagen.",
-    ("BenchmarkReport", "config"): "report.", ("Trainer", "num_train_steps"): "train.num_train_steps",
-    ("Trainer", "custom_config"): "", ("Trainer", "eval_args"): "train.eval_steps",
-}
+# The config section a node's ``config`` parameter holds.
+_SECTION = {"CorpusGen": "corpus", "VocabGen": "vocab", "PretrainingDataGen": "datagen", "BenchmarkReport": "report"}
 
 
 @dataclass
@@ -140,24 +136,20 @@ def _flatten(value: Any, prefix: str) -> Dict[str, Any]:
 
 
 def _display(node_id: str, param: str, path: str) -> str:
-    if (node_id, param) in _PARAM_PREFIX:
-        prefix = _PARAM_PREFIX[(node_id, param)]
-        if not prefix.endswith("."):
-            return prefix or path.split(".", 1)[-1]
-        rest = path.split(".", 1)[1] if "." in path else ""
-        if node_id == "Trainer" and param == "custom_config":
-            rest = rest[len("albert."):] if rest.startswith("albert.") else rest
-        return prefix + rest if rest else prefix.rstrip(".")
-    if node_id.endswith("Benchmark"):
-        if param == "seeds":
-            return "benchmarks.seeds"
-        if param == "config":
-            rest = path.split(".", 1)[1] if "." in path else ""
-            return "benchmarks." + rest if rest else "benchmarks"
-    if param == "seed":
-        return "seed"
-    if param == "source_uri":
-        return "input folder"
+    """A changed node parameter path → the config key users set (``train.learning_rate``, ``benchmarks.seeds``)."""
+    rest = path.split(".", 1)[1] if "." in path else ""
+    if node_id == "Trainer":
+        if param == "custom_config":  # {"albert": {"model", "train", "seed"}, "checkpoint_root": ...}
+            return rest[len("albert."):] if rest.startswith("albert.") else rest
+        if param == "num_train_steps":
+            return "train.num_train_steps"
+        if param == "eval_args":
+            return "train.eval_steps"
+    if param == "config":
+        section = _SECTION.get(node_id, "benchmarks" if node_id.endswith("Benchmark") else "config")
+        return f"{section}.{rest}" if rest else section
+    if param == "seeds":
+        return "benchmarks.seeds"
     return path
 
 
@@ -181,12 +173,10 @@ def _param_diff(node_id: str, old: Dict[str, Any], new: Dict[str, Any]) -> List[
 
 def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[NodePlan]:
     """The plan of ``config`` against its pipeline root and MLMD store (``metadata_path``)."""
-    from google.protobuf import message as pb_message
-    from tfx.dsl.compiler import compiler
+    from tfx.dsl.compiler import compiler, constants
     from tfx.orchestration import data_types_utils
-    from tfx.orchestration.portable import inputs_utils, outputs_utils, runtime_parameter_utils
     from tfx.orchestration.local import runner_utils
-    from tfx.dsl.compiler import constants
+    from tfx.orchestration.portable import inputs_utils, outputs_utils, runtime_parameter_utils
 
     from pipeline.pipeline import create_pipeline
 
@@ -228,8 +218,7 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
             continue
         spec = runner_utils.extract_executor_spec(deployment, node_id)
         outputs = outputs_utils.generate_output_artifacts(0, pn.outputs.outputs, node_dir="")
-        printable = {k: (v if not isinstance(v, pb_message.Message) else v) for k, v in params.items()}
-        key = _cache_key(ir.pipeline_info, pn, spec, inputs, outputs, printable)
+        key = _cache_key(ir.pipeline_info, pn, spec, inputs, outputs, params)
         cached = _cached_outputs(store, key) if pn.execution_options.caching_options.enable_cache else None
         produced[node_id] = cached
         if cached is not None:
@@ -242,15 +231,16 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
 
 
 def _why(store, previous, node_id: str, params: Dict[str, Any], inputs: Dict[str, List[Any]]) -> List[str]:
+    """Why a node will run: its settings and inputs against its newest successful execution."""
+    from google.protobuf import json_format
+    from google.protobuf import message as pb_message
     from ml_metadata.proto import metadata_store_pb2
 
     if previous is None:
         return ["never ran in this store"]
     old = {k: _mlmd_value(v) for k, v in previous.custom_properties.items() if not k.startswith("__")}
-    new = {k: v for k, v in params.items() if k in old or v is not None}
-    from google.protobuf import json_format, message as pb_message
-
-    new = {k: (json_format.MessageToJson(v) if isinstance(v, pb_message.Message) else v) for k, v in new.items()}
+    new = {k: (json_format.MessageToJson(v) if isinstance(v, pb_message.Message) else v)
+           for k, v in params.items() if k in old or v is not None}
     reasons = _param_diff(node_id, {k: v for k, v in old.items() if k in new}, new)
     events = [e for e in store.get_events_by_execution_ids([previous.id]) if e.type == metadata_store_pb2.Event.INPUT]
     old_inputs: Dict[str, set] = {}

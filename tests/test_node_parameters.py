@@ -158,3 +158,25 @@ def test_benchmark_dev_eval_source_needs_benchmark_data():
     with pytest.raises(ConfigError, match="datagen.eval_source"):
         build_config("sample", overrides=["datagen.eval_source=benchmark_dev", "benchmarks.squad_dir=null",
                                           "benchmarks.race_dir=null"])
+
+
+def test_plan_names_changed_settings_by_their_config_keys():
+    """plan's reasons translate node parameters back to the keys users pass to --set."""
+    from pipeline.plan import _param_diff
+    from trainer.task import trainer_settings
+
+    base = build_config("sample")
+    lr = build_config("sample", overrides=["train.learning_rate=0.01", "model.sharing=none"])
+
+    def trainer_params(cfg):
+        return {"custom_config": json.dumps({"albert": trainer_settings(cfg.model, cfg.train, cfg.seed),
+                                             "checkpoint_root": "/r"}), "num_train_steps": cfg.train.num_train_steps}
+
+    reasons = _param_diff("Trainer", trainer_params(base), trainer_params(lr))
+    assert reasons == ["setting model.sharing: None → 'none'", "setting train.learning_rate: 0.005 → 0.01"]
+    glue = _param_diff("GlueBenchmark", {"config": build_config("sample").node_json("GlueBenchmark", "settings"),
+                                         "seeds": 1},
+                       {"config": build_config("sample", overrides=["benchmarks.tfma=false"]).node_json(
+                           "GlueBenchmark", "settings"), "seeds": 3})
+    assert glue == ["setting benchmarks.tfma: True → False", "setting benchmarks.seeds: 1 → 3"]
+    assert _param_diff("VocabGen", {"seed": 1}, {"seed": 2}) == ["setting seed: 1 → 2"]
