@@ -92,6 +92,14 @@ def test_documents_artifact_counts_recorded(store):
     assert docs.custom_properties["books_documents"].int_value == 2
     text = open(sorted(glob.glob(os.path.join(docs.uri, "documents-*.txt")))[0], encoding="utf-8").read()
     assert "{{" not in text and "[[" not in text and "\n\n" in text
+    # The Beam counters Dataflow shows live are kept on the artifacts too, and agree with the written counts.
+    assert docs.custom_properties["beam_books_files"].int_value == 2
+    assert docs.custom_properties["beam_books_documents_read"].int_value == 2
+    examples = store.get_artifacts_by_type("Examples")[0]
+    for split in ("train", "eval"):
+        assert examples.custom_properties[f"beam_instances_{split}"].int_value == \
+            examples.custom_properties[f"{split}_instances"].int_value > 0
+    assert len(examples.custom_properties["fingerprint"].string_value) == 64
 
 
 def test_vocab_has_albert_special_ids(store):
