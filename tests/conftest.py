@@ -79,6 +79,28 @@ def datagen_docs(tok, vocab, datagen_texts):
     return [tokenize_document(tok, d, vocab) for d in datagen_texts]
 
 
+def export_untrained_albert(d, seed, **overrides):
+    """An albert dir as ``train_lib.export`` writes it (config, encoder checkpoint, the official 30k-clean
+    vocabulary), from an untrained albert-tiny drawn with ``seed``: what the benchmark tests fine-tune."""
+    import shutil
+
+    import tensorflow as tf
+
+    from pipeline.configs import SAMPLE_DATA
+    from trainer import train_lib
+    from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
+
+    os.makedirs(d, exist_ok=True)
+    tf.keras.utils.set_random_seed(seed)
+    config = AlbertConfig.named("albert-tiny", vocab_size=30000, **overrides)
+    model = AlbertForPreTraining(config)
+    model(model.dummy_inputs(batch_size=1, seq_len=8, num_predictions=2))
+    config.to_json_file(os.path.join(d, train_lib.CONFIG_FILE), official=True)
+    tf.train.Checkpoint(encoder=model.albert).write(os.path.join(d, train_lib.ENCODER_CKPT))
+    shutil.copy(os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model"), os.path.join(d, train_lib.SPM_FILE))
+    return d
+
+
 def tiny_benchmark_config(steps, batch, seq, **bench):
     """The sample config with every fine-tuning row made tiny (lr 1e-3, 1 warm-up step); ``bench`` sets
     ``benchmarks.*`` fields. The raw-text export and TFMA (Beam pipelines) run only where a test asks for them."""

@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.conftest import tiny_benchmark_config
+from tests.conftest import export_untrained_albert, tiny_benchmark_config
 
 import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
@@ -26,23 +26,12 @@ from components.evaluation.runner import run_benchmark  # noqa: E402
 from config import ConfigError  # noqa: E402
 from pipeline.configs import SAMPLE_DATA, build_config, sample_config  # noqa: E402
 from trainer import train_lib  # noqa: E402
-from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining  # noqa: E402
 
-SPM = os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model")
 TINY_VARIABLES = 25  # albert-tiny, all shared: embeddings 7, one block 16, pooler 2
 
 
 def _export(d, seed, **overrides):
-    """An albert dir as ``train_lib.export`` writes it, from an untrained model drawn with ``seed``."""
-    os.makedirs(d, exist_ok=True)
-    tf.keras.utils.set_random_seed(seed)
-    config = AlbertConfig.named("albert-tiny", vocab_size=30000, **overrides)
-    model = AlbertForPreTraining(config)
-    model(model.dummy_inputs(batch_size=1, seq_len=8, num_predictions=2))
-    config.to_json_file(os.path.join(d, train_lib.CONFIG_FILE), official=True)
-    tf.train.Checkpoint(encoder=model.albert).write(os.path.join(d, train_lib.ENCODER_CKPT))
-    shutil.copy(SPM, os.path.join(d, train_lib.SPM_FILE))
-    return d
+    return export_untrained_albert(d, seed, **overrides)
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,10 @@ import json
 import math
 import os
 import random
-import shutil
 
 import pytest
 
-from tests.conftest import squad_v2_from_v1, tiny_benchmark_config
+from tests.conftest import export_untrained_albert, squad_v2_from_v1, tiny_benchmark_config
 
 import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
@@ -24,22 +23,12 @@ from components.evaluation import score as score_lib  # noqa: E402
 from components.evaluation.runner import run_benchmark  # noqa: E402
 from pipeline.configs import SAMPLE_DATA, FinetuneHParams, sample_config  # noqa: E402
 from trainer import train_lib  # noqa: E402
-from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining  # noqa: E402
 
-SPM = os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model")
 
 
 @pytest.fixture(scope="module")
 def albert_dir(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("albert"))
-    tf.random.set_seed(0)
-    config = AlbertConfig.named("albert-tiny", vocab_size=30000)
-    model = AlbertForPreTraining(config)
-    model(model.dummy_inputs(batch_size=1, seq_len=8, num_predictions=2))
-    config.to_json_file(os.path.join(d, train_lib.CONFIG_FILE), official=True)
-    tf.train.Checkpoint(encoder=model.albert).write(os.path.join(d, train_lib.ENCODER_CKPT))
-    shutil.copy(SPM, os.path.join(d, train_lib.SPM_FILE))
-    return d
+    return export_untrained_albert(str(tmp_path_factory.mktemp("albert")), seed=0)
 
 
 def _cfg(steps=8, batch=8, seq=64, **bench):
