@@ -283,7 +283,7 @@ def _dev_documents_file(squad, race, folder: str) -> str:
         race_dir = None
         if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
             race_dir = os.path.join(tmp, "race")
-            _copy_tree_from(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+            _copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
         docs = dev_documents.dev_documents(squad_files, race_dir)
         tf.io.gfile.makedirs(folder)
         local_out = os.path.join(tmp, "dev-documents.txt")
@@ -293,21 +293,12 @@ def _dev_documents_file(squad, race, folder: str) -> str:
     return out
 
 
-def _copy_tree_from(src: str, dst: str) -> None:
-    os.makedirs(dst, exist_ok=True)
+def _copy_tree(src: str, dst: str) -> None:
+    """Copy a folder tree through ``tf.io.gfile``, so either side may be local or ``gs://``."""
+    tf.io.gfile.makedirs(dst)
     for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(src)):
         path = posixpath.join(src, name)
         if tf.io.gfile.isdir(path):
-            _copy_tree_from(path, os.path.join(dst, name))
-        else:
-            tf.io.gfile.copy(path, os.path.join(dst, name), overwrite=True)
-
-
-def _copy_tree(src: str, dst: str) -> None:
-    tf.io.gfile.makedirs(dst)
-    for name in sorted(os.listdir(src)):
-        path = os.path.join(src, name)
-        if os.path.isdir(path):
             _copy_tree(path, posixpath.join(dst, name))
         else:
             tf.io.gfile.copy(path, posixpath.join(dst, name), overwrite=True)
