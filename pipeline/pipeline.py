@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 from tfx import v1 as tfx
 
 from components import artifacts
+from config import canonical_json
 from components.tfx_components import BenchmarkEval, BenchmarkReport, CorpusGen, PretrainingDataGen, VocabGen
 from pipeline.configs import BENCHMARK_NODE_IDS, PipelineConfig
 from pipeline.vertex_training import TRAINER_RUN_FN, create_trainer  # noqa: F401  (TRAINER_RUN_FN re-exported)
@@ -77,6 +78,10 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
     Vertex AI Training job runs when ``vertex_training.enabled`` and ``vertex_training.image`` is unset."""
     config.validate()
     params = config.node_parameters()
+
+    def param(node_id: str, key: str) -> str:
+        return canonical_json(params[node_id][key])
+
     root = pipeline_root or config.pipeline_root
     nodes = []
 
@@ -86,16 +91,16 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
     if config.corpus.books_dir:
         corpus_inputs["books"] = _importer("books", config.corpus.books_dir, runtime_parameters)
     nodes += list(corpus_inputs.values())
-    corpus = CorpusGen(config=config.node_json("CorpusGen", "corpus"),
+    corpus = CorpusGen(config=param("CorpusGen", "corpus"),
                        **{k: v.outputs["result"] for k, v in corpus_inputs.items()})
-    vocab = VocabGen(documents=corpus.outputs["documents"], config=config.node_json("VocabGen", "vocab"),
+    vocab = VocabGen(documents=corpus.outputs["documents"], config=param("VocabGen", "vocab"),
                      seed=config.seed)
     data = {key: _importer(key, uri, runtime_parameters) for key, uri in config.benchmarks.nodes().items()}
     dev_inputs = {}
     if config.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
         dev_inputs = {f"{key}_dev": data[key].outputs["result"] for key in ("squad", "race") if key in data}
     datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
-                                 config=config.node_json("PretrainingDataGen", "datagen"), seed=config.seed,
+                                 config=param("PretrainingDataGen", "datagen"), seed=config.seed,
                                  **dev_inputs)
     nodes += [corpus, vocab, datagen]
 
@@ -113,13 +118,13 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
     for key, importer in data.items():
         node_id = BENCHMARK_NODE_IDS[key]
         evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=importer.outputs["result"],
-                                  config=config.node_json(node_id, "settings"), seeds=seeds,
+                                  config=param(node_id, "settings"), seeds=seeds,
                                   benchmark="squad" if key == "squad2" else key).with_id(node_id)
         nodes += [importer, evaluator]
         results[key] = evaluator.outputs["result"]
     report = BenchmarkReport(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
                              statistics=datagen.outputs["statistics"],
-                             config=config.node_json("BenchmarkReport", "report"), **results)
+                             config=param("BenchmarkReport", "report"), **results)
     nodes.append(report)
 
     return tfx.dsl.Pipeline(
