@@ -396,6 +396,14 @@ class BenchmarkConfig(Section):
         out = {"glue": self.glue_dir, "squad": self.squad_dir, "squad2": self.squad_v2_dir, "race": self.race_dir}
         return {k: v for k, v in out.items() if v}
 
+    def node_tasks(self, node: str):
+        """The tasks (``hparams`` rows) a benchmark node fine-tunes."""
+        if node == "glue":
+            return list(self.glue_tasks)
+        if node == "race":
+            return ["RACE"]
+        return [SQUAD_TASKS["2.0" if node == "squad2" else self.squad_version]]
+
     def node_settings(self, node: str, pipeline_seed: int) -> Dict[str, Any]:
         """The parameters of one benchmark node: its fields, its hparams rows and the resolved seed.
 
@@ -404,16 +412,10 @@ class BenchmarkConfig(Section):
         kind = "squad" if node.startswith("squad") else node
         out = {k: getattr(self, k) for k in _NODE_FIELDS[kind]}
         if kind == "squad":
-            version = "2.0" if node == "squad2" else self.squad_version
-            out["squad_version"] = version
+            out["squad_version"] = "2.0" if node == "squad2" else self.squad_version
             if node == "squad2":
                 out["squad_train_file"], out["squad_dev_file"] = self.squad_v2_train_file, self.squad_v2_dev_file
-            tasks = [SQUAD_TASKS[version]]
-        elif kind == "glue":
-            tasks = list(self.glue_tasks)
-        else:
-            tasks = ["RACE"]
-        out["hparams"] = {t: self.hparams[t].to_dict() for t in tasks if t in self.hparams}
+        out["hparams"] = {t: self.hparams[t].to_dict() for t in self.node_tasks(node) if t in self.hparams}
         out["seed"] = pipeline_seed if self.seed is None else self.seed
         return out
 
@@ -442,10 +444,7 @@ class BenchmarkConfig(Section):
         for task in b.glue_tasks:
             check(task in GLUE_TASKS, "benchmarks.glue_tasks", task, "GLUE task names: " + ", ".join(GLUE_TASKS))
         for node in b.nodes():
-            kind = "squad" if node.startswith("squad") else node
-            needed = (list(b.glue_tasks) if kind == "glue" else ["RACE"] if kind == "race" else
-                      [SQUAD_TASKS["2.0" if node == "squad2" else b.squad_version]])
-            for task in needed:
+            for task in b.node_tasks(node):
                 check(task in b.hparams, f"benchmarks.hparams.{task}", None, "a hyper-parameter row for this task")
         for task, hp in b.hparams.items():
             p = f"benchmarks.hparams.{task}"
