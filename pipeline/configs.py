@@ -313,20 +313,23 @@ def small_config() -> PipelineConfig:
     checkpoint (no selection on dev), and the ``random_init`` baseline arm on every task.
     """
     ft = dict(albert_dropout=0.0, classifier_dropout=0.1)
-    single = FinetuneHParams(1e-4, 32, train_steps=250, warmup_steps=25, max_seq_length=64, **ft)
-    pair = FinetuneHParams(1e-4, 32, train_steps=250, warmup_steps=25, max_seq_length=128, **ft)
+    # Fine-tuning lengths are set by the budget (42 runs: 7 tasks x 2 arms x 3 seeds, about 45 s of training each
+    # at the measured 0.27 s/step at seq 64 and 0.53 s/step at seq 128, batch 32); the learning rate 1e-4 is fixed
+    # a priori for every task (compact-BERT practice), never tuned on dev.
+    single = FinetuneHParams(1e-4, 32, train_steps=150, warmup_steps=15, max_seq_length=64, **ft)
+    pair = FinetuneHParams(1e-4, 32, train_steps=80, warmup_steps=8, max_seq_length=128, **ft)
     return PipelineConfig(
         preset="small",
         pipeline_name="albert-tfx-small",
         beam_args=["--direct_running_mode=in_memory", "--direct_num_workers=1"],
         corpus=_bundled_corpus(),
         vocab=VocabConfig(vocab_size=8000, input_sentence_size=1_000_000),
-        datagen=DataGenConfig(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5, eval_fraction=0.05,
+        datagen=DataGenConfig(max_seq_length=128, max_predictions_per_seq=20, dupe_factor=2, eval_fraction=0.05,
                               num_shards=4),
         model=ModelConfig(size="albert-base", hidden_size=256, num_hidden_layers=4, embedding_size=128,
                           num_attention_heads=4, intermediate_size=1024, sharing="all", dropout=0.0),
         train=TrainConfig(
-            train_batch_size=32, eval_batch_size=64, num_train_steps=1500, num_warmup_steps=150,
+            train_batch_size=32, eval_batch_size=64, num_train_steps=2000, num_warmup_steps=200,
             learning_rate=0.002, checkpoint_every=250, eval_every=500, eval_steps=20, log_every=50,
             shuffle_buffer=10_000, strategy="cpu", mixed_precision="float32",
         ),
@@ -340,14 +343,18 @@ def small_config() -> PipelineConfig:
             hparams={
                 **{t: single for t in ("CoLA", "SST-2")},
                 **{t: pair for t in ("MRPC", "RTE", "STS-B", "QNLI", "WNLI", "MNLI", "QQP")},
-                "SQuAD1.1": FinetuneHParams(1e-4, 32, train_steps=300, warmup_steps=30, max_seq_length=128, **ft),
-                "SQuAD2.0": FinetuneHParams(1e-4, 32, train_steps=300, warmup_steps=30, max_seq_length=128, **ft),
-                "RACE": FinetuneHParams(1e-4, 8, train_steps=250, warmup_steps=25, max_seq_length=128, **ft),
+                "SQuAD1.1": FinetuneHParams(1e-4, 32, train_steps=120, warmup_steps=12, max_seq_length=128, **ft),
+                "SQuAD2.0": FinetuneHParams(1e-4, 32, train_steps=120, warmup_steps=12, max_seq_length=128, **ft),
+                "RACE": FinetuneHParams(1e-4, 8, train_steps=80, warmup_steps=8, max_seq_length=128, **ft),
             },
             seeds=3,
             checkpoint_selection="last",
             doc_stride=64,
             max_query_length=32,
+            # The serving export and TFMA are deployment artifacts (the sample preset exercises them); here the
+            # budget goes to training.
+            export_serving_model=False,
+            tfma=False,
             baselines=["random_init"],
         ),
     )

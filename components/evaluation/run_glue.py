@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 from components.evaluation import glue as glue_lib
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
-from components.evaluation.heads import ClassifierModel, classification_loss, regression_loss
+from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder, classification_loss, regression_loss
 from components.evaluation.metrics import GLUE_METRICS, glue_metrics, selection_metric
 
 __all__ = ["run_glue"]
@@ -66,7 +66,8 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
     hp = settings.hparams[task.name]
     dev_splits = ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
     names = {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm", "dev": task.name}
-    test_splits = [s for s in task.splits if s.startswith("test")
+    # Test predictions are the submission files of the real model: the selected run only, not baseline arms.
+    test_splits = [s for s in task.splits if s.startswith("test") and getattr(settings, "predict_test", True)
                    and os.path.exists(os.path.join(data_dir, task.name, task.splits[s].filename))]
 
     train_ex = glue_lib.read_glue(task.name, "train", data_dir)
@@ -90,23 +91,29 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
 
     loss_fn = regression_loss if task.is_regression else classification_loss
     export = bool(getattr(settings, "export_serving_model", True))
-    test_payloads: List[Dict[str, Any]] = []
+
+    def make_head(encoder, run_seed):
+        return ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, run_seed)
 
     def after_run(model, res):
-        if export:
-            res["weights"] = model.get_weights()  # the selected weights, exported if this run is the median
-        tests = {}
+        if export or test_splits:
+            res["weights"] = model.get_weights()  # the selected weights, used if this run is the median
+
+    run_results, chosen = fine_tune_seeds(
+        albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed, num_seeds=settings.seeds,
+        selection=settings.checkpoint_selection, eval_every=settings.eval_every, after_run=after_run, init=init,
+        task=task.name)
+    res = run_results[chosen]
+    tests = {}
+    if test_splits:
+        model = make_head(build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=False), res["seed"])
+        model({k: v[:1] for k, v in train.items() if k in FEATURE_KEYS}, training=False)
+        model.set_weights(res["weights"])
         for split in test_splits:
             ex = glue_lib.read_glue(task.name, split, data_dir)
             arrays = glue_lib.convert_glue_examples(ex, tokenizer, hp.max_seq_length, task.name)
             tests[split] = (ex, glue_lib.predictions_from_logits(task.name, predict(model, arrays)["logits"]))
-        test_payloads.append(tests)
-
-    run_results, chosen = fine_tune_seeds(
-        albert_dir, hp, train, lambda enc, s: ClassifierModel(enc, task.num_labels, hp.classifier_dropout, s),
-        loss_fn, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-        eval_every=settings.eval_every, after_run=after_run, init=init, task=task.name)
-    res = run_results[chosen]
+        del model
     pred_dir = os.path.join(output_dir, "predictions", task.name)
     result: Dict[str, Dict[str, Any]] = {}
     for split in dev_splits:
@@ -117,7 +124,7 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
         entry.update(run_summary(run_results, chosen, lambda m, s=split: m["splits"][s]))
         entry.update({"num_train": len(train_ex), "num_dev": len(ex), "predictions": os.path.relpath(path, output_dir)})
         result[names[split]] = entry
-    for split, (ex, preds) in test_payloads[chosen].items():
+    for split, (ex, preds) in tests.items():
         path = os.path.join(output_dir, "predictions", "glue_test", glue_lib.submission_filename(task.name, split))
         glue_lib.write_glue_predictions(task.name, [e.guid for e in ex], list(preds), path)
         result[names.get(split.replace("test", "dev"), task.name)]["test_predictions"] = os.path.relpath(path, output_dir)

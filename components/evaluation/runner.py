@@ -202,9 +202,9 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
     for name in getattr(settings, "baselines", None) or []:
         t0 = time.time()
         sub = os.path.join("baselines", name)
-        # Same hparams, seeds and protocol; no serving export / TFMA (deployment artifacts of the real model).
+        # Same hparams, seeds and protocol; no serving export / TFMA / test predictions (artifacts of the real model).
         arm_settings = copy.copy(settings)
-        arm_settings.export_serving_model, arm_settings.tfma = False, False
+        arm_settings.export_serving_model, arm_settings.tfma, arm_settings.predict_test = False, False, False
         arm = DRIVERS[benchmark](data_dir, albert_dir, tokenizer, arm_settings, seed, os.path.join(output_dir, sub),
                                  init=name)
         baselines[name] = {"tasks": _prefix_paths(arm["tasks"], sub), "runs": arm["runs"], "skipped": arm["skipped"],
