@@ -149,6 +149,22 @@ def _store(metadata_path: str):
     return metadata_store.MetadataStore(cfg), metadata_store_pb2
 
 
+def node_seconds(metadata_path: str) -> Dict[str, Dict[str, Any]]:
+    """Node id → state and seconds (MLMD execution create → last update) for the newest pipeline run."""
+    store, pb2 = _store(metadata_path)
+    runs = store.get_contexts_by_type("pipeline_run")
+    newest = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
+    node_type = store.get_context_type("node").id
+    out: Dict[str, Dict[str, Any]] = {}
+    for execution in store.get_executions_by_context(newest.id):
+        node = next(c.name.split(".", 1)[1] for c in store.get_contexts_by_execution(execution.id)
+                    if c.type_id == node_type)
+        out[node] = {"state": pb2.Execution.State.Name(execution.last_known_state),
+                     "seconds": round((execution.last_update_time_since_epoch - execution.create_time_since_epoch)
+                                      / 1000.0, 1)}
+    return out
+
+
 def _read_json(path: str) -> Dict[str, Any]:
     import tensorflow as tf
 
@@ -243,6 +259,11 @@ def write_up(out: str, record: Dict[str, Any]) -> str:
              f"Wall time: total {record['seconds']['total']:.0f} s (SOP pipeline {record['seconds']['sop_pipeline']:.0f}"
              f" s, NSP pipeline {record['seconds'].get('nsp_pipeline', 0):.0f} s, sentence-task eval "
              f"{record['seconds'].get('sentence_eval', 0):.0f} s) on {record['cpu_count']} CPU cores.", ""]
+    for run, nodes in (record.get("node_seconds") or {}).items():
+        lines.append(f"{run.upper()} pipeline nodes: " + ", ".join(
+            f"{node} {v['seconds']:.0f} s" + ("" if v["state"] == "COMPLETE" else f" ({v['state'].lower()})")
+            for node, v in nodes.items()) + ".")
+    lines.append("")
     gains = record.get("gains") or {}
     lines += ["## Pretrained vs random initialisation (dev, headline score, median [min – max] over seeds)", ""]
     if gains:
@@ -297,6 +318,11 @@ def main(argv=None) -> int:
     started = time.time()
     out = os.path.abspath(args.output)
     os.makedirs(out, exist_ok=True)
+    from pipeline import logs
+
+    # Node progress (started / CACHED / finished in N s), Trainer steps and fine-tuning runs on stderr; the full
+    # log, tracebacks included, in <output>/recipe.log.
+    log_path = logs.setup(os.path.join(out, "recipe.log"))
     from pipeline.configs import build_config
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
@@ -325,7 +351,8 @@ def main(argv=None) -> int:
         "command": " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/learning_recipe.py"] +
                             (argv if argv is not None else sys.argv[1:])),
         "quick": args.quick, "cpu_count": os.cpu_count(), "inputs": facts, "overrides": overrides,
-        "sop_run": sop, "seconds": seconds,
+        "sop_run": sop, "seconds": seconds, "node_seconds": {"sop": node_seconds(sop_cfg.metadata_path)},
+        "log": log_path,
     }
     if sop.get("report"):
         results = _read_json(os.path.join(sop["report"], "results.json"))
@@ -342,6 +369,7 @@ def main(argv=None) -> int:
         t0 = time.time()
         run_local(nsp_cfg, runner=args.runner)
         seconds["nsp_pipeline"] = time.time() - t0
+        record["node_seconds"]["nsp"] = node_seconds(nsp_cfg.metadata_path)
         nsp = find_run_artifacts(nsp_cfg.metadata_path, "nsp")
         record["nsp_run"] = nsp
         t0 = time.time()

@@ -299,7 +299,7 @@ class _GenerateInstances(_Tokenizing):
         if not ids:
             COUNTERS["skipped_empty_documents"].inc()
             return
-        COUNTERS["input_tokens"].inc(int(len(ids.flat)))
+        COUNTERS["input_tokens"].inc(ids.num_tokens)  # not len(flat): a pooled document is a view into the pool
         # The split's own pool; a split with a single document draws from that document, as officially.
         random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
         num_shards = self._shards[split]
