@@ -329,8 +329,8 @@ def small_config() -> PipelineConfig:
         model=ModelConfig(size="albert-base", hidden_size=256, num_hidden_layers=4, embedding_size=128,
                           num_attention_heads=4, intermediate_size=1024, sharing="all", dropout=0.0),
         train=TrainConfig(
-            train_batch_size=32, eval_batch_size=64, num_train_steps=2000, num_warmup_steps=200,
-            learning_rate=0.002, checkpoint_every=250, eval_every=500, eval_steps=20, log_every=50,
+            train_batch_size=32, eval_batch_size=64, num_train_steps=3000, num_warmup_steps=300,
+            learning_rate=0.006, checkpoint_every=250, eval_every=500, eval_steps=20, log_every=50,
             shuffle_buffer=10_000, strategy="cpu", mixed_precision="float32",
         ),
         benchmarks=BenchmarkConfig(
