@@ -293,8 +293,9 @@ def write_up(out: str, record: Dict[str, Any]) -> str:
                      "100 minus it).")
     else:
         lines.append("Not run (`--skip-nsp`).")
-    lines += ["", f"Report: `{record.get('report_md')}` (copied here as `report.md`, curves as "
-              "`pretraining_curves.png`).", ""]
+    report = record.get("report_md")
+    report = os.path.relpath(report, out) if report and os.path.isabs(report) else report  # no machine paths
+    lines += ["", f"Report: `{report}` (copied here as `report.md`, curves as `pretraining_curves.png`).", ""]
     text = "\n".join(lines)
     with open(os.path.join(out, "recipe.md"), "w", encoding="utf-8") as f:
         f.write(text)

@@ -295,6 +295,8 @@ def sample_config() -> PipelineConfig:
             checkpoint_selection="last",
             doc_stride=64,
             max_query_length=32,
+            # The "no pretraining" arm in every benchmark node: the report's gain table (smoke values here).
+            baselines=["random_init"],
         ),
     )
 

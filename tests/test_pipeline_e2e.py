@@ -163,6 +163,32 @@ def test_report_has_a_score_per_task(store, sample_run):
     assert os.path.exists(os.path.join(report.uri, "report.html"))
 
 
+def test_report_compares_pretrained_with_random_init(store, sample_run):
+    """The sample preset's ``random_init`` arm: both arms in results.json, the gain table in the report, and the
+    step-0 proof that the pretrained arm started from the exported encoder and the baseline did not."""
+    config = sample_run[0]
+    report = store.get_artifacts_by_type("albert.BenchmarkReport")[0]
+    results = json.load(open(os.path.join(report.uri, "results.json")))
+    text = open(os.path.join(report.uri, "report.md"), encoding="utf-8").read()
+    gains = results["summary"]["baselines"]["random_init"]
+    assert set(gains) == {"CoLA", "SST-2", "MRPC", "RTE", "SQuAD1.1", "RACE"}
+    seeds = config.benchmarks.seeds
+    for task, g in gains.items():
+        p, b = g["pretrained"], g["baseline"]
+        assert p["n"] == b["n"] == seeds, task
+        assert g["gain_median"] == pytest.approx(p["median"] - b["median"]), task
+        assert f"| {task} | random_init | {p['median']:.1f} [{p['min']:.1f} – {p['max']:.1f}] | " in text, task
+    glue = results["results"]["glue"]
+    assert glue["protocol"]["arms"] == ["pretrained", "random_init"]
+    assert len(glue["baselines"]["random_init"]["tasks"]["RTE"]["run_scores"]) == seeds
+    assert "## Gain over no pretraining" in text
+    checks = results["summary"]["init_check"]
+    for bench in ("glue", "squad", "race"):
+        assert checks[f"{bench}/pretrained"]["passed"] and checks[f"{bench}/pretrained"]["max_abs_diff"] == 0.0
+        assert checks[f"{bench}/random_init"]["passed"]
+        assert checks[f"{bench}/random_init"]["equal_informative_variables_max"] == 0
+
+
 def test_rerun_is_served_from_cache(sample_run, store):
     """A second run with the same config executes nothing new: every node is CACHED."""
     from ml_metadata.proto import metadata_store_pb2
