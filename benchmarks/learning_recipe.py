@@ -247,8 +247,10 @@ def _f(v, signed=False):
     return "—" if v is None else (f"{v:+.1f}" if signed else f"{v:.1f}")
 
 
-def _spread(s):
-    return "—" if not s or s.get("median") is None else f"{_f(s['median'])} [{_f(s['min'])} – {_f(s['max'])}]"
+def _spread(s, signed=False):
+    if not s or s.get("median") is None:
+        return "—"
+    return f"{_f(s['median'], signed)} [{_f(s['min'], signed)} – {_f(s['max'], signed)}]"
 
 
 def write_up(out: str, record: Dict[str, Any]) -> str:
@@ -271,7 +273,7 @@ def write_up(out: str, record: Dict[str, Any]) -> str:
                   "|---|---|---|---|---|---|"]
         for task, g in gains.items():
             lines.append(f"| {task} | {_spread(g['pretrained'])} | {_spread(g['baseline'])} | "
-                         f"{_f(g.get('gain_median'), True)} | {_spread(g.get('gain_paired'))} | "
+                         f"{_f(g.get('gain_median'), True)} | {_spread(g.get('gain_paired'), signed=True)} | "
                          f"{'yes' if g.get('beyond_spread') else 'no'} |")
     else:
         lines.append("No benchmark results.")

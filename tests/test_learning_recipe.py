@@ -52,3 +52,29 @@ def test_squad_and_race_cuts_are_seeded_and_disjoint(tmp_path):
         dv = set(os.listdir(tmp_path / "race" / "dev" / level))
         assert tr.isdisjoint(dv) and tr | dv == set(os.listdir(os.path.join(SAMPLE_DATA, "race", "dev", level)))
         assert race[f"dev/{level}"] == len(dv) >= 1
+
+
+def test_write_up_tables(tmp_path):
+    """recipe.md: node times, the gain row with signed paired gains, and the SOP/NSP row, from a recipe record."""
+    recipe = _recipe()
+    spread = {"median": 7.8, "min": 6.4, "max": 8.4}
+    record = {
+        "quick": False, "command": ".venv/bin/python benchmarks/learning_recipe.py", "cpu_count": 2,
+        "seconds": {"total": 100.0, "sop_pipeline": 60.0, "nsp_pipeline": 30.0, "sentence_eval": 10.0},
+        "node_seconds": {"sop": {"Trainer": {"state": "COMPLETE", "seconds": 42.4},
+                                 "CorpusGen": {"state": "CACHED", "seconds": 0.1}}},
+        "gains": {"STS-B": {"pretrained": spread, "baseline": {"median": 5.3, "min": 4.8, "max": 5.9},
+                            "gain_median": 2.5, "gain_paired": {"median": 2.5, "min": -1.6, "max": 2.5},
+                            "beyond_spread": True}},
+        "sop_nsp": {"instances": [2098], "sop": {"on_sop": {"sentence_accuracy": 55.2, "mlm_accuracy": 14.6,
+                                                            "label_1_share": 50.6},
+                                                 "on_nsp": {"sentence_accuracy": 61.0, "mlm_accuracy": 14.1,
+                                                            "label_1_share": 50.0}}},
+        "report_md": str(tmp_path / "pipeline_root" / "report.md"),
+    }
+    text = recipe.write_up(str(tmp_path), record)
+    assert (tmp_path / "recipe.md").read_text(encoding="utf-8") == text
+    assert "SOP pipeline nodes: Trainer 42 s, CorpusGen 0 s (cached)." in text
+    assert "| STS-B | 7.8 [6.4 – 8.4] | 5.3 [4.8 – 5.9] | +2.5 | +2.5 [-1.6 – +2.5] | yes |" in text
+    assert "| SOP | 55.2 | 61.0 | 14.6 | 14.1 |" in text and "| NSP | — | — | — | — |" in text
+    assert "Report: `pipeline_root/report.md`" in text  # relative to the output folder: no machine paths
