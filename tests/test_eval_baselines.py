@@ -146,9 +146,11 @@ def test_compare_arms_by_hand():
 
 
 def test_baselines_setting_reaches_only_benchmark_nodes_and_is_validated():
-    base = build_config("sample").node_parameters()
+    base = build_config("sample", overrides=["benchmarks.baselines=[]"]).node_parameters()
     new = build_config("sample", overrides=["benchmarks.baselines=random_init"]).node_parameters()
     assert {n for n in base if base[n] != new[n]} == {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
+    assert base["RaceBenchmark"]["settings"]["baselines"] == []
     assert new["RaceBenchmark"]["settings"]["baselines"] == ["random_init"]
+    assert build_config("sample").node_parameters() == new  # the sample preset runs the random_init arm
     with pytest.raises(ConfigError, match="benchmarks.baselines"):
         build_config("sample", overrides=["benchmarks.baselines=imagenet"])
