@@ -440,15 +440,19 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
                 beyond = g.get("beyond_spread")
                 b_rows.append([task, name, _spread_text(pre), _spread_text(base), _signed(g.get("gain_median")),
                                _spread_text(paired, signed=True),
-                               "—" if beyond is None else ("yes" if beyond else "no"), str(pre.get("n") or "—")])
+                               "—" if beyond is None else ("yes" if beyond else "no"), str(pre.get("n") or "—"),
+                               _fmt(g.get("majority_baseline")), _single_class_text(g.get("single_class_runs"))])
         sections.append(("Gain over no pretraining", [
             ("table", ["Task", "baseline", "pretrained: median [min–max]", "baseline: median [min–max]",
                        "gain (median − median)", "paired gain per seed: median [min–max]", "beyond seed spread",
-                       "seeds"], b_rows),
+                       "seeds", "majority-class floor", "one-class runs (pretrained / baseline)"], b_rows),
             "Both arms fine-tune the same architecture with the same hyper-parameters, seeds and protocol; "
             "random_init starts from random weights instead of the pretrained encoder. Values are the task's "
             "headline score over the N seeds (not the selected run); \"beyond seed spread\" = the worst "
-            "pretrained seed beats the best baseline seed."]))
+            "pretrained seed beats the best baseline seed. \"Majority-class floor\" is the dev score of always "
+            "predicting the training set's most frequent label (RACE: letter); a run counted under \"one-class "
+            "runs\" predicted a single class for all of dev, so it scores that floor whichever encoder it started "
+            "from, and a task where every run of both arms does compares nothing."]))
     checks = _init_checks(results)
     if checks:
         c_rows = [[bench, arm, str(c.get("runs_checked", "—")), str(c.get("variables_compared", "—")),
@@ -565,6 +569,13 @@ def _init_checks(results: Mapping[str, Mapping[str, Any]]) -> Dict[Tuple[str, st
             if (arm.get("init_check") or {}).get("runs_checked"):
                 out[(bench, name)] = arm["init_check"]
     return out
+
+
+def _single_class_text(counts: Optional[Mapping[str, Any]]) -> str:
+    counts = counts or {}
+    if counts.get("pretrained") is None and counts.get("baseline") is None:
+        return "—"
+    return " / ".join("—" if counts.get(k) is None else str(counts[k]) for k in ("pretrained", "baseline"))
 
 
 def _signed(value, digits: int = 1) -> str:

@@ -114,6 +114,21 @@ def test_random_init_arm_in_metrics_report_and_results(albert_dir, tmp_path):
     assert gain["gain_median"] == pytest.approx(gain["pretrained"]["median"] - gain["baseline"]["median"])
     assert gain["gain_paired"]["n"] == 3
     assert gain["beyond_spread"] == (min(pre["run_scores"]) > max(base["run_scores"]))
+    # The majority-class floor, recomputed from the sample RTE labels, and the runs of each arm that sit on it.
+    from components.evaluation import glue as glue_lib
+    from components.evaluation.metrics import majority_baseline
+
+    labels = {split: [glue_lib.get_task("RTE").labels.index(e.label)
+                      for e in glue_lib.read_glue("RTE", split, cfg.benchmarks.glue_dir)] for split in ("train", "dev")}
+    floor = 100.0 * majority_baseline("RTE", np.array(labels["train"]), np.array(labels["dev"]))
+    assert pre["majority_baseline"] == base["majority_baseline"] == pytest.approx(floor) == gain["majority_baseline"]
+    for arm, runs, entry in (("pretrained", result["runs"]["RTE"], pre),
+                             ("baseline", result["baselines"]["random_init"]["runs"]["RTE"], base)):
+        one_class = [r["metrics"]["splits"]["dev"]["majority_share"] == 100.0 for r in runs]
+        assert entry["single_class_runs"] == gain["single_class_runs"][arm] == sum(one_class)
+        for r, flag in zip(runs, one_class):  # a one-class run scores its class's constant predictor
+            if flag:
+                assert r["metrics"]["score"] in (pytest.approx(floor), pytest.approx(100.0 - floor))
 
     rep = str(tmp_path / "report")
     summary = report_lib.write_report(rep, sample_config(), {"glue": result}, None, None, None, None)
@@ -129,6 +144,8 @@ def test_random_init_arm_in_metrics_report_and_results(albert_dir, tmp_path):
     row = (f"| RTE | random_init | {p['median']:.1f} [{p['min']:.1f} – {p['max']:.1f}] | "
            f"{b['median']:.1f} [{b['min']:.1f} – {b['max']:.1f}] | {gain['gain_median']:+.1f} |")
     assert row in md
+    one = gain["single_class_runs"]
+    assert f"| {floor:.1f} | {one['pretrained']} / {one['baseline']} |" in md
     assert "| glue | pretrained | 3 | 25 |" in md and "| glue | random_init | 3 | 25 |" in md
 
 

@@ -140,3 +140,35 @@ def test_mrpc_selection_differs_from_the_headline():
     assert a["selection_metric"] == "accuracy" and (a["selection_score"], b["selection_score"]) == (50.0, 60.0)
     sts = glue_scores("STS-B", np.array([0.1, 0.5, 0.2, 0.9]), np.array([0.0, 2.0, 1.0, 4.0]))
     assert sts["selection_score"] == sts["pearson"] != sts["score"]
+
+
+def test_majority_floor_by_hand():
+    """The floor a classifier that ignores its input reaches: the training majority label on every dev example."""
+    train = np.array([1, 1, 0, 1, 2, 2])                # majority 1
+    assert M.majority_label(train) == 1
+    assert M.majority_label(np.array([2, 0, 2, 0])) == 0  # a tie goes to the smaller id, reproducibly
+    dev = np.array([1, 0, 1, 1, 0])
+    # MRPC: every dev pair called a paraphrase: accuracy 3/5, F1 2*3/(2*3+2) = 0.75, headline their mean.
+    assert M.majority_baseline("MRPC", train[:4], dev) == pytest.approx((0.6 + 0.75) / 2)
+    assert M.majority_baseline("CoLA", train[:4], dev) == 0.0  # a constant predictor has MCC 0
+    assert M.majority_baseline("RTE", np.array([0, 0, 1]), dev) == pytest.approx(0.4)
+    assert M.majority_baseline("RACE", np.array([3, 3, 0, 1]), np.array([3, 2, 3, 3])) == 0.75
+    assert M.majority_baseline("STS-B", np.array([1.0, 2.0]), np.array([0.5, 1.5])) is None
+    with pytest.raises(ValueError, match="empty"):
+        M.majority_label(np.array([], dtype=int))
+    # The share of the most frequent prediction: 1.0 marks a run collapsed to one class.
+    assert M.majority_share(np.array([[0.1, 0.9], [0.2, 0.3], [3.0, 1.0]])) == pytest.approx(2 / 3)
+    assert M.majority_share(np.array([1, 1, 1])) == 1.0
+    from components.evaluation.run_glue import glue_scores
+
+    s = glue_scores("MRPC", np.ones(5, int), dev)
+    assert s["majority_share"] == 100.0 and s["score"] == pytest.approx(100 * M.majority_baseline("MRPC", train, dev))
+    assert "majority_share" not in glue_scores("STS-B", np.array([0.1, 0.5, 0.2]), np.array([0.0, 2.0, 1.0]))
+
+
+def test_compare_arms_carries_the_floor_and_one_class_runs():
+    pre = {"MRPC": {"run_scores": [74.8, 76.0, 73.9], "majority_baseline": 74.8, "single_class_runs": 1}}
+    base = {"MRPC": {"run_scores": [74.8, 74.8, 74.8], "majority_baseline": 74.8, "single_class_runs": 3}}
+    g = M.compare_arms(pre, base)["MRPC"]
+    assert g["majority_baseline"] == 74.8
+    assert g["single_class_runs"] == {"pretrained": 1, "baseline": 3}

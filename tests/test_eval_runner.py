@@ -137,6 +137,17 @@ def test_race_structure_and_consistency(albert_dir, tmp_path):
     rescored = score_lib.score("race", os.path.join(cfg.benchmarks.race_dir, "dev"), os.path.join(out, race["predictions"]))
     assert math.isclose(100 * rescored["all"], race["all"])
     assert math.isclose(100 * rescored["middle"], race["middle"])
+    # The floor: always the training set's most frequent answer letter, recomputed from the sample files.
+    from collections import Counter
+
+    from components.evaluation import race as race_lib
+
+    train = Counter(e.label for e in race_lib.read_race(cfg.benchmarks.race_dir, split="train"))
+    top = min(k for k, v in train.items() if v == max(train.values()))
+    dev = [e.label for e in race_lib.read_race(cfg.benchmarks.race_dir, split="dev")]
+    assert race["majority_baseline"] == pytest.approx(100.0 * sum(label == top for label in dev) / len(dev))
+    one_class = [r["metrics"]["majority_share"] == 100.0 for r in result["runs"]["RACE"]]
+    assert race["single_class_runs"] == sum(one_class)
 
 
 def _synthetic_glue(root, rng):

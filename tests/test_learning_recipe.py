@@ -65,7 +65,11 @@ def test_write_up_tables(tmp_path):
                                  "CorpusGen": {"state": "CACHED", "seconds": 0.1}}},
         "gains": {"STS-B": {"pretrained": spread, "baseline": {"median": 5.3, "min": 4.8, "max": 5.9},
                             "gain_median": 2.5, "gain_paired": {"median": 2.5, "min": -1.6, "max": 2.5},
-                            "beyond_spread": True}},
+                            "beyond_spread": True},
+                  "MRPC": {"pretrained": {"median": 74.8, "min": 73.9, "max": 76.0, "n": 3},
+                           "baseline": {"median": 74.8, "min": 74.8, "max": 74.8, "n": 3}, "gain_median": 0.0,
+                           "gain_paired": {"median": 0.0, "min": -0.9, "max": 1.2}, "beyond_spread": False,
+                           "majority_baseline": 74.80253, "single_class_runs": {"pretrained": 2, "baseline": 3}}},
         "sop_nsp": {"instances": [2098], "sop": {"on_sop": {"sentence_accuracy": 55.2, "mlm_accuracy": 14.6,
                                                             "label_1_share": 50.6},
                                                  "on_nsp": {"sentence_accuracy": 61.0, "mlm_accuracy": 14.1,
@@ -75,6 +79,8 @@ def test_write_up_tables(tmp_path):
     text = recipe.write_up(str(tmp_path), record)
     assert (tmp_path / "recipe.md").read_text(encoding="utf-8") == text
     assert "SOP pipeline nodes: Trainer 42 s, CorpusGen 0 s (cached)." in text
-    assert "| STS-B | 7.8 [6.4 – 8.4] | 5.3 [4.8 – 5.9] | +2.5 | +2.5 [-1.6 – +2.5] | yes |" in text
+    assert "| STS-B | 7.8 [6.4 – 8.4] | 5.3 [4.8 – 5.9] | +2.5 | +2.5 [-1.6 – +2.5] | yes | — | — |" in text
+    assert ("| MRPC | 74.8 [73.9 – 76.0] | 74.8 [74.8 – 74.8] | +0.0 | +0.0 [-0.9 – +1.2] | no | 74.8 | 2 / 3 of 3 |"
+            in text)
     assert "| SOP | 55.2 | 61.0 | 14.6 | 14.1 |" in text and "| NSP | — | — | — | — |" in text
     assert "Report: `pipeline_root/report.md`" in text  # relative to the output folder: no machine paths

@@ -6,7 +6,7 @@ and Spearman are NaN when an input is constant.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 
@@ -21,6 +21,9 @@ __all__ = [
     "GLUE_METRICS",
     "SELECTION_METRICS",
     "selection_metric",
+    "majority_label",
+    "majority_share",
+    "majority_baseline",
     "compare_arms",
 ]
 
@@ -196,6 +199,38 @@ def glue_metrics(task: str, predictions, labels) -> Dict[str, float]:
     return values
 
 
+def majority_label(train_labels) -> int:
+    """The training set's most frequent label (ties: the smallest id), what a classifier that ignores its
+    input converges to."""
+    values, counts = np.unique(_as_1d(train_labels, "train_labels").astype(np.int64), return_counts=True)
+    if values.size == 0:
+        raise ValueError("train_labels is empty")
+    return int(values[np.argmax(counts)])
+
+
+def majority_share(predictions) -> float:
+    """Share of the most frequent predicted label ([N] ids or [N, C] logits, arg-maxed): 1.0 for a run that
+    collapsed to one class, whatever its score."""
+    preds = np.asarray(predictions)
+    preds = np.argmax(preds, axis=-1) if preds.ndim == 2 else preds
+    if preds.size == 0:
+        return float("nan")
+    return float(np.unique(preds, return_counts=True)[1].max() / preds.size)
+
+
+def majority_baseline(task: str, train_labels, dev_labels) -> Optional[float]:
+    """Headline score (a fraction, as :func:`glue_metrics`) of predicting the training majority label for every
+    dev example, the floor a fine-tuned classifier must clear to have read its input (MRPC: F1 81.2 / acc 68.4,
+    CoLA: MCC 0). ``task`` is a GLUE task or ``RACE`` (plain accuracy). None for STS-B: a constant prediction
+    has no correlation."""
+    dev = _as_1d(dev_labels, "dev_labels")
+    if task.upper() == "RACE":
+        return accuracy(np.full(dev.shape, majority_label(train_labels)), dev)
+    if _canonical_task(task) == "STS-B":
+        return None
+    return glue_metrics(task, np.full(dev.shape, majority_label(train_labels)), dev)["score"]
+
+
 def _finite(values) -> list:
     out = []
     for v in values or []:
@@ -239,5 +274,9 @@ def compare_arms(pretrained: Dict[str, Dict], baseline: Dict[str, Dict]) -> Dict
             "pretrained": p, "baseline": b, "gain_median": gain, "gain_paired": _spread(paired),
             "beyond_spread": (p["min"] > b["max"]) if p["n"] and b["n"] else None,
             "selection_metric": pre.get("selection_metric"),
+            # The floor both arms share (training-majority prediction) and how many runs of each arm sit on it:
+            # a task where every run of both arms predicts one class compares nothing.
+            "majority_baseline": pre.get("majority_baseline"),
+            "single_class_runs": {"pretrained": pre.get("single_class_runs"), "baseline": base.get("single_class_runs")},
         }
     return out

@@ -18,6 +18,7 @@ import numpy as np
 from components.evaluation import race as race_lib
 from components.evaluation.finetune import EVAL_BATCH_SIZE, fine_tune_seeds, predict, run_summary, runs_record
 from components.evaluation.heads import MultipleChoiceModel, classification_loss
+from components.evaluation.metrics import majority_baseline, majority_share
 
 __all__ = ["run_race"]
 
@@ -42,7 +43,8 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
         m = race_lib.race_metrics(logits, dev["label_ids"], levels)
         metrics = {k: (100.0 * m[k] if not math.isnan(m[k]) else None) for k in ("middle", "high", "all")}
         metrics.update({k: m[k] for k in ("n_middle", "n_high", "n_all")})
-        metrics.update({"score": metrics["all"], "selection_metric": "accuracy", "selection_score": metrics["all"]})
+        metrics.update({"score": metrics["all"], "selection_metric": "accuracy", "selection_score": metrics["all"],
+                        "majority_share": 100.0 * majority_share(logits)})
         return metrics, {"predictions": np.argmax(logits, axis=-1)}
 
     run_results, chosen = fine_tune_seeds(
@@ -58,6 +60,9 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
     entry = dict(res["metrics"])
     entry.update(run_summary(run_results, chosen, lambda m: m))
     entry.update({"num_train": len(train_ex), "num_dev": len(dev_ex), "max_qa_length": max_qa,
-                  "predictions": os.path.relpath(pred_path, output_dir)})
+                  "predictions": os.path.relpath(pred_path, output_dir),
+                  # the floor: always answering the training set's most frequent letter
+                  "majority_baseline": 100.0 * majority_baseline("RACE", train["label_ids"], dev["label_ids"]),
+                  "single_class_runs": sum(1 for r in run_results if r["metrics"]["majority_share"] >= 100.0)})
     return {"tasks": {"RACE": entry}, "runs": {"RACE": runs_record(run_results)},
             "hparams": {"RACE": dataclasses.asdict(hp)}, "skipped": {}, "timings": {"RACE": round(time.time() - t0, 3)}}
