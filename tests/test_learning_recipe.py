@@ -84,3 +84,25 @@ def test_write_up_tables(tmp_path):
             in text)
     assert "| SOP | 55.2 | 61.0 | 14.6 | 14.1 |" in text and "| NSP | — | — | — | — |" in text
     assert "Report: `pipeline_root/report.md`" in text  # relative to the output folder: no machine paths
+
+
+def test_finetune_budget_scales_the_preset_steps_and_tabulates():
+    spec = importlib.util.spec_from_file_location("finetune_budget", os.path.join(ROOT, "benchmarks", "finetune_budget.py"))
+    budget = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(budget)
+    base = build_config("small")
+    over = budget.scaled_overrides(base, ["RTE", "SST-2"], 3)
+    cfg = build_config("small", overrides=over)
+    assert cfg.benchmarks.glue_tasks == ["RTE", "SST-2"]
+    for task in ("RTE", "SST-2"):
+        hp, hp0 = cfg.benchmarks.hparams[task], base.benchmarks.hparams[task]
+        assert (hp.train_steps, hp.warmup_steps) == (3 * hp0.train_steps, 3 * hp0.warmup_steps)
+        assert (hp.learning_rate, hp.batch_size, hp.max_seq_length) == (hp0.learning_rate, hp0.batch_size,
+                                                                         hp0.max_seq_length)
+    assert cfg.benchmarks.hparams["MRPC"] == base.benchmarks.hparams["MRPC"]  # other tasks untouched
+    row = {"task": "RTE", "scale": 3.0, "steps": 240, "seconds": 612.4, "gain": {
+        "pretrained": {"median": 55.2, "min": 53.1, "max": 56.0}, "baseline": {"median": 52.7, "min": 47.3, "max": 53.1},
+        "gain_paired": {"median": 2.5, "min": -0.4, "max": 5.8}, "beyond_spread": False, "majority_baseline": 47.29,
+        "single_class_runs": {"pretrained": 0, "baseline": 1}}}
+    assert ("| RTE | 3 | 240 | 55.2 [53.1 – 56.0] | 52.7 [47.3 – 53.1] | +2.5 [-0.4 – +5.8] | no | 47.3 | 0 / 1 | 612 |"
+            in budget.table([row]))

@@ -1,0 +1,119 @@
+"""Does the gain over no pretraining depend on the fine-tuning budget? The recipe's GLUE protocol at its own step
+counts and at ``--scale`` times them, both arms, same seeds, side by side in one run.
+
+The CPU-scale recipe fine-tunes for a fraction of an epoch (its budget is 90 minutes for the whole DAG), and on
+CoLA, MRPC and RTE every run of both arms predicts one class. This asks whether that is the budget: the same
+pretrained ``Model`` artifact, the preset's hyper-parameters with ``train_steps`` and ``warmup_steps`` multiplied
+by each scale, through the benchmark runner the GlueBenchmark node runs (``components.evaluation.runner``), with
+the ``random_init`` arm, no GLUE test predictions. Printed and written (``--output``/``budget.md``, ``budget.json``)
+per task and scale: both arms' median [min–max] over seeds, the paired gain, "beyond seed spread", the
+majority-class floor and the one-class runs.
+
+    .venv/bin/python benchmarks/finetune_budget.py --model MODEL_ARTIFACT_URI --glue-dir DIR \\
+        [--tasks RTE,STS-B,SST-2] [--scales 1,3] [--preset small] [--output DIR]
+
+``MODEL_ARTIFACT_URI`` is a Trainer ``Model`` artifact folder (``albert/`` inside). Scales run in the order given;
+scale 1 is the recipe's own protocol (the same seeds and code as its GlueBenchmark node).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Dict, List
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def scaled_overrides(config, tasks: List[str], scale: float) -> List[str]:
+    """``key=value`` overrides: the tasks, no test predictions, and each task's steps and warmup times ``scale``."""
+    out = [f"benchmarks.glue_tasks=[{','.join(tasks)}]"]
+    for task in tasks:
+        hp = config.benchmarks.hparams[task]
+        out += [f"benchmarks.hparams.{task}.train_steps={max(1, round(hp.train_steps * scale))}",
+                f"benchmarks.hparams.{task}.warmup_steps={round(hp.warmup_steps * scale)}"]
+    return out
+
+
+def _spread(s: Dict[str, Any], signed: bool = False) -> str:
+    if not s or s.get("median") is None:
+        return "—"
+    f = "{:+.1f}" if signed else "{:.1f}"
+    return f"{f.format(s['median'])} [{f.format(s['min'])} – {f.format(s['max'])}]"
+
+
+def table(rows: List[Dict[str, Any]]) -> str:
+    lines = ["| task | scale | steps | pretrained | random init | paired gain per seed | beyond seed spread "
+             "| majority-class floor | one-class runs (pretrained / random) | seconds |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        g = r["gain"]
+        one = g.get("single_class_runs") or {}
+        one_text = "—" if one.get("pretrained") is None else f"{one['pretrained']} / {one['baseline']}"
+        floor = g.get("majority_baseline")
+        floor_text = "—" if floor is None else f"{floor:.1f}"
+        lines.append(f"| {r['task']} | {r['scale']:g} | {r['steps']} | {_spread(g['pretrained'])} | "
+                     f"{_spread(g['baseline'])} | {_spread(g['gain_paired'], signed=True)} | "
+                     f"{'yes' if g.get('beyond_spread') else 'no'} | {floor_text} | {one_text} | {r['seconds']:.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", required=True, help="Trainer Model artifact folder (albert/ inside)")
+    p.add_argument("--glue-dir", required=True, help="GLUE root holding <TASK>/train.tsv and dev.tsv")
+    p.add_argument("--tasks", default="RTE,STS-B,SST-2")
+    p.add_argument("--scales", default="1,3", help="comma-separated multipliers of the preset's step counts")
+    p.add_argument("--preset", default="small")
+    p.add_argument("--output", default=os.path.join("outputs", "finetune_budget"))
+    p.add_argument("--set", dest="overrides", action="append", default=[], help="section.key=value")
+    args = p.parse_args(argv)
+    albert_dir = os.path.join(args.model, "albert")
+    if not os.path.isdir(albert_dir):
+        raise SystemExit(f"--model {args.model}: no albert/ folder (expected a Trainer Model artifact)")
+    if not os.path.isdir(args.glue_dir):
+        raise SystemExit(f"--glue-dir {args.glue_dir} does not exist")
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    scales = [float(s) for s in args.scales.split(",")]
+    from pipeline.configs import build_config
+
+    from components.evaluation.runner import run_benchmark
+
+    base = build_config(args.preset, overrides=args.overrides)
+    rows: List[Dict[str, Any]] = []
+    for scale in scales:
+        cfg = build_config(args.preset, overrides=args.overrides + scaled_overrides(base, tasks, scale) + [
+            f"benchmarks.glue_dir={os.path.abspath(args.glue_dir)}", "benchmarks.baselines=[random_init]"])
+        cfg.benchmarks.predict_test = False  # submission files are not what is measured here
+        out = os.path.join(args.output, f"scale_{scale:g}")
+        t0 = time.time()
+        result = run_benchmark("glue", albert_dir, cfg.benchmarks.glue_dir, cfg, out)
+        for task in tasks:
+            gain = result["gain_over_baseline"]["random_init"].get(task)
+            if gain is None:
+                continue
+            rows.append({"task": task, "scale": scale, "steps": cfg.benchmarks.hparams[task].train_steps,
+                         "gain": gain, "seconds": result["seconds"].get(task, 0.0)})
+            print(f"finetune_budget: {task} x{scale:g}: pretrained {_spread(gain['pretrained'])}, random init "
+                  f"{_spread(gain['baseline'])} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    text = "\n".join(["# Gain over no pretraining vs fine-tuning budget", "",
+                      f"Model: `{os.path.basename(os.path.normpath(args.model))}` of preset `{args.preset}`; "
+                      f"GLUE dev, headline score, median [min – max] over {base.benchmarks.seeds} seeds.", "",
+                      table(rows), ""])
+    os.makedirs(args.output, exist_ok=True)
+    with open(os.path.join(args.output, "budget.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    with open(os.path.join(args.output, "budget.json"), "w", encoding="utf-8") as f:
+        json.dump({"tasks": tasks, "scales": scales, "rows": rows}, f, indent=2, default=str)
+    print(text)
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown (see pipeline/cli.py::_exit)
+
+
+if __name__ == "__main__":
+    main()
