@@ -328,6 +328,15 @@ def write_up(out: str, record: Dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def command_line(argv: List[str], data_dir: Optional[str]) -> str:
+    """The command as typed, with ``ALBERT_TFX_DATA_DIR`` spelled out when the data folder came from it (relative
+    to the working folder where possible: no machine paths in a committed write-up)."""
+    env = []
+    if data_dir and "--data-dir" not in argv and not any(a.startswith("--data-dir=") for a in argv):
+        env = [f"ALBERT_TFX_DATA_DIR={shlex.quote(os.path.relpath(data_dir))}"]
+    return " ".join(env + [shlex.quote(a) for a in [".venv/bin/python", "benchmarks/learning_recipe.py"] + list(argv)])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data-dir", default=os.environ.get("ALBERT_TFX_DATA_DIR"),
@@ -372,8 +381,7 @@ def main(argv=None) -> int:
     seconds["sop_pipeline"] = time.time() - t0
     sop = find_run_artifacts(sop_cfg.metadata_path, "official")
     record: Dict[str, Any] = {
-        "command": " ".join(shlex.quote(a) for a in [".venv/bin/python", "benchmarks/learning_recipe.py"] +
-                            (argv if argv is not None else sys.argv[1:])),
+        "command": command_line(argv if argv is not None else sys.argv[1:], args.data_dir),
         "quick": args.quick, "cpu_count": os.cpu_count(), "inputs": facts, "overrides": overrides,
         "sop_run": sop, "seconds": seconds, "node_seconds": {"sop": node_seconds(sop_cfg.metadata_path)},
         "log": log_path,

@@ -84,6 +84,10 @@ def test_write_up_tables(tmp_path):
             in text)
     assert "| SOP | 55.2 | 61.0 | 14.6 | 14.1 |" in text and "| NSP | — | — | — | — |" in text
     assert "Report: `pipeline_root/report.md`" in text  # relative to the output folder: no machine paths
+    data = os.path.join(os.getcwd(), "data_here")
+    assert (recipe.command_line(["--output", "o"], data) ==
+            "ALBERT_TFX_DATA_DIR=data_here .venv/bin/python benchmarks/learning_recipe.py --output o")
+    assert recipe.command_line(["--data-dir", data], data).startswith(".venv/bin/python benchmarks/learning_recipe.py")
 
 
 def test_finetune_budget_scales_the_preset_steps_and_tabulates():
