@@ -36,7 +36,8 @@ from trainer.optimization import clip_gradients, create_optimizer
 log = logging.getLogger(__name__)
 
 __all__ = ["WEIGHT_DECAY", "CLIP_NORM", "EVAL_BATCH_SIZE", "OPTIMIZER_RECORD", "predict", "make_train_step",
-           "fine_tune", "fine_tune_seeds", "median_run", "run_summary", "runs_record", "seed_everything"]
+           "fine_tune", "fine_tune_seeds", "median_run", "run_summary", "runs_record", "seed_everything",
+           "single_class_runs"]
 
 WEIGHT_DECAY = 0.01
 CLIP_NORM = 1.0
@@ -231,6 +232,12 @@ def run_summary(run_results, chosen: int, pick: Callable) -> Dict[str, Any]:
         "seed": run_results[chosen]["seed"],
         "selected_step": run_results[chosen]["step"],
     }
+
+
+def single_class_runs(run_results, pick: Callable) -> int:
+    """How many runs predicted one class for every evaluated example (``pick(metrics)`` gives the dict holding
+    ``majority_share``): their score is the majority-class floor's, whatever the encoder."""
+    return sum(1 for r in run_results if (pick(r["metrics"]).get("majority_share") or 0.0) >= 100.0)
 
 
 def runs_record(run_results) -> List[Dict[str, Any]]:

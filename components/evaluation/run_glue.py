@@ -16,7 +16,7 @@ import time
 from typing import Any, Dict
 
 from components.evaluation import glue as glue_lib
-from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
+from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record, single_class_runs
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder, classification_loss, regression_loss
 from components.evaluation.metrics import GLUE_METRICS, glue_metrics, majority_baseline, majority_share, selection_metric
 
@@ -37,12 +37,6 @@ def glue_scores(task: str, logits, labels) -> Dict[str, Any]:
     if not glue_lib.get_task(task).is_regression:
         out["majority_share"] = 100.0 * majority_share(logits)  # 100: the run predicts one class
     return out
-
-
-def single_class_runs(run_results, split: str) -> int:
-    """How many runs predict one class for every example of ``split``: their score is the majority baseline's,
-    whatever the encoder."""
-    return sum(1 for r in run_results if (r["metrics"]["splits"][split].get("majority_share") or 0.0) >= 100.0)
 
 
 def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str,
@@ -134,7 +128,7 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
         floor = majority_baseline(task.name, train["label_ids"], devs[split][1]["label_ids"])
         if floor is not None:
             entry["majority_baseline"] = 100.0 * floor
-            entry["single_class_runs"] = single_class_runs(run_results, split)
+            entry["single_class_runs"] = single_class_runs(run_results, lambda m, s=split: m["splits"][s])
         result[names[split]] = entry
     for split, (ex, preds) in tests.items():
         path = os.path.join(output_dir, "predictions", "glue_test", glue_lib.submission_filename(task.name, split))

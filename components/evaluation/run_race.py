@@ -16,7 +16,8 @@ from typing import Any, Dict
 import numpy as np
 
 from components.evaluation import race as race_lib
-from components.evaluation.finetune import EVAL_BATCH_SIZE, fine_tune_seeds, predict, run_summary, runs_record
+from components.evaluation.finetune import (EVAL_BATCH_SIZE, fine_tune_seeds, predict, run_summary, runs_record,
+                                           single_class_runs)
 from components.evaluation.heads import MultipleChoiceModel, classification_loss
 from components.evaluation.metrics import majority_baseline, majority_share
 
@@ -63,6 +64,6 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
                   "predictions": os.path.relpath(pred_path, output_dir),
                   # the floor: always answering the training set's most frequent letter
                   "majority_baseline": 100.0 * majority_baseline("RACE", train["label_ids"], dev["label_ids"]),
-                  "single_class_runs": sum(1 for r in run_results if r["metrics"]["majority_share"] >= 100.0)})
+                  "single_class_runs": single_class_runs(run_results, lambda m: m)})
     return {"tasks": {"RACE": entry}, "runs": {"RACE": runs_record(run_results)},
             "hparams": {"RACE": dataclasses.asdict(hp)}, "skipped": {}, "timings": {"RACE": round(time.time() - t0, 3)}}
