@@ -75,9 +75,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     albert_dir = os.path.join(args.model, "albert")
     if not os.path.isdir(albert_dir):
-        raise SystemExit(f"--model {args.model}: no albert/ folder (expected a Trainer Model artifact)")
+        p.error(f"--model {args.model}: no albert/ folder (expected a Trainer Model artifact)")
     if not os.path.isdir(args.glue_dir):
-        raise SystemExit(f"--glue-dir {args.glue_dir} does not exist")
+        p.error(f"--glue-dir {args.glue_dir} does not exist")
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     scales = [float(s) for s in args.scales.split(",")]
     from pipeline.configs import build_config

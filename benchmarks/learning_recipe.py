@@ -348,6 +348,8 @@ def main(argv=None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], help="section.key=value (after the recipe's)")
     p.add_argument("--runner", default="beam", choices=["beam", "local"])
     args = p.parse_args(argv)
+    if args.data_dir and not os.path.isdir(args.data_dir):
+        p.error(f"--data-dir {args.data_dir} does not exist")  # before anything is written
     started = time.time()
     out = os.path.abspath(args.output)
     os.makedirs(out, exist_ok=True)
@@ -360,8 +362,6 @@ def main(argv=None) -> int:
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
     data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
-    if data_dir and not os.path.isdir(data_dir):
-        raise SystemExit(f"--data-dir {data_dir} does not exist")
     facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed)
     overrides = list(facts["overrides"])
     if args.quick:

@@ -110,3 +110,22 @@ def test_finetune_budget_scales_the_preset_steps_and_tabulates():
         "single_class_runs": {"pretrained": 0, "baseline": 1}}}
     assert ("| RTE | 3 | 240 | 55.2 [53.1 – 56.0] | 52.7 [47.3 – 53.1] | +2.5 [-0.4 – +5.8] | no | 47.3 | 0 / 1 | 612 |"
             in budget.table([row]))
+
+
+def test_benchmark_scripts_refuse_a_missing_folder_with_exit_2_and_write_nothing(tmp_path):
+    """A mistyped data or model folder is a usage error: exit 2, one line naming it, no traceback, no output."""
+    import subprocess
+    import sys
+
+    missing = str(tmp_path / "no-such-folder")
+    cases = [("learning_recipe.py", ["--data-dir", missing, "--output", str(tmp_path / "recipe")], "recipe"),
+             ("finetune_budget.py", ["--model", missing, "--glue-dir", str(tmp_path), "--output",
+                                     str(tmp_path / "budget")], "budget"),
+             ("finetune_budget.py", ["--model", str(tmp_path), "--glue-dir", missing], None)]
+    (tmp_path / "albert").mkdir()  # the third case's --model is a valid artifact folder
+    for script, args, out in cases:
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script)] + args,
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode == 2, (script, proc.stderr)
+        assert missing in proc.stderr and "Traceback" not in proc.stderr
+        assert out is None or not (tmp_path / out).exists()
