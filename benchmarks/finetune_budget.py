@@ -80,6 +80,11 @@ def main(argv=None) -> int:
         p.error(f"--glue-dir {args.glue_dir} does not exist")
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     scales = [float(s) for s in args.scales.split(",")]
+    os.makedirs(args.output, exist_ok=True)
+    from pipeline import logs
+
+    # Fine-tuning progress (per task and run) on stderr, the full log in <output>/budget.log.
+    logs.setup(os.path.join(args.output, "budget.log"))
     from pipeline.configs import build_config
 
     from components.evaluation.runner import run_benchmark
@@ -105,7 +110,6 @@ def main(argv=None) -> int:
                       f"Model: `{os.path.basename(os.path.normpath(args.model))}` of preset `{args.preset}`; "
                       f"GLUE dev, headline score, median [min – max] over {base.benchmarks.seeds} seeds.", "",
                       table(rows), ""])
-    os.makedirs(args.output, exist_ok=True)
     with open(os.path.join(args.output, "budget.md"), "w", encoding="utf-8") as f:
         f.write(text)
     with open(os.path.join(args.output, "budget.json"), "w", encoding="utf-8") as f:
