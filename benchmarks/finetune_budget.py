@@ -22,7 +22,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
@@ -38,6 +38,16 @@ def scaled_overrides(config, tasks: List[str], scale: float) -> List[str]:
         out += [f"benchmarks.hparams.{task}.train_steps={max(1, round(hp.train_steps * scale))}",
                 f"benchmarks.hparams.{task}.warmup_steps={round(hp.warmup_steps * scale)}"]
     return out
+
+
+def budget_row(result: Dict[str, Any], task: str, scale: float, steps: int) -> Optional[Dict[str, Any]]:
+    """One table row from ``run_benchmark``'s result: the gain over ``random_init`` and both arms' seconds."""
+    gain = result["gain_over_baseline"]["random_init"].get(task)
+    if gain is None:
+        return None
+    seconds = result["seconds"].get(task, 0.0) + sum(arm["seconds"].get(task, 0.0)
+                                                     for arm in result["baselines"].values())
+    return {"task": task, "scale": scale, "steps": steps, "gain": gain, "seconds": seconds}
 
 
 def _spread(s: Dict[str, Any], signed: bool = False) -> str:
@@ -99,11 +109,11 @@ def main(argv=None) -> int:
         t0 = time.time()
         result = run_benchmark("glue", albert_dir, cfg.benchmarks.glue_dir, cfg, out)
         for task in tasks:
-            gain = result["gain_over_baseline"]["random_init"].get(task)
-            if gain is None:
+            row = budget_row(result, task, scale, cfg.benchmarks.hparams[task].train_steps)
+            if row is None:
                 continue
-            rows.append({"task": task, "scale": scale, "steps": cfg.benchmarks.hparams[task].train_steps,
-                         "gain": gain, "seconds": result["seconds"].get(task, 0.0)})
+            rows.append(row)
+            gain = row["gain"]
             print(f"finetune_budget: {task} x{scale:g}: pretrained {_spread(gain['pretrained'])}, random init "
                   f"{_spread(gain['baseline'])} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     text = "\n".join(["# Gain over no pretraining vs fine-tuning budget", "",

@@ -110,6 +110,12 @@ def test_finetune_budget_scales_the_preset_steps_and_tabulates():
         "single_class_runs": {"pretrained": 0, "baseline": 1}}}
     assert ("| RTE | 3 | 240 | 55.2 [53.1 – 56.0] | 52.7 [47.3 – 53.1] | +2.5 [-0.4 – +5.8] | no | 47.3 | 0 / 1 | 612 |"
             in budget.table([row]))
+    # A row's seconds are both arms' (the runner times each arm separately); a task without a gain has no row.
+    result = {"gain_over_baseline": {"random_init": {"RTE": row["gain"]}}, "seconds": {"RTE": 300.5, "total": 301.0},
+              "baselines": {"random_init": {"seconds": {"RTE": 311.9, "total": 312.0}}}}
+    made = budget.budget_row(result, "RTE", 3.0, 240)
+    assert made["seconds"] == 612.4 and made["gain"] is row["gain"] and made["steps"] == 240
+    assert budget.budget_row(result, "SST-2", 3.0, 450) is None
 
 
 def test_benchmark_scripts_refuse_a_missing_folder_with_exit_2_and_write_nothing(tmp_path):
