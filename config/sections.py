@@ -173,7 +173,7 @@ class ModelConfig(Section):
 # Fields of ``train`` that do not change the trained weights' trajectory: they are left out of a
 # pretraining run's identity (checkpoint folder key), so changing them resumes the same run.
 TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eval_steps", "eval_batch_size",
-                       "log_every", "strategy", "jit_compile")
+                       "log_every", "strategy", "jit_compile", "cpu_replicas", "steps_per_loop", "peer_timeout_s")
 
 
 @dataclass
@@ -198,7 +198,10 @@ class TrainConfig(Section):
     eval_steps: int = 100
     log_every: int = 100
     shuffle_buffer: int = 10_000
-    strategy: str = "auto"  # auto | cpu | mirrored | multi_worker | tpu
+    strategy: str = "auto"  # auto | cpu | mirrored | multi_worker | tpu (trainer/distribute.py)
+    cpu_replicas: int = 1  # mirrored on a CPU host: split the CPU into this many replicas (the multi-GPU twin)
+    steps_per_loop: int = 1  # optimizer steps per call into the device (TPU: >1 keeps the host out of the loop)
+    peer_timeout_s: float = 600.0  # multi_worker: give up (exit 2, naming the address) if peers do not join
     mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16 (auto: see trainer.train_lib.resolve_precision)
     jit_compile: bool = False  # XLA for forward/backward; off: slower on the measured CPU (benchmarks/pretrain_step.py)
 
@@ -214,6 +217,11 @@ class TrainConfig(Section):
               t.gradient_semantics, "global_batch|per_replica")
         check(t.strategy in ("auto", "cpu", "mirrored", "multi_worker", "tpu"), "train.strategy", t.strategy,
               "auto|cpu|mirrored|multi_worker|tpu")
+        check(t.cpu_replicas >= 1, "train.cpu_replicas", t.cpu_replicas, ">= 1")
+        check(t.cpu_replicas == 1 or t.strategy == "mirrored", "train.cpu_replicas", t.cpu_replicas,
+              "1 unless train.strategy=mirrored")
+        check(t.steps_per_loop >= 1, "train.steps_per_loop", t.steps_per_loop, ">= 1")
+        check(t.peer_timeout_s > 0, "train.peer_timeout_s", t.peer_timeout_s, "> 0")
         check(t.mixed_precision in ("auto", "float32", "mixed_bfloat16"), "train.mixed_precision",
               t.mixed_precision, "auto|float32|mixed_bfloat16")
         check(t.train_batch_size >= 1, "train.train_batch_size", t.train_batch_size, ">= 1")
@@ -259,7 +267,7 @@ class VertexTrainingConfig(Section):
     accelerator_type: Optional[str] = None  # TPU_V3 | TPU_V4_POD | TPU_V5_LITEPOD | NVIDIA_TESLA_V100 | ...; None: CPU
     accelerator_count: int = 0  # TPU_V2/V3: 8 (cores of one host); GPUs per replica; 0 with tpu_topology
     tpu_topology: Optional[str] = None  # TPU v4/v5e slice shape, e.g. "2x2x1" (v4) or "2x2", "4x4" (v5e)
-    replica_count: int = 1
+    replica_count: int = 1  # machines: 1 chief (pool 0) + replica_count - 1 workers (pool 1); >1: multi_worker
     image: Optional[str] = None  # None: the pipeline's container image
     service_account: Optional[str] = None
     boot_disk_size_gb: int = 100
@@ -275,6 +283,8 @@ class VertexTrainingConfig(Section):
         check(bool(self.region), "vertex_training.region", self.region, "a Vertex AI region, e.g. us-central1")
         check(bool(self.machine_type), "vertex_training.machine_type", self.machine_type, "a machine type")
         check(self.replica_count >= 1, "vertex_training.replica_count", self.replica_count, ">= 1")
+        check(self.replica_count == 1 or not self.is_tpu(), "vertex_training.replica_count", self.replica_count,
+              "1 with a TPU machine (a slice's hosts come with tpu_topology)")
         check(self.boot_disk_size_gb >= 10, "vertex_training.boot_disk_size_gb", self.boot_disk_size_gb, ">= 10")
         check(self.accelerator_count >= 0, "vertex_training.accelerator_count", self.accelerator_count, ">= 0")
         acc = (self.accelerator_type or "").upper()

@@ -99,6 +99,10 @@ class PipelineConfig:
             check(self.benchmarks.squad_dir or self.benchmarks.race_dir, "datagen.eval_source",
                   self.datagen.eval_source, "corpus, unless benchmarks.squad_dir or benchmarks.race_dir is set "
                   "(their dev articles are the eval documents)")
+        v = self.vertex_training
+        if v.enabled and v.replica_count > 1:
+            check(self.train.strategy in ("multi_worker", "auto"), "train.strategy", self.train.strategy,
+                  f"multi_worker (or auto) with vertex_training.replica_count={v.replica_count}")
         for name, value in self.input_paths().items():
             check(value is None or "://" not in value or value.startswith("gs://"), name, value,
                   "a local path or a gs:// URI")

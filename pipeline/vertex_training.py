@@ -2,9 +2,10 @@
 
 Both run the same ``trainer.task.run_fn``. With ``vertex_training.enabled`` the node is
 ``tfx.extensions.google_cloud_ai_platform.Trainer``: its executor submits a Vertex AI CustomJob whose
-single worker pool (:func:`worker_pool_specs`) runs the pipeline's container image, where TFX's
-``GenericExecutor`` calls ``run_fn`` — on TPU v2/v3 (``cloud-tpu`` + TPU_V3 x 8), a TPU v4/v5e slice
-(``ct4p-``/``ct5lp-`` machine + ``tpu_topology``) or GPUs (machine + NVIDIA_* x count).
+worker pools (:func:`worker_pool_specs`: a chief, and with ``replica_count`` > 1 a pool of workers) run the
+pipeline's container image, where TFX's ``GenericExecutor`` calls ``run_fn`` on every machine — on TPU v2/v3
+(``cloud-tpu`` + TPU_V3 x 8), a TPU v4/v5e slice (``ct4p-``/``ct5lp-`` machine + ``tpu_topology``) or GPUs
+(machine + NVIDIA_* x count, several machines with ``train.strategy=multi_worker``).
 
 Metrics: ``run_fn`` writes ``eval_metrics.json`` into the ``model_run`` artifact, but a ``run_fn``
 cannot set artifact properties. The executors here (:class:`MetricsGenericExecutor` locally,
@@ -60,22 +61,29 @@ def machine_spec(cfg: VertexTrainingConfig) -> Dict[str, Any]:
 
 
 def worker_pool_specs(cfg: VertexTrainingConfig, image: str) -> List[Dict[str, Any]]:
-    """One worker pool running ``image``; TFX's Vertex runner fills in the container command and args.
+    """Worker pools running ``image``; TFX's Vertex runner fills in the container command and args.
 
-    TPU v3: ``{"machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3",
-    "accelerator_count": 8}, "replica_count": 1, "container_spec": {"image_uri": image}}``.
+    Pool 0 is the chief (one machine); with ``replica_count`` N > 1, pool 1 holds the other N - 1 machines, the
+    same machine and image. Vertex AI describes the pools to every machine in ``CLUSTER_SPEC``, which
+    ``train.strategy=multi_worker`` reads (``trainer/distribute.py``). TPU v3:
+    ``[{"machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8},
+    "replica_count": 1, "container_spec": {"image_uri": image}}]``.
     """
     if not image:
         raise ConfigError("config vertex_training.image is invalid: expected a container image URI "
                           "(the pipeline image with this package installed)")
-    pool: Dict[str, Any] = {
-        "machine_spec": machine_spec(cfg),
-        "replica_count": int(cfg.replica_count),
-        "container_spec": {"image_uri": image},
-    }
-    if not cfg.is_tpu():  # TPU VMs come with their own boot disk
-        pool["disk_spec"] = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": int(cfg.boot_disk_size_gb)}
-    return [pool]
+
+    def pool(replicas: int) -> Dict[str, Any]:
+        spec: Dict[str, Any] = {"machine_spec": machine_spec(cfg), "replica_count": replicas,
+                                "container_spec": {"image_uri": image}}
+        if not cfg.is_tpu():  # TPU VMs come with their own boot disk
+            spec["disk_spec"] = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": int(cfg.boot_disk_size_gb)}
+        return spec
+
+    pools = [pool(1)]
+    if cfg.replica_count > 1:
+        pools.append(pool(int(cfg.replica_count) - 1))
+    return pools
 
 
 def training_job_spec(cfg: VertexTrainingConfig, image: str) -> Dict[str, Any]:

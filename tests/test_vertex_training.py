@@ -34,18 +34,31 @@ def test_worker_pool_tpu_v5e_topology():
     assert "disk_spec" not in specs[0]
 
 
-def test_worker_pool_gpu():
+def test_worker_pool_gpu_chief_and_workers():
     from pipeline.vertex_training import training_job_spec, worker_pool_specs
 
     cfg = _vertex(machine_type="a2-highgpu-4g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=4,
-                  replica_count=2, service_account="sa@my-proj.iam.gserviceaccount.com")
-    specs = worker_pool_specs(cfg, IMAGE)
-    assert specs == [{"machine_spec": {"machine_type": "a2-highgpu-4g", "accelerator_type": "NVIDIA_TESLA_A100",
-                                       "accelerator_count": 4},
-                      "replica_count": 2, "container_spec": {"image_uri": IMAGE},
-                      "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100}}]
+                  replica_count=3, service_account="sa@my-proj.iam.gserviceaccount.com")
+    machine = {"machine_type": "a2-highgpu-4g", "accelerator_type": "NVIDIA_TESLA_A100", "accelerator_count": 4}
+    disk = {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 100}
+    assert worker_pool_specs(cfg, IMAGE) == [
+        {"machine_spec": machine, "replica_count": 1, "container_spec": {"image_uri": IMAGE}, "disk_spec": disk},
+        {"machine_spec": machine, "replica_count": 2, "container_spec": {"image_uri": IMAGE}, "disk_spec": disk}]
     job = training_job_spec(cfg, IMAGE)
     assert job["project"] == "my-proj" and job["job_spec"]["service_account"].startswith("sa@")
+    single = _vertex(machine_type="n1-standard-8")
+    assert [p["replica_count"] for p in worker_pool_specs(single, IMAGE)] == [1]
+
+
+def test_several_machines_need_multi_worker_and_no_tpu():
+    base = ["vertex_training.enabled=true", "vertex_training.project=p", "vertex_training.machine_type=n1-standard-8",
+            "vertex_training.replica_count=2"]
+    with pytest.raises(ConfigError, match=r"train\.strategy.*multi_worker"):
+        build_config("sample", overrides=base + ["train.strategy=mirrored"])
+    assert build_config("sample", overrides=base + ["train.strategy=multi_worker"]).vertex_training.replica_count == 2
+    with pytest.raises(ConfigError, match=r"vertex_training\.replica_count"):
+        build_config("paper", overrides=["corpus.books_dir=/b", "vertex_training.enabled=true",
+                                         "vertex_training.project=p", "vertex_training.replica_count=2"])
 
 
 @pytest.mark.parametrize("override, field", [
@@ -105,6 +118,46 @@ def test_compiled_vertex_spec_has_vertex_trainer(tmp_path):
     albert = json.loads(custom["albert"])
     assert sorted(albert) == ["model", "seed", "train"] and "num_train_steps" not in albert["train"]
     assert task_params["num_train_steps"] == {"componentInputParameter": "num_train_steps"}
+
+
+def test_compiled_multi_host_job_runs_one_chief_and_workers(tmp_path):
+    """What ``compile`` wrote, through TFX's own Vertex job client (the code that builds the CustomJob it sends):
+    a chief pool and a worker pool on the same image and command, whose CLUSTER_SPEC becomes the TF_CONFIG that
+    ``train.strategy=multi_worker`` trains from."""
+    from tfx.extensions.google_cloud_ai_platform import training_clients
+    from tfx import v1 as tfx
+
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from trainer import distribute
+
+    config = build_config("sample", overrides=[
+        "vertex_training.enabled=true", "vertex_training.project=my-proj", "vertex_training.machine_type=a2-highgpu-8g",
+        "vertex_training.accelerator_type=NVIDIA_TESLA_A100", "vertex_training.accelerator_count=8",
+        "vertex_training.replica_count=3", "train.strategy=multi_worker"])
+    config.pipeline_root = "gs://bucket/albert"
+    path = compile_pipeline(config, str(tmp_path / "spec.json"), image=IMAGE)
+    with open(path) as f:
+        spec = json.load(f)
+    params = spec["pipelineSpec"]["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
+    custom = json.loads(params["custom_config"]["runtimeValue"]["constantValue"]["stringValue"])
+    assert json.loads(custom["albert"])["train"]["strategy"] == "multi_worker"
+    client = training_clients.VertexJobClient.__new__(training_clients.VertexJobClient)  # no credentials offline
+    job = client.create_training_job({}, {}, {"run_fn": "trainer.task.run_fn"},
+                                     "pipeline.vertex_training.VertexMetricsGenericExecutor",
+                                     custom[tfx.extensions.google_cloud_ai_platform.TRAINING_ARGS_KEY], None, None)
+    pools = job["job_spec"]["worker_pool_specs"]
+    assert [p["replica_count"] for p in pools] == [1, 2]
+    assert {p["container_spec"]["image_uri"] for p in pools} == {IMAGE}
+    assert pools[0]["container_spec"]["command"] == pools[1]["container_spec"]["command"]
+    assert "pipeline.vertex_training.VertexMetricsGenericExecutor" in pools[1]["container_spec"]["command"]
+    assert all(p["machine_spec"]["accelerator_count"] == 8 for p in pools)
+    # The CLUSTER_SPEC Vertex AI gives the second worker of these pools, and what the trainer makes of it.
+    cluster_spec = {"cluster": {"workerpool0": ["chief-0:2222"], "workerpool1": ["w-0:2222", "w-1:2222"]},
+                    "task": {"type": "workerpool1", "index": 1}, "environment": "cloud"}
+    tf_config = distribute.cluster_config({"CLUSTER_SPEC": json.dumps(cluster_spec)})
+    assert tf_config == {"cluster": {"chief": ["chief-0:2222"], "worker": ["w-0:2222", "w-1:2222"]},
+                         "task": {"type": "worker", "index": 1}}
+    assert not distribute.is_chief(tf_config) and distribute.num_tasks(tf_config) == 3
 
 
 def test_create_pipeline_local_trainer_uses_metrics_executor():

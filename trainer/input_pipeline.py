@@ -88,6 +88,29 @@ def make_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_length: 
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+def make_eval_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_length: int,
+                      max_predictions_per_seq: int, *, num_records: int, global_batch_size: int,
+                      input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+    """The first ``num_records`` held-out records (files in sorted order), padded to whole global batches.
+
+    Labels carry ``row_weights`` (1 real, 0 padding). Pipeline ``i`` of ``P`` keeps positions ``i`` modulo ``P``
+    and batches ``batch_size`` (per replica), so every replica of every host runs the same number of steps and
+    the replicas of step N together hold positions ``[N*G, (N+1)*G)``: the metrics do not depend on the layout.
+    """
+    files = expand_files(file_patterns)
+    if not files:
+        raise FileNotFoundError(f"no TFRecord files match {list(file_patterns)}")
+    padded = -(-int(num_records) // global_batch_size) * global_batch_size
+    ds = tf.data.TFRecordDataset(files, compression_type=_compression(files)).take(num_records)
+    ds = ds.batch(256).map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq)).unbatch()
+    ds = ds.map(lambda inputs, labels: (inputs, {**labels, "row_weights": tf.constant(1.0)}))
+    zeros = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), ds.element_spec)
+    ds = ds.concatenate(tf.data.Dataset.from_tensors(zeros).repeat(padded - num_records))
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Seekable training order
 # ---------------------------------------------------------------------------------------------------------------
@@ -116,11 +139,12 @@ def count_records(files: Sequence[str]) -> List[int]:
     return [int(c) for c in counts.as_numpy_iterator()]
 
 
-def record_counts(files: Sequence[str], cache_path: Optional[str] = None) -> List[int]:
+def record_counts(files: Sequence[str], cache_path: Optional[str] = None, write: bool = True) -> List[int]:
     """:func:`count_records`, cached in ``cache_path`` (JSON keyed by path, checked against the file size).
 
     The seek needs every file's record count; counting reads the data once, so a resumed run reuses the counts
-    its first attempt wrote (next to the checkpoints).
+    its first attempt wrote (next to the checkpoints). ``write=False`` (a cluster's non-chief tasks) reads the
+    cache but leaves writing it to the chief.
     """
     cached: Dict[str, Dict[str, int]] = {}
     if cache_path and tf.io.gfile.exists(cache_path):
@@ -134,7 +158,7 @@ def record_counts(files: Sequence[str], cache_path: Optional[str] = None) -> Lis
     if missing:
         for f, n in zip(missing, count_records(missing)):
             cached[f] = {"bytes": sizes[f], "records": n}
-        if cache_path:
+        if cache_path and write:
             tmp = cache_path + ".tmp"
             with tf.io.gfile.GFile(tmp, "w") as f:
                 f.write(json.dumps(cached, indent=1, sort_keys=True))

@@ -27,12 +27,14 @@ import hashlib
 import json
 import logging
 import posixpath
+import shutil
+import tempfile
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
 from config import ConfigError, ModelConfig, TrainConfig, canonical_json
-from trainer import examples_info, train_lib
+from trainer import distribute, examples_info, train_lib
 from trainer.modeling_albert import count_parameters
 
 log = logging.getLogger(__name__)
@@ -110,20 +112,24 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     albert_config = model.albert_config(sp.get_piece_size())
     identity = run_identity(facts["fingerprint"], albert_config, train, seed)
     checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
-    resumed = claim_checkpoint_dir(checkpoint_dir, identity)
-    log.info("pretraining run %s: %s", posixpath.basename(checkpoint_dir),
-             "resuming from its checkpoints" if resumed else "new run (no checkpoints for this identity)")
+    # In a cluster (train.strategy=multi_worker) every task trains; the chief alone writes what outlives the run.
+    chief = distribute.is_chief(distribute.cluster_for(train.strategy))
+    if chief:
+        resumed = claim_checkpoint_dir(checkpoint_dir, identity)
+        log.info("pretraining run %s: %s", posixpath.basename(checkpoint_dir),
+                 "resuming from its checkpoints" if resumed else "new run (no checkpoints for this identity)")
     job = train_lib.PretrainJob(
         albert_config=albert_config, train=train, seed=seed,
         train_files=list(train_files), eval_files=list(eval_files or []),
         max_seq_length=int(facts["max_seq_length"]), max_predictions_per_seq=int(facts["max_predictions_per_seq"]),
         checkpoint_dir=checkpoint_dir, log_dir=log_dir,
     )
-    tf.io.gfile.makedirs(log_dir)
-    with tf.io.gfile.GFile(posixpath.join(log_dir, RUN_CONFIG_FILE), "w") as f:
-        f.write(json.dumps({"model": model.to_dict(), "train": train.to_dict(), "seed": seed, "examples": facts,
-                            "checkpoint_dir": checkpoint_dir, "run_key": posixpath.basename(checkpoint_dir)},
-                           indent=2, sort_keys=True))
+    if chief:
+        tf.io.gfile.makedirs(log_dir)
+        with tf.io.gfile.GFile(posixpath.join(log_dir, RUN_CONFIG_FILE), "w") as f:
+            f.write(json.dumps({"model": model.to_dict(), "train": train.to_dict(), "seed": seed, "examples": facts,
+                                "checkpoint_dir": checkpoint_dir, "run_key": posixpath.basename(checkpoint_dir)},
+                               indent=2, sort_keys=True))
     result = train_lib.pretrain(job)
     info = {
         "eval_metrics": result["eval_metrics"],
@@ -137,9 +143,19 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         "do_lower_case": bool(facts.get("do_lower_case", True)),
         "examples_fingerprint": facts["fingerprint"],
     }
-    train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
-    with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
-        f.write(json.dumps(info, indent=2, sort_keys=True, default=str))
+    if chief:
+        train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
+        with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
+            f.write(json.dumps(info, indent=2, sort_keys=True, default=str))
+    else:  # TensorFlow's contract: every task saves (saves may be collective); the others' copies are thrown away
+        scratch = tempfile.mkdtemp(prefix="albert-export-")
+        try:
+            train_lib.export(result["model"], posixpath.join(scratch, "serving"), posixpath.join(scratch, "albert"),
+                             None, info)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    # Workers leave only once the chief's export is written (TFX's executor then finds the model on every task).
+    distribute.barrier(result["strategy"])
     log.info("pretraining done: %s", json.dumps(info["eval_metrics"]))
     return info
 

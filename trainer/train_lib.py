@@ -21,11 +21,12 @@ import os
 import time
 from typing import Dict, List, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from trainer import input_pipeline
-from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, pretraining_losses
+from trainer import distribute, input_pipeline
+from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
 from trainer.optimization import GradientAccumulator, clip_gradients, create_optimizer
 
 log = logging.getLogger(__name__)
@@ -71,22 +72,6 @@ def progress_line(step: int, total: int, values: Dict[str, float]) -> str:
     return " ".join(parts)
 
 
-def make_strategy(name: str) -> tf.distribute.Strategy:
-    """``auto``: TPU if a TPU cluster is configured, else Mirrored over >1 GPU, else the default strategy."""
-    if name == "tpu" or (name == "auto" and (os.environ.get("TPU_NAME") or os.environ.get("CLOUD_TPU_TASK_ID")
-                                             or os.path.exists("/dev/accel0") or os.path.exists("/dev/vfio/0"))):
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ.get("TPU_NAME", "local"))
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        return tf.distribute.TPUStrategy(resolver)
-    if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    gpus = tf.config.list_logical_devices("GPU")
-    if name == "mirrored" or (name == "auto" and len(gpus) > 1):
-        return tf.distribute.MirroredStrategy()
-    return tf.distribute.get_strategy()
-
-
 def _on_accelerator(strategy: tf.distribute.Strategy) -> bool:
     return isinstance(strategy, tf.distribute.TPUStrategy) or bool(tf.config.list_logical_devices("GPU"))
 
@@ -125,24 +110,6 @@ def resolve_jit_compile(flag: Optional[bool], strategy: tf.distribute.Strategy) 
     return bool(flag)
 
 
-class _MeanBank:
-    """Running means of the eval loss/accuracy scalars (Keras ``Mean``, updated per replica)."""
-
-    def __init__(self, prefix: str):
-        self.metrics = {n: tf_keras.metrics.Mean(f"{prefix}_{n}") for n in METRIC_NAMES}
-
-    def update(self, values: Dict[str, tf.Tensor]) -> None:
-        for name, metric in self.metrics.items():
-            metric.update_state(values[name])
-
-    def result(self) -> Dict[str, float]:
-        return {n: float(m.result()) for n, m in self.metrics.items()}
-
-    def reset(self) -> None:
-        for m in self.metrics.values():
-            m.reset_state()
-
-
 class TrainMetrics(tf.Module):
     """Sums of the per-step global-batch metrics since the last log point.
 
@@ -155,9 +122,10 @@ class TrainMetrics(tf.Module):
         self.total = tf.Variable(tf.zeros([len(METRIC_NAMES)], tf.float32), trainable=False, name="total")
         self.count = tf.Variable(0.0, trainable=False, name="count")
 
-    def update(self, values: tf.Tensor) -> None:
+    def update(self, values: tf.Tensor, count: int = 1) -> None:
+        """Add ``count`` steps whose summed metric values are ``values``."""
         self.total.assign_add(values)
-        self.count.assign_add(1.0)
+        self.count.assign_add(float(count))
 
     def result(self) -> Dict[str, float]:
         means = (self.total / tf.maximum(self.count, 1.0)).numpy()
@@ -172,25 +140,32 @@ class TrainMetrics(tf.Module):
 _MLM_NLL, _MLM_CORRECT, _MLM_WEIGHT, _SENT_CE, _SENT_CORRECT, _SENT_COUNT = range(6)
 
 
-def loss_sums(outputs: Dict[str, tf.Tensor], labels: Dict[str, tf.Tensor]) -> tf.Tensor:
+def loss_sums(outputs: Dict[str, tf.Tensor], labels: Dict[str, tf.Tensor],
+              row_weights: Optional[tf.Tensor] = None) -> tf.Tensor:
     """[6] float32 sums over a batch: weighted MLM nll, weighted MLM hits, MLM weight, sentence ce, hits, count.
 
     Sums, not means, so micro-batches and replicas add up to the global batch exactly
-    (``metrics_from_sums`` of one batch's sums equals ``pretraining_losses`` of that batch).
+    (``metrics_from_sums`` of one batch's sums equals ``pretraining_losses`` of that batch). ``row_weights`` [B]
+    (1 real, 0 padding) leaves padded rows out of every sum: evaluation pads the held-out set to whole global
+    batches so that every replica of every host runs the same number of steps.
     """
     logits = tf.cast(outputs["mlm_logits"], tf.float32)
     ids = tf.cast(labels["masked_lm_ids"], tf.int32)
     weights = tf.cast(labels["masked_lm_weights"], tf.float32)
+    if row_weights is not None:
+        row_weights = tf.cast(row_weights, tf.float32)
+        weights = weights * row_weights[:, tf.newaxis]
     nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=logits)
     hits = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), ids), tf.float32)
     sentence_logits = outputs.get("sentence_logits")
     if sentence_logits is not None:
         sentence_logits = tf.cast(sentence_logits, tf.float32)
         sl = tf.reshape(tf.cast(labels["next_sentence_labels"], tf.int32), [-1])
-        ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sl, logits=sentence_logits))
-        s_hits = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(sentence_logits, -1, output_type=tf.int32), sl),
-                                       tf.float32))
-        count = tf.cast(tf.shape(sl)[0], tf.float32)
+        rows = tf.ones_like(sl, tf.float32) if row_weights is None else row_weights
+        ce = tf.reduce_sum(rows * tf.nn.sparse_softmax_cross_entropy_with_logits(labels=sl, logits=sentence_logits))
+        s_hits = tf.reduce_sum(rows * tf.cast(tf.equal(tf.argmax(sentence_logits, -1, output_type=tf.int32), sl),
+                                              tf.float32))
+        count = tf.reduce_sum(rows)
     else:
         ce = s_hits = count = tf.constant(0.0)
     return tf.stack([tf.reduce_sum(weights * nll), tf.reduce_sum(weights * hits), tf.reduce_sum(weights),
@@ -279,7 +254,8 @@ def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.St
                     clip_norm: float, seed: int, semantics: str = "global_batch", jit_compile: bool = False):
     """A ``tf.function`` doing one optimizer step from ``grad_accum_steps`` micro-batches of ``iterator``.
 
-    Returns ``train_step(iterator) -> [len(METRIC_NAMES)]`` metric values of the global batch. ``semantics``:
+    Returns ``train_step(iterator) -> [len(METRIC_NAMES)]`` metric values of the global batch, and as
+    ``train_step.steps(iterator, n)`` the sum of those values over ``n`` steps run in one call. ``semantics``:
     see ``trainer/optimization.py`` (``global_batch``: clip the global-batch gradient once, losses normalised
     over the global batch; ``per_replica``: the official per-shard clipping of per-micro-batch mean losses).
     Routes the model's dropout layers through step-derived stateless seeds (:func:`use_stateless_dropout`).
@@ -331,8 +307,7 @@ def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.St
         apply(accumulator.sums() if global_batch else accumulator.gradients())
         accumulator.reset()
 
-    @tf.function(autograph=False)  # plain Python control flow; autograph only cost tracing time
-    def train_step(iterator):
+    def one_step(iterator):
         step = optimizer.iterations.read_value()
         batches = [next(iterator) for _ in range(k)]  # unrolled: grad_accum_steps is a small static number
         norm = tf.zeros([2])
@@ -348,6 +323,25 @@ def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.St
             strategy.run(apply_accumulated)
         return metrics_from_sums(sums)
 
+    @tf.function(autograph=False)  # plain Python control flow; autograph only cost tracing time
+    def train_step(iterator):
+        return one_step(iterator)
+
+    @tf.function(autograph=False)
+    def train_steps(iterator, n):
+        """``n`` optimizer steps in one call (``train.steps_per_loop``): the summed metrics of those steps.
+
+        One call per step leaves a TPU idle while the host dispatches the next one; a loop on the device does not.
+        Each iteration's update runs before the next reads ``optimizer.iterations`` (while_v2 orders the body's
+        stateful ops), so n steps per call are the n steps of n calls.
+        """
+        def body(i, total):
+            return i + 1, total + one_step(iterator)
+
+        _, total = tf.while_loop(lambda i, _: i < n, body, (tf.constant(0), tf.zeros([len(METRIC_NAMES)])))
+        return total
+
+    train_step.steps = train_steps
     return train_step
 
 
@@ -449,14 +443,142 @@ def truncate_event_files(folder: str, last_step: int) -> None:
         tf.io.gfile.remove(path)
 
 
+class Checkpoints:
+    """The run's checkpoints in ``directory``, written by the chief; a cluster's other tasks write their share of
+    each (collective) save into ``scratch`` and delete it at once. Every task restores from ``directory``."""
+
+    def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, scratch: Optional[str] = None):
+        self.checkpoint, self.directory, self.scratch = checkpoint, directory, scratch
+        self.manager = tf.train.CheckpointManager(checkpoint, scratch or directory, max_to_keep=1 if scratch else 3)
+
+    def restore(self) -> Optional[str]:
+        path = newest_checkpoint(self.directory, tf.train.latest_checkpoint(self.directory))
+        if path:
+            self.checkpoint.restore(path).assert_existing_objects_matched()
+        return path
+
+    def save(self, step: int) -> None:
+        self.manager.save(checkpoint_number=step)
+        if self.scratch:
+            for path in tf.io.gfile.glob(os.path.join(self.scratch, "*")):
+                tf.io.gfile.remove(path)
+
+
+class RunLog:
+    """``train_history.jsonl`` and TensorBoard events in ``log_dir``, cut back to ``start_step`` first (resume).
+
+    ``enabled=False`` (a cluster's non-chief tasks) writes nothing.
+    """
+
+    def __init__(self, log_dir: str, start_step: int, total_steps: int, batch_size: int, enabled: bool = True):
+        self.log_dir, self.total_steps, self.batch_size, self.enabled = log_dir, total_steps, batch_size, enabled
+        self.last_time, self.last_step = time.time(), start_step
+        if not enabled:
+            return
+        tf.io.gfile.makedirs(log_dir)
+        history_path = os.path.join(log_dir, HISTORY_FILE)
+        # Cut what a killed attempt logged past the checkpoint we resume from (before the writers open new files).
+        truncate_history(history_path, start_step)
+        for sub in ("train", "eval"):
+            truncate_event_files(os.path.join(log_dir, sub), start_step)
+        self.writers = {sub: tf.summary.create_file_writer(os.path.join(log_dir, sub)) for sub in ("train", "eval")}
+        self.history = tf.io.gfile.GFile(history_path, "a")
+
+    def train(self, step: int, values: Dict[str, float]) -> None:
+        now = time.time()
+        values["sequences_per_sec"] = (step - self.last_step) * self.batch_size / max(now - self.last_time, 1e-9)
+        self.last_time, self.last_step = now, step
+        self._write("train", step, values)
+        log.info("%s", progress_line(step, self.total_steps, {**values, "_batch": self.batch_size}))
+
+    def eval(self, step: int, values: Dict[str, float]) -> None:
+        self._write("eval", step, values)
+        self.last_time = time.time()  # keep eval time out of the throughput figure
+
+    def _write(self, split: str, step: int, values: Dict[str, float]) -> None:
+        if not self.enabled:
+            return
+        with self.writers[split].as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+        self.writers[split].flush()
+        self.history.write(json.dumps({"step": step, "split": split, **values}) + "\n")
+        self.history.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.history.close()
+            for writer in self.writers.values():
+                writer.close()
+
+
+def make_evaluator(model, strategy: tf.distribute.Strategy, eval_files: Sequence[str], *, num_records: int,
+                   batch_size: int, max_seq_length: int, max_predictions_per_seq: int):
+    """``evaluate() -> metrics`` of the first ``num_records`` held-out records (file order), {} if none.
+
+    The official eval metrics (token-weighted MLM loss and accuracy over the whole set, sentence loss and
+    accuracy over its sequences), from sums reduced over replicas and hosts: the same numbers for any layout.
+    """
+    if num_records <= 0:
+        return lambda: {}
+    if batch_size % strategy.num_replicas_in_sync:
+        raise ValueError(f"train.eval_batch_size {batch_size} must divide evenly over "
+                         f"{strategy.num_replicas_in_sync} replicas")
+
+    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+        return input_pipeline.make_eval_dataset(eval_files, ctx.get_per_replica_batch_size(batch_size),
+                                                max_seq_length, max_predictions_per_seq, num_records=num_records,
+                                                global_batch_size=batch_size, input_context=ctx)
+
+    def replica_sums(inputs, labels):
+        return loss_sums(model(inputs, training=False), labels, labels["row_weights"])
+
+    @tf.function(autograph=False)
+    def eval_step(iterator):
+        inputs, labels = next(iterator)
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(replica_sums, args=(inputs, labels)),
+                               axis=None)
+
+    steps = -(-num_records // batch_size)
+
+    def evaluate() -> Dict[str, float]:
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        sums = np.zeros([6], np.float64)
+        for _ in range(steps):
+            sums += eval_step(iterator).numpy()
+        values = metrics_from_sums(tf.constant(sums, tf.float32)).numpy()
+        return {n: float(v) for n, v in zip(METRIC_NAMES, values)}
+
+    return evaluate
+
+
+def _boundaries(step: int, t) -> int:
+    """The next step after ``step`` at which the loop must stop to log, evaluate or checkpoint."""
+    stops = [t.num_train_steps]
+    for every in (t.log_every, t.eval_every, t.checkpoint_every):
+        if every:
+            stops.append((step // every + 1) * every)
+    return min(stops)
+
+
+def learning_rate_now(optimizer) -> float:
+    """The learning rate of the last update (a plain or distributed variable, or a number)."""
+    lr = optimizer.learning_rate
+    return float(lr.numpy()) if hasattr(lr, "numpy") else float(lr)
+
+
 def pretrain(job: PretrainJob) -> Dict[str, object]:
     """Train to exactly ``job.train.num_train_steps`` steps; returns final eval metrics and run facts.
 
-    ``job.train`` fields read with defaults (older configs lack them): ``gradient_semantics`` (``global_batch``).
+    Runs the same loop under every strategy (:mod:`trainer.distribute`); in a cluster every task runs it in
+    lockstep and only the chief writes the checkpoints, logs and history.
     """
     t = job.train
     semantics = getattr(t, "gradient_semantics", "global_batch")
-    strategy = make_strategy(t.strategy)
+    strategy = distribute.make_strategy(t.strategy, cpu_replicas=getattr(t, "cpu_replicas", 1),
+                                        peer_timeout_s=getattr(t, "peer_timeout_s", 600))
+    cluster = distribute.cluster_for(t.strategy)
+    chief = distribute.is_chief(cluster)
     precision = resolve_precision(t.mixed_precision, strategy)
     tf_keras.mixed_precision.set_global_policy(precision)
     # Seeds Python's random, NumPy and TF: tf_keras initializers built without a seed draw theirs from Python's
@@ -474,19 +596,20 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
                                      weight_decay=t.weight_decay)
         optimizer.build(model.trainable_variables)
-        train_metrics, eval_means = TrainMetrics(), _MeanBank("eval")
+        train_metrics = TrainMetrics()
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, train_metrics=train_metrics)
-    manager = tf.train.CheckpointManager(checkpoint, job.checkpoint_dir, max_to_keep=3)
-    resume_from = newest_checkpoint(job.checkpoint_dir, manager.latest_checkpoint)
+    scratch = distribute.worker_scratch(cluster)
+    checkpoints = Checkpoints(checkpoint, job.checkpoint_dir, scratch)
+    resume_from = checkpoints.restore()
+    start_step = int(optimizer.iterations.numpy())
     if resume_from:
-        checkpoint.restore(resume_from).assert_existing_objects_matched()
-        log.info("resumed from %s at step %d", resume_from, int(optimizer.iterations))
-    start_step = int(optimizer.iterations)
+        log.info("resumed from %s at step %d", resume_from, start_step)
 
     # The data order is a function of the record position alone: step N reads records [N*B, (N+1)*B).
-    tf.io.gfile.makedirs(job.checkpoint_dir)
-    counts = input_pipeline.record_counts(input_pipeline.expand_files(job.train_files),
-                                          os.path.join(job.checkpoint_dir, RECORD_COUNTS_FILE))
+    if chief:
+        tf.io.gfile.makedirs(job.checkpoint_dir)
+    cache = os.path.join(job.checkpoint_dir, RECORD_COUNTS_FILE)
+    counts = input_pipeline.record_counts(input_pipeline.expand_files(job.train_files), cache, write=chief)
 
     def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
         return input_pipeline.make_pretraining_dataset(
@@ -498,81 +621,46 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     train_step = make_train_step(model, optimizer, strategy, grad_accum_steps=t.grad_accum_steps,
                                  clip_norm=t.clip_norm, seed=job.seed, semantics=semantics,
                                  jit_compile=resolve_jit_compile(t.jit_compile, strategy))
+    eval_files = input_pipeline.expand_files(job.eval_files) if job.eval_files else []
+    num_eval = min(sum(input_pipeline.record_counts(eval_files, cache, write=chief)),
+                   t.eval_steps * t.eval_batch_size) if eval_files else 0
+    evaluate = make_evaluator(model, strategy, eval_files, num_records=num_eval, batch_size=t.eval_batch_size,
+                              max_seq_length=job.max_seq_length, max_predictions_per_seq=job.max_predictions_per_seq)
 
-    def forward(inputs, labels, training):
-        outputs = model(inputs, training=training)
-        return pretraining_losses(outputs, labels["masked_lm_ids"], labels["masked_lm_weights"],
-                                  labels["next_sentence_labels"])
-
-    @tf.function
-    def eval_step(inputs, labels):
-        strategy.run(lambda i, l: eval_means.update(forward(i, l, False)), args=(inputs, labels))
-
-    def evaluate() -> Dict[str, float]:
-        if not job.eval_files or not input_pipeline.expand_files(job.eval_files):
-            return {}
-        eval_means.reset()
-        ds = input_pipeline.make_dataset(job.eval_files, t.eval_batch_size, job.max_seq_length,
-                                         job.max_predictions_per_seq, training=False, seed=job.seed)
-        for batch_index, (inputs, labels) in enumerate(strategy.experimental_distribute_dataset(ds)):
-            if batch_index >= t.eval_steps:
-                break
-            eval_step(inputs, labels)
-        return eval_means.result()
-
-    os.makedirs(job.log_dir, exist_ok=True) if "://" not in job.log_dir else None
-    history_path = os.path.join(job.log_dir, HISTORY_FILE)
-    # Cut what a killed attempt logged past the checkpoint we resume from (before the writers open new files).
-    truncate_history(history_path, start_step)
-    for sub in ("train", "eval"):
-        truncate_event_files(os.path.join(job.log_dir, sub), start_step)
-    writer = tf.summary.create_file_writer(os.path.join(job.log_dir, "train"))
-    eval_writer = tf.summary.create_file_writer(os.path.join(job.log_dir, "eval"))
-    step = start_step
-    last_time, last_step = time.time(), step
-    eval_metrics: Dict[str, float] = {}
-    with tf.io.gfile.GFile(history_path, "a") as history:
+    steps_per_loop = max(int(getattr(t, "steps_per_loop", 1)), 1)
+    run_log = RunLog(job.log_dir, start_step, t.num_train_steps, t.train_batch_size, enabled=chief)
+    step, eval_metrics = start_step, {}
+    try:
         while step < t.num_train_steps:
-            train_metrics.update(train_step(train_iter))
-            step += 1
+            n = min(steps_per_loop, _boundaries(step, t) - step)
+            if n == 1:
+                train_metrics.update(train_step(train_iter))
+            else:
+                train_metrics.update(train_step.steps(train_iter, tf.constant(n)), count=n)
+            step += n
             if step % t.log_every == 0 or step == t.num_train_steps:
-                now = time.time()
                 values = train_metrics.result()
-                values["learning_rate"] = float(optimizer.learning_rate(step)) if callable(
-                    optimizer.learning_rate) else float(optimizer.learning_rate)
-                values["sequences_per_sec"] = (step - last_step) * t.train_batch_size / max(now - last_time, 1e-9)
-                last_time, last_step = now, step
+                values["learning_rate"] = learning_rate_now(optimizer)
                 train_metrics.reset()
-                with writer.as_default(step=step):
-                    for name, value in values.items():
-                        tf.summary.scalar(name, value)
-                writer.flush()
-                history.write(json.dumps({"step": step, "split": "train", **values}) + "\n")
-                history.flush()
-                log.info("%s", progress_line(step, t.num_train_steps, {**values, "_batch": t.train_batch_size}))
+                run_log.train(step, values)
             if (t.eval_every and step % t.eval_every == 0) or step == t.num_train_steps:
                 eval_metrics = evaluate()
                 if eval_metrics:
-                    with eval_writer.as_default(step=step):
-                        for name, value in eval_metrics.items():
-                            tf.summary.scalar(name, value)
-                    eval_writer.flush()
-                    history.write(json.dumps({"step": step, "split": "eval", **eval_metrics}) + "\n")
-                    history.flush()
-                    last_time = time.time()  # keep eval time out of the throughput figure
+                    run_log.eval(step, eval_metrics)
             # After logging: the checkpoint then covers everything logged up to its step (what resume keeps).
             if t.checkpoint_every and step % t.checkpoint_every == 0:
-                manager.save(checkpoint_number=step)
+                checkpoints.save(step)
         if step == start_step:
             eval_metrics = evaluate()
-    if manager.latest_checkpoint is None or not manager.latest_checkpoint.endswith(f"-{step}"):
-        if newest_checkpoint(job.checkpoint_dir, manager.latest_checkpoint) != os.path.join(
-                job.checkpoint_dir, f"ckpt-{step}"):
-            manager.save(checkpoint_number=step)
-    writer.flush()
-    eval_writer.flush()
+        elif not (t.checkpoint_every and step % t.checkpoint_every == 0):
+            checkpoints.save(step)  # the same decision on every task: saves are collective in a cluster
+    finally:
+        run_log.close()
+        if scratch:
+            tf.io.gfile.rmtree(scratch)
     return {"model": model, "eval_metrics": eval_metrics, "start_step": start_step, "final_step": step,
-            "precision": precision, "num_replicas": num_replicas, "gradient_semantics": semantics}
+            "precision": precision, "num_replicas": num_replicas, "gradient_semantics": semantics,
+            "chief": chief, "strategy": strategy}
 
 
 class ServingModule(tf.Module):

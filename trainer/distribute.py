@@ -1,0 +1,262 @@
+"""Distribution strategies for pretraining: one device, several devices of one host, several hosts, TPU.
+
+``train.strategy``:
+
+* ``cpu`` / ``auto`` on one device: TensorFlow's default strategy;
+* ``mirrored``: one process, one replica per local GPU (or per logical CPU device, ``train.cpu_replicas``: the
+  CPU twin that tests run);
+* ``multi_worker``: one process per host (``MultiWorkerMirroredStrategy``), the cluster described by
+  ``TF_CONFIG``, or by Vertex AI's ``CLUSTER_SPEC`` (worker pool 0 is the chief, pool 1 the workers);
+* ``tpu``: ``TPUStrategy`` over the configured TPU (``TPU_NAME``, or the local TPU VM).
+
+``auto`` picks TPU where one is configured, ``multi_worker`` where the cluster has more than one task, mirrored
+over more than one GPU, else the default strategy.
+
+Roles: in a cluster the chief alone writes what outlives the run (checkpoints, the export, TensorBoard, the
+history); every other task writes its share of TensorFlow's collective saves into a private temporary folder
+that is removed (:func:`worker_scratch`).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import tempfile
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+log = logging.getLogger(__name__)
+
+TF_CONFIG = "TF_CONFIG"
+CLUSTER_SPEC = "CLUSTER_SPEC"  # what Vertex AI Training sets on every replica
+# Vertex AI worker pools (https://cloud.google.com/vertex-ai/docs/training/distributed-training): pool 0 runs the
+# chief (one replica), pool 1 the workers; pool 2 is a reduction server and pool 3 evaluators, neither of which
+# takes part in MultiWorkerMirroredStrategy's all-reduce.
+VERTEX_POOL_ROLES = {"workerpool0": "chief", "workerpool1": "worker"}
+PEER_TIMEOUT_EXIT = 2  # a cluster that cannot form is a settings/infrastructure error, not a crash
+
+
+class ClusterError(ValueError):
+    """The cluster description is unusable (reported as a user error, exit 2)."""
+
+
+def tf_config_from_cluster_spec(cluster_spec: Dict[str, Any]) -> Dict[str, Any]:
+    """Vertex AI's ``CLUSTER_SPEC`` → the ``TF_CONFIG`` that ``MultiWorkerMirroredStrategy`` reads."""
+    pools = cluster_spec.get("cluster") or {}
+    task = cluster_spec.get("task") or {}
+    cluster = {VERTEX_POOL_ROLES[p]: list(addresses) for p, addresses in sorted(pools.items())
+               if p in VERTEX_POOL_ROLES and addresses}
+    if task.get("type") not in VERTEX_POOL_ROLES:
+        raise ClusterError(f"{CLUSTER_SPEC}: task type {task.get('type')!r} takes no part in training "
+                           f"(expected one of {', '.join(VERTEX_POOL_ROLES)})")
+    return {"cluster": cluster, "task": {"type": VERTEX_POOL_ROLES[task["type"]], "index": int(task.get("index", 0))}}
+
+
+def cluster_config(environ=None) -> Optional[Dict[str, Any]]:
+    """The cluster this process belongs to (``TF_CONFIG`` form), or None outside a cluster."""
+    environ = os.environ if environ is None else environ
+    for name, convert in ((TF_CONFIG, None), (CLUSTER_SPEC, tf_config_from_cluster_spec)):
+        text = environ.get(name)
+        if not text:
+            continue
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise ClusterError(f"{name} is not valid JSON: {exc}") from None
+        config = convert(raw) if convert else raw
+        cluster, task = config.get("cluster") or {}, config.get("task") or {}
+        if not cluster:
+            return None
+        kind, index = task.get("type"), task.get("index", 0)
+        if kind not in cluster or not 0 <= int(index) < len(cluster[kind]):
+            raise ClusterError(f"{name}: task {kind!r} #{index} is not in its cluster {sorted(cluster)}")
+        return {"cluster": cluster, "task": {"type": kind, "index": int(index)}}
+    return None
+
+
+def num_tasks(config: Optional[Dict[str, Any]]) -> int:
+    return sum(len(v) for k, v in (config or {}).get("cluster", {}).items() if k in ("chief", "worker"))
+
+
+def is_chief(config: Optional[Dict[str, Any]]) -> bool:
+    """The task that writes: ``chief``, else worker 0 of a cluster without a chief; any single process."""
+    if not config:
+        return True
+    kind, index = config["task"]["type"], config["task"]["index"]
+    return kind == "chief" or (kind == "worker" and index == 0 and "chief" not in config["cluster"])
+
+
+def task_name(config: Optional[Dict[str, Any]]) -> str:
+    return "single process" if not config else f"{config['task']['type']} {config['task']['index']}"
+
+
+def peers(config: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """(``"worker 1"``, ``host:port``) of every other training task."""
+    me = (config["task"]["type"], config["task"]["index"])
+    return [(f"{kind} {i}", address) for kind in ("chief", "worker") for i, address in
+            enumerate(config["cluster"].get(kind, [])) if (kind, i) != me]
+
+
+def reachable(address: str, timeout: float = 1.0) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def peer_timeout_message(config: Dict[str, Any], timeout_s: float) -> str:
+    """One line naming the peers this task could not reach (or saying they answered but did not join)."""
+    missing = [f"{name} at {address}" for name, address in peers(config) if not reachable(address)]
+    me = task_name(config)
+    if missing:
+        return (f"multi_worker: {me} could not reach {', '.join(missing)} within {timeout_s:g} s "
+                f"(train.peer_timeout_s); check the addresses in {TF_CONFIG} and that every task was started")
+    return (f"multi_worker: {me}: every peer accepts connections but the cluster did not form within "
+            f"{timeout_s:g} s (train.peer_timeout_s); check that all tasks run the same command and {TF_CONFIG}")
+
+
+def _exit_with(message: str) -> None:  # pragma: no cover - replaced in tests
+    log.error("%s", message)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(PEER_TIMEOUT_EXIT)
+
+
+class Watchdog:
+    """Calls ``on_timeout(message())`` unless :meth:`stop` comes within ``timeout_s``.
+
+    TensorFlow waits for missing peers without a deadline, inside C++ and deaf to SIGTERM, so a Python exception
+    cannot end that wait: the process has to leave (``on_timeout``'s default: one error line, exit code 2).
+    """
+
+    def __init__(self, timeout_s: float, message: Callable[[], str],
+                 on_timeout: Callable[[str], None] = _exit_with):
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(timeout_s, message, on_timeout), daemon=True)
+        self._thread.start()
+
+    def _watch(self, timeout_s, message, on_timeout):
+        if not self._done.wait(timeout_s):
+            on_timeout(message())
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def __enter__(self) -> "Watchdog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def cluster_for(name: str, environ=None) -> Optional[Dict[str, Any]]:
+    """The cluster of a run with ``train.strategy=name``, or None when it runs as one process.
+
+    Read from the environment alone (the TensorFlow runtime must not start before the strategy is made).
+    """
+    if name == "multi_worker" or (name == "auto" and not _tpu_configured()
+                                  and num_tasks(cluster_config(environ)) > 1):
+        return cluster_config(environ)
+    return None
+
+
+def barrier(strategy) -> None:
+    """Wait until every task of the cluster reaches this point (one all-reduce); nothing to wait for otherwise."""
+    import tensorflow as tf
+
+    if is_multi_worker(strategy):
+        strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+
+
+def split_cpu(n: int) -> None:
+    """Make ``n`` logical CPU devices (``train.cpu_replicas``): the host CPU as ``n`` replicas of ``mirrored``."""
+    import tensorflow as tf
+
+    if n <= 1:
+        return
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+    except RuntimeError:  # the runtime already started: fine if it was started with the same split
+        have = len(tf.config.list_logical_devices("CPU"))
+        if have != n:
+            raise ClusterError(f"train.cpu_replicas={n} needs a process whose TensorFlow runtime has not started "
+                               f"yet (it runs with {have} CPU device(s)); run `albert-pipeline pretrain`") from None
+
+
+def _tpu_configured() -> bool:
+    return bool(os.environ.get("TPU_NAME") or os.environ.get("CLOUD_TPU_TASK_ID")
+                or os.path.exists("/dev/accel0") or os.path.exists("/dev/vfio/0"))
+
+
+def resolve_name(name: str, environ=None) -> str:
+    """``auto`` → the concrete strategy for this process (TPU, cluster, GPUs); other names unchanged."""
+    if name != "auto":
+        return name
+    if _tpu_configured():
+        return "tpu"
+    if cluster_for(name, environ):
+        return "multi_worker"
+    import tensorflow as tf
+
+    return "mirrored" if len(tf.config.list_logical_devices("GPU")) > 1 else "default"
+
+
+def make_strategy(name: str, *, cpu_replicas: int = 1, peer_timeout_s: float = 600.0):
+    """The ``tf.distribute.Strategy`` for ``train.strategy`` (see the module docstring)."""
+    import tensorflow as tf
+
+    name = resolve_name(name)
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=os.environ.get("TPU_NAME", "local"))
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    if name == "multi_worker":
+        return make_multi_worker(peer_timeout_s)
+    if name == "mirrored":
+        split_cpu(cpu_replicas)
+        if tf.config.list_logical_devices("GPU"):
+            return tf.distribute.MirroredStrategy()
+        return tf.distribute.MirroredStrategy([d.name for d in tf.config.list_logical_devices("CPU")])
+    return tf.distribute.get_strategy()
+
+
+def make_multi_worker(peer_timeout_s: float):
+    """``MultiWorkerMirroredStrategy`` over the cluster of ``TF_CONFIG`` / ``CLUSTER_SPEC``, within a deadline.
+
+    The constructor blocks until every task has joined; :class:`Watchdog` bounds that wait.
+    """
+    import tensorflow as tf
+
+    config = cluster_config()
+    if not config:
+        raise ClusterError(f"train.strategy=multi_worker needs a cluster: set {TF_CONFIG} (or run on Vertex AI "
+                           f"Training, which sets {CLUSTER_SPEC}) on every task")
+    os.environ[TF_CONFIG] = json.dumps(config)  # CLUSTER_SPEC converted: TensorFlow reads TF_CONFIG only
+    log.info("multi_worker: %s of %d tasks; waiting for %s", task_name(config), num_tasks(config),
+             ", ".join(f"{n} at {a}" for n, a in peers(config)) or "no peer")
+    with Watchdog(peer_timeout_s, lambda: peer_timeout_message(config, peer_timeout_s)):
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    log.info("multi_worker: cluster formed, %d replicas", strategy.num_replicas_in_sync)
+    return strategy
+
+
+def is_multi_worker(strategy) -> bool:
+    import tensorflow as tf
+
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+
+
+def worker_scratch(config: Optional[Dict[str, Any]]) -> Optional[str]:
+    """A private temporary folder for a non-chief task's share of collective saves; None on the chief."""
+    if is_chief(config):
+        return None
+    return tempfile.mkdtemp(prefix=f"albert-{config['task']['type']}{config['task']['index']}-")
