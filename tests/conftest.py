@@ -79,6 +79,31 @@ def datagen_docs(tok, vocab, datagen_texts):
     return [tokenize_document(tok, d, vocab) for d in datagen_texts]
 
 
+# Masked examples for the pretraining-loop tests (resume, strategies): the datagen Beam code on
+# tests/fixtures/datagen_text.txt with the bundled 30k vocabulary, three uneven shards (a run crosses file and epoch
+# boundaries), sequences of 64.
+RESUME_DATA = ["datagen.max_seq_length=64", "datagen.max_predictions_per_seq=10", "datagen.dupe_factor=3",
+               "datagen.num_shards=3", "datagen.eval_fraction=0.2"]
+
+
+@pytest.fixture(scope="session")
+def resume_examples(tmp_path_factory):
+    """{"dir": the examples folder (laid out like the Examples artifact), "stats": datagen's statistics}."""
+    import shutil
+
+    from components.datagen_tool import make_pretraining_data
+    from pipeline.configs import build_config
+
+    root = tmp_path_factory.mktemp("resume")
+    docs = root / "docs"
+    docs.mkdir()
+    shutil.copyfile(os.path.join(REPO, "tests", "fixtures", "datagen_text.txt"), docs / "documents-00000-of-00001.txt")
+    out = str(root / "examples")
+    stats = make_pretraining_data([str(docs)], os.path.join(SAMPLE, "vocab", "30k-clean.model"), out,
+                                  build_config("sample", overrides=RESUME_DATA))
+    return {"dir": out, "stats": stats}
+
+
 def export_untrained_albert(d, seed, **overrides):
     """An albert dir as ``train_lib.export`` writes it (config, encoder checkpoint, the official 30k-clean
     vocabulary), from an untrained albert-tiny drawn with ``seed``: what the benchmark tests fine-tune."""

@@ -7,7 +7,6 @@ state must resume too), 12 steps of batch 8, checkpoints every 5 steps, a histor
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,13 +15,12 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, SAMPLE
+from tests.conftest import REPO
+from tests.conftest import RESUME_DATA as DATA
 
 pytestmark = pytest.mark.slow
 
 STEPS, CHECKPOINT_EVERY = 12, 5
-DATA = ["datagen.max_seq_length=64", "datagen.max_predictions_per_seq=10", "datagen.dupe_factor=3",
-        "datagen.num_shards=3", "datagen.eval_fraction=0.2"]
 TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
          f"train.checkpoint_every={CHECKPOINT_EVERY}", "train.log_every=1", "train.eval_every=0",
          "train.eval_steps=2", "train.shuffle_buffer=16", "train.learning_rate=0.003", "model.dropout=0.1"]
@@ -30,21 +28,11 @@ METRICS = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accura
 
 
 @pytest.fixture(scope="module")
-def examples(tmp_path_factory):
-    from components.datagen_tool import make_pretraining_data
-    from pipeline.configs import build_config
-
-    root = tmp_path_factory.mktemp("resume")
-    docs = root / "docs"
-    docs.mkdir()
-    shutil.copyfile(os.path.join(REPO, "tests", "fixtures", "datagen_text.txt"), docs / "documents-00000-of-00001.txt")
-    out = str(root / "examples")
-    stats = make_pretraining_data([str(docs)], os.path.join(SAMPLE, "vocab", "30k-clean.model"), out,
-                                  build_config("sample", overrides=DATA))
+def examples(resume_examples):
     # More records than one epoch of the run would need is not the point: 12 x 8 steps cross an epoch boundary.
-    assert stats["splits"]["train"]["instances"] < STEPS * 8
-    assert len(glob.glob(os.path.join(out, "Split-train", "*"))) == 3
-    return out
+    assert resume_examples["stats"]["splits"]["train"]["instances"] < STEPS * 8
+    assert len(glob.glob(os.path.join(resume_examples["dir"], "Split-train", "*"))) == 3
+    return resume_examples["dir"]
 
 
 def _cmd(examples, output, extra):

@@ -22,10 +22,9 @@ import json
 import logging
 import os
 import socket
-import sys
 import tempfile
-import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+import time
+from typing import Any, Dict, List, Optional, Tuple
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,6 @@ CLUSTER_SPEC = "CLUSTER_SPEC"  # what Vertex AI Training sets on every replica
 # chief (one replica), pool 1 the workers; pool 2 is a reduction server and pool 3 evaluators, neither of which
 # takes part in MultiWorkerMirroredStrategy's all-reduce.
 VERTEX_POOL_ROLES = {"workerpool0": "chief", "workerpool1": "worker"}
-PEER_TIMEOUT_EXIT = 2  # a cluster that cannot form is a settings/infrastructure error, not a crash
 
 
 class ClusterError(ValueError):
@@ -108,51 +106,40 @@ def reachable(address: str, timeout: float = 1.0) -> bool:
         return False
 
 
-def peer_timeout_message(config: Dict[str, Any], timeout_s: float) -> str:
-    """One line naming the peers this task could not reach (or saying they answered but did not join)."""
-    missing = [f"{name} at {address}" for name, address in peers(config) if not reachable(address)]
-    me = task_name(config)
-    if missing:
-        return (f"multi_worker: {me} could not reach {', '.join(missing)} within {timeout_s:g} s "
-                f"(train.peer_timeout_s); check the addresses in {TF_CONFIG} and that every task was started")
-    return (f"multi_worker: {me}: every peer accepts connections but the cluster did not form within "
-            f"{timeout_s:g} s (train.peer_timeout_s); check that all tasks run the same command and {TF_CONFIG}")
+def peer_timeout_message(config: Dict[str, Any], waiting: List[Tuple[str, str]], timeout_s: float) -> str:
+    missing = ", ".join(f"{name} at {address}" for name, address in waiting)
+    return (f"multi_worker: {task_name(config)} could not reach {missing} within {timeout_s:g} s "
+            f"(train.peer_timeout_s); check the addresses in {TF_CONFIG} and that every task was started")
 
 
-def _exit_with(message: str) -> None:  # pragma: no cover - replaced in tests
-    log.error("%s", message)
-    for handler in logging.getLogger().handlers:
-        handler.flush()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(PEER_TIMEOUT_EXIT)
+def rendezvous(config: Dict[str, Any], timeout_s: float, poll_s: float = 0.25) -> None:
+    """Return once every peer's address accepts connections; :class:`ClusterError` naming those that do not.
 
-
-class Watchdog:
-    """Calls ``on_timeout(message())`` unless :meth:`stop` comes within ``timeout_s``.
-
-    TensorFlow waits for missing peers without a deadline, inside C++ and deaf to SIGTERM, so a Python exception
-    cannot end that wait: the process has to leave (``on_timeout``'s default: one error line, exit code 2).
+    TensorFlow's ``MultiWorkerMirroredStrategy()`` waits for missing peers without a deadline, inside C++ that
+    holds the GIL and ignores SIGTERM, so nothing in the process can end that wait. The tasks meet here first:
+    each listens on its own address (until TensorFlow's server takes the port over) and probes the others'.
     """
-
-    def __init__(self, timeout_s: float, message: Callable[[], str],
-                 on_timeout: Callable[[str], None] = _exit_with):
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(timeout_s, message, on_timeout), daemon=True)
-        self._thread.start()
-
-    def _watch(self, timeout_s, message, on_timeout):
-        if not self._done.wait(timeout_s):
-            on_timeout(message())
-
-    def stop(self) -> None:
-        self._done.set()
-
-    def __enter__(self) -> "Watchdog":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    address = config["cluster"][config["task"]["type"]][config["task"]["index"]]
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("", int(address.rpartition(":")[2])))
+        listener.listen(64)
+    except (OSError, ValueError) as exc:
+        listener.close()
+        raise ClusterError(f"multi_worker: {task_name(config)} cannot listen on {address}: {exc}") from None
+    try:
+        deadline = time.monotonic() + timeout_s
+        waiting = peers(config)
+        while True:
+            waiting = [(name, addr) for name, addr in waiting if not reachable(addr)]
+            if not waiting:
+                return
+            if time.monotonic() >= deadline:
+                raise ClusterError(peer_timeout_message(config, waiting, timeout_s))
+            time.sleep(poll_s)
+    finally:
+        listener.close()
 
 
 def cluster_for(name: str, environ=None) -> Optional[Dict[str, Any]]:
@@ -229,10 +216,8 @@ def make_strategy(name: str, *, cpu_replicas: int = 1, peer_timeout_s: float = 6
 
 
 def make_multi_worker(peer_timeout_s: float):
-    """``MultiWorkerMirroredStrategy`` over the cluster of ``TF_CONFIG`` / ``CLUSTER_SPEC``, within a deadline.
-
-    The constructor blocks until every task has joined; :class:`Watchdog` bounds that wait.
-    """
+    """``MultiWorkerMirroredStrategy`` over the cluster of ``TF_CONFIG`` / ``CLUSTER_SPEC``, within a deadline
+    (:func:`rendezvous`: its constructor would wait for a missing peer forever)."""
     import tensorflow as tf
 
     config = cluster_config()
@@ -242,9 +227,9 @@ def make_multi_worker(peer_timeout_s: float):
     os.environ[TF_CONFIG] = json.dumps(config)  # CLUSTER_SPEC converted: TensorFlow reads TF_CONFIG only
     log.info("multi_worker: %s of %d tasks; waiting for %s", task_name(config), num_tasks(config),
              ", ".join(f"{n} at {a}" for n, a in peers(config)) or "no peer")
-    with Watchdog(peer_timeout_s, lambda: peer_timeout_message(config, peer_timeout_s)):
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
+    rendezvous(config, peer_timeout_s)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver())
     log.info("multi_worker: cluster formed, %d replicas", strategy.num_replicas_in_sync)
     return strategy
 

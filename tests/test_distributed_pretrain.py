@@ -1,0 +1,178 @@
+"""Done-when tests of issue 26: every distribution strategy runs ``albert-pipeline pretrain`` end to end.
+
+The same real run (the resume test's masked examples, albert-tiny, 12 steps of batch 8, checkpoints every 5) as:
+
+* one process on the default device (the reference);
+* ``mirrored`` over 2 logical CPU devices (the CPU twin of a multi-GPU VM), SIGKILLed after step 6 and rerun
+  with 4 steps per device loop (``train.steps_per_loop``, the TPU's loop);
+* ``multi_worker``: 2 processes on loopback ports (``TF_CONFIG``), one SIGKILLed mid-run, both relaunched with
+  the same command, the cluster then described as Vertex AI does (``CLUSTER_SPEC``);
+
+each equal to the reference: every logged loss within 1e-5 relative, the exported weights within 1e-5. Dropout
+is 0 here: with dropout, each replica draws its own masks (folded from its replica id), as in any data-parallel
+run. A worker whose peers never come fails within ``train.peer_timeout_s``, exit 2, one line naming the address.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO
+from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _checkpoint_steps, _kill_when,
+                                        _tensorboard_steps, _train_lines, _weights)
+
+pytestmark = pytest.mark.slow
+
+TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
+         f"train.checkpoint_every={CHECKPOINT_EVERY}", "train.log_every=1", "train.eval_every=6",
+         "train.eval_steps=2", "train.eval_batch_size=4", "train.shuffle_buffer=16", "train.learning_rate=0.003",
+         "model.dropout=0.0"]
+
+
+def _cmd(examples, output, *extra):
+    exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
+    return [exe, "pretrain", "--examples", examples, "--output", output] + [
+        f"--set={o}" for o in DATA + TRAIN + list(extra)]
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CONFIG", "CLUSTER_SPEC")}
+    return {**env, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
+
+
+def _free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _tf_config(addresses, index):
+    return json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}})
+
+
+def _eval_lines(output):
+    path = os.path.join(output, "model_run", "train_history.jsonl")
+    with open(path) as f:
+        return [r for r in map(json.loads, f) if r["split"] == "eval"]
+
+
+def _assert_equal_runs(reference, other):
+    ref, got = _train_lines(reference), _train_lines(other)
+    assert [h["step"] for h in got] == list(range(1, STEPS + 1)) == [h["step"] for h in ref]
+    for a, b in zip(ref, got):
+        for name in METRICS:
+            np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=f"step {a['step']} {name}")
+    assert ref[-1]["loss"] != ref[0]["loss"]  # it trained
+    ref_eval, got_eval = _eval_lines(reference), _eval_lines(other)
+    assert [e["step"] for e in got_eval] == [6, 12] == [e["step"] for e in ref_eval]
+    for a, b in zip(ref_eval, got_eval):
+        for name in METRICS[:-1]:
+            np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=f"eval {a['step']} {name}")
+    ref_w, got_w = _weights(reference), _weights(other)
+    assert sorted(ref_w) == sorted(got_w) and len(ref_w) > 10
+    for name in ref_w:
+        np.testing.assert_allclose(got_w[name], ref_w[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    assert sorted(_tensorboard_steps(other)) == list(range(1, STEPS + 1))
+
+
+@pytest.fixture(scope="module")
+def examples(resume_examples):
+    return resume_examples["dir"]
+
+
+@pytest.fixture(scope="module")
+def reference(examples, tmp_path_factory):
+    """The default-device run."""
+    out = str(tmp_path_factory.mktemp("reference") / "run")
+    done = subprocess.run(_cmd(examples, out, "train.strategy=cpu"), env=_env(), capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["final_step"] == STEPS
+    return out
+
+
+def test_mirrored_over_two_cpu_replicas_equals_one_device_through_a_kill(examples, reference, tmp_path):
+    out = str(tmp_path / "mirrored")
+    mirrored = ["train.strategy=mirrored", "train.cpu_replicas=2"]
+    proc = subprocess.Popen(_cmd(examples, out, *mirrored), env=_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    _kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6")
+    assert _checkpoint_steps(out) == [CHECKPOINT_EVERY]
+    # Rerun: resumes at step 5 and runs the rest 4 optimizer steps per call into the device (steps 6-8, 9-10 ...).
+    done = subprocess.run(_cmd(examples, out, *mirrored, "train.steps_per_loop=4"), env=_env(),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads(done.stdout)
+    assert (info["start_step"], info["final_step"]) == (CHECKPOINT_EVERY, STEPS)
+    with open(os.path.join(out, "model", "albert", "export_info.json")) as f:
+        assert json.load(f)["num_replicas"] == 2
+    _assert_equal_runs(reference, out)
+
+
+def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examples, reference, tmp_path):
+    out = str(tmp_path / "cluster")
+    addresses = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    cmd = _cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=120")
+    procs = [subprocess.Popen(cmd, env=_env(TF_CONFIG=_tf_config(addresses, i)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        # SIGKILL worker 1 once the chief logged step 6 (after checkpoint 5, before checkpoint 10).
+        _kill_when(procs[1], lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6")
+        try:  # the chief cannot finish alone: it fails, or waits for its peer, and is killed like a lost VM
+            procs[0].wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            procs[0].kill()
+            procs[0].wait()
+        assert procs[0].returncode != 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    logged, saved = [h["step"] for h in _train_lines(out)], _checkpoint_steps(out)
+    assert saved == [CHECKPOINT_EVERY] and CHECKPOINT_EVERY < max(logged) < STEPS
+    # Only the chief wrote: one history, checkpoints in one folder, no worker scratch left behind.
+    assert len(os.listdir(os.path.join(out, "checkpoints"))) == 1
+
+    # Relaunch both with the same command; the cluster now described as Vertex AI does (chief pool + worker pool).
+    spec = {"cluster": {"workerpool0": addresses[:1], "workerpool1": addresses[1:]}, "environment": "cloud"}
+    procs = [subprocess.Popen(cmd, env=_env(CLUSTER_SPEC=json.dumps(
+        {**spec, "task": {"type": f"workerpool{i}", "index": 0}})), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True) for i in range(2)]
+    results = []
+    for p in procs:
+        try:
+            out_text, err_text = p.communicate(timeout=600)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        assert p.returncode == 0, err_text[-3000:]
+        results.append(json.loads(out_text))
+    assert [(r["start_step"], r["final_step"]) for r in results] == [(CHECKPOINT_EVERY, STEPS)] * 2
+    assert results[0]["eval_metrics"] == results[1]["eval_metrics"]
+    _assert_equal_runs(reference, out)
+    with open(os.path.join(out, "model", "albert", "export_info.json")) as f:
+        assert json.load(f)["num_replicas"] == 2
+
+
+def test_a_worker_whose_peer_never_comes_fails_in_bounded_time(examples, tmp_path):
+    out = str(tmp_path / "alone")
+    addresses = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    start = time.time()
+    done = subprocess.run(_cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=5"),
+                          env=_env(TF_CONFIG=_tf_config(addresses, 0)), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert time.time() - start < 120
+    lines = [line for line in done.stderr.splitlines() if "error" in line]
+    assert len(lines) == 1 and f"worker 1 at {addresses[1]}" in lines[0] and "within 5 s" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
