@@ -486,7 +486,7 @@ def _first_line(error: BaseException) -> str:
     if isinstance(error, KeyError) and error.args:
         text = str(error.args[0])
     line = _BEAM_STEP.sub("", text.splitlines()[0] if text else type(error).__name__)
-    return line if len(line) <= 500 else line[:497] + "..."
+    return line if len(line) <= 1000 else line[:997] + "..."
 
 
 def main(argv: Optional[List[str]] = None) -> None:

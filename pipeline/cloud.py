@@ -5,12 +5,85 @@ Each action is split into *build* (construct the request object, offline, testab
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
+
+# Where a pipeline's files must live for each target: the machines that run it cannot read the folders of the
+# machine that compiled the spec.
+REMOTE_SCHEMES = {"Vertex AI": ("gs://",), "Kubeflow Pipelines": ("gs://", "s3://", "minio://")}
+AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service "
+             "account key file")
 
 
 class CloudConfigError(ValueError):
-    """A required cloud setting is missing; raised before anything is sent."""
+    """A required cloud setting is missing or wrong; raised before anything is sent."""
+
+
+class CloudAuthError(CloudConfigError):
+    """No usable Google Cloud credentials (a user error: the message says how to authenticate)."""
+
+
+def _spec_values(spec_path: str):
+    """(compiled pipeline root, Trainer ``checkpoint_root``, {data parameter: default}) of a compiled spec.
+
+    Data parameters are those feeding an Importer's ``artifact_uri``: the raw data folders.
+    """
+    with open(spec_path) as f:
+        text = f.read()
+    if spec_path.endswith((".yaml", ".yml")):
+        import yaml
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    pipeline_spec = data.get("pipelineSpec", data)
+    runtime = data.get("runtimeConfig", {})
+    root = runtime.get("gcsOutputDirectory") or pipeline_spec.get("defaultPipelineRoot")
+    tasks = pipeline_spec.get("root", {}).get("dag", {}).get("tasks", {})
+    uri_params = {task["inputs"]["parameters"]["artifact_uri"].get("componentInputParameter")
+                  for task in tasks.values() if "artifact_uri" in task.get("inputs", {}).get("parameters", {})}
+    defaults = {name: value["stringValue"] for name, value in (runtime.get("parameters") or {}).items()
+                if name in uri_params and "stringValue" in value}
+    for name, declared in pipeline_spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {}).items():
+        if name in uri_params and isinstance(declared.get("defaultValue"), str):
+            defaults.setdefault(name, declared["defaultValue"])
+    checkpoint_root = None
+    if "Trainer" in tasks:
+        raw = tasks["Trainer"]["inputs"]["parameters"].get("custom_config", {})
+        text = raw.get("runtimeValue", {}).get("constantValue", {}).get("stringValue")
+        checkpoint_root = json.loads(text).get("checkpoint_root") if text else None
+    return root, checkpoint_root, defaults, uri_params
+
+
+def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dict[str, Any]] = None,
+                     pipeline_root: Optional[str] = None) -> None:
+    """Refuse a spec whose compiled paths the cloud machines cannot reach (:class:`CloudConfigError`, one line).
+
+    Checked: the compiled pipeline root (or ``pipeline_root``, where the submission sets one), the Trainer's
+    checkpoint root (compiled from the pipeline root: checkpoints elsewhere are lost with the container), and
+    every string parameter (the data folders) after ``parameter_values`` overrides.
+    """
+    schemes = REMOTE_SCHEMES[target]
+    root, checkpoint_root, defaults, data_params = _spec_values(spec_path)
+    given = {k: v for k, v in (parameter_values or {}).items() if k in data_params and isinstance(v, str)}
+    values = {**defaults, **given}
+    bad: List[str] = []
+    if not str(pipeline_root or root or "").startswith(schemes):
+        bad.append(f"pipeline root={pipeline_root or root}")
+    if checkpoint_root is not None and not checkpoint_root.startswith(schemes):
+        bad.append(f"Trainer checkpoint_root={checkpoint_root}")
+    data = [f"{name}={value}" for name, value in sorted(values.items()) if not value.startswith(schemes)]
+    if bad or data:
+        fixes = ([f"recompile with --pipeline-root {schemes[0]}BUCKET/PATH"] if bad else []) + (
+            [f"pass --parameters '{{\"{data[0].split('=')[0]}\": \"{schemes[0]}...\"}}' for each data folder"]
+            if data else [])
+        raise CloudConfigError(f"{spec_path} cannot run on {target} (paths must be {' or '.join(schemes)}): "
+                               f"{', '.join(bad + data)}; fix: {'; '.join(fixes)}")
+
+
+def _credentials_error(exc: Exception) -> CloudAuthError:
+    return CloudAuthError(f"no usable Google Cloud credentials ({str(exc).splitlines()[0][:200]}): {AUTH_HELP}")
 
 
 @dataclass
@@ -35,25 +108,35 @@ def build_pipeline_job(template_path: str, target: VertexTarget, *, display_name
                        parameter_values: Optional[Dict[str, Any]] = None, enable_caching: bool = True,
                        credentials=None):
     """A ``google.cloud.aiplatform.PipelineJob`` for the compiled spec (constructed offline)."""
+    import google.auth.exceptions
     from google.cloud import aiplatform
 
     target.validate()
-    return aiplatform.PipelineJob(
-        display_name=display_name,
-        template_path=template_path,
-        pipeline_root=target.pipeline_root,
-        parameter_values=parameter_values or {},
-        enable_caching=enable_caching,
-        project=target.project,
-        location=target.region,
-        labels=target.labels,
-        credentials=credentials,
-    )
+    check_spec_paths(template_path, "Vertex AI", parameter_values, pipeline_root=target.pipeline_root)
+    try:
+        return aiplatform.PipelineJob(
+            display_name=display_name,
+            template_path=template_path,
+            pipeline_root=target.pipeline_root,
+            parameter_values=parameter_values or {},
+            enable_caching=enable_caching,
+            project=target.project,
+            location=target.region,
+            labels=target.labels,
+            credentials=credentials,
+        )
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise _credentials_error(exc) from None
 
 
 def submit_vertex(job, target: VertexTarget):
     """Send the job (network)."""
-    job.submit(service_account=target.service_account, network=target.network)
+    import google.auth.exceptions
+
+    try:
+        job.submit(service_account=target.service_account, network=target.network)
+    except google.auth.exceptions.GoogleAuthError as exc:  # expired or revoked credentials surface here
+        raise _credentials_error(exc) from None
     return job
 
 
@@ -79,12 +162,16 @@ class ScheduleSpec:
 
 def build_schedule(job, spec: ScheduleSpec, credentials=None):
     """(``PipelineJobSchedule``, kwargs for its ``create``) — built offline."""
+    import google.auth.exceptions
     from google.cloud import aiplatform
 
     spec.validate()
-    schedule = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name=spec.display_name,
-                                              credentials=credentials, project=job.project,
-                                              location=job.location)
+    try:
+        schedule = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name=spec.display_name,
+                                                  credentials=credentials, project=job.project,
+                                                  location=job.location)
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise _credentials_error(exc) from None
     create_kwargs = {"cron": spec.cron, "max_concurrent_run_count": spec.max_concurrent_run_count,
                      "max_run_count": spec.max_run_count, "start_time": spec.start_time,
                      "end_time": spec.end_time}
@@ -94,7 +181,12 @@ def build_schedule(job, spec: ScheduleSpec, credentials=None):
 def create_schedule(schedule, create_kwargs: Dict[str, Any], service_account: Optional[str] = None,
                     network: Optional[str] = None):
     """Send the schedule (network)."""
-    schedule.create(service_account=service_account, network=network, **create_kwargs)
+    import google.auth.exceptions
+
+    try:
+        schedule.create(service_account=service_account, network=network, **create_kwargs)
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise _credentials_error(exc) from None
     return schedule
 
 
@@ -171,8 +263,6 @@ def kfp_package(spec_path: str, output_path: Optional[str] = None, pipeline_root
     (``runtimeConfig.gcsOutputDirectory`` or ``pipeline_root``) becomes the spec's ``defaultPipelineRoot``. A
     ``.yaml``/``.yml`` package is returned unchanged.
     """
-    import json
-
     import yaml
 
     if spec_path.endswith((".yaml", ".yml", ".tar.gz", ".tgz", ".zip")):
@@ -197,7 +287,6 @@ def kfp_package(spec_path: str, output_path: Optional[str] = None, pipeline_root
 def kfp_cli_command(package_path: str, host: str, *, run_name: str, experiment_name: str = "albert-tfx",
                     arguments: Optional[Dict[str, Any]] = None) -> str:
     """The equivalent ``kfp`` CLI command line (KFP SDK 2.x: ``kfp run create``; 1.x called it ``kfp run submit``)."""
-    import json
     import shlex
 
     args = ["kfp", "--endpoint", host, "run", "create", "--experiment-name", experiment_name,
@@ -218,6 +307,7 @@ def submit_kfp(package_path: str, host: str, *, run_name: str, experiment_name: 
     """
     if not host and client is None:
         raise CloudConfigError("Kubeflow submission needs --endpoint (the KFP API host)")
+    check_spec_paths(package_path, "Kubeflow Pipelines", arguments, pipeline_root=pipeline_root)
     package = kfp_package(package_path, pipeline_root=pipeline_root)
     if client is None:
         import kfp

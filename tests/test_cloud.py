@@ -389,7 +389,35 @@ def test_compiled_spec_declares_runtime_parameters_with_the_config_as_defaults(c
     assert tasks["GlueDataImporter"]["inputs"]["parameters"]["artifact_uri"] == {"componentInputParameter": "glue_dir"}
 
 
-def test_submit_with_parameters_on_the_compiled_spec(compiled_spec, vertex_rpcs, monkeypatch):
+@pytest.fixture(scope="module")
+def gs_spec(tmp_path_factory):
+    """Compiled with ``--pipeline-root gs://b/root``; the data folders still the bundled local ones."""
+    from pipeline.configs import build_config
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    config = build_config("sample")
+    config.pipeline_root = "gs://b/root"
+    return compile_pipeline(config, str(tmp_path_factory.mktemp("compiled_gs") / "spec.json"), image=IMAGE)
+
+
+DATA_FOLDERS = ("books_dir", "glue_dir", "race_dir", "squad_dir", "wikipedia_dir")
+ON_GCS = {name: f"gs://b/data/{name}" for name in DATA_FOLDERS}
+
+
+def _cli(argv, capsys):
+    from pipeline.cli import run_cli
+
+    code = run_cli(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _vertex_args(command, spec, *extra):
+    return [command, "--spec", spec, "--project", "p-albert", "--region", "europe-west4",
+            "--pipeline-root", "gs://b/root", *extra]
+
+
+def test_submit_with_parameters_on_the_compiled_spec(gs_spec, vertex_rpcs, monkeypatch):
     """`albert-pipeline submit --parameters` through the CLI's own handler, on what `compile` wrote."""
     import google.auth
     from google.auth.credentials import AnonymousCredentials
@@ -397,18 +425,85 @@ def test_submit_with_parameters_on_the_compiled_spec(compiled_spec, vertex_rpcs,
     from pipeline.cli import build_parser
 
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
-    args = build_parser().parse_args([
-        "submit", "--spec", compiled_spec, "--project", "p-albert", "--region", "europe-west4",
-        "--pipeline-root", "gs://b/root", "--service-account", SA,
-        "--parameters", json.dumps({"num_train_steps": 1000, "finetune_seeds": 3, "glue_dir": "gs://b/glue"})])
+    params = {"num_train_steps": 1000, "finetune_seeds": 3, **ON_GCS, "glue_dir": "gs://b/glue"}
+    args = build_parser().parse_args(_vertex_args("submit", gs_spec, "--service-account", SA,
+                                                  "--parameters", json.dumps(params)))
     assert args.func(args) == 0
     sent = _only(vertex_rpcs, "create_pipeline_job")["pipeline_job"]
     # TFX writes a schema-2.0.0 spec, for which the SDK sends typed `runtimeConfig.parameters`.
     values = {k: getattr(v, v._pb.WhichOneof("value")) for k, v in sent.runtime_config.parameters.items()}
     assert values["num_train_steps"] == 1000 and values["finetune_seeds"] == 3 and values["glue_dir"] == "gs://b/glue"
-    assert values["race_dir"].endswith("data/sample/race")  # not given: the compiled default
+    assert values["race_dir"] == "gs://b/data/race_dir"
     with pytest.raises(ValueError, match="learning_rate"):
-        args = build_parser().parse_args([
-            "submit", "--spec", compiled_spec, "--project", "p-albert", "--region", "europe-west4",
-            "--pipeline-root", "gs://b/root", "--parameters", json.dumps({"learning_rate": 1})])
+        args = build_parser().parse_args(_vertex_args("submit", gs_spec, "--parameters",
+                                                      json.dumps({"learning_rate": 1, **ON_GCS})))
         args.func(args)
+
+
+# -- a compiled spec that cannot be sent wrong -----------------------------------------------------------------------
+def test_vertex_refuses_a_spec_compiled_with_the_local_pipeline_root(compiled_spec, vertex_rpcs, capsys):
+    """The default compile: its Trainer checkpoints would live inside the container (lost on preemption)."""
+    for command, extra in (("submit", ()), ("schedule", ("--cron", "0 3 * * 1"))):
+        code, out, err = _cli(_vertex_args(command, compiled_spec, *extra,
+                                           "--parameters", json.dumps(ON_GCS)), capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "Trainer checkpoint_root=outputs/pipeline_root/_checkpoints" in err
+        assert "recompile with --pipeline-root gs://BUCKET/PATH" in err and "_dir=" not in err
+    assert vertex_rpcs == []
+
+
+def test_vertex_refuses_local_data_folder_defaults_until_parameters_override_them(gs_spec, vertex_rpcs, capsys,
+                                                                                 monkeypatch):
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
+    code, _, err = _cli(_vertex_args("submit", gs_spec), capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    for name in DATA_FOLDERS:  # each one named, with the compiling machine's path
+        assert f"{name}=" in err and f"data/sample/{name[:-4]}" in err
+    assert "checkpoint_root" not in err and "--parameters" in err
+    partial = {k: v for k, v in ON_GCS.items() if k != "race_dir"}
+    code, _, err = _cli(_vertex_args("submit", gs_spec, "--parameters", json.dumps(partial)), capsys)
+    assert code == 2 and "race_dir=" in err and "glue_dir" not in err
+    bad = {**ON_GCS, "glue_dir": "/home/me/glue"}  # an override must be reachable too
+    code, _, err = _cli(_vertex_args("submit", gs_spec, "--parameters", json.dumps(bad)), capsys)
+    assert code == 2 and "glue_dir=/home/me/glue" in err
+    assert vertex_rpcs == []
+    code, out, err = _cli(_vertex_args("submit", gs_spec, "--parameters", json.dumps(ON_GCS)), capsys)
+    assert code == 0 and "submitted Vertex AI PipelineJob" in out, err
+    assert len([c for c in vertex_rpcs if c[0] == "create_pipeline_job"]) == 1
+
+
+def test_kfp_refuses_a_local_pipeline_root(compiled_spec, gs_spec):
+    class NeverCalled:
+        def create_run_from_pipeline_package(self, **kwargs):
+            raise AssertionError("sent")
+
+    with pytest.raises(cloud.CloudConfigError) as info:
+        cloud.submit_kfp(compiled_spec, "http://kfp.example.invalid", run_name="x", arguments=ON_GCS,
+                         client=NeverCalled())
+    assert "pipeline root=outputs/pipeline_root" in str(info.value)
+    assert "Trainer checkpoint_root=outputs/pipeline_root/_checkpoints" in str(info.value)
+    s3 = {k: "s3://b/" + k for k in DATA_FOLDERS}
+    with pytest.raises(cloud.CloudConfigError, match="books_dir=.*data/sample/books"):
+        cloud.submit_kfp(gs_spec, "http://kfp.example.invalid", run_name="x", client=NeverCalled())
+    with pytest.raises(AssertionError, match="sent"):  # everything reachable: it goes on to send
+        cloud.submit_kfp(gs_spec, "http://kfp.example.invalid", run_name="x", arguments=s3, client=NeverCalled())
+
+
+def test_missing_credentials_is_a_user_error_saying_how_to_authenticate(gs_spec, vertex_rpcs, capsys, monkeypatch,
+                                                                         tmp_path):
+    """Google's real credential lookup, pointed at a key file that does not exist (no network involved)."""
+    from google.cloud.aiplatform import initializer
+
+    monkeypatch.setattr(initializer.global_config, "_credentials", None)  # what earlier tests' SDK calls cached
+    monkeypatch.setattr(initializer.global_config, "_project", None)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing-key.json"))
+    for command, extra in (("submit", ()), ("schedule", ("--cron", "0 3 * * 1"))):
+        code, out, err = _cli(_vertex_args(command, gs_spec, *extra, "--parameters", json.dumps(ON_GCS)), capsys)
+        assert code == 2 and out == "", err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert "no usable Google Cloud credentials" in err and "gcloud auth application-default login" in err
+        assert "missing-key.json" in err
+    assert vertex_rpcs == []
