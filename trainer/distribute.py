@@ -112,12 +112,13 @@ def peer_timeout_message(config: Dict[str, Any], waiting: List[Tuple[str, str]],
             f"(train.peer_timeout_s); check the addresses in {TF_CONFIG} and that every task was started")
 
 
-def rendezvous(config: Dict[str, Any], timeout_s: float, poll_s: float = 0.25) -> None:
+def rendezvous(config: Dict[str, Any], timeout_s: float, poll_s: float = 0.25, linger_s: float = 2.0) -> None:
     """Return once every peer's address accepts connections; :class:`ClusterError` naming those that do not.
 
     TensorFlow's ``MultiWorkerMirroredStrategy()`` waits for missing peers without a deadline, inside C++ that
     holds the GIL and ignores SIGTERM, so nothing in the process can end that wait. The tasks meet here first:
-    each listens on its own address (until TensorFlow's server takes the port over) and probes the others'.
+    each listens on its own address and probes the others'. Having seen them all, a task listens ``linger_s``
+    longer (peers probing every ``poll_s`` see it), then TensorFlow's server takes the port over.
     """
     address = config["cluster"][config["task"]["type"]][config["task"]["index"]]
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -134,6 +135,7 @@ def rendezvous(config: Dict[str, Any], timeout_s: float, poll_s: float = 0.25) -
         while True:
             waiting = [(name, addr) for name, addr in waiting if not reachable(addr)]
             if not waiting:
+                time.sleep(linger_s)
                 return
             if time.monotonic() >= deadline:
                 raise ClusterError(peer_timeout_message(config, waiting, timeout_s))

@@ -285,14 +285,17 @@ def make_train_step(model: tf_keras.Model, optimizer, strategy: tf.distribute.St
     if jit_compile:  # XLA for the forward/backward pass (the iterator, the all-reduce and the update stay outside)
         losses_and_grads = tf.function(losses_and_grads, jit_compile=True)
 
+    def sum_over_replicas(grads):
+        if num_replicas == 1:  # nothing to add (and one-device MirroredStrategy cannot batch-reduce unplaced reads)
+            return grads
+        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+
     def apply(grads):
         if global_batch:  # sum over replicas first, then clip the global-batch gradient
-            grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
-            grads, _ = clip_gradients(grads, clip_norm)
+            grads, _ = clip_gradients(sum_over_replicas(grads), clip_norm)
         else:  # official: clip this replica's gradient, then average over replicas
             grads, _ = clip_gradients(grads, clip_norm)
-            grads = [None if g is None else g / num_replicas for g in grads]
-            grads = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
+            grads = sum_over_replicas([None if g is None else g / num_replicas for g in grads])
         optimizer.apply_gradients(zip(grads, variables), skip_gradients_aggregation=True)
 
     def micro_step(inputs, labels, norm, dropout_seed):
