@@ -12,6 +12,9 @@ from typing import Any, Dict, List, Optional
 # Where a pipeline's files must live for each target: the machines that run it cannot read the folders of the
 # machine that compiled the spec.
 REMOTE_SCHEMES = {"Vertex AI": ("gs://",), "Kubeflow Pipelines": ("gs://", "s3://", "minio://")}
+# The pipeline image's own copy of the bundled sample (infra/Dockerfile: WORKDIR, COPY data/sample): folders under
+# it exist in every container of the image, so a spec may name them wherever it was compiled.
+IMAGE_DATA_ROOT = "/opt/albert-tfx/data/"
 AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service "
              "account key file")
 
@@ -62,7 +65,7 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
 
     Checked: the compiled pipeline root (or ``pipeline_root``, where the submission sets one), the Trainer's
     checkpoint root (compiled from the pipeline root: checkpoints elsewhere are lost with the container), and
-    every string parameter (the data folders) after ``parameter_values`` overrides.
+    every data folder after ``parameter_values`` overrides (a remote URI, or the image's bundled sample).
     """
     schemes = REMOTE_SCHEMES[target]
     root, checkpoint_root, defaults, data_params = _spec_values(spec_path)
@@ -73,11 +76,12 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
         bad.append(f"pipeline root={pipeline_root or root}")
     if checkpoint_root is not None and not checkpoint_root.startswith(schemes):
         bad.append(f"Trainer checkpoint_root={checkpoint_root}")
-    data = [f"{name}={value}" for name, value in sorted(values.items()) if not value.startswith(schemes)]
+    data = [f"{name}={value}" for name, value in sorted(values.items())
+            if not value.startswith(schemes + (IMAGE_DATA_ROOT,))]
     if bad or data:
         fixes = ([f"recompile with --pipeline-root {schemes[0]}BUCKET/PATH"] if bad else []) + (
-            [f"pass --parameters '{{\"{data[0].split('=')[0]}\": \"{schemes[0]}...\"}}' for each data folder"]
-            if data else [])
+            [f"pass --parameters '{{\"{data[0].split('=')[0]}\": \"{schemes[0]}...\"}}' for each data folder (or "
+             f"name the pipeline image's bundled sample under {IMAGE_DATA_ROOT})"] if data else [])
         raise CloudConfigError(f"{spec_path} cannot run on {target} (paths must be {' or '.join(schemes)}): "
                                f"{', '.join(bad + data)}; fix: {'; '.join(fixes)}")
 

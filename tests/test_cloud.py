@@ -507,3 +507,15 @@ def test_missing_credentials_is_a_user_error_saying_how_to_authenticate(gs_spec,
         assert "no usable Google Cloud credentials" in err and "gcloud auth application-default login" in err
         assert "missing-key.json" in err
     assert vertex_rpcs == []
+
+
+def test_the_image_data_root_is_where_the_dockerfile_puts_the_sample():
+    """Data folders under ``IMAGE_DATA_ROOT`` pass the check because the pipeline image holds them."""
+    import os
+
+    from tests.conftest import REPO
+
+    with open(os.path.join(REPO, "infra", "Dockerfile")) as f:
+        dockerfile = f.read()
+    assert cloud.IMAGE_DATA_ROOT == "/opt/albert-tfx/data/"
+    assert "WORKDIR /opt/albert-tfx\n" in dockerfile and "COPY data/sample ./data/sample" in dockerfile
