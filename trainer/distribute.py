@@ -37,7 +37,22 @@ VERTEX_POOL_ROLES = {"workerpool0": "chief", "workerpool1": "worker"}
 
 
 class ClusterError(ValueError):
-    """The cluster description is unusable (reported as a user error, exit 2)."""
+    """The cluster description is unusable, or the cluster broke (reported in one line, exit 2)."""
+
+
+# What TensorFlow raises in a collective step when another task died or was preempted.
+def peer_errors():
+    import tensorflow as tf
+
+    return (tf.errors.UnavailableError, tf.errors.InternalError, tf.errors.AbortedError,
+            tf.errors.CancelledError, tf.errors.DeadlineExceededError)
+
+
+def peer_lost(config: Dict[str, Any], step: int, exc: Exception) -> ClusterError:
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+    return ClusterError(f"multi_worker: {task_name(config)} lost the cluster after step {step} ({type(exc).__name__}: "
+                        f"{first}); a task stopped or was preempted: rerun every task with the same command, the run "
+                        "resumes from its last checkpoint")
 
 
 def tf_config_from_cluster_spec(cluster_spec: Dict[str, Any]) -> Dict[str, Any]:

@@ -632,7 +632,26 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
 
     steps_per_loop = max(int(getattr(t, "steps_per_loop", 1)), 1)
     run_log = RunLog(job.log_dir, start_step, t.num_train_steps, t.train_batch_size, enabled=chief)
-    step, eval_metrics = start_step, {}
+    step = start_step
+    try:
+        step, eval_metrics = _train_loop(t, step, train_step, train_iter, train_metrics, optimizer, run_log, evaluate,
+                                         checkpoints, steps_per_loop, start_step, cluster)
+    finally:
+        run_log.close()
+        if scratch:
+            tf.io.gfile.rmtree(scratch)
+    return {"model": model, "eval_metrics": eval_metrics, "start_step": start_step, "final_step": step,
+            "precision": precision, "num_replicas": num_replicas, "gradient_semantics": semantics,
+            "chief": chief, "strategy": strategy}
+
+
+def _train_loop(t, step, train_step, train_iter, train_metrics, optimizer, run_log, evaluate, checkpoints,
+                steps_per_loop, start_step, cluster):
+    """Steps, logs, evaluations and checkpoints from ``step`` to ``t.num_train_steps``; (final step, eval metrics).
+
+    In a cluster, a collective that fails because another task died becomes one :class:`distribute.ClusterError`.
+    """
+    eval_metrics: Dict[str, float] = {}
     try:
         while step < t.num_train_steps:
             n = min(steps_per_loop, _boundaries(step, t) - step)
@@ -657,13 +676,11 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
             eval_metrics = evaluate()
         elif not (t.checkpoint_every and step % t.checkpoint_every == 0):
             checkpoints.save(step)  # the same decision on every task: saves are collective in a cluster
-    finally:
-        run_log.close()
-        if scratch:
-            tf.io.gfile.rmtree(scratch)
-    return {"model": model, "eval_metrics": eval_metrics, "start_step": start_step, "final_step": step,
-            "precision": precision, "num_replicas": num_replicas, "gradient_semantics": semantics,
-            "chief": chief, "strategy": strategy}
+    except distribute.peer_errors() as exc:
+        if cluster is None:
+            raise
+        raise distribute.peer_lost(cluster, step, exc) from exc
+    return step, eval_metrics
 
 
 class ServingModule(tf.Module):
