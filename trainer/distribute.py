@@ -40,8 +40,8 @@ class ClusterError(ValueError):
     """The cluster description is unusable, or the cluster broke (reported in one line, exit 2)."""
 
 
-# What TensorFlow raises in a collective step when another task died or was preempted.
 def peer_errors():
+    """What TensorFlow raises in a collective step when another task died or was preempted."""
     import tensorflow as tf
 
     return (tf.errors.UnavailableError, tf.errors.InternalError, tf.errors.AbortedError,
@@ -49,6 +49,7 @@ def peer_errors():
 
 
 def peer_lost(config: Dict[str, Any], step: int, exc: Exception) -> ClusterError:
+    """The one-line error of a task whose cluster broke at ``step``."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
     return ClusterError(f"multi_worker: {task_name(config)} lost the cluster after step {step} ({type(exc).__name__}: "
                         f"{first}); a task stopped or was preempted: rerun every task with the same command, the run "
