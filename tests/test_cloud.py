@@ -466,9 +466,9 @@ def test_vertex_refuses_local_data_folder_defaults_until_parameters_override_the
     partial = {k: v for k, v in ON_GCS.items() if k != "race_dir"}
     code, _, err = _cli(_vertex_args("submit", gs_spec, "--parameters", json.dumps(partial)), capsys)
     assert code == 2 and "race_dir=" in err and "glue_dir" not in err
-    bad = {**ON_GCS, "glue_dir": "/home/me/glue"}  # an override must be reachable too
+    bad = {**ON_GCS, "glue_dir": "/srv/glue"}  # an override must be reachable too
     code, _, err = _cli(_vertex_args("submit", gs_spec, "--parameters", json.dumps(bad)), capsys)
-    assert code == 2 and "glue_dir=/home/me/glue" in err
+    assert code == 2 and "glue_dir=/srv/glue" in err
     assert vertex_rpcs == []
     code, out, err = _cli(_vertex_args("submit", gs_spec, "--parameters", json.dumps(ON_GCS)), capsys)
     assert code == 0 and "submitted Vertex AI PipelineJob" in out, err

@@ -230,7 +230,10 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     job = cloud.build_pipeline_job(
         spec_path, cloud.VertexTarget(project="my-project", region="europe-west4",
                                       pipeline_root="gs://example-bucket/albert", labels={"team": "nlp"}),
-        display_name="albert-sample", credentials=AnonymousCredentials())
+        display_name="albert-sample", credentials=AnonymousCredentials(),
+        # The bundled data folders are this machine's: the job reads copies in the bucket.
+        parameter_values={k: f"gs://example-bucket/data/{k}" for k in
+                          ("wikipedia_dir", "books_dir", "glue_dir", "squad_dir", "race_dir")})
     resource = job._gca_resource  # the request body submit() would send (public getter needs a created job)
     assert resource.runtime_config.gcs_output_directory == "gs://example-bucket/albert"
     assert resource.labels["team"] == "nlp"
