@@ -91,9 +91,9 @@ def main(argv=None) -> int:
                     help="more pretrain settings, e.g. --set model.size=albert-base")
     ap.add_argument("--output", default=os.path.join("outputs", "multi_worker"))
     args = ap.parse_args(argv)
-    if not args.examples:
-        print("multi_worker.py: error: --examples is required (a masked examples folder, e.g. from "
-              "`albert-pipeline make-pretraining-data`)", file=sys.stderr)
+    if not args.examples or not os.path.isdir(os.path.join(args.examples, "Split-train")):
+        print(f"multi_worker.py: error: --examples {args.examples or '(missing)'} is not a masked examples folder "
+              "(with Split-train/; `albert-pipeline make-pretraining-data` writes one)", file=sys.stderr)
         return 2
     overrides = [f"train.num_train_steps={args.steps}", f"train.train_batch_size={args.batch}",
                  f"train.log_every={args.log_every}", "train.eval_every=0", "train.checkpoint_every=0",

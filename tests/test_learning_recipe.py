@@ -127,7 +127,8 @@ def test_benchmark_scripts_refuse_a_missing_folder_with_exit_2_and_write_nothing
     cases = [("learning_recipe.py", ["--data-dir", missing, "--output", str(tmp_path / "recipe")], "recipe"),
              ("finetune_budget.py", ["--model", missing, "--glue-dir", str(tmp_path), "--output",
                                      str(tmp_path / "budget")], "budget"),
-             ("finetune_budget.py", ["--model", str(tmp_path), "--glue-dir", missing], None)]
+             ("finetune_budget.py", ["--model", str(tmp_path), "--glue-dir", missing], None),
+             ("multi_worker.py", ["--examples", missing, "--output", str(tmp_path / "mw")], "mw")]
     (tmp_path / "albert").mkdir()  # the third case's --model is a valid artifact folder
     for script, args, out in cases:
         proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script)] + args,
