@@ -110,7 +110,9 @@ def import_tensorflow(log_path: str) -> None:
 
     TensorFlow 2.21's C++ libraries print "All log messages before absl::InitializeLog() ...", the oneDNN notice
     and "Could not find cuda drivers" from static initialisers, before TF_CPP_MIN_LOG_LEVEL is read, so no
-    setting silences them. They are kept, in the log file, instead of on the terminal.
+    setting silences them; the first look for GPUs prints "failed call to cuInit" on a machine without one. They
+    are kept, in the log file, instead of on the terminal. (Listing physical devices leaves the runtime
+    unconfigured: logical CPU devices and collective ops can still be set up afterwards.)
     """
     if "tensorflow" in sys.modules:
         return
@@ -119,7 +121,9 @@ def import_tensorflow(log_path: str) -> None:
     try:
         with open(log_path, "ab") as f:
             os.dup2(f.fileno(), 2)
-            import tensorflow  # noqa: F401
+            import tensorflow
+
+            tensorflow.config.list_physical_devices("GPU")
     finally:
         os.dup2(saved, 2)
         os.close(saved)

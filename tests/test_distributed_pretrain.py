@@ -157,6 +157,8 @@ def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examp
             if p.poll() is None:
                 p.kill()
         assert p.returncode == 0, err_text[-3000:]
+        # Nothing but the CLI's own lines on the terminal (TensorFlow's C++ banners and cuInit go to the log).
+        assert all(line.startswith("albert-pipeline: ") for line in err_text.splitlines()), err_text[-3000:]
         results.append(json.loads(out_text))
     assert [(r["start_step"], r["final_step"]) for r in results] == [(CHECKPOINT_EVERY, STEPS)] * 2
     assert results[0]["eval_metrics"] == results[1]["eval_metrics"]

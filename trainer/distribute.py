@@ -175,8 +175,15 @@ def barrier(strategy) -> None:
     """Wait until every task of the cluster reaches this point (one all-reduce); nothing to wait for otherwise."""
     import tensorflow as tf
 
+    def one():
+        return tf.constant(1.0)
+
+    @tf.function(autograph=False)
+    def all_tasks():
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(one), axis=None)
+
     if is_multi_worker(strategy):
-        strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
+        all_tasks()
 
 
 def split_cpu(n: int) -> None:
