@@ -18,13 +18,14 @@ import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+from trainer.distribute import free_loopback_addresses  # noqa: E402  (imports no TensorFlow)
 
 
 def cpu_model() -> str:
@@ -33,16 +34,6 @@ def cpu_model() -> str:
             return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
     except OSError:
         return platform.processor() or "?"
-
-
-def free_ports(n: int):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def command(examples: str, output: str, overrides) -> list:
@@ -63,7 +54,7 @@ def run_arm(examples: str, output: str, overrides, workers: int) -> dict:
         procs = [subprocess.Popen(command(examples, output, overrides + ["train.strategy=cpu"]), env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
     else:
-        addresses = [f"127.0.0.1:{p}" for p in free_ports(workers)]
+        addresses = free_loopback_addresses(workers)
         procs = [subprocess.Popen(
             command(examples, output, overrides + ["train.strategy=multi_worker"]),
             env={**env, "TF_CONFIG": json.dumps({"cluster": {"worker": addresses},

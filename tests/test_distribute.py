@@ -56,22 +56,12 @@ def test_cluster_for_reads_only_the_environment():
     assert distribute.cluster_for("auto", one) is None and distribute.cluster_for("auto", {}) is None
 
 
-def _ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def _cluster(ports, index):
-    return {"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]}, "task": {"type": "worker", "index": index}}
+def _cluster(addresses, index):
+    return {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
 
 
 def test_rendezvous_meets_peers_that_start_later_and_names_the_missing_one():
-    ports = _ports(3)
+    ports = distribute.free_loopback_addresses(3)
     errors = []
 
     def task(i, delay):
@@ -92,13 +82,13 @@ def test_rendezvous_meets_peers_that_start_later_and_names_the_missing_one():
     with pytest.raises(distribute.ClusterError) as info:  # worker 1 and 2 never start
         distribute.rendezvous(_cluster(ports, 0), timeout_s=0.5, poll_s=0.05)
     assert time.monotonic() - start < 10
-    assert (f"worker 0 could not reach worker 1 at 127.0.0.1:{ports[1]}, worker 2 at 127.0.0.1:{ports[2]} "
+    assert (f"worker 0 could not reach worker 1 at {ports[1]}, worker 2 at {ports[2]} "
             "within 0.5 s (train.peer_timeout_s)") in str(info.value)
     busy = socket.socket()
-    busy.bind(("", ports[0]))  # someone else holds this task's port
+    busy.bind(("", int(ports[0].rsplit(":", 1)[1])))  # someone else holds this task's port
     busy.listen(1)
     try:
-        with pytest.raises(distribute.ClusterError, match=f"cannot listen on 127.0.0.1:{ports[0]}"):
+        with pytest.raises(distribute.ClusterError, match=f"cannot listen on {ports[0]}"):
             distribute.rendezvous(_cluster(ports, 0), timeout_s=0.5)
     finally:
         busy.close()

@@ -14,8 +14,6 @@ run. A worker whose peers never come fails within ``train.peer_timeout_s``, exit
 """
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,8 +22,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
-from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _checkpoint_steps, _kill_when,
-                                        _tensorboard_steps, _train_lines, _weights)
+from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _assert_same_run, _checkpoint_steps,
+                                        _kill_when, _train_lines)
+from trainer.distribute import free_loopback_addresses
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +45,6 @@ def _env(**extra):
     return {**env, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2", **extra}
 
 
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _tf_config(addresses, index):
     return json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}})
 
@@ -67,22 +56,13 @@ def _eval_lines(output):
 
 
 def _assert_equal_runs(reference, other):
-    ref, got = _train_lines(reference), _train_lines(other)
-    assert [h["step"] for h in got] == list(range(1, STEPS + 1)) == [h["step"] for h in ref]
-    for a, b in zip(ref, got):
-        for name in METRICS:
-            np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=f"step {a['step']} {name}")
-    assert ref[-1]["loss"] != ref[0]["loss"]  # it trained
+    """The same run: training metrics, weights (1e-5) and TensorBoard steps, and the held-out metrics."""
+    _assert_same_run(reference, other, weight_atol=1e-5)
     ref_eval, got_eval = _eval_lines(reference), _eval_lines(other)
     assert [e["step"] for e in got_eval] == [6, 12] == [e["step"] for e in ref_eval]
     for a, b in zip(ref_eval, got_eval):
         for name in METRICS[:-1]:
             np.testing.assert_allclose(b[name], a[name], rtol=1e-5, atol=1e-7, err_msg=f"eval {a['step']} {name}")
-    ref_w, got_w = _weights(reference), _weights(other)
-    assert sorted(ref_w) == sorted(got_w) and len(ref_w) > 10
-    for name in ref_w:
-        np.testing.assert_allclose(got_w[name], ref_w[name], rtol=1e-5, atol=1e-5, err_msg=name)
-    assert sorted(_tensorboard_steps(other)) == list(range(1, STEPS + 1))
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +101,7 @@ def test_mirrored_over_two_cpu_replicas_equals_one_device_through_a_kill(example
 
 def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examples, reference, tmp_path):
     out = str(tmp_path / "cluster")
-    addresses = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    addresses = free_loopback_addresses(2)
     cmd = _cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=120")
     procs = [subprocess.Popen(cmd, env=_env(TF_CONFIG=_tf_config(addresses, i)), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
@@ -169,7 +149,7 @@ def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examp
 
 def test_a_worker_whose_peer_never_comes_fails_in_bounded_time(examples, tmp_path):
     out = str(tmp_path / "alone")
-    addresses = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    addresses = free_loopback_addresses(2)
     start = time.time()
     done = subprocess.run(_cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=5"),
                           env=_env(TF_CONFIG=_tf_config(addresses, 0)), capture_output=True, text=True, timeout=300)
@@ -224,7 +204,7 @@ def test_vertex_trainer_job_on_two_machines(examples, reference, tmp_path, monke
     from tfx.types import standard_artifacts
 
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p"))
-    addresses = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    addresses = free_loopback_addresses(2)
     sent, finished = [], []
 
     def create_custom_job(self, parent=None, custom_job=None, **kwargs):

@@ -128,6 +128,18 @@ def peer_timeout_message(config: Dict[str, Any], waiting: List[Tuple[str, str]],
             f"(train.peer_timeout_s); check the addresses in {TF_CONFIG} and that every task was started")
 
 
+def free_loopback_addresses(n: int) -> List[str]:
+    """``n`` ``127.0.0.1:port`` addresses free right now: a local cluster (tests, benchmarks, trying it out)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [f"127.0.0.1:{s.getsockname()[1]}" for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def rendezvous(config: Dict[str, Any], timeout_s: float, poll_s: float = 0.25, linger_s: float = 2.0) -> None:
     """Return once every peer's address accepts connections; :class:`ClusterError` naming those that do not.
 

@@ -18,7 +18,6 @@ Eval input (:func:`make_dataset` with ``training=False``) reads the files in ord
 from __future__ import annotations
 
 import json
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
