@@ -5,6 +5,7 @@ Each action is split into *build* (construct the request object, offline, testab
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
@@ -86,8 +87,17 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
                                f"{', '.join(bad + data)}; fix: {'; '.join(fixes)}")
 
 
-def _credentials_error(exc: Exception) -> CloudAuthError:
-    return CloudAuthError(f"no usable Google Cloud credentials ({str(exc).splitlines()[0][:200]}): {AUTH_HELP}")
+@contextlib.contextmanager
+def google_credentials():
+    """Google's credential errors (missing, invalid, expired: at construction or at the first call) become one
+    :class:`CloudAuthError` saying how to authenticate."""
+    import google.auth.exceptions
+
+    try:
+        yield
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise CloudAuthError(f"no usable Google Cloud credentials ({str(exc).splitlines()[0][:200]}): "
+                             f"{AUTH_HELP}") from None
 
 
 @dataclass
@@ -112,12 +122,11 @@ def build_pipeline_job(template_path: str, target: VertexTarget, *, display_name
                        parameter_values: Optional[Dict[str, Any]] = None, enable_caching: bool = True,
                        credentials=None):
     """A ``google.cloud.aiplatform.PipelineJob`` for the compiled spec (constructed offline)."""
-    import google.auth.exceptions
     from google.cloud import aiplatform
 
     target.validate()
     check_spec_paths(template_path, "Vertex AI", parameter_values, pipeline_root=target.pipeline_root)
-    try:
+    with google_credentials():
         return aiplatform.PipelineJob(
             display_name=display_name,
             template_path=template_path,
@@ -129,18 +138,12 @@ def build_pipeline_job(template_path: str, target: VertexTarget, *, display_name
             labels=target.labels,
             credentials=credentials,
         )
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise _credentials_error(exc) from None
 
 
 def submit_vertex(job, target: VertexTarget):
     """Send the job (network)."""
-    import google.auth.exceptions
-
-    try:
+    with google_credentials():  # expired or revoked credentials surface here
         job.submit(service_account=target.service_account, network=target.network)
-    except google.auth.exceptions.GoogleAuthError as exc:  # expired or revoked credentials surface here
-        raise _credentials_error(exc) from None
     return job
 
 
@@ -166,16 +169,13 @@ class ScheduleSpec:
 
 def build_schedule(job, spec: ScheduleSpec, credentials=None):
     """(``PipelineJobSchedule``, kwargs for its ``create``) — built offline."""
-    import google.auth.exceptions
     from google.cloud import aiplatform
 
     spec.validate()
-    try:
+    with google_credentials():
         schedule = aiplatform.PipelineJobSchedule(pipeline_job=job, display_name=spec.display_name,
                                                   credentials=credentials, project=job.project,
                                                   location=job.location)
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise _credentials_error(exc) from None
     create_kwargs = {"cron": spec.cron, "max_concurrent_run_count": spec.max_concurrent_run_count,
                      "max_run_count": spec.max_run_count, "start_time": spec.start_time,
                      "end_time": spec.end_time}
@@ -185,12 +185,8 @@ def build_schedule(job, spec: ScheduleSpec, credentials=None):
 def create_schedule(schedule, create_kwargs: Dict[str, Any], service_account: Optional[str] = None,
                     network: Optional[str] = None):
     """Send the schedule (network)."""
-    import google.auth.exceptions
-
-    try:
+    with google_credentials():
         schedule.create(service_account=service_account, network=network, **create_kwargs)
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise _credentials_error(exc) from None
     return schedule
 
 

@@ -13,7 +13,8 @@ before (see README, "Resume guarantee"):
   the records between the start of ``p``'s block and ``p`` are read and dropped (< ``shuffle_block``
   plus one file's head, the same refill any shuffle buffer pays).
 
-Eval input (:func:`make_dataset` with ``training=False``) reads the files in order.
+Held-out input for pretraining (:func:`make_eval_dataset`) reads the files in order, padded to whole global
+batches; :func:`make_dataset` with ``training=False`` reads them in order for offline evaluation.
 """
 from __future__ import annotations
 
