@@ -17,12 +17,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def node_times(metadata_path):
-    from ml_metadata.metadata_store import metadata_store
-    from ml_metadata.proto import metadata_store_pb2
+    from pipeline import mlmd
 
-    cfg = metadata_store_pb2.ConnectionConfig()
-    cfg.sqlite.filename_uri = metadata_path
-    store = metadata_store.MetadataStore(cfg)
+    store = mlmd.open_readonly(metadata_path)
     out = {}
     for execution in store.get_executions():
         nodes = [c.name.split(".")[-1] for c in store.get_contexts_by_execution(execution.id)
@@ -41,10 +38,8 @@ def main():
 
     from pipeline.configs import build_config
 
-    config = build_config(args.preset, overrides=args.overrides)
     tmp = tempfile.mkdtemp(prefix="albert_e2e_")
-    config.pipeline_root = os.path.join(tmp, "pipeline_root")
-    config.metadata_path = os.path.join(tmp, "metadata.sqlite")
+    config = build_config(args.preset, overrides=args.overrides, output_dir=tmp, local=True)
     t0 = time.time()
     from pipeline.local_runner import run_local  # TFX import counted separately
 

@@ -1,8 +1,10 @@
 """The configuration every layer may import: ``pipeline/``, ``components/`` and ``trainer/``.
 
-Typed sections (:mod:`config.sections`) and the plain-data machinery (:mod:`config.schema`); no
-TensorFlow, no TFX. The whole-run composition, presets and command-line overrides live in
-``pipeline/configs.py`` (the TFX template's place for them), which components never import.
+Typed sections (:mod:`config.sections`), the encoder's named sizes (:mod:`config.encoder`), the Trainer's
+settings format (:mod:`config.trainer_settings`) and the plain-data machinery (:mod:`config.schema`); no
+TensorFlow, no TFX, and no import of ``trainer``, ``components`` or ``pipeline`` (``tests/test_layering.py``).
+The whole-run composition, presets and command-line overrides live in ``pipeline/configs.py`` (the TFX
+template's place for them), which components never import.
 """
 from config.schema import ConfigError, Section, canonical_json, check, from_dict  # noqa: F401
 from config.sections import *  # noqa: F401,F403

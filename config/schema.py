@@ -4,6 +4,7 @@ Kept free of TensorFlow and TFX so the CLI, the components and the Trainer can a
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import types
@@ -15,6 +16,14 @@ class ConfigError(ValueError):
     """A configuration value is missing, unknown or out of range."""
 
 
+class FrozenConfigError(dataclasses.FrozenInstanceError):
+    """An attempt to change a configuration after it was resolved and validated."""
+
+
+_FROZEN_HINT = ("the configuration is frozen once resolved and validated (pipeline.configs.build_config); "
+                "pass the change to build_config as an override instead")
+
+
 def check(ok: Any, name: str, value: Any, want: str) -> None:
     """Raise :class:`ConfigError` naming the dotted key when ``ok`` is false."""
     if not ok:
@@ -22,14 +31,49 @@ def check(ok: Any, name: str, value: Any, want: str) -> None:
 
 
 class Section:
-    """Mixin of the typed sections: dict / canonical-JSON round trips with unknown keys rejected.
+    """Mixin of the typed sections: dict / canonical-JSON round trips with unknown keys rejected, and freezing.
 
     Canonical JSON (sorted keys, no spaces) is what a node receives as its parameter, so the same
-    settings always give the same TFX cache key.
+    settings always give the same TFX cache key. :meth:`freeze` makes a section and everything in it
+    read-only (:class:`FrozenConfigError` on any assignment, its lists and tables included), so what was
+    validated is what runs; a ``copy.copy`` / ``copy.deepcopy`` of a frozen section is a new, unfrozen one.
     """
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_frozen"):
+            raise FrozenConfigError(f"cannot set {type(self).__name__}.{name}: {_FROZEN_HINT}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if self.__dict__.get("_frozen"):
+            raise FrozenConfigError(f"cannot delete {type(self).__name__}.{name}: {_FROZEN_HINT}")
+        object.__delattr__(self, name)
+
+    def freeze(self):
+        """Make this section and every value in it read-only; returns self."""
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _frozen(getattr(self, f.name)))
+        object.__setattr__(self, "_frozen", True)
+        return self
+
+    @property
+    def frozen(self) -> bool:
+        return bool(self.__dict__.get("_frozen"))
+
+    def __copy__(self):
+        out = object.__new__(type(self))
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_frozen"})
+        return out
+
+    def __deepcopy__(self, memo):
+        out = object.__new__(type(self))
+        memo[id(self)] = out
+        out.__dict__.update({k: copy.deepcopy(_thawed(v), memo) for k, v in self.__dict__.items() if k != "_frozen"})
+        return out
+
     def to_dict(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain data (dicts, lists, scalars) of every field: what JSON and the overrides work on."""
+        return {f.name: plain_data(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def to_json(self) -> str:
         return canonical_json(self.to_dict())
@@ -45,6 +89,72 @@ class Section:
 
 def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
+class FrozenList(list):
+    """A list of a frozen configuration: reads like a list (and equals one), refuses every change."""
+
+    def _refuse(self, *args, **kwargs):
+        raise FrozenConfigError(f"cannot change the list {list(self)!r}: {_FROZEN_HINT}")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self):  # pickle / copy rebuild it whole instead of appending to it
+        return (FrozenList, (list(self),))
+
+
+class FrozenDict(dict):
+    """A table of a frozen configuration (``benchmarks.hparams``): reads like a dict, refuses every change."""
+
+    def _refuse(self, *args, **kwargs):
+        raise FrozenConfigError(f"cannot change the table with keys {sorted(self)!r}: {_FROZEN_HINT}")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, Section):  # a copy: a section shared with others (PAPER_FINETUNE's rows) stays as it is
+        return copy.copy(value).freeze()
+    if isinstance(value, list):
+        return FrozenList(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return FrozenDict((k, _frozen(v)) for k, v in value.items())
+    return value
+
+
+def _thawed(value: Any) -> Any:
+    if isinstance(value, FrozenList):
+        return [_thawed(v) for v in value]
+    if isinstance(value, FrozenDict):
+        return {k: _thawed(v) for k, v in value.items()}
+    return value
+
+
+def plain_data(value: Any) -> Any:
+    """Like ``dataclasses.asdict`` (every field of nested sections), with frozen containers as plain ones."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain_data(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain_data(v) for k, v in value.items()}
+    return value
+
+
+def deep_merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    """``over`` merged into a copy of ``base``: nested mappings merge key by key, anything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def from_dict(cls: type, data: Dict[str, Any], prefix: str = ""):

@@ -19,10 +19,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from config.references import REFERENCE_ROWS  # report.reference: the published rows, with their numbers
+from config.encoder import SHARING_CHOICES, encoder_errors, named_fields
 from config.schema import ConfigError, Section, check
-
-SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
-REFERENCE_ROWS = ("albert-base-v1", "albert-base-v2")  # components/report_lib.py: REFERENCE_ROWS
 
 
 @dataclass
@@ -151,22 +150,24 @@ class ModelConfig(Section):
             out["attention_probs_dropout_prob"] = self.dropout
         return out
 
-    def albert_config(self, vocab_size: int = 30000):
-        """The :class:`trainer.modeling_albert.AlbertConfig` (imports TensorFlow)."""
-        from trainer.modeling_albert import AlbertConfig
-
-        return AlbertConfig.named(self.size, vocab_size=vocab_size, **self.overrides())
+    def encoder_fields(self, vocab_size: int = 30000) -> Dict[str, Any]:
+        """The encoder's fields: the named size's (``config/encoder.py``), these overrides and ``vocab_size``;
+        ``trainer.modeling_albert.AlbertConfig(**fields)`` is the model."""
+        return {**named_fields(self.size), **self.overrides(), "vocab_size": vocab_size}
 
     def validate(self) -> "ModelConfig":
-        """Checks the size name and builds the encoder config, so a bad model fails before any node runs."""
+        """Checks the size name and the encoder it gives, so a bad model fails before any node runs."""
         check(self.sharing is None or self.sharing in SHARING_CHOICES, "model.sharing", self.sharing,
               "|".join(SHARING_CHOICES))
         check(self.dropout is None or 0 <= self.dropout < 1, "model.dropout", self.dropout, "in [0, 1)")
         try:
-            self.albert_config()
-        except (KeyError, ValueError) as exc:
-            msg = exc.args[0] if exc.args else str(exc)
-            raise ConfigError(f"config model (size={self.size!r}) is invalid: {msg}") from None
+            errors = encoder_errors(self.encoder_fields())
+        except ValueError as exc:  # an unknown size name
+            errors = [exc.args[0]]
+        else:
+            errors = ["Invalid AlbertConfig: " + "; ".join(errors)] if errors else []
+        if errors:
+            raise ConfigError(f"config model (size={self.size!r}) is invalid: {errors[0]}")
         return self
 
 
@@ -174,6 +175,10 @@ class ModelConfig(Section):
 # pretraining run's identity (checkpoint folder key), so changing them resumes the same run.
 TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eval_steps", "eval_batch_size",
                        "log_every", "strategy", "jit_compile", "cpu_replicas", "steps_per_loop", "peer_timeout_s")
+# Optimizer deviations from the official recipe (README "Optimizer settings beyond the official recipe"), named as
+# ``trainer.optimization.create_optimizer``'s keywords. Left out of the section's JSON while at their official
+# defaults, so a Trainer that does not set them keeps its cache key and its checkpoint folder.
+OPTIMIZER_OPTIONS = ("bias_correction", "no_decay_lr_multiplier", "end_learning_rate_fraction")
 
 
 @dataclass
@@ -202,8 +207,20 @@ class TrainConfig(Section):
     cpu_replicas: int = 1  # mirrored on a CPU host: split the CPU into this many replicas (the multi-GPU twin)
     steps_per_loop: int = 1  # optimizer steps per call into the device (TPU: >1 keeps the host out of the loop)
     peer_timeout_s: float = 600.0  # multi_worker: give up (exit 2, naming the address) if peers do not join
-    mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16 (auto: see trainer.train_lib.resolve_precision)
+    mixed_precision: str = "auto"  # auto | float32 | mixed_bfloat16 (auto: the faster, measured; trainer/precision.py)
     jit_compile: bool = False  # XLA for forward/backward; off: slower on the measured CPU (benchmarks/pretrain_step.py)
+    bias_correction: bool = False  # LAMB/AdamW with Adam's m/(1-b1^t), v/(1-b2^t) (official: none)
+    no_decay_lr_multiplier: float = 1.0  # lr multiplier of the variables excluded from weight decay (LayerNorm, biases)
+    end_learning_rate_fraction: float = 0.0  # the linear decay ends at this fraction of the peak (official: 0)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Every field, less the ``OPTIMIZER_OPTIONS`` at their defaults (see there)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return {k: v for k, v in super().to_dict().items() if k not in OPTIMIZER_OPTIONS or v != defaults[k]}
+
+    def optimizer_options(self) -> Dict[str, Any]:
+        """The ``OPTIMIZER_OPTIONS`` as keywords of ``create_optimizer``."""
+        return {k: getattr(self, k) for k in OPTIMIZER_OPTIONS}
 
     def identity(self) -> Dict[str, Any]:
         """What defines the optimisation trajectory (see ``TRAIN_SCHEDULE_ONLY``)."""
@@ -232,6 +249,9 @@ class TrainConfig(Section):
         check(t.learning_rate > 0, "train.learning_rate", t.learning_rate, "> 0")
         check(t.weight_decay >= 0, "train.weight_decay", t.weight_decay, ">= 0")
         check(t.clip_norm > 0, "train.clip_norm", t.clip_norm, "> 0")
+        check(t.no_decay_lr_multiplier > 0, "train.no_decay_lr_multiplier", t.no_decay_lr_multiplier, "> 0")
+        check(0 <= t.end_learning_rate_fraction <= 1, "train.end_learning_rate_fraction",
+              t.end_learning_rate_fraction, "in [0, 1]")
         check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",
               t.grad_accum_steps, f">= 1 and dividing train_batch_size={t.train_batch_size}")
         for name in ("checkpoint_every", "eval_every"):  # 0: only at the end
@@ -394,6 +414,9 @@ class BenchmarkConfig(Section):
     # Extra arms fine-tuned with the same hparams, seeds and protocol: "random_init" = the same architecture
     # without pretraining, so the report can show what pretraining gained (every benchmark node runs them).
     baselines: List[str] = field(default_factory=list)
+    # Fine-tuning precision: float32 | mixed_bfloat16 | auto (the faster, measured; trainer/precision.py). A node
+    # receives it only when not float32, so nodes that do not set it keep their cache keys.
+    mixed_precision: str = "float32"
 
     INPUT_FIELDS = ("glue_dir", "squad_dir", "squad_v2_dir", "race_dir")
 
@@ -427,6 +450,8 @@ class BenchmarkConfig(Section):
                 out["squad_train_file"], out["squad_dev_file"] = self.squad_v2_train_file, self.squad_v2_dev_file
         out["hparams"] = {t: self.hparams[t].to_dict() for t in self.node_tasks(node) if t in self.hparams}
         out["seed"] = pipeline_seed if self.seed is None else self.seed
+        if self.mixed_precision != "float32":
+            out["mixed_precision"] = self.mixed_precision
         return out
 
     @classmethod
@@ -444,6 +469,8 @@ class BenchmarkConfig(Section):
         check(b.checkpoint_selection in ("best", "last"), "benchmarks.checkpoint_selection", b.checkpoint_selection,
               "best|last")
         check(b.seeds >= 1, "benchmarks.seeds", b.seeds, ">= 1")
+        check(b.mixed_precision in ("auto", "float32", "mixed_bfloat16"), "benchmarks.mixed_precision",
+              b.mixed_precision, "auto|float32|mixed_bfloat16")
         for name in b.baselines:
             check(name in BASELINES, "benchmarks.baselines", name, "|".join(BASELINES))
         check(len(set(b.baselines)) == len(b.baselines), "benchmarks.baselines", b.baselines, "no repeats")

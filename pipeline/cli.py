@@ -44,23 +44,17 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="override one value, e.g. --set train.num_train_steps=200 (repeatable)")
 
 
-def _config(args):
+def _config(args, **placement):
+    """The configuration of ``--preset/--config/--set``, resolved once with where it runs (``--output-dir D`` puts
+    the pipeline root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path``
+    hold), validated (every section, the model too) and frozen: :func:`pipeline.configs.build_config`."""
     from pipeline.configs import build_config
 
-    return build_config(args.preset, args.config, args.overrides)  # every section validated, the model too
-
-
-def _with_output_dir(config, output_dir):
-    """``--output-dir D`` puts the pipeline root and MLMD store under D; without it, the config's own
-    ``pipeline_root`` / ``metadata_path`` (preset, ``--config`` or ``--set``) are used as given."""
-    if output_dir:
-        config.pipeline_root = os.path.join(output_dir, "pipeline_root")
-        config.metadata_path = os.path.join(output_dir, "metadata.sqlite")
-    return config
+    return build_config(args.preset, args.config, args.overrides, **placement)
 
 
 def cmd_run(args) -> int:
-    config = _with_output_dir(_config(args), args.output_dir)
+    config = _config(args, output_dir=args.output_dir, local=True)
     from pipeline.local_runner import latest_report, run_local
 
     paths = run_local(config, runner=args.runner)
@@ -73,9 +67,7 @@ def cmd_run(args) -> int:
 
 def cmd_plan(args) -> int:
     """Which nodes ``run`` with the same flags would take from the cache, and why the others would run."""
-    config = _with_output_dir(_config(args), args.output_dir).check_paths()
-    config.pipeline_root = os.path.abspath(config.pipeline_root)
-    config.metadata_path = os.path.abspath(config.metadata_path)
+    config = _config(args, output_dir=args.output_dir, local=True)
     from pipeline.plan import format_plan, plan
 
     rows = plan(config)
@@ -90,12 +82,10 @@ def cmd_compile(args) -> int:
         from pipeline.cli_env import cmd_compile_env
 
         return cmd_compile_env(args)
-    config = _config(args)
-    if args.pipeline_root:
-        config.pipeline_root = args.pipeline_root
+    config = _config(args, pipeline_root=args.pipeline_root, beam_args=args.beam_arg or None)
     from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
 
-    compile_pipeline(config, args.output, image=args.image, beam_pipeline_args=args.beam_arg or None)
+    compile_pipeline(config, args.output, image=args.image)
     print(json.dumps({"spec": args.output, **spec_summary(args.output)}, indent=2))
     return 0
 
@@ -150,9 +140,7 @@ def cmd_schedule(args) -> int:
 
 
 def cmd_make_pretraining_data(args) -> int:
-    from pipeline.configs import build_config
-
-    config = build_config(args.preset, args.config, args.overrides)
+    config = _config(args)
     if args.workers < 1:
         from pipeline.configs import ConfigError
 
@@ -405,10 +393,6 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
         args.schedule, extra = extra[0], []
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command == "compile" and not args.image:
-        from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
-
-        args.image = DEFAULT_IMAGE
     from pipeline import logs
 
     log_path = args.log_file or logs.default_log_path(
@@ -417,6 +401,10 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
     logs.setup(log_path, verbose=args.verbose)
     if args.command in _TENSORFLOW_COMMANDS and not args.verbose:
         logs.import_tensorflow(log_path)
+    if args.command == "compile" and not args.image:  # imports TFX (and TensorFlow): after the line above
+        from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
+
+        args.image = DEFAULT_IMAGE
     LOG.debug("albert-pipeline %s", " ".join(sys.argv[1:] if argv is None else argv))
     try:
         return args.func(args)
@@ -433,7 +421,8 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
         return 2 if user_error else 1
 
 
-_TENSORFLOW_COMMANDS = {"run", "compile", "pretrain", "model-info", "convert", "make-pretraining-data"}
+# make-pretraining-data is not one: it never loads TensorFlow (~0.6 GB of its peak RSS when it did).
+_TENSORFLOW_COMMANDS = {"run", "plan", "compile", "pretrain", "model-info", "convert"}
 
 
 def _write_traceback(log_path: str, exc: BaseException) -> None:

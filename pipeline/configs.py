@@ -1,24 +1,29 @@
 """The whole run's configuration: the sections composed, the presets, YAML and ``--set`` overrides.
 
-Built once (preset → YAML file → ``--set`` overrides) and validated before anything runs. Nodes never
-receive this object: :meth:`PipelineConfig.node_parameters` hands each node only the sections that
-determine its output (see :mod:`config.sections`), so a change reruns exactly what it affects. The
-sections themselves live in the top-level :mod:`config` package, which ``components/`` and
-``trainer/`` import too.
+:func:`build_config` is the one way a run gets its configuration: preset → YAML file → ``--set``
+overrides → where it runs (``--output-dir``, an environment's pipeline root and Beam args, local input
+paths made absolute) → validated → frozen. Nothing changes it afterwards (assignments raise
+:class:`config.schema.FrozenConfigError`). Nodes never receive this object:
+:meth:`PipelineConfig.node_parameters` is the one place that says what each node receives, built from
+the sections that determine its output (see :mod:`config.sections`), so a change reruns exactly what it
+affects; ``create_pipeline``, ``compile`` and ``plan`` all read it. The sections themselves live in the
+top-level :mod:`config` package, which ``components/`` and ``trainer/`` import too.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from config import schema
-from config.schema import ConfigError, canonical_json, check
+from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from config.sections import (GLUE_TASKS, PAPER_FINETUNE, RELEASE_V2_RACE, SQUAD_TASKS, TPU_ACCELERATORS,  # noqa: F401 (re-exported)
                              TPU_MACHINE_PREFIXES, BenchmarkConfig, CorpusConfig, DataGenConfig, FinetuneHParams,
                              ModelConfig, ReportConfig, TrainConfig, VertexTrainingConfig, VocabConfig)
+from config.trainer_settings import trainer_settings
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE_DATA = os.path.join(REPO_ROOT, "data", "sample")
@@ -26,11 +31,21 @@ SAMPLE_DATA = os.path.join(REPO_ROOT, "data", "sample")
 # Node ids of the DAG (``pipeline/pipeline.py``) whose parameters come from this config.
 BENCHMARK_NODE_IDS = {"glue": "GlueBenchmark", "squad": "SquadBenchmark", "squad2": "Squad2Benchmark",
                       "race": "RaceBenchmark"}
+# Raw inputs: importer key → (Importer node id, the config key of its folder).
+IMPORTERS = {"wikipedia": ("WikipediaImporter", "corpus.wikipedia_dir"),
+             "books": ("BooksImporter", "corpus.books_dir"),
+             "glue": ("GlueDataImporter", "benchmarks.glue_dir"),
+             "squad": ("SquadDataImporter", "benchmarks.squad_dir"),
+             "squad2": ("Squad2DataImporter", "benchmarks.squad_v2_dir"),
+             "race": ("RaceDataImporter", "benchmarks.race_dir")}
+IMPORTER_OUTPUT_KEY = "result"
+TRAINER_RUN_FN = "trainer.task.run_fn"
 
 
 @dataclass
-class PipelineConfig:
-    """Everything one run needs. Orchestration settings (name, roots, Beam args, cache) are not node parameters."""
+class PipelineConfig(Section):
+    """Everything one run needs. Orchestration settings (name, roots, Beam args, cache) are not node parameters,
+    except the pipeline root under which the Trainer keeps its checkpoints (``checkpoint_root``)."""
 
     pipeline_name: str = "albert-tfx"
     preset: str = "paper"
@@ -49,41 +64,74 @@ class PipelineConfig:
     report: ReportConfig = field(default_factory=ReportConfig)
 
     # -- (de)serialisation -------------------------------------------------------------------
-    def to_dict(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
-
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: Dict[str, Any]) -> "PipelineConfig":
-        return schema.from_dict(cls, data, "")
 
     @classmethod
     def from_json(cls, text: str) -> "PipelineConfig":
         return cls.from_dict(json.loads(text))
 
     # -- what each node receives ---------------------------------------------------------------
-    def node_parameters(self) -> Dict[str, Dict[str, Any]]:
-        """Node id → its parameters as plain data: exactly what determines that node's output.
+    def node_parameters(self, image: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
+        """Node id → its parameters, as plain data: exactly what ``create_pipeline`` gives that node, and so
+        what the compiled spec holds (a ``config`` value as its canonical JSON; the Trainer's ``eval_args`` /
+        ``train_args`` as those protos' fields). ``image``: the container image a Vertex AI Trainer runs when
+        ``vertex_training.image`` is unset (``compile --image``)."""
+        return {node: {name: value for name, (value, _) in params.items()}
+                for node, params in self._node_table(image).items()}
 
-        Also what ``albert-pipeline plan`` diffs against MLMD to say which setting changed.
-        """
-        params: Dict[str, Dict[str, Any]] = {
-            "CorpusGen": {"corpus": self.corpus.params()},
-            "VocabGen": {"vocab": self.vocab.to_dict(), "seed": self.seed},
-            "PretrainingDataGen": {"datagen": self.datagen.to_dict(), "seed": self.seed},
-            "Trainer": {"model": self.model.to_dict(), "train": self.train.to_dict(), "seed": self.seed},
-            "BenchmarkReport": {"report": {**self.report.to_dict(), "title": self.report_title()}},
-        }
+    def parameter_settings(self, image: Optional[str] = None) -> Dict[str, Dict[str, str]]:
+        """Node id → {parameter path → the config key it comes from}, for the same parameters as
+        :meth:`node_parameters`: ``custom_config.albert.train`` → ``train``, ``seeds`` → ``benchmarks.seeds``.
+        Paths inside JSON-valued parameters are of the decoded value; constants of the DAG are left out."""
+        def flat(prefix: str, source: Any) -> Dict[str, str]:
+            if isinstance(source, dict):
+                return {k: v for key, sub in source.items() for k, v in flat(f"{prefix}.{key}", sub).items()}
+            return {prefix: source} if source else {}
+
+        return {node: {k: v for name, (_, source) in params.items() for k, v in flat(name, source).items()}
+                for node, params in self._node_table(image).items()}
+
+    def _node_table(self, image: Optional[str]) -> Dict[str, Dict[str, Tuple[Any, Any]]]:
+        """Node id → parameter → (value, source): the one table behind both views above. A source is the config
+        key the value comes from, a dict of them for a structured value, or None for a constant of the DAG."""
+        table: Dict[str, Dict[str, Tuple[Any, Any]]] = {}
+        inputs = {"wikipedia": self.corpus.wikipedia_dir, "books": self.corpus.books_dir, **self.benchmarks.nodes()}
+        for key, uri in inputs.items():
+            if uri:
+                node_id, setting = IMPORTERS[key]
+                table[node_id] = {"artifact_uri": (uri, setting), "output_key": (IMPORTER_OUTPUT_KEY, None),
+                                  "reimport": (False, None)}
+        table["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
+        table["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
+        table["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
+        custom = {"albert": trainer_settings(self.model, self.train, self.seed),
+                  "checkpoint_root": self.checkpoint_root}
+        custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
+                          "checkpoint_root": "pipeline_root"}
+        if self.vertex_training.enabled:
+            from pipeline.vertex_training import vertex_settings  # TFX's Vertex keys: only for Vertex configs
+
+            vertex = vertex_settings(self.vertex_training, image)
+            custom.update(vertex)
+            custom_sources.update({key: "vertex_training" for key in vertex})
+        table["Trainer"] = {"custom_config": (custom, custom_sources),
+                            "num_train_steps": (self.train.num_train_steps, "train.num_train_steps"),
+                            "eval_args": ({"num_steps": self.train.eval_steps}, {"num_steps": "train.eval_steps"}),
+                            "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
         for node in self.benchmarks.nodes():
-            params[BENCHMARK_NODE_IDS[node]] = {"settings": self.benchmarks.node_settings(node, self.seed),
-                                                "seeds": self.benchmarks.seeds}
-        return params
+            table[BENCHMARK_NODE_IDS[node]] = {
+                "config": (self.benchmarks.node_settings(node, self.seed), "benchmarks"),
+                "seeds": (self.benchmarks.seeds, "benchmarks.seeds"),
+                "benchmark": ("squad" if node == "squad2" else node, None)}
+        table["BenchmarkReport"] = {"config": ({**self.report.to_dict(), "title": self.report_title()}, "report")}
+        return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
+                for node, params in table.items()}
 
-    def node_json(self, node_id: str, key: str) -> str:
-        """One parameter of one node as canonical JSON (what the component receives)."""
-        return canonical_json(self.node_parameters()[node_id][key])
+    @property
+    def checkpoint_root(self) -> str:
+        """Where the Trainer keeps its checkpoints: a folder of the pipeline root that outlives executions."""
+        return posixpath.join(self.pipeline_root, "_checkpoints")
 
     def report_title(self) -> str:
         return self.report.title or f"ALBERT-TFX report — {self.pipeline_name} ({self.preset} preset)"
@@ -116,21 +164,33 @@ class PipelineConfig:
                 "benchmarks.squad_dir": b.squad_dir, "benchmarks.squad_v2_dir": b.squad_v2_dir,
                 "benchmarks.race_dir": b.race_dir}
 
-    def check_paths(self) -> "PipelineConfig":
-        """Before a local run: local input paths must exist, and are made absolute and normalised ('..'
-        resolved) so MLMD lineage records where the data really is, whatever the working directory.
-        ``gs://`` URIs are left alone (no network here; the components report a missing object by name)."""
-        for name, value in self.input_paths().items():
-            if value is None or value.startswith("gs://"):
-                continue
-            path = os.path.abspath(os.path.expanduser(value))
-            want_file = name == "vocab.import_model"
-            if not (os.path.isfile(path) if want_file else os.path.isdir(path)):
-                raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
-                                  f"{path} does not exist")
-            section, key = name.split(".")
-            setattr(getattr(self, section), key, path)
-        return self
+    def is_local(self) -> bool:
+        """Whether this config was resolved for a run on this machine (``build_config(..., local=True)``):
+        the pipeline root, the MLMD store and every local input path are absolute."""
+        paths = [self.pipeline_root, self.metadata_path] + [p for p in self.input_paths().values()
+                                                            if p and "://" not in p]
+        return all(os.path.isabs(p) and os.path.normpath(p) == p for p in paths)
+
+
+def _local_paths(config: PipelineConfig) -> PipelineConfig:
+    """A local run: input paths must exist, and are made absolute and normalised ('..' resolved) so MLMD lineage
+    records where the data really is, whatever the working directory; the pipeline root and the MLMD store are made
+    absolute too. URIs are left alone (``gs://``: no network here, the components report a missing object by name;
+    any other scheme: :meth:`PipelineConfig.validate` rejects it)."""
+    sections: Dict[str, Dict[str, str]] = {}
+    for name, value in config.input_paths().items():
+        if value is None or "://" in value:
+            continue
+        path = os.path.abspath(os.path.expanduser(value))
+        want_file = name == "vocab.import_model"
+        if not (os.path.isfile(path) if want_file else os.path.isdir(path)):
+            raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
+                              f"{path} does not exist")
+        section, key = name.split(".")
+        sections.setdefault(section, {})[key] = path
+    changes: Dict[str, Any] = {s: dataclasses.replace(getattr(config, s), **keys) for s, keys in sections.items()}
+    return dataclasses.replace(config, pipeline_root=os.path.abspath(config.pipeline_root),
+                               metadata_path=os.path.abspath(config.metadata_path), **changes)
 
 
 def _field_type(keys: List[str]):
@@ -198,17 +258,7 @@ def load_yaml(config: PipelineConfig, path: str) -> PipelineConfig:
         raise ConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
-    return PipelineConfig.from_dict(_deep_merge(config.to_dict(), loaded))
-
-
-def _deep_merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+    return PipelineConfig.from_dict(deep_merge(config.to_dict(), loaded))
 
 
 # --------------------------------------------------------------------------------------------
@@ -254,9 +304,7 @@ def paper_v2_config() -> PipelineConfig:
 
 def paper_config() -> PipelineConfig:
     """``paper`` is ``paper-v1``: the setting of the row the report compares with (Table 2)."""
-    config = paper_v1_config()
-    config.preset = "paper"
-    return config
+    return dataclasses.replace(paper_v1_config(), preset="paper")
 
 
 def _bundled_corpus() -> CorpusConfig:
@@ -372,13 +420,32 @@ PRESETS = {"sample": sample_config, "small": small_config, "paper": paper_config
 
 
 def build_config(preset: str = "sample", config_file: Optional[str] = None,
-                 overrides: Optional[List[str]] = None) -> PipelineConfig:
-    """preset → YAML file → ``key=value`` overrides → validated config."""
+                 overrides: Optional[Sequence[str]] = None, *, output_dir: Optional[str] = None,
+                 pipeline_root: Optional[str] = None, beam_args: Optional[Sequence[str]] = None,
+                 local: bool = False) -> PipelineConfig:
+    """The run's configuration, resolved once, validated once, frozen.
+
+    preset → YAML file → ``key=value`` overrides → where it runs: ``output_dir`` puts the pipeline root and the
+    MLMD store under it (``--output-dir``); ``pipeline_root`` and ``beam_args`` are a compile's or an environment's;
+    ``local`` (``run``, ``plan``) checks that the input paths exist and makes them and both roots absolute. Without
+    these, the config's own ``pipeline_root`` / ``metadata_path`` / ``beam_args`` (preset, file, ``--set``) hold.
+    """
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     config = PRESETS[preset]()
     if config_file:
         config = load_yaml(config, config_file)
     if overrides:
-        config = apply_overrides(config, overrides)
-    return config.validate()
+        config = apply_overrides(config, list(overrides))
+    placement: Dict[str, Any] = {}
+    if output_dir:
+        placement.update(pipeline_root=os.path.join(output_dir, "pipeline_root"),
+                         metadata_path=os.path.join(output_dir, "metadata.sqlite"))
+    if pipeline_root:
+        placement["pipeline_root"] = pipeline_root
+    if beam_args is not None:
+        placement["beam_args"] = [str(a) for a in beam_args]
+    config = dataclasses.replace(config, **placement)
+    if local:
+        config = _local_paths(config)
+    return config.validate().freeze()

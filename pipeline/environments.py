@@ -53,6 +53,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import yaml
 
+from config.schema import deep_merge
 from pipeline.cloud import CloudConfigError, ScheduleSpec, VertexTarget
 
 DEFAULT_ENVIRONMENTS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "infra",
@@ -191,8 +192,11 @@ def load_environments(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
     path = path or os.environ.get("ALBERT_TFX_ENVIRONMENTS") or DEFAULT_ENVIRONMENTS_FILE
     if not os.path.exists(path):
         raise FileNotFoundError(f"environments file not found: {path}")
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise EnvironmentConfigError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("environments"), dict):
         raise EnvironmentConfigError(f"{path}: needs a top-level 'environments:' mapping")
     defaults = data.get("defaults") or {}
@@ -200,7 +204,7 @@ def load_environments(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
     for name, body in data["environments"].items():
         if not isinstance(body, dict):
             raise EnvironmentConfigError(f"environment {name!r}: must be a mapping")
-        envs[str(name)] = _deep_merge(defaults, body)
+        envs[str(name)] = deep_merge(defaults, body)
     return envs
 
 
@@ -232,13 +236,6 @@ def get_environment(name: str, path: Optional[str] = None, overrides: Optional[S
     env.schedule = env.schedule or {}
     env.config_overrides = list(env.config_overrides or [])
     return env.validate() if validate else env
-
-
-def _deep_merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
-    return out
 
 
 def _set_dotted(data: Dict[str, Any], key: str, value: Any) -> None:
@@ -383,29 +380,27 @@ def vertex_target(env: Environment) -> VertexTarget:
 
 def pipeline_config(env: Environment, config_file: Optional[str] = None,
                     overrides: Optional[Sequence[str]] = None):
-    """The PipelineConfig for ``env``: its preset, its ``config_overrides``, then the caller's file/overrides."""
+    """The PipelineConfig for ``env``, resolved once: its preset, its ``config_overrides``, then the caller's
+    file/overrides, placed at the environment's pipeline root with its Beam args."""
     from pipeline.configs import build_config
 
-    config = build_config(env.preset, config_file, list(env.config_overrides) + list(overrides or []))
-    config.pipeline_root = env.pipeline_root
-    return config
+    return build_config(env.preset, config_file, list(env.config_overrides) + list(overrides or []),
+                        pipeline_root=env.pipeline_root, beam_args=beam_args(env))
 
 
-def compile_for_env(env: Environment, output: str, *, config=None, config_file: Optional[str] = None,
+def compile_for_env(env: Environment, output: str, *, config_file: Optional[str] = None,
                     overrides: Optional[Sequence[str]] = None, image: Optional[str] = None,
                     compile_fn=None) -> Dict[str, Any]:
     """Compile the KFP v2 / Vertex spec for ``env``: its image, pipeline root and Beam args flow into the spec."""
     env.validate()
     if image and env.is_cloud and PLACEHOLDER_RE.search(image):
         raise EnvironmentConfigError(f"environment {env.name!r}: image {image!r} is a placeholder")
-    config = config if config is not None else pipeline_config(env, config_file, overrides)
-    config.pipeline_root = env.pipeline_root
+    config = pipeline_config(env, config_file, overrides)
     if compile_fn is None:
         from pipeline.kubeflow_v2_runner import compile_pipeline as compile_fn
-    args = beam_args(env)
-    compile_fn(config, output, image=image or env.image, beam_pipeline_args=args)
+    compile_fn(config, output, image=image or env.image)
     return {"spec": output, "environment": env.name, "image": image or env.image,
-            "pipeline_root": env.pipeline_root, "beam_pipeline_args": args}
+            "pipeline_root": config.pipeline_root, "beam_pipeline_args": list(config.beam_args)}
 
 
 def submit_env(env: Environment, spec: str, *, run_name: Optional[str] = None,

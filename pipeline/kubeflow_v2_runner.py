@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, Optional
+from typing import Dict
 
 from tfx import v1 as tfx
 
@@ -17,18 +17,17 @@ from pipeline.pipeline import create_pipeline, runtime_parameter_values
 DEFAULT_IMAGE = "gcr.io/YOUR_PROJECT/albert-tfx:latest"
 
 
-def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFAULT_IMAGE,
-                     beam_pipeline_args: Optional[List[str]] = None) -> str:
-    """Write the KFP v2 / Vertex pipeline spec JSON for ``config`` to ``output_path``; returns the path."""
+def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFAULT_IMAGE) -> str:
+    """Write the KFP v2 / Vertex pipeline spec JSON for ``config`` (from ``build_config``, with the pipeline root
+    and Beam args it runs with) to ``output_path``; returns the path."""
     runner_config = tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(default_image=image)
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=runner_config, output_dir=os.path.dirname(os.path.abspath(output_path)),
         output_filename=os.path.basename(output_path))
-    pipeline = create_pipeline(config, beam_pipeline_args=beam_pipeline_args, trainer_image=image,
-                               runtime_parameters=True)
+    pipeline = create_pipeline(config, image=image, runtime_parameters=True)
     # The config's values become the spec's runtimeConfig defaults; `submit --parameters` overrides them.
-    runner.run(pipeline, parameter_values=runtime_parameter_values(config), write_out=True)
+    runner.run(pipeline, parameter_values=runtime_parameter_values(config, image), write_out=True)
     return output_path
 
 

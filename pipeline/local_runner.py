@@ -12,6 +12,7 @@ from tfx import v1 as tfx
 from tfx.orchestration.portable import launcher as tfx_launcher
 from tfx.orchestration.beam.beam_dag_runner import BeamDagRunner
 
+from pipeline import mlmd
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline
 
@@ -19,15 +20,16 @@ RUNNERS = ("beam", "local")
 
 
 def run_local(config: PipelineConfig, runner: str = "beam") -> Dict[str, str]:
-    """Run the whole DAG in this process; returns the pipeline root and the MLMD sqlite path."""
+    """Run the whole DAG in this process; returns the pipeline root and the MLMD sqlite path.
+
+    ``config`` comes from ``build_config(..., local=True)``: its input paths were checked (missing inputs fail
+    there, before TFX starts, naming the config key) and every path is absolute."""
     if runner not in RUNNERS:
         raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
-    config.check_paths()  # missing inputs fail here, before TFX starts, naming the config key
-    config.pipeline_root = os.path.abspath(config.pipeline_root)
-    config.metadata_path = os.path.abspath(config.metadata_path)
+    if not (config.frozen and config.is_local()):
+        raise ValueError("run_local needs the configuration of build_config(..., local=True)")
     os.makedirs(os.path.dirname(config.metadata_path), exist_ok=True)
-    metadata = tfx.orchestration.metadata.sqlite_metadata_connection_config(config.metadata_path)
-    pipeline = create_pipeline(config, metadata_connection_config=metadata)
+    pipeline = create_pipeline(config, metadata_connection_config=mlmd.connection_config(config.metadata_path))
     with node_progress():
         if runner == "beam":
             BeamDagRunner().run(pipeline)
@@ -93,13 +95,9 @@ def node_progress() -> Iterator[None]:
 
 def latest_report(metadata_path: str, pipeline_name: str) -> str:
     """URI of the newest BenchmarkReport artifact recorded in MLMD for ``pipeline_name``."""
-    from ml_metadata.metadata_store import metadata_store
     from ml_metadata.proto import metadata_store_pb2
 
-    cfg = metadata_store_pb2.ConnectionConfig()
-    cfg.sqlite.filename_uri = metadata_path
-    cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    store = metadata_store.MetadataStore(cfg)
+    store = mlmd.open_readonly(metadata_path)
     reports = [a for a in store.get_artifacts_by_type("albert.BenchmarkReport")
                if a.state == metadata_store_pb2.Artifact.LIVE]
     if not reports:

@@ -7,9 +7,9 @@
                                                                                  └─ RaceBenchmark ───┘
 
 Raw inputs enter through Importers, so MLMD lineage runs from every score back to the raw files.
-Benchmark nodes exist only for the data sets the config names. Each node's parameters are only the
-settings that determine its output (``PipelineConfig.node_parameters``): a change reruns exactly the
-nodes downstream of it.
+Benchmark nodes exist only for the data sets the config names. Every node's parameters are
+``PipelineConfig.node_parameters()`` and nothing else: only the settings that determine its output, so
+a change reruns exactly the nodes downstream of it.
 
 ``runtime_parameters=True`` (compiled specs for Vertex AI / KFP) declares the values users change
 per run as pipeline parameters — ``num_train_steps``, ``finetune_seeds`` and the raw data locations
@@ -17,16 +17,15 @@ per run as pipeline parameters — ``num_train_steps``, ``finetune_seeds`` and t
 """
 from __future__ import annotations
 
-import posixpath
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from tfx import v1 as tfx
 
 from components import artifacts
-from config import canonical_json
 from components.tfx_components import BenchmarkEval, BenchmarkReport, CorpusGen, PretrainingDataGen, VocabGen
-from pipeline.configs import BENCHMARK_NODE_IDS, PipelineConfig
-from pipeline.vertex_training import TRAINER_RUN_FN, create_trainer  # noqa: F401  (TRAINER_RUN_FN re-exported)
+from config import canonical_json
+from pipeline.configs import BENCHMARK_NODE_IDS, IMPORTER_OUTPUT_KEY, IMPORTERS, PipelineConfig
+from pipeline.vertex_training import create_trainer
 
 # Pipeline runtime parameter → (config key it overrides, type).
 RUNTIME_PARAMETERS = {
@@ -39,99 +38,83 @@ RUNTIME_PARAMETERS = {
     "squad_v2_dir": ("benchmarks.squad_v2_dir", str),
     "race_dir": ("benchmarks.race_dir", str),
 }
-_IMPORTER_IDS = {"wikipedia": "WikipediaImporter", "books": "BooksImporter", "glue": "GlueDataImporter",
-                 "squad": "SquadDataImporter", "squad2": "Squad2DataImporter", "race": "RaceDataImporter"}
-_DATA_PARAMETER = {"wikipedia": "wikipedia_dir", "books": "books_dir", "glue": "glue_dir", "squad": "squad_dir",
-                   "squad2": "squad_v2_dir", "race": "race_dir"}
+_RUNTIME_BY_SETTING = {setting: name for name, (setting, _) in RUNTIME_PARAMETERS.items()}
 
 
-def runtime_parameter_values(config: PipelineConfig) -> Dict[str, Any]:
+def _runtime_parameters(config: PipelineConfig, image: Optional[str] = None) -> Dict[str, Dict[str, str]]:
+    """Node id → {parameter → the runtime parameter it becomes}, from where each parameter comes from."""
+    settings = config.parameter_settings(image)
+    return {node: {param: _RUNTIME_BY_SETTING[setting] for param, setting in params.items()
+                   if setting in _RUNTIME_BY_SETTING}
+            for node, params in settings.items()}
+
+
+def runtime_parameter_values(config: PipelineConfig, image: Optional[str] = None) -> Dict[str, Any]:
     """The runtime parameters a compiled spec of ``config`` declares, with the config's values (defaults)."""
-    values: Dict[str, Any] = {"num_train_steps": config.train.num_train_steps}
-    if config.benchmarks.nodes():
-        values["finetune_seeds"] = config.benchmarks.seeds
-    if config.corpus.wikipedia_dir:
-        values["wikipedia_dir"] = config.corpus.wikipedia_dir
-    if config.corpus.books_dir:
-        values["books_dir"] = config.corpus.books_dir
-    for key, uri in config.benchmarks.nodes().items():
-        values[_DATA_PARAMETER[key]] = uri
-    return values
+    params = config.node_parameters(image)
+    return {name: params[node][param] for node, names in _runtime_parameters(config, image).items()
+            for param, name in names.items()}
 
 
-def _runtime(name: str, default: Any, enabled: bool):
-    if not enabled:
-        return default
-    return tfx.dsl.experimental.RuntimeParameter(name=name, ptype=RUNTIME_PARAMETERS[name][1], default=default)
-
-
-def _importer(key: str, uri: str, runtime_parameters: bool) -> tfx.dsl.Importer:
-    source = _runtime(_DATA_PARAMETER[key], uri, runtime_parameters)
-    return tfx.dsl.Importer(source_uri=source, artifact_type=artifacts.RawCorpus).with_id(_IMPORTER_IDS[key])
-
-
-def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None,
-                    beam_pipeline_args: Optional[List[str]] = None, trainer: Optional[object] = None,
-                    pipeline_root: Optional[str] = None, trainer_image: Optional[str] = None,
+def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, image: Optional[str] = None,
                     runtime_parameters: bool = False) -> tfx.dsl.Pipeline:
-    """Build the DAG. ``trainer`` may replace the Trainer node; ``trainer_image`` is the container image the
-    Vertex AI Training job runs when ``vertex_training.enabled`` and ``vertex_training.image`` is unset."""
-    config.validate()
-    params = config.node_parameters()
+    """Build the DAG of a config from ``build_config`` (resolved, validated, frozen). ``image`` is the container
+    image the Vertex AI Training job runs when ``vertex_training.enabled`` and ``vertex_training.image`` is unset."""
+    if not config.frozen:
+        raise TypeError("create_pipeline needs the resolved, validated configuration of build_config()")
+    params = config.node_parameters(image)
+    runtime = _runtime_parameters(config, image) if runtime_parameters else {}
 
-    def param(node_id: str, key: str) -> str:
-        return canonical_json(params[node_id][key])
+    def args(node_id: str) -> Dict[str, Any]:
+        """The node's parameters as its component takes them: JSON ``config``, runtime parameters when compiled."""
+        out = {}
+        for name, value in params[node_id].items():
+            if name in runtime.get(node_id, {}):
+                rp = runtime[node_id][name]
+                value = tfx.dsl.experimental.RuntimeParameter(name=rp, ptype=RUNTIME_PARAMETERS[rp][1], default=value)
+            elif name == "config":
+                value = canonical_json(value)
+            out[name] = value
+        return out
 
-    root = pipeline_root or config.pipeline_root
+    def importer(key: str) -> tfx.dsl.Importer:
+        node_id = IMPORTERS[key][0]
+        p = args(node_id)
+        return tfx.dsl.Importer(source_uri=p["artifact_uri"], artifact_type=artifacts.RawCorpus,
+                                reimport=p["reimport"], output_key=p["output_key"]).with_id(node_id)
+
     nodes = []
-
-    corpus_inputs = {}
-    if config.corpus.wikipedia_dir:
-        corpus_inputs["wikipedia"] = _importer("wikipedia", config.corpus.wikipedia_dir, runtime_parameters)
-    if config.corpus.books_dir:
-        corpus_inputs["books"] = _importer("books", config.corpus.books_dir, runtime_parameters)
+    corpus_inputs = {key: importer(key) for key in ("wikipedia", "books") if IMPORTERS[key][0] in params}
     nodes += list(corpus_inputs.values())
-    corpus = CorpusGen(config=param("CorpusGen", "corpus"),
-                       **{k: v.outputs["result"] for k, v in corpus_inputs.items()})
-    vocab = VocabGen(documents=corpus.outputs["documents"], config=param("VocabGen", "vocab"),
-                     seed=config.seed)
-    data = {key: _importer(key, uri, runtime_parameters) for key, uri in config.benchmarks.nodes().items()}
+    corpus = CorpusGen(**args("CorpusGen"), **{k: v.outputs[IMPORTER_OUTPUT_KEY] for k, v in corpus_inputs.items()})
+    vocab = VocabGen(documents=corpus.outputs["documents"], **args("VocabGen"))
+    data = {key: importer(key) for key in config.benchmarks.nodes()}
     dev_inputs = {}
     if config.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
-        dev_inputs = {f"{key}_dev": data[key].outputs["result"] for key in ("squad", "race") if key in data}
+        dev_inputs = {f"{key}_dev": data[key].outputs[IMPORTER_OUTPUT_KEY] for key in ("squad", "race") if key in data}
     datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
-                                 config=param("PretrainingDataGen", "datagen"), seed=config.seed,
-                                 **dev_inputs)
-    nodes += [corpus, vocab, datagen]
+                                 **args("PretrainingDataGen"), **dev_inputs)
+    # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
+    # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
+    trainer = create_trainer(args("Trainer"), datagen.outputs["examples"]).with_id("Trainer")
+    nodes += [corpus, vocab, datagen, trainer]
 
-    if trainer is None:
-        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
-        # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
-        trainer = create_trainer(config, datagen.outputs["examples"], posixpath.join(root, "_checkpoints"),
-                                 image=trainer_image,
-                                 num_train_steps=_runtime("num_train_steps", config.train.num_train_steps,
-                                                          runtime_parameters)).with_id("Trainer")
-    nodes.append(trainer)
-
-    seeds = _runtime("finetune_seeds", config.benchmarks.seeds, runtime_parameters)
     results: Dict[str, Any] = {}
-    for key, importer in data.items():
+    for key, data_importer in data.items():
         node_id = BENCHMARK_NODE_IDS[key]
-        evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=importer.outputs["result"],
-                                  config=param(node_id, "settings"), seeds=seeds,
-                                  benchmark="squad" if key == "squad2" else key).with_id(node_id)
-        nodes += [importer, evaluator]
+        evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=data_importer.outputs[IMPORTER_OUTPUT_KEY],
+                                  **args(node_id)).with_id(node_id)
+        nodes += [data_importer, evaluator]
         results[key] = evaluator.outputs["result"]
     report = BenchmarkReport(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
-                             statistics=datagen.outputs["statistics"],
-                             config=param("BenchmarkReport", "report"), **results)
+                             statistics=datagen.outputs["statistics"], **args("BenchmarkReport"), **results)
     nodes.append(report)
 
     return tfx.dsl.Pipeline(
         pipeline_name=config.pipeline_name,
-        pipeline_root=root,
+        pipeline_root=config.pipeline_root,
         components=nodes,
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
-        beam_pipeline_args=beam_pipeline_args if beam_pipeline_args is not None else list(config.beam_args),
+        beam_pipeline_args=list(config.beam_args),
     )

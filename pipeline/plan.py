@@ -7,7 +7,8 @@ spec, input artifacts, output-artifact skeleton and parameters) from the compile
 artifacts the run would resolve (the cached outputs of upstream nodes, the artifacts Importers would
 reuse), and looks that key up in MLMD. A node whose input comes from a node that will run, will run.
 For each node that will run, the reason is a diff against that node's newest execution in the store:
-the settings that changed (by their config names), the inputs that will be new, or "code" when the
+the settings that changed (by their config names, from ``PipelineConfig.parameter_settings``: the same
+table the node's parameters are built from), the inputs that will be new, or "code" when the
 parameters and inputs are the same but the key is not (a changed executor or TFX version).
 """
 from __future__ import annotations
@@ -19,12 +20,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from pipeline import mlmd
 from pipeline.configs import PipelineConfig
 
 CACHED, WILL_RUN = "CACHED", "WILL RUN"
-
-# The config section a node's ``config`` parameter holds.
-_SECTION = {"CorpusGen": "corpus", "VocabGen": "vocab", "PretrainingDataGen": "datagen", "BenchmarkReport": "report"}
 
 
 @dataclass
@@ -35,16 +34,6 @@ class NodePlan:
 
     def to_dict(self) -> Dict[str, Any]:
         return {"node": self.node, "status": self.status, "reasons": self.reasons}
-
-
-def _open_store(metadata_path: str):
-    from ml_metadata.metadata_store import metadata_store
-    from ml_metadata.proto import metadata_store_pb2
-
-    cfg = metadata_store_pb2.ConnectionConfig()
-    cfg.sqlite.filename_uri = metadata_path
-    cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    return metadata_store.MetadataStore(cfg)
 
 
 def _cache_key(pipeline_info, pipeline_node, executor_spec, inputs, outputs, parameters) -> str:
@@ -69,6 +58,21 @@ def _cache_key(pipeline_info, pipeline_node, executor_spec, inputs, outputs, par
         h.update(key.encode())
         h.update(str(value).encode())
     return h.hexdigest()
+
+
+def node_cache_key(ir, deployment, pipeline_node, inputs: Dict[str, List[Any]]) -> str:
+    """The cache key the launcher would compute for ``pipeline_node`` of the compiled ``ir`` with these input
+    artifacts (MLMD ``Artifact`` protos): its parameters as the launcher parses them, the output-artifact skeleton
+    (its URIs and names do not count, so execution 0 under no folder stands for any) and its executor spec."""
+    from tfx.orchestration import data_types_utils
+    from tfx.orchestration.local import runner_utils
+    from tfx.orchestration.portable import inputs_utils, outputs_utils
+
+    params = data_types_utils.build_parsed_value_dict(
+        inputs_utils.resolve_parameters_with_schema(node_parameters=pipeline_node.parameters))
+    spec = runner_utils.extract_executor_spec(deployment, pipeline_node.node_info.id)
+    outputs = outputs_utils.generate_output_artifacts(0, pipeline_node.outputs.outputs, node_dir="")
+    return _cache_key(ir.pipeline_info, pipeline_node, spec, inputs, outputs, params)
 
 
 def _successful(execution) -> bool:
@@ -135,21 +139,12 @@ def _flatten(value: Any, prefix: str) -> Dict[str, Any]:
     return {prefix: value}
 
 
-def _display(node_id: str, param: str, path: str) -> str:
-    """A changed node parameter path → the config key users set (``train.learning_rate``, ``benchmarks.seeds``)."""
-    rest = path.split(".", 1)[1] if "." in path else ""
-    if node_id == "Trainer":
-        if param == "custom_config":  # {"albert": {"model", "train", "seed"}, "checkpoint_root": ...}
-            return rest[len("albert."):] if rest.startswith("albert.") else rest
-        if param == "num_train_steps":
-            return "train.num_train_steps"
-        if param == "eval_args":
-            return "train.eval_steps"
-    if param == "config":
-        section = _SECTION.get(node_id, "benchmarks" if node_id.endswith("Benchmark") else "config")
-        return f"{section}.{rest}" if rest else section
-    if param == "seeds":
-        return "benchmarks.seeds"
+def _display(settings: Dict[str, str], path: str) -> str:
+    """A changed node parameter path → the config key users set (``train.learning_rate``, ``benchmarks.seeds``),
+    by the longest parameter path of ``settings`` (one node's ``PipelineConfig.parameter_settings``) it starts with."""
+    for prefix in sorted(settings, key=len, reverse=True):
+        if path == prefix or path.startswith(prefix + "."):
+            return settings[prefix] + path[len(prefix):]
     return path
 
 
@@ -158,7 +153,7 @@ def _mlmd_value(value) -> Any:
     return getattr(value, which) if which else None
 
 
-def _param_diff(node_id: str, old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
+def _param_diff(settings: Dict[str, str], old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     reasons = []
     for param in sorted(set(old) | set(new)):
         a, b = _decode(old.get(param)), _decode(new.get(param))
@@ -167,24 +162,27 @@ def _param_diff(node_id: str, old: Dict[str, Any], new: Dict[str, Any]) -> List[
         fa, fb = _flatten(a, param), _flatten(b, param)
         for path in sorted(set(fa) | set(fb)):
             if fa.get(path) != fb.get(path) and str(fa.get(path)) != str(fb.get(path)):
-                reasons.append(f"setting {_display(node_id, param, path)}: {fa.get(path)!r} → {fb.get(path)!r}")
-    return reasons
+                reasons.append(f"setting {_display(settings, path)}: {fa.get(path)!r} → {fb.get(path)!r}")
+    return list(dict.fromkeys(reasons))  # one line per setting, even where two parameters carry it
 
 
 def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[NodePlan]:
-    """The plan of ``config`` against its pipeline root and MLMD store (``metadata_path``)."""
+    """The plan of ``config`` (``build_config(..., local=True)``, as ``run`` would get it) against its pipeline
+    root and MLMD store (``metadata_path``)."""
     from tfx.dsl.compiler import compiler, constants
     from tfx.orchestration import data_types_utils
     from tfx.orchestration.local import runner_utils
-    from tfx.orchestration.portable import inputs_utils, outputs_utils, runtime_parameter_utils
+    from tfx.orchestration.portable import inputs_utils, runtime_parameter_utils
 
     from pipeline.pipeline import create_pipeline
 
     metadata_path = metadata_path or config.metadata_path
-    ir = compiler.Compiler().compile(create_pipeline(config))
+    connection = mlmd.connection_config(metadata_path, readonly=True)  # what the run's IR names (no TFX warning)
+    ir = compiler.Compiler().compile(create_pipeline(config, metadata_connection_config=connection))
+    settings = config.parameter_settings()
     runtime_parameter_utils.substitute_runtime_parameter(ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: "plan"})
     deployment = runner_utils.extract_local_deployment_config(ir)
-    store = _open_store(metadata_path) if os.path.exists(metadata_path) else None
+    store = mlmd.open_readonly(metadata_path) if os.path.exists(metadata_path) else None
 
     produced: Dict[str, Optional[Dict[str, List[Any]]]] = {}  # node id → its outputs, None when it will run
     result: List[NodePlan] = []
@@ -212,25 +210,26 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
                 else:
                     inputs.setdefault(key, []).extend(outputs.get(channel.output_key, []))
         previous = _latest_execution(store, ir.pipeline_info.id, node_id)
+        node_settings = settings.get(node_id, {})
         if new_inputs:
             produced[node_id] = None
-            result.append(NodePlan(node_id, WILL_RUN, new_inputs + _why(store, previous, node_id, params, inputs)))
+            why = _why(store, previous, node_settings, params, inputs)
+            result.append(NodePlan(node_id, WILL_RUN, new_inputs + why))
             continue
-        spec = runner_utils.extract_executor_spec(deployment, node_id)
-        outputs = outputs_utils.generate_output_artifacts(0, pn.outputs.outputs, node_dir="")
-        key = _cache_key(ir.pipeline_info, pn, spec, inputs, outputs, params)
+        key = node_cache_key(ir, deployment, pn, inputs)
         cached = _cached_outputs(store, key) if pn.execution_options.caching_options.enable_cache else None
         produced[node_id] = cached
         if cached is not None:
             result.append(NodePlan(node_id, CACHED))
         else:
-            reasons = _why(store, previous, node_id, params, inputs) or ["code or TFX version (same settings and "
-                                                                          "inputs as the last execution)"]
+            reasons = _why(store, previous, node_settings, params, inputs) or [
+                "code or TFX version (same settings and inputs as the last execution)"]
             result.append(NodePlan(node_id, WILL_RUN, reasons))
     return result
 
 
-def _why(store, previous, node_id: str, params: Dict[str, Any], inputs: Dict[str, List[Any]]) -> List[str]:
+def _why(store, previous, settings: Dict[str, str], params: Dict[str, Any],
+         inputs: Dict[str, List[Any]]) -> List[str]:
     """Why a node will run: its settings and inputs against its newest successful execution."""
     from google.protobuf import json_format
     from google.protobuf import message as pb_message
@@ -241,7 +240,7 @@ def _why(store, previous, node_id: str, params: Dict[str, Any], inputs: Dict[str
     old = {k: _mlmd_value(v) for k, v in previous.custom_properties.items() if not k.startswith("__")}
     new = {k: (json_format.MessageToJson(v) if isinstance(v, pb_message.Message) else v)
            for k, v in params.items() if k in old or v is not None}
-    reasons = _param_diff(node_id, {k: v for k, v in old.items() if k in new}, new)
+    reasons = _param_diff(settings, {k: v for k, v in old.items() if k in new}, new)
     events = [e for e in store.get_events_by_execution_ids([previous.id]) if e.type == metadata_store_pb2.Event.INPUT]
     old_inputs: Dict[str, set] = {}
     for e in events:

@@ -32,12 +32,9 @@ from tfx.utils import json_utils
 from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor
 
 from config import ConfigError, VertexTrainingConfig
-from pipeline.configs import PipelineConfig
-from trainer.task import trainer_settings
 
 log = logging.getLogger(__name__)
 
-TRAINER_RUN_FN = "trainer.task.run_fn"
 EVAL_METRICS_FILE = "eval_metrics.json"
 NUM_STEPS_KEY = "num_train_steps"
 METRIC_PREFIX = "eval_"
@@ -94,18 +91,14 @@ def training_job_spec(cfg: VertexTrainingConfig, image: str) -> Dict[str, Any]:
     return {"project": cfg.project, "job_spec": job_spec}
 
 
-def vertex_custom_config(config: PipelineConfig, checkpoint_root: str, image: Optional[str] = None) -> Dict[str, Any]:
-    """``custom_config`` of the Vertex Trainer: the ``run_fn`` keys plus the Vertex keys."""
-    cfg = config.vertex_training
-    cfg.validate()
-    image = cfg.image or image
+def vertex_settings(cfg: VertexTrainingConfig, image: Optional[str] = None) -> Dict[str, Any]:
+    """The keys TFX's Vertex Trainer reads from ``custom_config`` (next to the ``run_fn`` keys, see
+    ``PipelineConfig.node_parameters``); ``image``: the pipeline's image, used when ``cfg.image`` is unset."""
     ext = tfx.extensions.google_cloud_ai_platform
     return {
-        "albert": trainer_settings(config.model, config.train, config.seed),
-        "checkpoint_root": checkpoint_root,
         ext.ENABLE_VERTEX_KEY: True,
         ext.VERTEX_REGION_KEY: cfg.region,
-        ext.TRAINING_ARGS_KEY: training_job_spec(cfg, image),
+        ext.TRAINING_ARGS_KEY: training_job_spec(cfg, cfg.image or image),
     }
 
 
@@ -199,10 +192,10 @@ class AlbertTrainer(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(MetricsGenericExecutor)
 
     def __init__(self, *, examples, run_fn: str, custom_config: Dict[str, Any], num_train_steps: Any,
-                 eval_steps: int):
+                 eval_args: Dict[str, Any], train_args: Dict[str, Any]):
         spec = AlbertTrainerSpec(
             examples=examples, run_fn=run_fn, custom_config=json_utils.dumps(custom_config),
-            train_args=trainer_pb2.TrainArgs(), eval_args=trainer_pb2.EvalArgs(num_steps=eval_steps),
+            train_args=trainer_pb2.TrainArgs(**train_args), eval_args=trainer_pb2.EvalArgs(**eval_args),
             num_train_steps=num_train_steps,
             model=tfx_types.Channel(type=standard_artifacts.Model),
             model_run=tfx_types.Channel(type=standard_artifacts.ModelRun))
@@ -219,18 +212,9 @@ class VertexTrainer(AlbertTrainer):
 # Node factory
 # ------------------------------------------------------------------------------------------------
 
-def create_trainer(config: PipelineConfig, examples, checkpoint_root: str, image: Optional[str] = None,
-                   num_train_steps: Any = None):
-    """The Trainer node for ``config``: Vertex AI Training when ``vertex_training.enabled``, else local.
-
-    Its parameters are the model and train sections and the seed (``trainer.task.trainer_settings``);
-    ``num_train_steps`` travels as ``TrainArgs`` and may be a ``RuntimeParameter`` (compiled specs).
-    ``image``: the pipeline's container image, used when ``vertex_training.image`` is unset.
-    """
-    steps = config.train.num_train_steps if num_train_steps is None else num_train_steps
-    common = dict(run_fn=TRAINER_RUN_FN, examples=examples, num_train_steps=steps,
-                  eval_steps=config.train.eval_steps)
-    if config.vertex_training.enabled:
-        return VertexTrainer(custom_config=vertex_custom_config(config, checkpoint_root, image), **common)
-    return AlbertTrainer(custom_config={"albert": trainer_settings(config.model, config.train, config.seed),
-                                        "checkpoint_root": checkpoint_root}, **common)
+def create_trainer(parameters: Dict[str, Any], examples):
+    """The Trainer node with ``parameters`` (``PipelineConfig.node_parameters()["Trainer"]``, whose
+    ``num_train_steps`` may be a ``RuntimeParameter``): Vertex AI Training when its ``custom_config`` holds the
+    Vertex keys (``vertex_training.enabled``), else the local Trainer."""
+    vertex = parameters["custom_config"].get(tfx.extensions.google_cloud_ai_platform.ENABLE_VERTEX_KEY)
+    return (VertexTrainer if vertex else AlbertTrainer)(examples=examples, **parameters)

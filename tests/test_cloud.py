@@ -395,8 +395,7 @@ def gs_spec(tmp_path_factory):
     from pipeline.configs import build_config
     from pipeline.kubeflow_v2_runner import compile_pipeline
 
-    config = build_config("sample")
-    config.pipeline_root = "gs://b/root"
+    config = build_config("sample", pipeline_root="gs://b/root")
     return compile_pipeline(config, str(tmp_path_factory.mktemp("compiled_gs") / "spec.json"), image=IMAGE)
 
 

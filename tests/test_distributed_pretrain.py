@@ -26,8 +26,6 @@ from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, 
                                         _kill_when, _train_lines)
 from trainer.distribute import free_loopback_addresses
 
-pytestmark = pytest.mark.slow
-
 TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
          f"train.checkpoint_every={CHECKPOINT_EVERY}", "train.log_every=1", "train.eval_every=6",
          "train.eval_steps=2", "train.eval_batch_size=4", "train.shuffle_buffer=16", "train.learning_rate=0.003",
@@ -178,8 +176,9 @@ def test_local_trainer_node_under_a_distributed_strategy(examples, tmp_path):
     from tfx import types as tfx_types
     from tfx.types import standard_artifacts
 
-    config = build_config("sample", overrides=DATA + TRAIN + ["train.strategy=mirrored", "train.num_train_steps=3"])
-    node = create_trainer(config, tfx_types.Channel(type=standard_artifacts.Examples), str(tmp_path / "ckpt"))
+    config = build_config("sample", overrides=DATA + TRAIN + ["train.strategy=mirrored", "train.num_train_steps=3"],
+                          pipeline_root=str(tmp_path / "root"))
+    node = create_trainer(config.node_parameters()["Trainer"], tfx_types.Channel(type=standard_artifacts.Examples))
     inputs, outputs = _trainer_artifacts(examples, tmp_path)
     MetricsGenericExecutor().Do(inputs, outputs, dict(node.exec_properties))
     run = outputs["model_run"][0]
@@ -234,9 +233,10 @@ def test_vertex_trainer_job_on_two_machines(examples, reference, tmp_path, monke
     monkeypatch.setattr(JobServiceClient, "get_custom_job", get_custom_job)
     config = build_config("sample", overrides=DATA + TRAIN + [
         "train.strategy=multi_worker", "train.peer_timeout_s=120", "vertex_training.enabled=true",
-        "vertex_training.project=p", "vertex_training.machine_type=n1-standard-4", "vertex_training.replica_count=2"])
-    node = create_trainer(config, tfx_types.Channel(type=standard_artifacts.Examples), str(tmp_path / "ckpt"),
-                          image="albert-tfx:test")
+        "vertex_training.project=p", "vertex_training.machine_type=n1-standard-4", "vertex_training.replica_count=2"],
+        pipeline_root=str(tmp_path / "root"))
+    node = create_trainer(config.node_parameters(image="albert-tfx:test")["Trainer"],
+                          tfx_types.Channel(type=standard_artifacts.Examples))
     inputs, outputs = _trainer_artifacts(examples, tmp_path)
     try:
         VertexMetricsGenericExecutor().Do(inputs, outputs, dict(node.exec_properties))
@@ -246,7 +246,7 @@ def test_vertex_trainer_job_on_two_machines(examples, reference, tmp_path, monke
     run = outputs["model_run"][0]
     assert run.get_float_custom_property("final_step") == STEPS
     assert run.get_float_custom_property("num_replicas") == 2.0
-    assert len(os.listdir(str(tmp_path / "ckpt"))) == 1  # one run folder, written by the chief
+    assert len(os.listdir(str(tmp_path / "root" / "_checkpoints"))) == 1  # one run folder, written by the chief
     # The job trained what one process trains (the same loss curve and weights).
     ref, got = _train_lines(reference), _train_lines(str(tmp_path))
     np.testing.assert_allclose([h["loss"] for h in got], [h["loss"] for h in ref], rtol=1e-5)

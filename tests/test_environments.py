@@ -229,11 +229,11 @@ def test_unknown_environment_and_missing_file(tmp_path):
 
 
 def test_file_is_read_with_safe_load(tmp_path):
-    import yaml
-
     path = write_envs(tmp_path, "environments: !!python/object/apply:os.system ['true']\n")
-    with pytest.raises(yaml.constructor.ConstructorError):
+    with pytest.raises(envs.EnvironmentConfigError) as info:
         envs.get_environment("x", path)
+    assert str(info.value) == (f"{path}: not valid YAML (could not determine a constructor for the tag "
+                               "'tag:yaml.org,2002:python/object/apply:os.system')")
 
 
 def test_errors_are_value_errors_for_the_cli():
@@ -246,8 +246,8 @@ def test_errors_are_value_errors_for_the_cli():
 def test_compile_for_env_passes_image_root_and_beam_args(tmp_path):
     seen = {}
 
-    def fake_compile(config, output, image, beam_pipeline_args):
-        seen.update(config=config, output=output, image=image, args=beam_pipeline_args)
+    def fake_compile(config, output, image):
+        seen.update(config=config, output=output, image=image)
         return output
 
     env = envs.get_environment("vertex-paper")
@@ -258,12 +258,13 @@ def test_compile_for_env_passes_image_root_and_beam_args(tmp_path):
     assert seen["config"].train.num_train_steps == 5000
     assert seen["config"].preset == "paper" and seen["config"].train.strategy == "tpu"
     assert seen["config"].corpus.wikipedia_dir == "gs://albert-bkt/albert-tfx/raw/wikipedia"
-    assert seen["args"] == envs.beam_args(env) and "--runner=DataflowRunner" in seen["args"]
+    assert seen["config"].beam_args == envs.beam_args(env) == info["beam_pipeline_args"]
+    assert "--runner=DataflowRunner" in seen["config"].beam_args
+    assert seen["config"].frozen  # resolved once (preset, overrides, the environment's root and Beam args)
     with pytest.raises(envs.EnvironmentConfigError, match="placeholder"):
         envs.compile_for_env(env, "x.json", image="gcr.io/YOUR_PROJECT/albert-tfx:latest", compile_fn=fake_compile)
 
 
-@pytest.mark.slow
 def test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args(tmp_path):
     from pipeline.kubeflow_v2_runner import spec_summary
 

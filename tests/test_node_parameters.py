@@ -1,23 +1,20 @@
-"""Each node's parameters are exactly the settings that determine its output (issue 13), and the layering
-that lets components and the Trainer read them: ``config`` is importable without ``pipeline``."""
+"""Each node's parameters are exactly the settings that determine its output (issue 13), they come from one
+function (``PipelineConfig.node_parameters``) that the compiled DAG really uses, and ``plan`` computes the cache
+key the way TFX's launcher does."""
 import json
-import os
-import re
-import subprocess
-import sys
 
 import pytest
 
-from config import ConfigError, ModelConfig, TrainConfig
+from config import ConfigError, ModelConfig, TrainConfig, canonical_json
 from pipeline.configs import apply_overrides, build_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMAGE = "europe-docker.pkg.dev/p/r/albert-tfx:1"
 
 
 def _changed_nodes(override):
     base = build_config("sample").node_parameters()
     new = build_config("sample", overrides=[override]).node_parameters()
-    return {node for node in base if base[node] != new.get(node)}
+    return {node for node in set(base) | set(new) if base.get(node) != new.get(node)}
 
 
 @pytest.mark.parametrize("override,nodes", [
@@ -30,16 +27,18 @@ def _changed_nodes(override):
     ("benchmarks.seed=99", {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
     ("report.title=x", {"BenchmarkReport"}),
     ("train.num_train_steps=400", {"Trainer"}),
+    ("train.eval_steps=3", {"Trainer"}),
     ("model.size=albert-base", {"Trainer"}),
     ("datagen.dupe_factor=3", {"PretrainingDataGen"}),
     ("vocab.vocab_size=2000", {"VocabGen"}),
     ("corpus.min_doc_chars=10", {"CorpusGen"}),
     ("seed=1", {"VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
-    # Orchestration settings and input folders are nobody's parameter (folders enter as Importer artifacts).
-    ("pipeline_root=/elsewhere", set()),
+    # The Trainer keeps its checkpoints under the pipeline root (custom_config.checkpoint_root).
+    ("pipeline_root=/elsewhere", {"Trainer"}),
     ("beam_args=--direct_num_workers=2", set()),
-    ("corpus.books_dir=/other/books", set()),
-    ("benchmarks.glue_dir=/other/glue", set()),
+    # Input folders are only their Importer's URI: the processing nodes see them as input artifacts.
+    ("corpus.books_dir=/other/books", {"BooksImporter"}),
+    ("benchmarks.glue_dir=/other/glue", {"GlueDataImporter"}),
 ])
 def test_a_setting_reaches_only_the_nodes_it_determines(override, nodes):
     assert _changed_nodes(override) == nodes
@@ -50,41 +49,85 @@ def test_upstream_facts_are_not_copied_into_downstream_parameters():
     assert "do_lower_case" not in json.dumps(params["PretrainingDataGen"])  # from the vocab artifact
     trainer = json.dumps(params["Trainer"])
     assert "max_seq_length" not in trainer and "vocab_size" not in trainer  # from the examples artifact
-    assert set(params["GlueBenchmark"]["settings"]["hparams"]) == {"CoLA", "SST-2", "MRPC", "RTE"}
-    assert set(params["RaceBenchmark"]["settings"]["hparams"]) == {"RACE"}
+    assert set(params["GlueBenchmark"]["config"]["hparams"]) == {"CoLA", "SST-2", "MRPC", "RTE"}
+    assert set(params["RaceBenchmark"]["config"]["hparams"]) == {"RACE"}
+
+
+def test_the_trainer_receives_its_sections_with_the_step_count_apart():
+    cfg = build_config("sample", overrides=["train.num_train_steps=77", "seed=5"])
+    trainer = cfg.node_parameters()["Trainer"]
+    albert = json.loads(trainer["custom_config"]["albert"])
+    assert trainer["num_train_steps"] == 77 and "num_train_steps" not in albert["train"]
+    assert albert == {"model": cfg.model.to_dict(), "seed": 5,
+                      "train": {k: v for k, v in cfg.train.to_dict().items() if k != "num_train_steps"}}
+    assert trainer["custom_config"]["checkpoint_root"] == cfg.pipeline_root + "/_checkpoints"
+    assert (trainer["eval_args"], trainer["train_args"], trainer["run_fn"]) == (
+        {"num_steps": cfg.train.eval_steps}, {}, "trainer.task.run_fn")
+    settings = cfg.parameter_settings()["Trainer"]
+    assert settings == {"custom_config.albert.model": "model", "custom_config.albert.train": "train",
+                        "custom_config.albert.seed": "seed", "custom_config.checkpoint_root": "pipeline_root",
+                        "num_train_steps": "train.num_train_steps", "eval_args.num_steps": "train.eval_steps"}
 
 
 def test_squad_both_versions_are_two_nodes_with_their_own_files():
     cfg = build_config("sample", overrides=["benchmarks.squad_v2_dir=/x/squad2"])
     nodes = cfg.benchmarks.nodes()
     assert nodes["squad"].endswith("data/sample/squad") and nodes["squad2"] == "/x/squad2"
-    v1 = cfg.node_parameters()["SquadBenchmark"]["settings"]
-    v2 = cfg.node_parameters()["Squad2Benchmark"]["settings"]
+    params = cfg.node_parameters()
+    v1, v2 = params["SquadBenchmark"]["config"], params["Squad2Benchmark"]["config"]
     assert (v1["squad_version"], list(v1["hparams"])) == ("1.1", ["SQuAD1.1"])
     assert (v2["squad_version"], list(v2["hparams"]), v2["squad_dev_file"]) == ("2.0", ["SQuAD2.0"], "dev-v2.0.json")
+    assert params["Squad2Benchmark"]["benchmark"] == "squad"
+    assert params["Squad2DataImporter"]["artifact_uri"] == "/x/squad2"
 
 
 def test_sharing_none_is_a_value_not_null():
     cfg = apply_overrides(build_config("sample"), ["model.sharing=none"])
     assert cfg.model.sharing == "none"
-    assert cfg.validate().model.albert_config(100).sharing == "none"
+    assert cfg.validate().model.encoder_fields(100)["sharing"] == "none"
     assert apply_overrides(cfg, ["model.sharing=null"]).model.sharing is None
     assert apply_overrides(cfg, ["vocab.import_model=none"]).vocab.import_model is None
 
 
-@pytest.mark.parametrize("override,needle", [
-    ("model.size=albert-huge", "albert-huge"),
-    ("model.sharing=some", "model.sharing"),
-    ("model.hidden_size=101", "divisible"),
-    ("model.dropout=1.5", "model.dropout"),
-    ("train.learning_rate=0", "train.learning_rate"),
-    ("benchmarks.hparams.RTE.max_seq_length=4096", "benchmarks.hparams.RTE.max_seq_length"),
-    ("datagen.max_predictions_per_seq=0", "datagen.max_predictions_per_seq"),
-    ("corpus.book_encoding_fallback=klingon", "corpus.book_encoding_fallback"),
+@pytest.mark.parametrize("override,message", [
+    ("model.size=albert-huge", "config model (size='albert-huge') is invalid: Unknown configuration 'albert-huge'"),
+    ("model.size=albert-tiny-v2", "config model (size='albert-tiny-v2') is invalid: 'albert-tiny-v2': only "),
+    ("model.sharing=some", "config model.sharing='some' is invalid: expected all|attention|ffn|none|groups"),
+    ("model.hidden_size=101", "is invalid: Invalid AlbertConfig: hidden_size (101) must be divisible by "
+                              "num_attention_heads (2)"),
+    ("model.num_hidden_groups=2", "num_hidden_groups=2 is only meaningful with sharing='groups'"),
+    ("model.dropout=1.5", "config model.dropout=1.5 is invalid: expected in [0, 1)"),
+    ("train.learning_rate=0", "config train.learning_rate=0.0 is invalid: expected > 0"),
+    ("benchmarks.hparams.RTE.max_seq_length=4096", "config benchmarks.hparams.RTE.max_seq_length=4096 is invalid"),
+    ("datagen.max_predictions_per_seq=0", "config datagen.max_predictions_per_seq=0 is invalid"),
+    ("corpus.book_encoding_fallback=klingon", "config corpus.book_encoding_fallback='klingon' is invalid"),
 ])
-def test_every_section_is_validated_before_anything_runs(override, needle):
-    with pytest.raises(ConfigError, match=needle):
+def test_every_section_is_validated_before_anything_runs(override, message):
+    with pytest.raises(ConfigError) as info:
         build_config("sample", overrides=[override])
+    assert message in str(info.value)
+
+
+def test_the_model_is_validated_without_tensorflow():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom pipeline.configs import build_config\n"
+            "build_config('sample', overrides=['model.size=albert-large'])\n"
+            "print(sorted(m for m in ('tensorflow', 'tfx', 'trainer') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+
+
+def test_encoder_fields_are_the_named_size_with_the_overrides():
+    from trainer.modeling_albert import AlbertConfig
+
+    fields = ModelConfig(size="albert-base-v1", hidden_size=256, num_attention_heads=4).encoder_fields(8000)
+    config = AlbertConfig(**fields)
+    assert (config.hidden_size, config.num_attention_heads, config.vocab_size) == (256, 4, 8000)
+    assert (config.hidden_dropout_prob, config.hidden_act, config.num_hidden_layers) == (0.1, "gelu", 12)
+    assert AlbertConfig.named("albert-base-v1", vocab_size=8000, hidden_size=256, num_attention_heads=4) == config
 
 
 def test_train_identity_leaves_out_only_schedule_and_cadence():
@@ -96,33 +139,14 @@ def test_train_identity_leaves_out_only_schedule_and_cadence():
     assert ModelConfig.from_json(ModelConfig(size="albert-tiny").to_json()) == ModelConfig(size="albert-tiny")
 
 
-def test_components_and_trainer_never_import_pipeline():
-    """Importing every component and trainer module pulls in no ``pipeline`` module."""
-    modules = ["config", "components.tfx_components", "components.evaluation.runner", "components.report_lib",
-               "components.datagen_tool", "trainer.task", "trainer.train_lib"]
-    code = ("import sys, importlib, json\n"
-            f"for m in {modules!r}: importlib.import_module(m)\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m == 'pipeline' or m.startswith('pipeline.'))))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
-    for folder in ("components", "trainer", "config"):
-        for dirpath, _, files in os.walk(os.path.join(ROOT, folder)):
-            for name in files:
-                if name.endswith(".py"):
-                    text = open(os.path.join(dirpath, name), encoding="utf-8").read()
-                    assert not re.search(r"^\s*(from pipeline[ .]|import pipeline)", text, re.M), name
-
-
 def test_paper_presets_match_the_rows_they_are_compared_with():
     from config import PAPER_FINETUNE, RELEASE_V2_RACE
 
     corpus = ["corpus.books_dir=/books"]
     v1, v2, paper = (build_config(p, overrides=corpus) for p in ("paper-v1", "paper-v2", "paper"))
-    enc1, enc2 = v1.model.albert_config(30000), v2.model.albert_config(30000)
-    assert (enc1.hidden_dropout_prob, enc1.attention_probs_dropout_prob) == (0.1, 0.1)  # Table 2 is the v1 model
-    assert (enc2.hidden_dropout_prob, enc2.attention_probs_dropout_prob) == (0.0, 0.0)
+    enc1, enc2 = v1.model.encoder_fields(), v2.model.encoder_fields()
+    assert (enc1["hidden_dropout_prob"], enc1["attention_probs_dropout_prob"]) == (0.1, 0.1)  # Table 2: v1 model
+    assert (enc2["hidden_dropout_prob"], enc2["attention_probs_dropout_prob"]) == (0.0, 0.0)
     assert paper.model == v1.model and paper.benchmarks == v1.benchmarks and paper.report == v1.report
     assert v1.benchmarks.hparams["RACE"] == PAPER_FINETUNE["RACE"]
     assert (PAPER_FINETUNE["RACE"].learning_rate, PAPER_FINETUNE["RACE"].albert_dropout) == (2e-5, 0.1)  # Table 14
@@ -132,51 +156,171 @@ def test_paper_presets_match_the_rows_they_are_compared_with():
     assert v1.benchmarks.eval_every == 1000 and v1.benchmarks.checkpoint_selection == "best"
 
 
-def test_paper_preset_dag_has_both_squad_nodes(tmp_path):
-    """With SQuAD 1.1 and 2.0 data given, the compiled paper DAG scores both (all five Table 2 columns)."""
-    from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
-
-    for name in ("wiki", "squad1", "squad2", "race", "glue"):
-        (tmp_path / name).mkdir()
-    cfg = build_config("paper-v2", overrides=[
-        f"corpus.wikipedia_dir={tmp_path / 'wiki'}", f"benchmarks.squad_dir={tmp_path / 'squad1'}",
-        f"benchmarks.squad_v2_dir={tmp_path / 'squad2'}", f"benchmarks.race_dir={tmp_path / 'race'}",
-        f"benchmarks.glue_dir={tmp_path / 'glue'}", "datagen.eval_source=benchmark_dev"])
-    summary = spec_summary(compile_pipeline(cfg, str(tmp_path / "spec.json"), image="img"))
-    tasks = summary["tasks"]
-    assert {"SquadBenchmark", "Squad2Benchmark", "RaceBenchmark", "GlueBenchmark"} <= set(tasks)
-    assert set(tasks["BenchmarkReport"]) >= {"SquadBenchmark", "Squad2Benchmark", "RaceBenchmark", "GlueBenchmark"}
-    # The paper's pretraining dev set: datagen reads the SQuAD and RACE dev articles.
-    assert {"SquadDataImporter", "RaceDataImporter"} <= set(tasks["PretrainingDataGen"])
-    assert "squad_v2_dir" in summary["parameters"]
-    params = cfg.node_parameters()
-    assert params["Squad2Benchmark"]["settings"]["hparams"]["SQuAD2.0"]["max_seq_length"] == 512
-    assert params["SquadBenchmark"]["settings"]["hparams"]["SQuAD1.1"]["max_seq_length"] == 384
-
-
 def test_benchmark_dev_eval_source_needs_benchmark_data():
     with pytest.raises(ConfigError, match="datagen.eval_source"):
         build_config("sample", overrides=["datagen.eval_source=benchmark_dev", "benchmarks.squad_dir=null",
                                           "benchmarks.race_dir=null"])
 
 
+# -- the compiled DAG holds exactly node_parameters() --------------------------------------------------------
+PAPER_DATA = ["corpus.wikipedia_dir=gs://b/wiki", "corpus.books_dir=gs://b/books", "benchmarks.glue_dir=gs://b/glue",
+              "benchmarks.squad_dir=gs://b/squad", "benchmarks.squad_v2_dir=gs://b/squad2",
+              "benchmarks.race_dir=gs://b/race", "datagen.eval_source=benchmark_dev"]
+SPECS = {
+    "sample": ("sample", [], None),
+    # Every benchmark node, and the Trainer as a Vertex AI Training job (its custom_config carries the job).
+    "paper": ("paper", PAPER_DATA + ["vertex_training.enabled=true", "vertex_training.project=p-albert"],
+              "gs://b/root"),
+}
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """Preset → (its config, the spec JSON that ``albert-pipeline compile`` writes for it, the spec's path)."""
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    out = {}
+    for name, (preset, overrides, root) in SPECS.items():
+        cfg = build_config(preset, overrides=overrides, pipeline_root=root)
+        path = compile_pipeline(cfg, str(tmp_path_factory.mktemp(name) / "spec.json"), image=IMAGE)
+        with open(path) as f:
+            out[name] = (cfg, json.load(f), path)
+    return out
+
+
+def _spec_parameters(spec):
+    """Task → {parameter → value}, a pipeline parameter read as the default the spec declares for it."""
+    defaults = spec["runtimeConfig"]["parameters"]
+
+    def scalar(value):
+        (kind, raw), = value.items()
+        return {"stringValue": str, "intValue": int, "doubleValue": float}[kind](raw)
+
+    def value(v):
+        if "componentInputParameter" in v:
+            return scalar(defaults[v["componentInputParameter"]])
+        return scalar(v["runtimeValue"]["constantValue"])
+
+    tasks = spec["pipelineSpec"]["root"]["dag"]["tasks"]
+    return {task: {k: value(v) for k, v in t["inputs"].get("parameters", {}).items()} for task, t in tasks.items()}
+
+
+def _decoded(value):
+    """JSON text (objects and lists, nested ones too) → plain data; other strings stay strings."""
+    if isinstance(value, str) and value[:1] in "{[":
+        value = json.loads(value)
+    if isinstance(value, dict):
+        return {k: _decoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_decoded(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
+    cfg, spec, _ = compiled[name]
+    expected, found = cfg.node_parameters(IMAGE), _spec_parameters(spec)
+    assert sorted(found) == sorted(expected)  # the same nodes, Importers included
+    for node, params in expected.items():
+        assert _decoded(found[node]) == _decoded(params), node
+        if "config" in params:  # the components parse canonical JSON: same settings, same text, same cache key
+            assert found[node]["config"] == canonical_json(params["config"]), node
+    trainer = json.loads(found["Trainer"]["custom_config"])
+    assert trainer["albert"] == expected["Trainer"]["custom_config"]["albert"]  # the exact text run_fn parses
+    assert spec["runtimeConfig"]["parameters"]["num_train_steps"] == {"intValue": str(cfg.train.num_train_steps)}
+
+
+def test_paper_dag_scores_both_squad_versions_and_pretrains_on_their_dev_articles(compiled):
+    """With SQuAD 1.1 and 2.0 data given, the compiled paper DAG scores both (all five Table 2 columns); with
+    ``eval_source=benchmark_dev`` datagen reads the SQuAD and RACE dev articles (the paper's pretraining dev set)."""
+    from pipeline.kubeflow_v2_runner import spec_summary
+
+    cfg, _, path = compiled["paper"]
+    summary = spec_summary(path)
+    benchmarks = {"SquadBenchmark", "Squad2Benchmark", "RaceBenchmark", "GlueBenchmark"}
+    assert benchmarks <= set(summary["tasks"]) and benchmarks <= set(summary["tasks"]["BenchmarkReport"])
+    assert {"SquadDataImporter", "RaceDataImporter"} <= set(summary["tasks"]["PretrainingDataGen"])
+    assert "squad_v2_dir" in summary["parameters"]
+    params = cfg.node_parameters(IMAGE)
+    assert params["Squad2Benchmark"]["config"]["hparams"]["SQuAD2.0"]["max_seq_length"] == 512
+    assert params["SquadBenchmark"]["config"]["hparams"]["SQuAD1.1"]["max_seq_length"] == 384
+
+
+def test_the_compiled_vertex_trainer_runs_the_configured_job(compiled):
+    cfg, spec, _ = compiled["paper"]
+    custom = json.loads(_spec_parameters(spec)["Trainer"]["custom_config"])
+    pools = custom["ai_platform_training_args"]["job_spec"]["worker_pool_specs"]
+    assert custom["ai_platform_enable_vertex"] is True and custom["ai_platform_training_args"]["project"] == "p-albert"
+    assert pools[0]["machine_spec"] == {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3",
+                                        "accelerator_count": 8}
+    assert pools[0]["container_spec"] == {"image_uri": IMAGE}
+    assert custom["checkpoint_root"] == "gs://b/root/_checkpoints"
+    assert cfg.parameter_settings(IMAGE)["Trainer"]["custom_config.ai_platform_training_args"] == "vertex_training"
+
+
+# -- plan -------------------------------------------------------------------------------------------------
 def test_plan_names_changed_settings_by_their_config_keys():
     """plan's reasons translate node parameters back to the keys users pass to --set."""
     from pipeline.plan import _param_diff
-    from trainer.task import trainer_settings
 
     base = build_config("sample")
-    lr = build_config("sample", overrides=["train.learning_rate=0.01", "model.sharing=none"])
+    changed = build_config("sample", overrides=["train.learning_rate=0.01", "model.sharing=none", "seed=3",
+                                                "benchmarks.tfma=false", "benchmarks.seeds=3", "train.eval_steps=4"])
 
-    def trainer_params(cfg):
-        return {"custom_config": json.dumps({"albert": trainer_settings(cfg.model, cfg.train, cfg.seed),
-                                             "checkpoint_root": "/r"}), "num_train_steps": cfg.train.num_train_steps}
+    def received(cfg, node):  # as MLMD records them: JSON text for the structured parameters
+        return {k: v if isinstance(v, (int, str)) else json.dumps(v, sort_keys=True)
+                for k, v in cfg.node_parameters()[node].items()}
 
-    reasons = _param_diff("Trainer", trainer_params(base), trainer_params(lr))
-    assert reasons == ["setting model.sharing: None → 'none'", "setting train.learning_rate: 0.005 → 0.01"]
-    glue = _param_diff("GlueBenchmark", {"config": build_config("sample").node_json("GlueBenchmark", "settings"),
-                                         "seeds": 1},
-                       {"config": build_config("sample", overrides=["benchmarks.tfma=false"]).node_json(
-                           "GlueBenchmark", "settings"), "seeds": 3})
-    assert glue == ["setting benchmarks.tfma: True → False", "setting benchmarks.seeds: 1 → 3"]
-    assert _param_diff("VocabGen", {"seed": 1}, {"seed": 2}) == ["setting seed: 1 → 2"]
+    def diff(node):
+        return _param_diff(base.parameter_settings()[node], received(base, node), received(changed, node))
+
+    assert diff("Trainer") == ["setting model.sharing: None → 'none'", "setting seed: 12345 → 3",
+                               "setting train.eval_steps: 10 → 4", "setting train.learning_rate: 0.005 → 0.01"]
+    assert diff("GlueBenchmark") == ["setting benchmarks.seed: 12345 → 3", "setting benchmarks.tfma: True → False",
+                                     "setting benchmarks.seeds: 1 → 3"]
+    assert diff("VocabGen") == ["setting seed: 12345 → 3"]
+
+
+def test_plan_cache_key_is_the_one_tfx_launcher_computes(tmp_path):
+    """plan's key for a node equals the cache context TFX's launcher registers (``cache_utils.get_cache_context``
+    with a real execution's id and node folder), on the compiled sample DAG; both move with an input artifact."""
+    from tfx.dsl.compiler import compiler, constants
+    from tfx.orchestration import data_types_utils, metadata
+    from tfx.orchestration.local import runner_utils
+    from tfx.orchestration.portable import cache_utils, inputs_utils, outputs_utils, runtime_parameter_utils
+    from tfx.types import standard_artifacts
+
+    from components import artifacts
+    from pipeline import mlmd
+    from pipeline.pipeline import create_pipeline
+    from pipeline.plan import node_cache_key
+
+    cfg = build_config("sample", overrides=[f"pipeline_root={tmp_path / 'root'}"])
+    ir = compiler.Compiler().compile(create_pipeline(cfg))
+    runtime_parameter_utils.substitute_runtime_parameter(ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: "run-1"})
+    deployment = runner_utils.extract_local_deployment_config(ir)
+    nodes = {n.pipeline_node.node_info.id: n.pipeline_node for n in ir.nodes}
+
+    def artifact(cls, artifact_id):
+        a = cls()
+        a.id, a.type_id, a.uri = artifact_id, 7, f"/store/{cls.__name__}/{artifact_id}"
+        a.set_string_custom_property("origin", f"run {artifact_id}")
+        return a
+
+    with metadata.Metadata(mlmd.connection_config(str(tmp_path / "metadata.sqlite"))) as m:
+        def launcher_key(pn, inputs):
+            params = data_types_utils.build_parsed_value_dict(
+                inputs_utils.resolve_parameters_with_schema(node_parameters=pn.parameters))
+            outputs = outputs_utils.generate_output_artifacts(42, pn.outputs.outputs, str(tmp_path / "node"))
+            spec = runner_utils.extract_executor_spec(deployment, pn.node_info.id)
+            return cache_utils.get_cache_context(m, pn, ir.pipeline_info, spec, inputs, outputs, params).name
+
+        keys = set()
+        for node, key, cls in (("Trainer", "examples", standard_artifacts.Examples),
+                               ("VocabGen", "documents", artifacts.Documents)):
+            for artifact_id in (1, 2):
+                a = artifact(cls, artifact_id)
+                ours = node_cache_key(ir, deployment, nodes[node], {key: [a.mlmd_artifact]})
+                assert ours == launcher_key(nodes[node], {key: [a]}), (node, artifact_id)
+                keys.add(ours)
+        assert len(keys) == 4  # two nodes x two input artifacts

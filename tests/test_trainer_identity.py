@@ -9,7 +9,7 @@ from trainer import examples_info, task
 
 def _identity(fingerprint="f" * 64, **train):
     model = ModelConfig(size="albert-tiny")
-    return task.run_identity(fingerprint, model.albert_config(500), TrainConfig(**train), seed=1)
+    return task.run_identity(fingerprint, task.AlbertConfig(**model.encoder_fields(500)), TrainConfig(**train), seed=1)
 
 
 def test_key_ignores_step_count_and_cadence_but_not_the_trajectory(tmp_path):

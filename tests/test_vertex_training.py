@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from pipeline.configs import ConfigError, VertexTrainingConfig, build_config
+from pipeline.configs import ConfigError, VertexTrainingConfig, build_config, sample_config
 
 IMAGE = "us-docker.pkg.dev/p/albert/albert-tfx:1"
 
@@ -133,8 +133,7 @@ def test_compiled_multi_host_job_runs_one_chief_and_workers(tmp_path):
     config = build_config("sample", overrides=[
         "vertex_training.enabled=true", "vertex_training.project=my-proj", "vertex_training.machine_type=a2-highgpu-8g",
         "vertex_training.accelerator_type=NVIDIA_TESLA_A100", "vertex_training.accelerator_count=8",
-        "vertex_training.replica_count=3", "train.strategy=multi_worker"])
-    config.pipeline_root = "gs://bucket/albert"
+        "vertex_training.replica_count=3", "train.strategy=multi_worker"], pipeline_root="gs://bucket/albert")
     path = compile_pipeline(config, str(tmp_path / "spec.json"), image=IMAGE)
     with open(path) as f:
         spec = json.load(f)
@@ -168,12 +167,14 @@ def test_create_pipeline_local_trainer_uses_metrics_executor():
     assert trainer.executor_spec.executor_class.__name__ == "MetricsGenericExecutor"
     assert trainer.exec_properties["run_fn"] == "trainer.task.run_fn"
     vertex = create_pipeline(build_config("sample", overrides=["vertex_training.enabled=true",
-                                                               "vertex_training.project=p"]), trainer_image=IMAGE)
+                                                               "vertex_training.project=p"]), image=IMAGE)
     trainer = next(c for c in vertex.components if c.id == "Trainer")
     assert trainer.executor_spec.executor_class.__name__ == "VertexMetricsGenericExecutor"
     custom = json.loads(trainer.exec_properties["custom_config"])
     pool = custom["ai_platform_training_args"]["job_spec"]["worker_pool_specs"][0]
     assert pool["container_spec"]["image_uri"] == IMAGE and pool["machine_spec"]["machine_type"] == "n1-standard-8"
+    with pytest.raises(TypeError, match="resolved, validated configuration of build_config"):
+        create_pipeline(sample_config())  # a preset as such: not resolved, validated and frozen
 
 
 def test_metrics_executor_sets_float_properties(tmp_path, monkeypatch):

@@ -46,6 +46,9 @@ from typing import Any, Dict, Mapping, Optional
 import tensorflow as tf
 import tf_keras
 
+from config.encoder import NAMED_CONFIGS, RELEASE_OVERRIDES, encoder_errors, named_fields  # noqa: F401
+from config.encoder import SHARING_CHOICES
+
 __all__ = [
     "AlbertConfig",
     "AlbertEmbeddings",
@@ -65,7 +68,7 @@ __all__ = [
     "RELEASE_OVERRIDES",
 ]
 
-SHARING_STRATEGIES = ("all", "attention", "ffn", "none", "groups")
+SHARING_STRATEGIES = SHARING_CHOICES  # model.sharing, defined once in config/encoder.py
 
 # Keys of the official albert_config.json that this implementation does not use. They are accepted by
 # `AlbertConfig.from_dict` only at their default (no-op) value.
@@ -113,46 +116,9 @@ class AlbertConfig:
     # ---- validation -------------------------------------------------------------------------------------------
     def validate(self) -> "AlbertConfig":
         """Raise ``ValueError`` with a readable message when the configuration is inconsistent."""
-        errors = []
-        for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
-                     "inner_group_num"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                errors.append(f"{name} must be a positive integer, got {value!r}")
-        if errors:
-            raise ValueError("Invalid AlbertConfig: " + "; ".join(errors))
-        if self.hidden_size % self.num_attention_heads:
-            errors.append(f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
-                          f"({self.num_attention_heads})")
-        if self.sharing not in SHARING_STRATEGIES:
-            errors.append(f"sharing must be one of {SHARING_STRATEGIES}, got {self.sharing!r}")
-        elif self.sharing == "groups":
-            if self.num_hidden_groups > self.num_hidden_layers or self.num_hidden_layers % self.num_hidden_groups:
-                errors.append(f"sharing='groups' needs num_hidden_groups ({self.num_hidden_groups}) to divide "
-                              f"num_hidden_layers ({self.num_hidden_layers})")
-        else:
-            if self.num_hidden_groups != 1:
-                errors.append(f"num_hidden_groups={self.num_hidden_groups} is only meaningful with sharing='groups' "
-                              f"(sharing={self.sharing!r})")
-            if self.sharing != "all" and self.inner_group_num != 1:
-                errors.append(f"inner_group_num={self.inner_group_num} needs sharing 'all' or 'groups' "
-                              f"(sharing={self.sharing!r})")
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            p = getattr(self, name)
-            if not 0.0 <= float(p) < 1.0:
-                errors.append(f"{name} must be in [0, 1), got {p!r}")
-        if self.initializer_range <= 0:
-            errors.append(f"initializer_range must be > 0, got {self.initializer_range!r}")
-        if self.layer_norm_eps <= 0:
-            errors.append(f"layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
+        errors = encoder_errors(dataclasses.asdict(self))  # the size checks, shared with config (config/encoder.py)
         if self.hidden_act not in _ACTIVATIONS:
             errors.append(f"hidden_act must be one of {sorted(_ACTIVATIONS)}, got {self.hidden_act!r}")
-        if self.embedding_projection not in (None, True, False):
-            errors.append(f"embedding_projection must be None, True or False, got {self.embedding_projection!r}")
-        if self.embedding_projection is False and self.embedding_size != self.hidden_size:
-            errors.append(f"embedding_projection=False needs embedding_size == hidden_size "
-                          f"({self.embedding_size} != {self.hidden_size})")
         if errors:
             raise ValueError("Invalid AlbertConfig: " + "; ".join(errors))
         return self
@@ -192,18 +158,7 @@ class AlbertConfig:
         everywhere. A bare name (``albert-base``) is the v2 setting. Only the four released ALBERT sizes have
         releases, so ``bert-base-v1`` or ``albert-tiny-v2`` is an error rather than a silent alias.
         """
-        key = name.lower().replace("_", "-")
-        release = None
-        if key.endswith("-v2") or key.endswith("-v1"):
-            key, release = key[:-3], key[-2:]
-        if key not in NAMED_CONFIGS:
-            raise ValueError(f"Unknown configuration {name!r}; known: {sorted(NAMED_CONFIGS)} "
-                             f"(the released ALBERT sizes also as <name>-v1 / -v2)")
-        fields = dict(NAMED_CONFIGS[key])
-        if release is not None:
-            if key not in RELEASE_OVERRIDES:
-                raise ValueError(f"{name!r}: only {sorted(RELEASE_OVERRIDES)} were released as -v1 / -v2")
-            fields.update(RELEASE_OVERRIDES[key][release])
+        fields = named_fields(name)  # the table lives in config/encoder.py
         unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(f"Unknown AlbertConfig field(s) in overrides: {sorted(unknown)}")
@@ -250,42 +205,6 @@ class AlbertConfig:
     def from_json_file(cls, path: str) -> "AlbertConfig":
         with tf.io.gfile.GFile(path, "r") as f:
             return cls.from_dict(json.load(f))
-
-
-_V2_COMMON = dict(vocab_size=30000, max_position_embeddings=512, type_vocab_size=2, hidden_dropout_prob=0.0,
-                  attention_probs_dropout_prob=0.0, hidden_act="gelu_new", initializer_range=0.02)
-NAMED_CONFIGS: Dict[str, Dict[str, Any]] = {
-    # Paper Table 1. Heads = H / 64 except xlarge, where the released models use 16 heads (paper: H / 64 = 32);
-    # the head count does not change the parameter count.
-    "albert-base": dict(_V2_COMMON, hidden_size=768, num_hidden_layers=12, embedding_size=128,
-                        num_attention_heads=12, intermediate_size=3072, sharing="all"),
-    "albert-large": dict(_V2_COMMON, hidden_size=1024, num_hidden_layers=24, embedding_size=128,
-                         num_attention_heads=16, intermediate_size=4096, sharing="all"),
-    "albert-xlarge": dict(_V2_COMMON, hidden_size=2048, num_hidden_layers=24, embedding_size=128,
-                          num_attention_heads=16, intermediate_size=8192, sharing="all"),
-    "albert-xxlarge": dict(_V2_COMMON, hidden_size=4096, num_hidden_layers=12, embedding_size=128,
-                           num_attention_heads=64, intermediate_size=16384, sharing="all"),
-    "bert-base": dict(_V2_COMMON, hidden_size=768, num_hidden_layers=12, embedding_size=768,
-                      num_attention_heads=12, intermediate_size=3072, sharing="none"),
-    "bert-large": dict(_V2_COMMON, hidden_size=1024, num_hidden_layers=24, embedding_size=1024,
-                       num_attention_heads=16, intermediate_size=4096, sharing="none"),
-    # Not from the paper: a CPU-friendly configuration for tests and smoke runs.
-    "albert-tiny": dict(_V2_COMMON, hidden_size=128, num_hidden_layers=2, embedding_size=64,
-                        num_attention_heads=2, intermediate_size=512, sharing="all"),
-}
-
-# What the released albert_config.json files (TF-Hub google/albert_<size>/1 and /2) set differently from the
-# table above: v1 trained base/large/xlarge with dropout 0.1 (xxlarge v1 already without, paper section 4.8);
-# v2 removed dropout from all sizes (release README). "gelu" is the official name of the tanh GELU.
-_V1_DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, hidden_act="gelu")
-_V1_NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, hidden_act="gelu")
-_V2 = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, hidden_act="gelu_new")
-RELEASE_OVERRIDES: Dict[str, Dict[str, Dict[str, Any]]] = {
-    "albert-base": {"v1": _V1_DROPOUT, "v2": _V2},
-    "albert-large": {"v1": _V1_DROPOUT, "v2": _V2},
-    "albert-xlarge": {"v1": _V1_DROPOUT, "v2": _V2},
-    "albert-xxlarge": {"v1": _V1_NO_DROPOUT, "v2": _V2},
-}
 
 
 # --------------------------------------------------------------------------------------------------------------------

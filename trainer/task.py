@@ -4,9 +4,9 @@ Referenced by name (``run_fn="trainer.task.run_fn"``) so the same code runs in t
 orchestrators and, installed in the container image, on Vertex AI Training.
 
 What the Trainer depends on, and nothing else:
-  ``fn_args.custom_config["albert"]``: JSON ``{"model", "train", "seed"}`` (``train`` without
-  ``num_train_steps``, which is ``fn_args.train_steps`` — ``TrainArgs``, a pipeline runtime parameter
-  when compiled); the examples artifact, whose ``dataset_info.json`` gives the sequence length,
+  ``fn_args.custom_config["albert"]``: JSON ``{"model", "train", "seed"}`` (``config/trainer_settings.py``;
+  ``train`` without ``num_train_steps``, which is ``fn_args.train_steps`` — ``TrainArgs``, a pipeline
+  runtime parameter when compiled); the examples artifact, whose ``dataset_info.json`` gives the sequence length,
   predictions per sequence, ``do_lower_case`` and a content fingerprint; and ``vocab/spm.model``
   inside it (the vocabulary size).
 
@@ -33,36 +33,20 @@ from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
-from config import ConfigError, ModelConfig, TrainConfig, canonical_json
+from config import ConfigError, TrainConfig, canonical_json
+from config.trainer_settings import parse_settings, trainer_settings
 from trainer import distribute, examples_info, train_lib
-from trainer.modeling_albert import count_parameters
+from trainer.files import RUN_CONFIG_FILE
+from trainer.modeling_albert import AlbertConfig, count_parameters
 
 log = logging.getLogger(__name__)
 
 IDENTITY_FILE = "run_identity.json"
-RUN_CONFIG_FILE = "run_config.json"
 
 
 def _examples_root(train_files):
     # train_files look like <examples uri>/Split-train/*
     return posixpath.dirname(posixpath.dirname(train_files[0].rstrip("*").rstrip("/") + "/x"))
-
-
-def trainer_settings(model: ModelConfig, train: TrainConfig, seed: int) -> str:
-    """``custom_config["albert"]``: the Trainer's own settings, ``num_train_steps`` left to ``TrainArgs``."""
-    t = train.to_dict()
-    t.pop("num_train_steps")
-    return canonical_json({"model": model.to_dict(), "train": t, "seed": int(seed)})
-
-
-def parse_settings(text: str, num_train_steps: Optional[int]):
-    raw = json.loads(text)
-    model = ModelConfig.from_dict(raw["model"], "model.")
-    t = dict(raw["train"])
-    if num_train_steps is not None:
-        t["num_train_steps"] = int(num_train_steps)
-    train = TrainConfig.from_dict(t, "train.")
-    return model, train.validate(), int(raw["seed"])
 
 
 def run_identity(fingerprint: str, albert_config, train: TrainConfig, seed: int) -> Dict[str, Any]:
@@ -109,7 +93,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     sp = spm.SentencePieceProcessor()
     with tf.io.gfile.GFile(spm_path, "rb") as f:
         sp.load_from_serialized_proto(f.read())
-    albert_config = model.albert_config(sp.get_piece_size())
+    albert_config = AlbertConfig(**model.encoder_fields(sp.get_piece_size()))
     identity = run_identity(facts["fingerprint"], albert_config, train, seed)
     checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
     # In a cluster (train.strategy=multi_worker) every task trains; the chief alone writes what outlives the run.
@@ -136,6 +120,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         "start_step": result["start_step"],
         "final_step": result["final_step"],
         "precision": result["precision"],
+        "precision_decision": result["precision_decision"],  # how it was chosen (trainer/precision.py)
         "num_replicas": result["num_replicas"],
         "parameters": count_parameters(albert_config),
         "checkpoint_dir": checkpoint_dir,

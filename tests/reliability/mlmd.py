@@ -5,13 +5,9 @@ from typing import Dict, List
 
 
 def open_store(path: str):
-    from ml_metadata.metadata_store import metadata_store
-    from ml_metadata.proto import metadata_store_pb2
+    from pipeline import mlmd
 
-    cfg = metadata_store_pb2.ConnectionConfig()
-    cfg.sqlite.filename_uri = path
-    cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    return metadata_store.MetadataStore(cfg)
+    return mlmd.open_readonly(path)
 
 
 def node_of(store, execution) -> str:

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from pipeline.configs import ConfigError, PipelineConfig, build_config
+from pipeline.configs import ConfigError, build_config
 from tests.reliability import fixtures
 
 REPO = fixtures.REPO
@@ -106,39 +106,31 @@ def test_image_build_context_excludes_credentials():
 
 
 # ----------------------------------------------------------------------------------------- paths
-def _needs_check_paths():
-    if not hasattr(PipelineConfig, "check_paths"):
-        pytest.skip("PipelineConfig.check_paths not in pipeline/configs.py yet (diff in the reliability report)")
-
-
 @pytest.mark.parametrize("override, message", [
     ("corpus.books_dir=/no/such/books", "corpus.books_dir='/no/such/books' is invalid: folder /no/such/books does not exist"),
     ("vocab.import_model=missing/30k.model", "vocab.import_model='missing/30k.model' is invalid: file"),
     ("benchmarks.race_dir=does-not-exist", "benchmarks.race_dir='does-not-exist' is invalid: folder"),
 ])
 def test_missing_input_paths_fail_before_the_run(override, message):
-    _needs_check_paths()
     with pytest.raises(ConfigError) as info:
         extra = ["vocab.vocab_size=0"] if override.startswith("vocab.import_model") else []
-        build_config("sample", overrides=[override] + extra).check_paths()
+        build_config("sample", overrides=[override] + extra, local=True)
     assert message in str(info.value)
 
 
 def test_relative_paths_are_resolved_and_recorded_absolute(monkeypatch):
-    _needs_check_paths()
     monkeypatch.chdir(os.path.join(REPO, "data"))
-    config = build_config("sample", overrides=["corpus.books_dir=../data/sample/./books"]).check_paths()
+    config = build_config("sample", overrides=["corpus.books_dir=../data/sample/./books"], local=True)
     books = config.corpus.books_dir
     assert os.path.isabs(books) and books == os.path.normpath(books)  # no "..", no "."
     assert os.path.realpath(books) == os.path.realpath(os.path.join(REPO, "data", "sample", "books"))
-    gcs = build_config("sample", overrides=["corpus.books_dir=gs://bucket/books"]).check_paths()
+    gcs = build_config("sample", overrides=["corpus.books_dir=gs://bucket/books"], local=True)
     assert gcs.corpus.books_dir == "gs://bucket/books"  # not checked locally (no network)
 
 
 @pytest.mark.parametrize("override", ["corpus.wikipedia_glob=../../*", "corpus.books_glob=/etc/**/*.txt",
                                       "benchmarks.glue_dir=http://example.com/glue"])
 def test_globs_escaping_their_folder_and_foreign_schemes_are_rejected(override):
-    _needs_check_paths()
     with pytest.raises(ConfigError, match="is invalid"):
         build_config("sample", overrides=[override])
 

@@ -1,0 +1,59 @@
+"""The layers import only downward: ``config`` ← ``trainer`` ← ``components`` ← ``pipeline``.
+
+Every ``import`` / ``from ... import`` statement of every module is read with ``ast`` (imports inside
+functions included, so a lazy import cannot hide an upward arrow). ``components`` may import ``trainer``
+(the benchmark nodes fine-tune the exported encoder); nothing below ``pipeline`` may import it.
+"""
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("config", "trainer", "components", "pipeline")
+FORBIDDEN = {
+    "config": {"trainer", "components", "pipeline"},
+    "trainer": {"components", "pipeline"},
+    "components": {"pipeline"},
+}
+
+
+def imported_packages(path: str):
+    """(line, top-level package) of every absolute import in the file that names a package of this project."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), filename=path)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            continue
+        found += [(node.lineno, name.split(".")[0]) for name in names if name.split(".")[0] in PACKAGES]
+    return found
+
+
+def upward_imports(package: str):
+    out = []
+    for dirpath, _, files in os.walk(os.path.join(ROOT, package)):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(dirpath, name)
+                out += [f"{os.path.relpath(path, ROOT)}:{line} imports {target}"
+                        for line, target in imported_packages(path) if target in FORBIDDEN[package]]
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_no_layer_imports_a_layer_above_it(package):
+    assert upward_imports(package) == []
+
+
+def test_the_scanner_sees_lazy_and_aliased_imports(tmp_path):
+    """The check itself: an import inside a function, ``import a.b as c`` and ``from a import b`` all count;
+    relative imports and other packages do not."""
+    path = tmp_path / "m.py"
+    path.write_text("import os\nfrom . import sibling\nimport pipeline.cli as cli\n\n"
+                    "def f():\n    from trainer.task import run_fn\n    import components\n    return run_fn\n")
+    assert imported_packages(str(path)) == [(3, "pipeline"), (6, "trainer"), (7, "components")]
