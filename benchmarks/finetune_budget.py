@@ -4,7 +4,7 @@ counts and at ``--scale`` times them, both arms, same seeds, side by side in one
 The CPU-scale recipe fine-tunes for a fraction of an epoch (its budget is 90 minutes for the whole DAG), and on
 CoLA, MRPC and RTE every run of both arms predicts one class. This asks whether that is the budget: the same
 pretrained ``Model`` artifact, the preset's hyper-parameters with ``train_steps`` and ``warmup_steps`` multiplied
-by each scale, through the benchmark runner the GlueBenchmark node runs (``components.evaluation.runner``), with
+by each scale, through the benchmark runner the GlueBenchmark node runs (``components.evaluation.run_benchmark``), with
 the ``random_init`` arm, no GLUE test predictions. Printed and written (``--output``/``budget.md``, ``budget.json``)
 per task and scale: both arms' median [min–max] over seeds, the paired gain, "beyond seed spread", the
 majority-class floor and the one-class runs.
@@ -18,6 +18,7 @@ scale 1 is the recipe's own protocol (the same seeds and code as its GlueBenchma
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -28,6 +29,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from trainer.formatting import beyond_spread_text, spread_text  # noqa: E402
 
 
 def scaled_overrides(config, tasks: List[str], scale: float) -> List[str]:
@@ -50,13 +53,6 @@ def budget_row(result: Dict[str, Any], task: str, scale: float, steps: int) -> O
     return {"task": task, "scale": scale, "steps": steps, "gain": gain, "seconds": seconds}
 
 
-def _spread(s: Dict[str, Any], signed: bool = False) -> str:
-    if not s or s.get("median") is None:
-        return "—"
-    f = "{:+.1f}" if signed else "{:.1f}"
-    return f"{f.format(s['median'])} [{f.format(s['min'])} – {f.format(s['max'])}]"
-
-
 def table(rows: List[Dict[str, Any]]) -> str:
     lines = ["| task | scale | steps | pretrained | random init | paired gain per seed | beyond seed spread "
              "| majority-class floor | one-class runs (pretrained / random) | seconds |",
@@ -67,9 +63,9 @@ def table(rows: List[Dict[str, Any]]) -> str:
         one_text = "—" if one.get("pretrained") is None else f"{one['pretrained']} / {one['baseline']}"
         floor = g.get("majority_baseline")
         floor_text = "—" if floor is None else f"{floor:.1f}"
-        lines.append(f"| {r['task']} | {r['scale']:g} | {r['steps']} | {_spread(g['pretrained'])} | "
-                     f"{_spread(g['baseline'])} | {_spread(g['gain_paired'], signed=True)} | "
-                     f"{'yes' if g.get('beyond_spread') else 'no'} | {floor_text} | {one_text} | {r['seconds']:.0f} |")
+        lines.append(f"| {r['task']} | {r['scale']:g} | {r['steps']} | {spread_text(g['pretrained'])} | "
+                     f"{spread_text(g['baseline'])} | {spread_text(g['gain_paired'], signed=True)} | "
+                     f"{beyond_spread_text(g)} | {floor_text} | {one_text} | {r['seconds']:.0f} |")
     return "\n".join(lines)
 
 
@@ -97,25 +93,27 @@ def main(argv=None) -> int:
     logs.setup(os.path.join(args.output, "budget.log"))
     from pipeline.configs import build_config
 
-    from components.evaluation.runner import run_benchmark
+    from components.evaluation.run_benchmark import run_benchmark
 
     base = build_config(args.preset, overrides=args.overrides)
     rows: List[Dict[str, Any]] = []
     for scale in scales:
         cfg = build_config(args.preset, overrides=args.overrides + scaled_overrides(base, tasks, scale) + [
             f"benchmarks.glue_dir={os.path.abspath(args.glue_dir)}", "benchmarks.baselines=[random_init]"])
-        cfg.benchmarks.predict_test = False  # submission files are not what is measured here
+        settings = copy.copy(cfg.benchmarks)  # this run's own copy: the resolved config is frozen
+        settings.seed = cfg.seed if settings.seed is None else settings.seed
+        settings.predict_test = False  # submission files are not what is measured here
         out = os.path.join(args.output, f"scale_{scale:g}")
         t0 = time.time()
-        result = run_benchmark("glue", albert_dir, cfg.benchmarks.glue_dir, cfg, out)
+        result = run_benchmark("glue", albert_dir, cfg.benchmarks.glue_dir, settings, out)
         for task in tasks:
             row = budget_row(result, task, scale, cfg.benchmarks.hparams[task].train_steps)
             if row is None:
                 continue
             rows.append(row)
             gain = row["gain"]
-            print(f"finetune_budget: {task} x{scale:g}: pretrained {_spread(gain['pretrained'])}, random init "
-                  f"{_spread(gain['baseline'])} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+            print(f"finetune_budget: {task} x{scale:g}: pretrained {spread_text(gain['pretrained'])}, random init "
+                  f"{spread_text(gain['baseline'])} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     text = "\n".join(["# Gain over no pretraining vs fine-tuning budget", "",
                       f"Model: `{os.path.basename(os.path.normpath(args.model))}` of preset `{args.preset}`; "
                       f"GLUE dev, headline score, median [min – max] over {base.benchmarks.seeds} seeds.", "",

@@ -37,6 +37,8 @@ sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from trainer.formatting import beyond_spread_text, spread_text  # noqa: E402
+
 DEV_SHARE = 0.2  # share of SQuAD articles / RACE files cut off as dev
 GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "RTE", "STS-B")
 QUICK = [
@@ -140,13 +142,11 @@ def prepare_inputs(work: str, data_dir: Optional[str], seed: int) -> Dict[str, A
 
 
 def _store(metadata_path: str):
-    from ml_metadata.metadata_store import metadata_store
     from ml_metadata.proto import metadata_store_pb2
 
-    cfg = metadata_store_pb2.ConnectionConfig()
-    cfg.sqlite.filename_uri = metadata_path
-    cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    return metadata_store.MetadataStore(cfg), metadata_store_pb2
+    from pipeline import mlmd
+
+    return mlmd.open_readonly(metadata_path), metadata_store_pb2
 
 
 def node_seconds(metadata_path: str) -> Dict[str, Dict[str, Any]]:
@@ -260,12 +260,6 @@ def _f(v, signed=False):
     return "—" if v is None else (f"{v:+.1f}" if signed else f"{v:.1f}")
 
 
-def _spread(s, signed=False):
-    if not s or s.get("median") is None:
-        return "—"
-    return f"{_f(s['median'], signed)} [{_f(s['min'], signed)} – {_f(s['max'], signed)}]"
-
-
 def write_up(out: str, record: Dict[str, Any]) -> str:
     lines = ["# ALBERT-TFX learning recipe (`small` preset)", "",
              ("**Quick mode: a smoke run of the script; the numbers below mean nothing.**" if record["quick"] else
@@ -289,9 +283,9 @@ def write_up(out: str, record: Dict[str, Any]) -> str:
             one = g.get("single_class_runs") or {}
             one_text = ("—" if one.get("pretrained") is None else
                         f"{one['pretrained']} / {one.get('baseline')} of {g['pretrained'].get('n', '?')}")
-            lines.append(f"| {task} | {_spread(g['pretrained'])} | {_spread(g['baseline'])} | "
-                         f"{_f(g.get('gain_median'), True)} | {_spread(g.get('gain_paired'), signed=True)} | "
-                         f"{'yes' if g.get('beyond_spread') else 'no'} | {_f(g.get('majority_baseline'))} | "
+            lines.append(f"| {task} | {spread_text(g['pretrained'])} | {spread_text(g['baseline'])} | "
+                         f"{_f(g.get('gain_median'), True)} | {spread_text(g.get('gain_paired'), signed=True)} | "
+                         f"{beyond_spread_text(g)} | {_f(g.get('majority_baseline'))} | "
                          f"{one_text} |")
         lines += ["", "Majority-class floor: the dev score of always predicting the training set's most frequent "
                   "label (RACE: answer letter); a one-class run predicted one label for all of dev and so scores that "
@@ -372,7 +366,8 @@ def main(argv=None) -> int:
                           f"benchmarks.hparams.{task}.warmup_steps=1", f"benchmarks.hparams.{task}.batch_size=8"]
     overrides += args.overrides
     common = [f"pipeline_root={os.path.join(out, 'pipeline_root')}", f"metadata_path={os.path.join(out, 'metadata.sqlite')}"]
-    sop_cfg = build_config("small", overrides=overrides + common + ["train.sentence_task=sop", "datagen.sop_mode=official"])
+    sop_cfg = build_config("small", overrides=overrides + common + ["train.sentence_task=sop", "datagen.sop_mode=official"],
+                           local=True)
     from pipeline.local_runner import run_local
 
     seconds: Dict[str, float] = {}
@@ -397,7 +392,7 @@ def main(argv=None) -> int:
     if not args.skip_nsp:
         no_bench = ["benchmarks.glue_dir=null", "benchmarks.squad_dir=null", "benchmarks.race_dir=null"]
         nsp_cfg = build_config("small", overrides=overrides + common + no_bench +
-                               ["train.sentence_task=nsp", "datagen.sop_mode=nsp"])
+                               ["train.sentence_task=nsp", "datagen.sop_mode=nsp"], local=True)
         t0 = time.time()
         run_local(nsp_cfg, runner=args.runner)
         seconds["nsp_pipeline"] = time.time() - t0

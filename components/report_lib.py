@@ -26,9 +26,14 @@ import base64
 import html
 import io
 import json
-import math
-import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from components.file_io import exists, join, json_safe, makedirs, read_bytes, read_json, read_text, write
+from config.references import PAPER_ALBERT_BASE, REFERENCE_ROWS
+from config.sections import SQUAD_TASKS
+from trainer.files import (ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, HISTORY_FILE, METRICS_FILE, RUN_CONFIG_FILE,
+                           STATS_FILE)
+from trainer.formatting import NONE_TEXT, beyond_spread_text, number, number_text, spread_text
 
 __all__ = [
     "load_result",
@@ -46,100 +51,30 @@ REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
 RESULTS_JSON = "results.json"
 CURVES_PNG = "pretraining_curves.png"
-HISTORY_FILE = "train_history.jsonl"
-METRICS_FILE = "metrics.json"
 
-# Paper Table 2, ALBERT base (dev, 125k steps).
-PAPER_ALBERT_BASE = {
-    "SQuAD1.1": {"f1": 89.3, "exact_match": 82.3},
-    "SQuAD2.0": {"f1": 80.0, "exact_match": 77.1},
-    "MNLI": 81.6,
-    "SST-2": 90.3,
-    "RACE": 64.0,
-    "Avg": 80.1,
-}
 # (column, task names in the results (first found wins), metric key(s))
 TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
-    ("SQuAD1.1", ("SQuAD1.1",), ("f1", "exact_match")),
-    ("SQuAD2.0", ("SQuAD2.0",), ("f1", "exact_match")),
+    (SQUAD_TASKS["1.1"], (SQUAD_TASKS["1.1"],), ("f1", "exact_match")),
+    (SQUAD_TASKS["2.0"], (SQUAD_TASKS["2.0"],), ("f1", "exact_match")),
     ("MNLI", ("MNLI-m", "MNLI"), ("accuracy",)),
     ("SST-2", ("SST-2",), ("accuracy",)),
     ("RACE", ("RACE",), ("all",)),
 )
 GLUE_ORDER = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "WNLI")
 GLUE_METRIC_COLUMNS = ("mcc", "accuracy", "f1", "pearson", "spearman", "score")
-
-
-# ---------------------------------------------------------------------------------------------
-# File helpers (local paths with open(); URIs with a scheme through tf.io.gfile)
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in path
-
-
-def _exists(path: str) -> bool:
-    if _is_uri(path):
-        import tensorflow as tf
-        return tf.io.gfile.exists(path)
-    return os.path.exists(path)
-
-
-def _read_text(path: str) -> str:
-    if _is_uri(path):
-        import tensorflow as tf
-        with tf.io.gfile.GFile(path, "r") as f:
-            return f.read()
-    with open(path, encoding="utf-8") as f:
-        return f.read()
-
-
-def _read_json(path: Optional[str]) -> Optional[Any]:
-    if not path or not _exists(path):
-        return None
-    return json.loads(_read_text(path))
-
-
-def _write(path: str, data, binary: bool = False) -> None:
-    if _is_uri(path):
-        import tensorflow as tf
-        with tf.io.gfile.GFile(path, "wb" if binary else "w") as f:
-            f.write(data)
-        return
-    with open(path, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
-        f.write(data)
-
-
-def _join(*parts: str) -> str:
-    return "/".join([parts[0].rstrip("/")] + [p.strip("/") for p in parts[1:]]) if _is_uri(parts[0]) \
-        else os.path.join(*parts)
+NON_GLUE_TASKS = (*SQUAD_TASKS.values(), "RACE")  # every other task name in the results is a GLUE task
 
 
 def load_result(uri: str) -> Dict[str, Any]:
     """The ``metrics.json`` a benchmark evaluator wrote into its artifact ``uri``."""
-    path = _join(uri, METRICS_FILE)
-    if not _exists(path):
+    path = join(uri, METRICS_FILE)
+    if not exists(path):
         raise FileNotFoundError(f"no {METRICS_FILE} in {uri}")
-    return json.loads(_read_text(path))
+    return json.loads(read_text(path))
 
 
 # ---------------------------------------------------------------------------------------------
-# Numbers
-
-
-def _num(value) -> Optional[float]:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _fmt(value, digits: int = 1) -> str:
-    v = _num(value)
-    return "—" if v is None else f"{v:.{digits}f}"
+# Table 2 arithmetic
 
 
 def _all_tasks(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -160,7 +95,7 @@ def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     missing: List[str] = []
     for column, names, keys in TABLE2_COLUMNS:
         metrics = next((tasks[n] for n in names if n in tasks), None)
-        values = [_num(metrics.get(k)) for k in keys] if metrics else [None]
+        values = [number(metrics.get(k)) for k in keys] if metrics else [None]
         if any(v is None for v in values):
             missing.append(column)
             continue
@@ -172,23 +107,6 @@ def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     avg = sum(headline.values()) / len(headline) if headline else None
     return {"columns": columns, "headline": headline, "present": list(headline), "missing": missing,
             "avg": avg, "complete": not missing}
-
-
-# The rows a run can be compared with, each labelled by its source (``report.reference``).
-REFERENCE_ROWS = {
-    "albert-base-v1": {
-        "label": "ALBERT base v1 — paper's Table 2 (125k steps, dropout 0.1; not produced by this run)",
-        "source": "Lan et al. 2020, Table 2",
-        "values": PAPER_ALBERT_BASE,
-    },
-    "albert-base-v2": {
-        "label": "ALBERT base v2 — official release README (10M steps, extra data, no dropout; "
-                 "not produced by this run)",
-        "source": "google-research/albert README, V2 table",
-        "values": {"SQuAD1.1": {"f1": 90.2, "exact_match": 83.2}, "SQuAD2.0": {"f1": 82.1, "exact_match": 79.3},
-                   "MNLI": 84.6, "SST-2": 92.9, "RACE": 66.8, "Avg": 82.3},
-    },
-}
 
 
 def _paper_avg_check() -> float:
@@ -205,8 +123,8 @@ def _paper_avg_check() -> float:
 def _parameter_count(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:
     if not model_dir:
         return None
-    path = _join(model_dir, "albert", "albert_config.json")
-    raw = _read_json(path)
+    path = join(model_dir, ALBERT_DIR, CONFIG_FILE)
+    raw = read_json(path)
     if raw is None:
         return None
     from trainer.modeling_albert import AlbertConfig, count_parameters
@@ -222,11 +140,11 @@ def _parameter_count(model_dir: Optional[str]) -> Optional[Dict[str, Any]]:
 def _read_history(model_run_dir: Optional[str]) -> List[Dict[str, Any]]:
     if not model_run_dir:
         return []
-    path = _join(model_run_dir, HISTORY_FILE)
-    if not _exists(path):
+    path = join(model_run_dir, HISTORY_FILE)
+    if not exists(path):
         return []
     rows = []
-    for line in _read_text(path).splitlines():
+    for line in read_text(path).splitlines():
         line = line.strip()
         if not line:
             continue
@@ -245,12 +163,12 @@ def _plot_curves(history: Sequence[Mapping[str, Any]], path: str, sentence: str 
               ("sentence_loss", f"{sentence} loss"), ("sentence_accuracy", f"{sentence} accuracy"))
     points: Dict[Tuple[str, str], Dict[float, float]] = {}
     for row in history:
-        step = _num(row.get("step"))
+        step = number(row.get("step"))
         if step is None:
             continue
         split = str(row.get("split", "train"))
         for key, _ in panels:
-            v = _num(row.get(key))
+            v = number(row.get(key))
             if v is not None:
                 points.setdefault((key, split), {})[step] = v
     if not points:
@@ -281,7 +199,7 @@ def _plot_curves(history: Sequence[Mapping[str, Any]], path: str, sentence: str 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
-    _write(path, buf.getvalue(), binary=True)
+    write(path, buf.getvalue(), binary=True)
     return True
 
 
@@ -314,9 +232,6 @@ def _datagen_highlights(stats: Optional[Mapping[str, Any]]) -> Dict[str, Dict[st
 # Rendering: one neutral structure (sections of paragraphs / tables), two writers
 
 
-RUN_CONFIG_FILE = "run_config.json"  # written by the Trainer into model_run: {model, train, seed, examples}
-
-
 def _title_and_settings(cfg, model_run_dir: Optional[str]) -> Tuple[str, Dict[str, Any]]:
     """The report's title and the run's settings shown in it.
 
@@ -326,51 +241,50 @@ def _title_and_settings(cfg, model_run_dir: Optional[str]) -> Tuple[str, Dict[st
     """
     if cfg is not None and hasattr(cfg, "report_title"):
         return cfg.report_title(), cfg.to_dict()
-    run = (_read_json(_join(model_run_dir, RUN_CONFIG_FILE)) if model_run_dir else None) or {}
+    run = (read_json(join(model_run_dir, RUN_CONFIG_FILE)) if model_run_dir else None) or {}
     title = cfg.get("title") if isinstance(cfg, dict) else getattr(cfg, "title", None)
     return title or "ALBERT-TFX report", dict(run)
 
 
 def _share(v) -> str:
-    n = _num(v)
-    return "—" if n is None else f"{100 * n:.1f}%"
+    n = number(v)
+    return NONE_TEXT if n is None else f"{100 * n:.1f}%"
 
 
 def _shares_text(d) -> str:
     if not isinstance(d, dict) or not d:
-        return "—"
+        return NONE_TEXT
     return ", ".join(f"{k}: {_share(v)}" for k, v in d.items())
 
 
 def _int_text(v) -> str:
-    n = _num(v)
-    return "—" if n is None else f"{int(n):,}"
+    n = number(v)
+    return NONE_TEXT if n is None else f"{int(n):,}"
 
 
-def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids, curves_ok,
-                    history_path, reference: str = "albert-base-v1") -> List[Tuple[str, List[Any]]]:
-    """[(heading, [block, ...])]; a block is a str paragraph or ("table", header, rows) or ("image", path, alt)."""
-    sections: List[Tuple[str, List[Any]]] = []
+# A section is (heading, [block, ...]); a block is a str paragraph, ("table", header, rows) or ("image", path, alt).
+# One function per section; a function returns None when its section has nothing to show.
+_Section = Tuple[str, List[Any]]
 
-    # -- Table 2
+
+def _table2_section(row: Mapping[str, Any], reference: str) -> _Section:
+    """This run's Table-2 row beside the chosen published row, and how Avg was computed."""
     header = ["Model", "SQuAD1.1 F1/EM", "SQuAD2.0 F1/EM", "MNLI", "SST-2", "RACE", "Avg"]
 
     def pair(col):
         v = row["columns"].get(col)
-        return "—" if v is None else f"{_fmt(v['f1'])}/{_fmt(v['exact_match'])}"
+        return NONE_TEXT if v is None else f"{number_text(v['f1'])}/{number_text(v['exact_match'])}"
 
-    avg_text = _fmt(row["avg"]) if row["avg"] is not None else "—"
+    avg_text = number_text(row["avg"])
     if row["avg"] is not None and not row["complete"]:
         avg_text += f" ({len(row['present'])} of 5)"
-    this = ["This run", pair("SQuAD1.1"), pair("SQuAD2.0"), _fmt(row["columns"].get("MNLI")),
-            _fmt(row["columns"].get("SST-2")), _fmt(row["columns"].get("RACE")), avg_text]
+    this = ["This run", pair(SQUAD_TASKS["1.1"]), pair(SQUAD_TASKS["2.0"]), number_text(row["columns"].get("MNLI")),
+            number_text(row["columns"].get("SST-2")), number_text(row["columns"].get("RACE")), avg_text]
     ref = REFERENCE_ROWS[reference]
     p = ref["values"]
-    paper = [ref["label"],
-             f"{p['SQuAD1.1']['f1']}/{p['SQuAD1.1']['exact_match']}",
-             f"{p['SQuAD2.0']['f1']}/{p['SQuAD2.0']['exact_match']}",
-             f"{p['MNLI']}", f"{p['SST-2']}", f"{p['RACE']}", f"{p['Avg']}"]
-    blocks: List[Any] = [("table", header, [this, paper])]
+    published = [ref["label"], *(f"{p[c]['f1']}/{p[c]['exact_match']}" for c in SQUAD_TASKS.values()),
+                 f"{p['MNLI']}", f"{p['SST-2']}", f"{p['RACE']}", f"{p['Avg']}"]
+    blocks: List[Any] = [("table", header, [this, published])]
     if row["missing"]:
         blocks.append("Missing columns (not run or no result; no number is shown for them): "
                       + ", ".join(row["missing"]) + ".")
@@ -386,89 +300,105 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
     blocks.append("MNLI = matched dev accuracy; SST-2 = dev accuracy; RACE = accuracy over middle+high; "
                   "SQuAD = dev F1/EM. All numbers are percentages on the dev sets this run used "
                   "(see Protocol) — sample-preset numbers are smoke-test values, not comparable with the paper.")
-    sections.append(("Results in the shape of the paper's Table 2", blocks))
+    return "Results in the shape of the paper's Table 2", blocks
 
-    # -- GLUE
+
+def _glue_section(tasks: Mapping[str, Mapping[str, Any]], results: Mapping[str, Any]) -> Optional[_Section]:
+    """Every GLUE task's metrics, runs, selected step and sizes; the tasks skipped and why."""
     glue_names = [t for t in GLUE_ORDER if t in tasks] + sorted(
-        t for t in tasks if t not in GLUE_ORDER and t not in ("SQuAD1.1", "SQuAD2.0", "RACE"))
-    if glue_names:
-        metric_cols = [m for m in GLUE_METRIC_COLUMNS if any(m in tasks[t] for t in glue_names)]
-        g_header = ["Task"] + metric_cols + ["runs (median of)", "selected step", "train / dev examples"]
-        g_rows = []
-        for t in glue_names:
-            m = tasks[t]
-            runs = m.get("run_scores")
-            g_rows.append([t] + [_fmt(m.get(c)) if c in m else "" for c in metric_cols]
-                          + [str(len(runs)) if isinstance(runs, list) else "1", str(m.get("selected_step", "—")),
-                             f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
-        g_blocks: List[Any] = [("table", g_header, g_rows),
-                               "score = the task's headline (CoLA MCC; MRPC/QQP mean of F1 and accuracy; STS-B mean "
-                               "of Pearson and Spearman; others accuracy); MCC and correlations ×100."]
-        skipped = {}
-        for r in results.values():
-            skipped.update((r or {}).get("skipped", {}) or {})
-        if skipped:
-            g_blocks.append("Skipped: " + "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) + ".")
-        sections.append(("GLUE (dev)", g_blocks))
+        t for t in tasks if t not in GLUE_ORDER and t not in NON_GLUE_TASKS)
+    if not glue_names:
+        return None
+    metric_cols = [m for m in GLUE_METRIC_COLUMNS if any(m in tasks[t] for t in glue_names)]
+    header = ["Task"] + metric_cols + ["runs (median of)", "selected step", "train / dev examples"]
+    rows = []
+    for t in glue_names:
+        m = tasks[t]
+        runs = m.get("run_scores")
+        rows.append([t] + [number_text(m.get(c)) if c in m else "" for c in metric_cols]
+                    + [str(len(runs)) if isinstance(runs, list) else "1", str(m.get("selected_step", NONE_TEXT)),
+                       f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
+    blocks: List[Any] = [("table", header, rows),
+                         "score = the task's headline (CoLA MCC; MRPC/QQP mean of F1 and accuracy; STS-B mean "
+                         "of Pearson and Spearman; others accuracy); MCC and correlations ×100."]
+    skipped = {}
+    for r in results.values():
+        skipped.update((r or {}).get("skipped", {}) or {})
+    if skipped:
+        blocks.append("Skipped: " + "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) + ".")
+    return "GLUE (dev)", blocks
 
-    # -- SQuAD / RACE details
-    other_rows = []
-    for t in ("SQuAD1.1", "SQuAD2.0", "RACE"):
+
+def _squad_race_section(tasks: Mapping[str, Mapping[str, Any]]) -> Optional[_Section]:
+    """SQuAD and RACE in detail (levels, F1/EM, SQuAD 2.0's answerable / unanswerable split and threshold)."""
+    rows = []
+    for t in NON_GLUE_TASKS:
         if t not in tasks:
             continue
         m = tasks[t]
         if t == "RACE":
-            detail = f"middle {_fmt(m.get('middle'))}, high {_fmt(m.get('high'))}, all {_fmt(m.get('all'))}"
+            detail = (f"middle {number_text(m.get('middle'))}, high {number_text(m.get('high'))}, "
+                      f"all {number_text(m.get('all'))}")
         else:
-            detail = f"F1 {_fmt(m.get('f1'))}, EM {_fmt(m.get('exact_match'))}"
-            if t == "SQuAD2.0":
-                detail += (f", HasAns F1 {_fmt(m.get('HasAns_f1'))}, NoAns F1 {_fmt(m.get('NoAns_f1'))}, "
-                           f"null threshold {_fmt(m.get('null_threshold'), 3)}")
-        other_rows.append([t, detail, _fmt(m.get("score")), str(m.get("selected_step", "—")),
-                           f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
-    if other_rows:
-        sections.append(("SQuAD and RACE (dev)", [("table", ["Task", "metrics", "headline", "selected step",
-                                                             "train / dev examples"], other_rows)]))
+            detail = f"F1 {number_text(m.get('f1'))}, EM {number_text(m.get('exact_match'))}"
+            if t == SQUAD_TASKS["2.0"]:
+                detail += (f", HasAns F1 {number_text(m.get('HasAns_f1'))}, NoAns F1 {number_text(m.get('NoAns_f1'))}, "
+                           f"null threshold {number_text(m.get('null_threshold'), 3)}")
+        rows.append([t, detail, number_text(m.get("score")), str(m.get("selected_step", NONE_TEXT)),
+                     f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
+    if not rows:
+        return None
+    return "SQuAD and RACE (dev)", [("table", ["Task", "metrics", "headline", "selected step", "train / dev examples"],
+                                     rows)]
 
-    # -- Pretrained vs baselines
+
+def _gain_section(results: Mapping[str, Any]) -> Optional[_Section]:
+    """Pretrained arm against each baseline arm, per task, over the seeds (``benchmarks.baselines``)."""
     gains = _gains(results)
-    if gains:
-        b_rows = []
-        for name, per_task in gains.items():
-            for task, g in per_task.items():
-                pre, base, paired = g["pretrained"], g["baseline"], g["gain_paired"]
-                beyond = g.get("beyond_spread")
-                b_rows.append([task, name, _spread_text(pre), _spread_text(base), _signed(g.get("gain_median")),
-                               _spread_text(paired, signed=True),
-                               "—" if beyond is None else ("yes" if beyond else "no"), str(pre.get("n") or "—"),
-                               _fmt(g.get("majority_baseline")), _single_class_text(g.get("single_class_runs"))])
-        sections.append(("Gain over no pretraining", [
-            ("table", ["Task", "baseline", "pretrained: median [min–max]", "baseline: median [min–max]",
-                       "gain (median − median)", "paired gain per seed: median [min–max]", "beyond seed spread",
-                       "seeds", "majority-class floor", "one-class runs (pretrained / baseline)"], b_rows),
-            "Both arms fine-tune the same architecture with the same hyper-parameters, seeds and protocol; "
-            "random_init starts from random weights instead of the pretrained encoder. Values are the task's "
-            "headline score over the N seeds (not the selected run); \"beyond seed spread\" = the worst "
-            "pretrained seed beats the best baseline seed. \"Majority-class floor\" is the dev score of always "
-            "predicting the training set's most frequent label (RACE: letter); a run counted under \"one-class "
-            "runs\" predicted a single class for all of dev, so it scores that floor whichever encoder it started "
-            "from, and a task where every run of both arms does compares nothing."]))
-    checks = _init_checks(results)
-    if checks:
-        c_rows = [[bench, arm, str(c.get("runs_checked", "—")), str(c.get("variables_compared", "—")),
-                   _int_text(c.get("values_compared")), _fmt(c.get("max_abs_diff"), 3),
-                   str(c.get("equal_informative_variables_max", "—")),
-                   "passed" if c.get("passed") else "FAILED"] for (bench, arm), c in sorted(checks.items())]
-        sections.append(("Fine-tuning starts from the pretrained encoder (step-0 check)", [
-            ("table", ["Benchmark", "arm", "runs", "variables compared", "values", "max abs diff vs checkpoint",
-                       "informative variables equal to checkpoint", "check"], c_rows),
-            "Before the first fine-tuning step every encoder variable is compared with the exported "
-            "<albert_dir>/encoder/ckpt: the pretrained arm must equal it exactly (max abs diff 0); the "
-            "random_init arm must differ in every non-constant variable. A failure stops the run."]))
+    if not gains:
+        return None
+    rows = []
+    for name, per_task in gains.items():
+        for task, g in per_task.items():
+            pre, base, paired = g["pretrained"], g["baseline"], g["gain_paired"]
+            rows.append([task, name, spread_text(pre), spread_text(base), number_text(g.get("gain_median"), signed=True),
+                         spread_text(paired, signed=True), beyond_spread_text(g), str(pre.get("n") or NONE_TEXT),
+                         number_text(g.get("majority_baseline")), _single_class_text(g.get("single_class_runs"))])
+    return "Gain over no pretraining", [
+        ("table", ["Task", "baseline", "pretrained: median [min–max]", "baseline: median [min–max]",
+                   "gain (median − median)", "paired gain per seed: median [min–max]", "beyond seed spread",
+                   "seeds", "majority-class floor", "one-class runs (pretrained / baseline)"], rows),
+        "Both arms fine-tune the same architecture with the same hyper-parameters, seeds and protocol; "
+        "random_init starts from random weights instead of the pretrained encoder. Values are the task's "
+        "headline score over the N seeds (not the selected run); \"beyond seed spread\" = the worst "
+        "pretrained seed beats the best baseline seed, which one seed per arm cannot show (\"cannot tell\"). "
+        "\"Majority-class floor\" is the dev score of always "
+        "predicting the training set's most frequent label (RACE: letter); a run counted under \"one-class "
+        "runs\" predicted a single class for all of dev, so it scores that floor whichever encoder it started "
+        "from, and a task where every run of both arms does compares nothing."]
 
-    # -- Protocol
-    p_blocks: List[Any] = []
-    p_rows = []
+
+def _init_check_section(results: Mapping[str, Any]) -> Optional[_Section]:
+    """Each arm's step-0 proof that fine-tuning started from the weights it claims."""
+    checks = _init_checks(results)
+    if not checks:
+        return None
+    rows = [[bench, arm, str(c.get("runs_checked", NONE_TEXT)), str(c.get("variables_compared", NONE_TEXT)),
+             _int_text(c.get("values_compared")), number_text(c.get("max_abs_diff"), 3),
+             str(c.get("equal_informative_variables_max", NONE_TEXT)),
+             "passed" if c.get("passed") else "FAILED"] for (bench, arm), c in sorted(checks.items())]
+    return "Fine-tuning starts from the pretrained encoder (step-0 check)", [
+        ("table", ["Benchmark", "arm", "runs", "variables compared", "values", "max abs diff vs checkpoint",
+                   "informative variables equal to checkpoint", "check"], rows),
+        "Before the first fine-tuning step every encoder variable is compared with the exported "
+        "<albert_dir>/encoder/ckpt: the pretrained arm must equal it exactly (max abs diff 0); the "
+        "random_init arm must differ in every non-constant variable. A failure stops the run."]
+
+
+def _protocol_section(results: Mapping[str, Any], cfg_d: Mapping[str, Any]) -> _Section:
+    """How each benchmark was run (seeds, aggregation, checkpoint selection, hyper-parameters) and pretrained."""
+    blocks: List[Any] = []
+    rows = []
     for name, r in sorted(results.items()):
         proto = (r or {}).get("protocol", {}) or {}
         if not proto:
@@ -478,76 +408,91 @@ def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights,
             f"{t}: lr {h.get('learning_rate')}, batch {h.get('batch_size')}, steps {h.get('train_steps')}, "
             f"warmup {h.get('warmup_steps')}, seq {h.get('max_seq_length')}, dropout {h.get('albert_dropout')}"
             f"/{h.get('classifier_dropout')}" for t, h in sorted(hp.items()))
-        p_rows.append([name, ", ".join(str(s) for s in proto.get("seeds", [])) or "—",
-                       str(proto.get("aggregation", "—")),
-                       f"{proto.get('checkpoint_selection', '—')} (effective: "
-                       f"{proto.get('checkpoint_selection_effective', '—')}, eval_every {proto.get('eval_every', '—')})",
-                       str(proto.get("max_eval_examples") or "all"), hp_text or "—",
-                       str((proto.get("pretrained") or {}).get("encoder_checkpoint", "—"))])
-    if p_rows:
-        p_blocks.append(("table", ["Benchmark", "seeds", "aggregation", "checkpoint selection", "dev cap",
-                                   "hyper-parameters", "pretrained encoder"], p_rows))
-        p_blocks.append("Optimizer: AdamW (weight decay 0.01, no decay on LayerNorm/bias), global-norm clip 1.0, "
-                        "linear warmup then linear decay to 0.")
+        rows.append([name, ", ".join(str(s) for s in proto.get("seeds", [])) or NONE_TEXT,
+                     str(proto.get("aggregation", NONE_TEXT)),
+                     f"{proto.get('checkpoint_selection', NONE_TEXT)} (effective: "
+                     f"{proto.get('checkpoint_selection_effective', NONE_TEXT)}, "
+                     f"eval_every {proto.get('eval_every', NONE_TEXT)})",
+                     str(proto.get("max_eval_examples") or "all"), hp_text or NONE_TEXT,
+                     str((proto.get("pretrained") or {}).get("encoder_checkpoint", NONE_TEXT))])
+    if rows:
+        blocks.append(("table", ["Benchmark", "seeds", "aggregation", "checkpoint selection", "dev cap",
+                                 "hyper-parameters", "pretrained encoder"], rows))
+        blocks.append("Optimizer: AdamW (weight decay 0.01, no decay on LayerNorm/bias), global-norm clip 1.0, "
+                      "linear warmup then linear decay to 0.")
     else:
-        p_blocks.append("No benchmark results were given.")
+        blocks.append("No benchmark results were given.")
     if cfg_d:
-        p_blocks.append(f"Pretraining: seed {cfg_d.get('seed', '—')}, model "
-                        f"{((cfg_d.get('model') or {}).get('size')) or '—'}, "
-                        f"{((cfg_d.get('train') or {}).get('num_train_steps')) or '—'} steps.")
-    sections.append(("Protocol", p_blocks))
+        blocks.append(f"Pretraining: seed {cfg_d.get('seed', NONE_TEXT)}, model "
+                      f"{((cfg_d.get('model') or {}).get('size')) or NONE_TEXT}, "
+                      f"{((cfg_d.get('train') or {}).get('num_train_steps')) or NONE_TEXT} steps.")
+    return "Protocol", blocks
 
-    # -- Model
-    m_blocks: List[Any] = []
+
+def _model_section(params, export_info, curves_ok: bool, history_path: Optional[str]) -> _Section:
+    """Parameter count by part, the pretraining eval metrics and facts, and the curves."""
+    blocks: List[Any] = []
     if params:
         c = params["counts"]
-        m_blocks.append(("table", ["part", "parameters"],
-                         [[k, _int_text(c.get(k))] for k in ("embedding", "encoder", "pooler", "total")]))
-        m_blocks.append(f"Total {c['total'] / 1e6:.2f}M parameters (embeddings + encoder + pooler, heads excluded; "
-                        f"the paper's Table 1 counts the same parts), config {json.dumps(params['config'])}.")
+        blocks.append(("table", ["part", "parameters"],
+                       [[k, _int_text(c.get(k))] for k in ("embedding", "encoder", "pooler", "total")]))
+        blocks.append(f"Total {c['total'] / 1e6:.2f}M parameters (embeddings + encoder + pooler, heads excluded; "
+                      f"the paper's Table 1 counts the same parts), config {json.dumps(params['config'])}.")
     else:
-        m_blocks.append("Parameter count unavailable (no albert/albert_config.json in the model artifact).")
+        blocks.append(f"Parameter count unavailable (no {ALBERT_DIR}/{CONFIG_FILE} in the model artifact).")
     if export_info:
         ev = export_info.get("eval_metrics") or {}
         if ev:
-            m_blocks.append(("table", ["pretraining eval metric (final)", "value (accuracies as fractions)"],
-                             [[k, _fmt(v, 4)] for k, v in sorted(ev.items())]))
+            blocks.append(("table", ["pretraining eval metric (final)", "value (accuracies as fractions)"],
+                           [[k, number_text(v, 4)] for k, v in sorted(ev.items())]))
         facts = [f"{k} {export_info[k]}" for k in ("final_step", "precision", "num_replicas") if k in export_info]
         if facts:
-            m_blocks.append("Pretraining: " + ", ".join(facts) + ".")
+            blocks.append("Pretraining: " + ", ".join(facts) + ".")
     else:
-        m_blocks.append("Pretraining export_info.json not found.")
+        blocks.append(f"Pretraining {EXPORT_INFO_FILE} not found.")
     if curves_ok:
-        m_blocks.append(("image", CURVES_PNG, "Pretraining curves: MLM and SOP loss and accuracy vs step"))
+        blocks.append(("image", CURVES_PNG, "Pretraining curves: MLM and SOP loss and accuracy vs step"))
     else:
-        m_blocks.append(f"Pretraining curves: no history found ({history_path or 'no model_run dir given'}).")
-    sections.append(("Pretrained model", m_blocks))
+        blocks.append(f"Pretraining curves: no history found ({history_path or 'no model_run dir given'}).")
+    return "Pretrained model", blocks
 
-    # -- Data
-    if highlights:
-        d_rows = []
-        for split, h in highlights.items():
-            d_rows.append([split, _int_text(h.get("instances")), _int_text(h.get("tokens")),
-                           _fmt(h.get("length_mean")), _share(h.get("short_target_share")),
-                           _share(h.get("sop_label_1_share")), _share(h.get("masked_token_share")),
-                           _fmt(h.get("masked_per_instance"), 2), _shares_text(h.get("replacement_shares")),
-                           _shares_text(h.get("ngram_span_shares"))])
-        sections.append(("Pretraining data (datagen statistics)", [
-            ("table", ["split", "instances", "tokens", "mean length", "short-target share", "SOP label 1 (swapped)",
-                       "masked share", "masked / instance", "replacement (mask/random/keep)", "n-gram spans"], d_rows)]))
-    else:
-        sections.append(("Pretraining data (datagen statistics)", ["stats.json not found."]))
 
-    # -- Artifacts
-    if artifact_ids:
-        a_rows = []
-        for name, value in sorted(artifact_ids.items()):
-            if isinstance(value, Mapping):
-                a_rows.append([name, str(value.get("id", "—")), str(value.get("type", "")), str(value.get("uri", ""))])
-            else:
-                a_rows.append([name, str(value), "", ""])
-        sections.append(("MLMD artifacts", [("table", ["artifact", "id", "type", "uri"], a_rows)]))
-    return sections
+def _data_section(highlights: Mapping[str, Mapping[str, Any]]) -> _Section:
+    """The pretraining data per split: sizes, lengths, SOP balance and masking shares."""
+    heading = "Pretraining data (datagen statistics)"
+    if not highlights:
+        return heading, [f"{STATS_FILE} not found."]
+    rows = [[split, _int_text(h.get("instances")), _int_text(h.get("tokens")), number_text(h.get("length_mean")),
+             _share(h.get("short_target_share")), _share(h.get("sop_label_1_share")),
+             _share(h.get("masked_token_share")), number_text(h.get("masked_per_instance"), 2),
+             _shares_text(h.get("replacement_shares")), _shares_text(h.get("ngram_span_shares"))]
+            for split, h in highlights.items()]
+    return heading, [("table", ["split", "instances", "tokens", "mean length", "short-target share",
+                                "SOP label 1 (swapped)", "masked share", "masked / instance",
+                                "replacement (mask/random/keep)", "n-gram spans"], rows)]
+
+
+def _artifacts_section(artifact_ids: Mapping[str, Any]) -> Optional[_Section]:
+    """The MLMD ids (and types and URIs) of the artifacts the report was built from."""
+    if not artifact_ids:
+        return None
+    rows = []
+    for name, value in sorted(artifact_ids.items()):
+        if isinstance(value, Mapping):
+            rows.append([name, str(value.get("id", NONE_TEXT)), str(value.get("type", "")), str(value.get("uri", ""))])
+        else:
+            rows.append([name, str(value), "", ""])
+    return "MLMD artifacts", [("table", ["artifact", "id", "type", "uri"], rows)]
+
+
+def _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids, curves_ok,
+                    history_path, reference: str = "albert-base-v1") -> List[_Section]:
+    """The report's sections in order, each built by its own function; empty ones are left out."""
+    sections = [_table2_section(row, reference), _glue_section(tasks, results), _squad_race_section(tasks),
+                _gain_section(results), _init_check_section(results), _protocol_section(results, cfg_d),
+                _model_section(params, export_info, curves_ok, history_path), _data_section(highlights),
+                _artifacts_section(artifact_ids)]
+    return [s for s in sections if s is not None]
 
 
 def _gains(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Dict[str, Any]]]:
@@ -576,18 +521,6 @@ def _single_class_text(counts: Optional[Mapping[str, Any]]) -> str:
     if counts.get("pretrained") is None and counts.get("baseline") is None:
         return "—"
     return " / ".join("—" if counts.get(k) is None else str(counts[k]) for k in ("pretrained", "baseline"))
-
-
-def _signed(value, digits: int = 1) -> str:
-    v = _num(value)
-    return "—" if v is None else f"{v:+.{digits}f}"
-
-
-def _spread_text(s: Mapping[str, Any], signed: bool = False) -> str:
-    f = _signed if signed else _fmt
-    if not s or _num(s.get("median")) is None:
-        return "—"
-    return f"{f(s['median'])} [{f(s['min'])} – {f(s['max'])}]"
 
 
 def _md_cell(text: str) -> str:
@@ -619,6 +552,9 @@ _CSS = ("body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;
         "img{max-width:100%}")
 
 
+_REFERENCE_LABELS = {row["label"] for row in REFERENCE_ROWS.values()}  # rows shown in italics
+
+
 def _render_html(title: str, sections, png: Optional[bytes]) -> str:
     e = html.escape
     out = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
@@ -632,7 +568,7 @@ def _render_html(title: str, sections, png: Optional[bytes]) -> str:
                 _, header, rows = block
                 out.append("<table><thead><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in header) + "</tr></thead><tbody>")
                 for r in rows:
-                    cls = " class=\"paper\"" if str(r[0]).startswith("ALBERT base — paper") else ""
+                    cls = " class=\"paper\"" if str(r[0]) in _REFERENCE_LABELS else ""
                     out.append(f"<tr{cls}>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>")
                 out.append("</tbody></table>")
             elif block[0] == "image" and png:
@@ -651,47 +587,35 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
                  artifact_ids: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Write report.md / report.html / results.json (+ pretraining_curves.png) into ``out_dir``.
 
-    ``results``: {name: metrics dict as written by ``runner.run_benchmark``} (e.g. glue/squad/race);
+    ``results``: {name: metrics dict as written by ``run_benchmark.run_benchmark``} (e.g. glue/squad/race);
     ``model_dir``: the Trainer's model artifact (``albert/albert_config.json``,
     ``albert/export_info.json``); ``model_run_dir``: holds ``train_history.jsonl``;
     ``stats_dir``: holds the datagen ``stats.json``; ``artifact_ids``: {name: id or {"id","type","uri"}}.
     Returns the summary (also in results.json): ``avg`` (None if no Table-2 column), ``table2``,
     ``missing_columns``, ``num_parameters``, ``files``.
     """
-    if not _is_uri(out_dir):
-        os.makedirs(out_dir, exist_ok=True)
-    else:
-        import tensorflow as tf
-        tf.io.gfile.makedirs(out_dir)
+    makedirs(out_dir)
     results = dict(results or {})
     title, cfg_d = _title_and_settings(cfg, model_run_dir)
     tasks = _all_tasks(results)
     row = table2_row(tasks)
     params = _parameter_count(model_dir)
-    export_info = _read_json(_join(model_dir, "albert", "export_info.json")) if model_dir else None
-    stats = _read_json(_join(stats_dir, "stats.json")) if stats_dir else None
+    export_info = read_json(join(model_dir, ALBERT_DIR, EXPORT_INFO_FILE)) if model_dir else None
+    stats = read_json(join(stats_dir, STATS_FILE)) if stats_dir else None
     highlights = _datagen_highlights(stats)
     history = _read_history(model_run_dir)
-    history_path = _join(model_run_dir, HISTORY_FILE) if model_run_dir else None
-    curves_path = _join(out_dir, CURVES_PNG)
+    history_path = join(model_run_dir, HISTORY_FILE) if model_run_dir else None
+    curves_path = join(out_dir, CURVES_PNG)
     sentence = str((cfg_d.get("train") or {}).get("sentence_task") or "sop").upper()
     curves_ok = _plot_curves(history, curves_path, sentence) if history else False
-    png = None
-    if curves_ok:
-        if _is_uri(curves_path):
-            import tensorflow as tf
-            with tf.io.gfile.GFile(curves_path, "rb") as f:
-                png = f.read()
-        else:
-            with open(curves_path, "rb") as f:
-                png = f.read()
+    png = read_bytes(curves_path) if curves_ok else None
 
     reference = (getattr(getattr(cfg, "report", cfg), "reference", None) if not isinstance(cfg, dict)
                  else cfg.get("reference")) or "albert-base-v1"
     sections = _build_sections(cfg_d, row, tasks, results, params, export_info, highlights, artifact_ids or {},
                                curves_ok, history_path, reference)
-    _write(_join(out_dir, REPORT_MD), _render_md(title, sections))
-    _write(_join(out_dir, REPORT_HTML), _render_html(title, sections, png))
+    write(join(out_dir, REPORT_MD), _render_md(title, sections))
+    write(join(out_dir, REPORT_HTML), _render_html(title, sections, png))
 
     files = {"report_md": REPORT_MD, "report_html": REPORT_HTML, "results_json": RESULTS_JSON,
              "pretraining_curves": CURVES_PNG if curves_ok else None}
@@ -704,7 +628,7 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "paper_albert_base": PAPER_ALBERT_BASE,
         "reference": {"row": reference, "source": REFERENCE_ROWS[reference]["source"],
                       "values": REFERENCE_ROWS[reference]["values"]},
-        "glue": {t: m for t, m in tasks.items() if t not in ("SQuAD1.1", "SQuAD2.0", "RACE")},
+        "glue": {t: m for t, m in tasks.items() if t not in NON_GLUE_TASKS},
         "num_parameters": params["counts"]["total"] if params else None,
         "parameters": params["counts"] if params else None,
         "pretraining_eval": (export_info or {}).get("eval_metrics"),
@@ -715,20 +639,6 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "files": files,
     }
     payload = {"summary": summary, "results": results, "config": cfg_d}
-    _write(_join(out_dir, RESULTS_JSON), json.dumps(_json_safe(payload), indent=2, sort_keys=True, allow_nan=False))
-    return _json_safe(summary)
+    write(join(out_dir, RESULTS_JSON), json.dumps(json_safe(payload), indent=2, sort_keys=True, allow_nan=False))
+    return json_safe(summary)
 
-
-def _json_safe(obj):
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        try:
-            return _json_safe(obj.item())
-        except (TypeError, ValueError):
-            return str(obj)
-    return obj

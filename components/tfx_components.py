@@ -30,7 +30,9 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
 from components import artifacts
+from components.file_io import copy_tree
 from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, VocabConfig
+from trainer.files import ALBERT_DIR, SPM_FILE, STATS_FILE
 
 
 # ------------------------------------------------------------------------------------------------
@@ -92,10 +94,10 @@ def VocabGen(
     cfg = VocabConfig.from_json(config, "vocab.")
     with tempfile.TemporaryDirectory() as tmp:
         size, origin = vocab_lib.build_vocab(cfg, seed, documents.uri, tmp)
-        with open(os.path.join(tmp, "spm.model"), "rb") as f:
+        with open(os.path.join(tmp, SPM_FILE), "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         with _staged(vocab.uri) as staging:
-            _copy_tree(tmp, staging)
+            copy_tree(tmp, staging)
             _publish(staging, vocab.uri)
     vocab.set_int_custom_property("vocab_size", size)
     vocab.set_int_custom_property("do_lower_case", int(cfg.do_lower_case))
@@ -132,11 +134,11 @@ def PretrainingDataGen(
     d = DataGenConfig.from_json(config, "datagen.")
     do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
         vocab.has_custom_property("do_lower_case") else True
-    spm_src = posixpath.join(vocab.uri, "spm.model")
+    spm_src = posixpath.join(vocab.uri, SPM_FILE)
     with _staged(examples.uri) as ex_staging, _staged(statistics.uri) as st_staging:
         # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
         tf.io.gfile.makedirs(posixpath.join(ex_staging, "vocab"))
-        tf.io.gfile.copy(spm_src, posixpath.join(ex_staging, "vocab", "spm.model"), overwrite=True)
+        tf.io.gfile.copy(spm_src, posixpath.join(ex_staging, "vocab", SPM_FILE), overwrite=True)
         output_dirs = {s: posixpath.join(ex_staging, f"Split-{s}") for s in datagen_beam.SPLITS}
         for path in output_dirs.values():
             tf.io.gfile.makedirs(path)
@@ -146,7 +148,7 @@ def PretrainingDataGen(
         with beam_pipeline as p:
             datagen_beam.build_pretraining_data(
                 p, corpus_beam.document_shards(documents.uri), spm_src, output_dirs,
-                posixpath.join(st_staging, datagen_beam.STATS_FILE), params=datagen_beam.instance_params(d),
+                posixpath.join(st_staging, STATS_FILE), params=datagen_beam.instance_params(d),
                 seed=seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
                 compression=d.compression, compression_level=d.compression_level,
                 do_lower_case=do_lower_case, random_pool_size=d.random_pool_documents,
@@ -158,10 +160,10 @@ def PretrainingDataGen(
         examples_info.write_info(ex_staging, info)
         # Only the outputs move; the spill folder (normally already removed) stays behind and is deleted.
         _publish(ex_staging, examples.uri, names=names + [examples_info.INFO_FILE])
-        _publish(st_staging, statistics.uri, names=[datagen_beam.STATS_FILE])
+        _publish(st_staging, statistics.uri, names=[STATS_FILE])
     examples.split_names = json.dumps(list(datagen_beam.SPLITS))
     examples.set_string_custom_property("payload_format", "FORMAT_TF_EXAMPLE")
-    with tf.io.gfile.GFile(posixpath.join(statistics.uri, datagen_beam.STATS_FILE)) as f:
+    with tf.io.gfile.GFile(posixpath.join(statistics.uri, STATS_FILE)) as f:
         stats = json.load(f)
     for split, s in stats["splits"].items():
         examples.set_int_custom_property(f"{split}_instances", int(s["instances"]))
@@ -193,11 +195,11 @@ def BenchmarkEval(
     ``config``: this benchmark's own settings (``BenchmarkConfig.node_settings``); ``seeds``: how many
     fine-tuning seeds (a pipeline runtime parameter when compiled for Vertex / KFP).
     """
-    from components.evaluation import runner
+    from components.evaluation.run_benchmark import run_benchmark
 
     settings = BenchmarkConfig.from_node_settings(json.loads(config), seeds)
-    albert_dir = posixpath.join(model.uri, "albert")
-    metrics = runner.run_benchmark(benchmark, albert_dir, dataset.uri, settings, result.uri)
+    albert_dir = posixpath.join(model.uri, ALBERT_DIR)
+    metrics = run_benchmark(benchmark, albert_dir, dataset.uri, settings, result.uri)
     result.set_string_custom_property("benchmark", benchmark)
     result.set_string_custom_property("settings", config)
     result.set_int_custom_property("seeds", int(seeds))
@@ -283,7 +285,7 @@ def _dev_documents_file(squad, race, folder: str) -> str:
         race_dir = None
         if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
             race_dir = os.path.join(tmp, "race")
-            _copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+            copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
         docs = dev_documents.dev_documents(squad_files, race_dir)
         tf.io.gfile.makedirs(folder)
         local_out = os.path.join(tmp, "dev-documents.txt")
@@ -291,17 +293,6 @@ def _dev_documents_file(squad, race, folder: str) -> str:
         out = posixpath.join(folder, "dev-documents.txt")
         tf.io.gfile.copy(local_out, out, overwrite=True)
     return out
-
-
-def _copy_tree(src: str, dst: str) -> None:
-    """Copy a folder tree through ``tf.io.gfile``, so either side may be local or ``gs://``."""
-    tf.io.gfile.makedirs(dst)
-    for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(src)):
-        path = posixpath.join(src, name)
-        if tf.io.gfile.isdir(path):
-            _copy_tree(path, posixpath.join(dst, name))
-        else:
-            tf.io.gfile.copy(path, posixpath.join(dst, name), overwrite=True)
 
 
 STAGING_PREFIX = ".staging-"

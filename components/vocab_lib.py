@@ -25,10 +25,10 @@ import sentencepiece as spm
 from components.text.documents import parse_text_blocks
 from components.text.normalize import preprocess_text
 from components.text.tokenization import check_special_ids
+from trainer.files import SPM_FILE as MODEL_FILE
 
 log = logging.getLogger(__name__)
 
-MODEL_FILE = "spm.model"
 VOCAB_FILE = "spm.vocab"
 # ALBERT's user-defined symbols: kept whole so the tokenizer never merges them into neighbours.
 USER_DEFINED_SYMBOLS = ["(", ")", '"', "-", ".", "\u2013", "\u00a3", "\u20ac"]

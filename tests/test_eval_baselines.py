@@ -1,6 +1,6 @@
 """Issue 16: the "no pretraining" arm and the step-0 proof that fine-tuning starts from the pretrained encoder.
 
-Tiny exported ALBERT dirs as in ``tests/test_eval_runner.py`` (an untrained albert-tiny written the way
+Tiny exported ALBERT dirs as in ``tests/test_eval_run_benchmark.py`` (an untrained albert-tiny written the way
 ``trainer.train_lib.export`` writes it); no DAG run. The check compares every encoder variable with
 ``<albert_dir>/encoder/ckpt``; the negative cases are a partial restore (one variable off), a checkpoint with
 variables the configured model does not hold, and a random-init encoder presented as pretrained.
@@ -22,7 +22,7 @@ from components import report_lib  # noqa: E402
 from components.evaluation.heads import build_encoder  # noqa: E402
 from components.evaluation.init_check import EncoderInitError, check_encoder_init  # noqa: E402
 from components.evaluation.metrics import compare_arms  # noqa: E402
-from components.evaluation.runner import run_benchmark  # noqa: E402
+from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
 from config import ConfigError  # noqa: E402
 from pipeline.configs import SAMPLE_DATA, build_config, sample_config  # noqa: E402
 from trainer import train_lib  # noqa: E402
@@ -166,8 +166,8 @@ def test_baselines_setting_reaches_only_benchmark_nodes_and_is_validated():
     base = build_config("sample", overrides=["benchmarks.baselines=[]"]).node_parameters()
     new = build_config("sample", overrides=["benchmarks.baselines=random_init"]).node_parameters()
     assert {n for n in base if base[n] != new[n]} == {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
-    assert base["RaceBenchmark"]["settings"]["baselines"] == []
-    assert new["RaceBenchmark"]["settings"]["baselines"] == ["random_init"]
+    assert base["RaceBenchmark"]["config"]["baselines"] == []
+    assert new["RaceBenchmark"]["config"]["baselines"] == ["random_init"]
     assert build_config("sample").node_parameters() == new  # the sample preset runs the random_init arm
     with pytest.raises(ConfigError, match="benchmarks.baselines"):
         build_config("sample", overrides=["benchmarks.baselines=imagenet"])

@@ -172,3 +172,23 @@ def test_compare_arms_carries_the_floor_and_one_class_runs():
     g = M.compare_arms(pre, base)["MRPC"]
     assert g["majority_baseline"] == 74.8
     assert g["single_class_runs"] == {"pretrained": 1, "baseline": 3}
+
+
+def test_compare_arms_beyond_spread_needs_two_seeds_per_arm():
+    """One run per arm has no spread: beyond_spread is None there, a yes/no from two seeds on."""
+    one = M.compare_arms({"RTE": {"score": 60.0}}, {"RTE": {"score": 50.0}})["RTE"]
+    assert one["beyond_spread"] is None and one["gain_median"] == 10.0
+    assert one["pretrained"] == {"median": 60.0, "min": 60.0, "max": 60.0, "n": 1}
+    mixed = M.compare_arms({"RTE": {"run_scores": [60.0, 61.0]}}, {"RTE": {"run_scores": [50.0, None]}})["RTE"]
+    assert mixed["baseline"]["n"] == 1 and mixed["beyond_spread"] is None
+    two = M.compare_arms({"RTE": {"run_scores": [60.0, 61.0]}}, {"RTE": {"run_scores": [50.0, 59.0]}})["RTE"]
+    assert two["beyond_spread"] is True
+    assert M.compare_arms({"RTE": {"run_scores": [60.0, 58.0]}}, {"RTE": {"run_scores": [50.0, 59.0]}})["RTE"][
+        "beyond_spread"] is False
+
+
+def test_selection_metrics_name_every_squad_task():
+    from config import SQUAD_TASKS
+
+    assert [M.selection_metric(t) for t in SQUAD_TASKS.values()] == ["f1", "f1"]
+    assert M.selection_metric("race") == "accuracy" and M.selection_metric("mnli-mm") == "accuracy"

@@ -1,7 +1,7 @@
 """components/evaluation/tfma_eval.py: TFMA's metrics agree with ours on the same predictions.
 
 TFMA runs on a predictions dataset (tf.Examples carrying label and prediction); the model-based
-path (the exported raw-text model) is covered by tests/test_eval_runner.py.
+path (the exported raw-text model) is covered by tests/test_eval_run_benchmark.py.
 """
 import math
 import os

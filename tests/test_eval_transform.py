@@ -126,7 +126,8 @@ def test_beam_transform_single_sentence_equals_convert_glue_examples(tmp_path, p
 
 
 def test_exported_model_takes_raw_text(mrpc_transform, tokenizer, tmp_path):
-    from components.evaluation.runner import ClassifierModel, predict
+    from components.evaluation.finetune import predict
+    from components.evaluation.heads import ClassifierModel
     from trainer.modeling_albert import AlbertConfig, AlbertModel
 
     rows, _, transform_dir = mrpc_transform

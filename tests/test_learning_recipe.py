@@ -18,14 +18,14 @@ def _recipe():
 
 def test_small_preset_is_the_stated_recipe():
     cfg = build_config("small")
-    enc = cfg.model.albert_config(cfg.vocab.vocab_size)
-    assert (enc.hidden_size, enc.num_hidden_layers, enc.embedding_size, enc.sharing) == (256, 4, 128, "all")
+    enc = cfg.model.encoder_fields(cfg.vocab.vocab_size)
+    assert (enc["hidden_size"], enc["num_hidden_layers"], enc["embedding_size"], enc["sharing"]) == (256, 4, 128, "all")
     assert cfg.datagen.max_seq_length == 128 and cfg.vocab.import_model is None  # a trained vocabulary
     assert cfg.benchmarks.seeds == 3 and cfg.benchmarks.baselines == ["random_init"] == list(BASELINES)
     assert set(cfg.benchmarks.glue_tasks) == {"CoLA", "SST-2", "MRPC", "RTE", "STS-B"}
     params = cfg.node_parameters()
     for node in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"):
-        assert params[node]["settings"]["baselines"] == ["random_init"] and params[node]["seeds"] == 3
+        assert params[node]["config"]["baselines"] == ["random_init"] and params[node]["seeds"] == 3
     assert all(hp.max_seq_length <= 128 for hp in cfg.benchmarks.hparams.values())
 
 

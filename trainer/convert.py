@@ -34,6 +34,7 @@ import trainer  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 import tensorflow as tf
 
 from trainer import checkpoint_interop as interop
+from trainer.files import CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
 
 __all__ = ["KINDS", "convert", "hf_to_albert", "albert_to_hf", "tf1_to_albert", "write_albert_dir",
@@ -41,11 +42,6 @@ __all__ = ["KINDS", "convert", "hf_to_albert", "albert_to_hf", "tf1_to_albert", 
 
 KINDS = ("hf-to-albert", "albert-to-hf", "tf1-to-albert")
 
-# Same names as trainer.train_lib (not imported from there to keep this module light).
-CONFIG_FILE = "albert_config.json"
-ENCODER_CKPT = "encoder/ckpt"
-PRETRAINING_CKPT = "pretraining/ckpt"
-SPM_FILE = "spm.model"
 SERVING_DIR = "serving"
 HF_SPM_FILE = "spiece.model"
 
@@ -104,9 +100,9 @@ def write_albert_dir(model, dst: str, spm_model_path: Optional[str] = None, serv
     info.update({"albert_config": encoder.config.to_dict(), "parameters": count_parameters(encoder.config),
                  "sentence_task": pretraining.sentence_task if pretraining is not None else None,
                  "encoder_only": pretraining is None})
-    with tf.io.gfile.GFile(os.path.join(dst, "export_info.json"), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(dst, EXPORT_INFO_FILE), "w") as f:
         f.write(json.dumps(info, indent=2, sort_keys=True, default=str))
-    files.append("export_info.json")
+    files.append(EXPORT_INFO_FILE)
     return {"files": files, "encoder_only": pretraining is None,
             "sentence_task": info["sentence_task"], "parameters": info["parameters"]}
 

@@ -24,7 +24,7 @@ import tensorflow as tf
 import tf_keras
 
 from trainer.modeling_albert import AlbertConfig, AlbertModel
-from trainer.train_lib import CONFIG_FILE, ENCODER_CKPT
+from trainer.files import CONFIG_FILE, ENCODER_CKPT
 
 __all__ = [
     "FEATURE_KEYS",
@@ -87,6 +87,8 @@ class ClassifierModel(_DescribedHead, tf_keras.Model):
     """pooled output → dropout → dense(num_labels) (num_labels = 1: regression). Output ``logits``."""
 
     input_keys = FEATURE_KEYS
+    # Outputs ignore trailing padding (masked keys, [CLS] read): batches may be cut to their longest example.
+    padding_invariant = True
 
     def __init__(self, encoder: AlbertModel, num_labels: int, dropout: float, seed: int, **kwargs):
         super().__init__(**kwargs)
@@ -104,7 +106,8 @@ class SpanModel(_DescribedHead, tf_keras.Model):
     """SQuAD v1.1: dense H→2 on the sequence output → ``start_logits``, ``end_logits`` over every position.
 
     As the official v1 head: no dropout on the sequence output and no masking (padding and question positions
-    take part in the softmax; :func:`components.evaluation.squad.postprocess_squad` filters invalid spans).
+    take part in the softmax; :func:`components.evaluation.squad.postprocess_squad` filters invalid spans), so
+    its batches keep ``max_seq_length``: the padding changes the loss and the [B, L] logits.
     """
 
     input_keys = FEATURE_KEYS
@@ -229,6 +232,7 @@ class MultipleChoiceModel(_DescribedHead, tf_keras.Model):
     """[B, C, L] → pooled output per option → dropout → dense(1) → logits [B, C]."""
 
     input_keys = FEATURE_KEYS
+    padding_invariant = True  # as ClassifierModel's
 
     def __init__(self, encoder: AlbertModel, dropout: float, seed: int, **kwargs):
         super().__init__(**kwargs)

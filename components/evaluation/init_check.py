@@ -26,11 +26,12 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 import numpy as np
 import tensorflow as tf
 
-from trainer.train_lib import ENCODER_CKPT
+from config.sections import BASELINES
+from trainer.files import ENCODER_CKPT
 
 __all__ = ["EncoderInitError", "check_encoder_init", "summarize_checks", "ARMS"]
 
-ARMS = ("pretrained", "random_init")
+ARMS = ("pretrained", *BASELINES)
 _GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _MAX_NAMED = 12  # variables named in an error message (the count is always given)
 

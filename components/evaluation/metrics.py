@@ -10,6 +10,8 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
+from config.sections import SQUAD_TASKS
+
 __all__ = [
     "accuracy",
     "f1_binary",
@@ -142,8 +144,9 @@ GLUE_METRICS: Dict[str, Dict[str, Sequence[str]]] = {
 SELECTION_METRICS: Dict[str, str] = {
     "CoLA": "mcc", "SST-2": "accuracy", "MRPC": "accuracy", "STS-B": "pearson", "QQP": "accuracy",
     "MNLI": "accuracy", "QNLI": "accuracy", "RTE": "accuracy", "WNLI": "accuracy",
-    "SQuAD1.1": "f1", "SQuAD2.0": "f1", "RACE": "accuracy",
+    **{name: "f1" for name in SQUAD_TASKS.values()}, "RACE": "accuracy",
 }
+_NON_GLUE = (*SQUAD_TASKS.values(), "RACE")
 _ALIASES = {"MNLI-M": "MNLI", "MNLI-MM": "MNLI", "SST2": "SST-2", "STSB": "STS-B", "STS": "STS-B"}
 
 
@@ -159,7 +162,7 @@ def _canonical_task(task: str) -> str:
 def selection_metric(task: str) -> str:
     """Name of the metric the official fine-tuning scripts select checkpoints by, for a GLUE task, ``SQuAD1.1``,
     ``SQuAD2.0`` or ``RACE``."""
-    for name in ("SQuAD1.1", "SQuAD2.0", "RACE"):
+    for name in _NON_GLUE:
         if task.upper() == name.upper():
             return SELECTION_METRICS[name]
     return SELECTION_METRICS[_canonical_task(task)]
@@ -258,7 +261,8 @@ def compare_arms(pretrained: Dict[str, Dict], baseline: Dict[str, Dict]) -> Dict
     Both arms run the same seeds, so besides the medians (``gain_median`` = median(pretrained) −
     median(baseline)) the per-seed differences are paired (``gain_paired``: median and min–max of
     pretrained[seed] − baseline[seed]). ``beyond_spread``: the worst pretrained seed beats the best baseline seed
-    (the issue's "beats beyond the seed spread"). Scores are the tasks' headlines in percent (``run_scores``).
+    (the issue's "beats beyond the seed spread"); None unless both arms have at least two seeds, because a single
+    run has no spread to be beyond. Scores are the tasks' headlines in percent (``run_scores``).
     """
     out: Dict[str, Dict[str, object]] = {}
     for task, pre in pretrained.items():
@@ -272,7 +276,7 @@ def compare_arms(pretrained: Dict[str, Dict], baseline: Dict[str, Dict]) -> Dict
         gain = p["median"] - b["median"] if p["median"] is not None and b["median"] is not None else None
         out[task] = {
             "pretrained": p, "baseline": b, "gain_median": gain, "gain_paired": _spread(paired),
-            "beyond_spread": (p["min"] > b["max"]) if p["n"] and b["n"] else None,
+            "beyond_spread": (p["min"] > b["max"]) if min(p["n"], b["n"]) >= 2 else None,
             "selection_metric": pre.get("selection_metric"),
             # The floor both arms share (training-majority prediction) and how many runs of each arm sit on it:
             # a task where every run of both arms predicts one class compares nothing.

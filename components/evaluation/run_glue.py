@@ -44,7 +44,7 @@ def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
     """Every task of ``settings.glue_tasks`` that has train and dev files under ``data_dir/<TASK>/``;
     ``init``: the encoder's starting point (``pretrained`` | ``random_init``, see :func:`fine_tune_seeds`).
 
-    Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`runner.run_benchmark`.
+    Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`.run_benchmark.run_benchmark`.
     """
     out: Dict[str, Any] = {"tasks": {}, "runs": {}, "hparams": {}, "skipped": {}, "timings": {}}
     for name in settings.glue_tasks:
@@ -104,7 +104,7 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
     run_results, chosen = fine_tune_seeds(
         albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed, num_seeds=settings.seeds,
         selection=settings.checkpoint_selection, eval_every=settings.eval_every, after_run=after_run, init=init,
-        task=task.name)
+        task=task.name, precision=settings.mixed_precision)
     res = run_results[chosen]
     tests = {}
     if test_splits:

@@ -27,7 +27,7 @@ __all__ = ["run_race"]
 def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str,
              init: str = "pretrained") -> Dict[str, Any]:
     """Fine-tune on ``data_dir/train`` and score ``data_dir/dev`` from the ``init`` starting point; returns
-    ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`runner.run_benchmark`."""
+    ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`.run_benchmark.run_benchmark`."""
     t0 = time.time()
     hp = settings.hparams["RACE"]
     max_qa = min(128, hp.max_seq_length // 2)
@@ -51,7 +51,7 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
     run_results, chosen = fine_tune_seeds(
         albert_dir, hp, train, lambda enc, s: MultipleChoiceModel(enc, hp.classifier_dropout, s),
         classification_loss, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-        eval_every=settings.eval_every, init=init, task="RACE")
+        eval_every=settings.eval_every, init=init, task="RACE", precision=settings.mixed_precision)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "race_dev_predictions.json")
     os.makedirs(os.path.dirname(pred_path), exist_ok=True)

@@ -23,6 +23,7 @@ from components.evaluation import squad as squad_lib
 from components.evaluation import squad_v2 as squad_v2_lib
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
 from components.evaluation.heads import SpanModel, SquadV2Model, span_loss, squad_v2_loss
+from config.sections import SQUAD_TASKS
 
 __all__ = ["run_squad", "START_N_TOP", "END_N_TOP", "squad_task_name"]
 
@@ -31,7 +32,7 @@ END_N_TOP = 5
 
 
 def squad_task_name(version: str) -> str:
-    return "SQuAD2.0" if str(version) == "2.0" else "SQuAD1.1"
+    return SQUAD_TASKS["2.0" if str(version) == "2.0" else "1.1"]
 
 
 def _filter_squad(articles: List[Dict], keep: set) -> List[Dict]:
@@ -52,7 +53,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     """Fine-tune and score ``settings.squad_version`` on ``data_dir/<squad_train_file>`` and ``<squad_dev_file>``;
     ``init``: the encoder's starting point (``pretrained`` | ``random_init``).
 
-    Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`runner.run_benchmark`.
+    Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`.run_benchmark.run_benchmark`.
     """
     t0 = time.time()
     v2 = str(settings.squad_version) == "2.0"
@@ -100,7 +101,8 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     run_results, chosen = fine_tune_seeds(albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed,
                                           num_seeds=settings.seeds, selection=settings.checkpoint_selection,
                                           eval_every=settings.eval_every, init=init,
-                                          task="SQuAD" + settings.squad_version)
+                                          task="SQuAD" + settings.squad_version,
+                                          precision=settings.mixed_precision)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "squad_predictions.json")
     squad_lib.write_squad_predictions(res["payload"]["predictions"], pred_path)

@@ -8,6 +8,11 @@ The selected run of a task becomes ``<output_dir>/<TASK>/serving_model``: a Save
 exported model gives the in-memory model's logits. TFMA (:mod:`components.evaluation.tfma_eval`) then
 evaluates the exported model on each dev split of a classification task. Beam / tf.Transform / TFMA are
 imported only here, and only when an export runs.
+
+The export is all or nothing: ``transform/`` and ``serving_model/`` are built and checked in a staging folder
+beside them and moved into place only when both exist and the exported model serves; any failure removes the
+staging folder and raises :class:`ServingExportError`, which fails the benchmark node (a result that promises
+``serving_model`` always has one).
 """
 from __future__ import annotations
 
@@ -28,7 +33,15 @@ from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_enc
 
 log = logging.getLogger(__name__)
 
-__all__ = ["export_glue_serving"]
+__all__ = ["export_glue_serving", "ServingExportError", "SERVING_DIR", "TRANSFORM_DIR"]
+
+SERVING_DIR = "serving_model"  # <output_dir>/<TASK>/serving_model
+TRANSFORM_DIR = "transform"  # <output_dir>/<TASK>/transform: the tf.Transform output the serving model embeds
+_STAGING_PREFIX = ".serving-staging-"
+
+
+class ServingExportError(RuntimeError):
+    """The raw-text serving model of a GLUE task could not be built, saved or checked."""
 
 
 def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, res, devs, dev_splits,
@@ -39,62 +52,33 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
     The Transform graph is built by tf.Transform's Beam implementation over the first dev split;
     its ids are compared with the Python featurisation used for training (``transform_check``), and
     the exported model's logits on the raw dev text with the in-memory model's (``serving_check``).
-    Failures are logged and recorded under ``serving_error`` / ``tfma.error`` (the fine-tuning
-    results stand).
+    An export failure raises :class:`ServingExportError` and leaves neither folder behind; a TFMA failure is
+    logged and recorded under ``tfma.error`` (the exported model stands).
     """
-    from components.evaluation import transform as transform_lib
-
     task_dir = os.path.join(output_dir, task.name)
-    serving_dir = os.path.join(task_dir, "serving_model")
+    serving_dir = os.path.join(task_dir, SERVING_DIR)
     has_b = task.splits["train"].text_b is not None
     result: Dict[str, Dict[str, Any]] = {s: {} for s in dev_splits}
+    created, moved, staging = not os.path.isdir(task_dir), [], None
     try:
-        first_ex, first_arrays = devs[dev_splits[0]]
-        rows = [{"text_a": e.text_a, **({"text_b": e.text_b} if has_b else {})} for e in first_ex]
-        fn = transform_lib.make_preprocessing_fn(tokenizer.sp.serialized_model_proto(), hp.max_seq_length,
-                                                 tokenizer.do_lower_case, has_text_b=has_b)
-        scratch = tempfile.mkdtemp(prefix="albert_tft_")
-        try:
-            transformed = transform_lib.analyze_and_transform(rows, fn, has_b, os.path.join(task_dir, "transform"),
-                                                              temp_dir=scratch)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        equal = sum(all(np.array_equal(np.asarray(t[k]).reshape(-1), first_arrays[k][i]) for k in FEATURE_KEYS)
-                    for i, t in enumerate(transformed))
-        transform_check = {"split": dev_splits[0], "rows": len(rows), "rows_equal_python_featurisation": int(equal)}
-        if equal != len(rows):
-            log.warning("%s: the Transform graph's ids differ from the Python featurisation on %d of %d dev rows",
-                        task.name, len(rows) - equal, len(rows))
-        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
-        model = ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, res["seed"])
-        model({k: v[:1] for k, v in first_arrays.items() if k in FEATURE_KEYS}, training=False)
-        model.set_weights(res["weights"])
-        in_memory = predict(model, first_arrays)["logits"]
-        if os.path.exists(serving_dir):
-            shutil.rmtree(serving_dir)
-        transform_lib.export_serving_model(model, os.path.join(task_dir, "transform"), serving_dir, has_b,
-                                           task.num_labels)
-        del model, encoder
-        serve = tf.saved_model.load(serving_dir).signatures["serving_default"]
-        served = []
-        for start in range(0, len(rows), EVAL_BATCH_SIZE):
-            chunk = first_ex[start:start + EVAL_BATCH_SIZE]
-            feed = {"text_a": tf.constant([e.text_a for e in chunk])}
-            if has_b:
-                feed["text_b"] = tf.constant([e.text_b for e in chunk])
-            served.append(serve(**feed)["logits"].numpy())
-        served_logits = np.concatenate(served) if served else np.zeros_like(in_memory)
-        serving_check = {"split": dev_splits[0], "rows": len(rows),
-                         "max_abs_logit_diff": float(np.max(np.abs(served_logits - in_memory))) if len(rows) else 0.0,
-                         "same_predictions": int(np.sum(glue_lib.predictions_from_logits(task.name, served_logits)
-                                                        == glue_lib.predictions_from_logits(task.name, in_memory)))}
-        common = {"serving_model": os.path.relpath(serving_dir, output_dir), "transform_check": transform_check,
-                  "serving_check": serving_check}
-    except Exception as e:  # noqa: BLE001 - record, keep the fine-tuning results
-        log.exception("%s: exporting the raw-text serving model failed", task.name)
-        for split in dev_splits:
-            result[split]["serving_error"] = f"{type(e).__name__}: {e}"
-        return result
+        os.makedirs(task_dir, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=task_dir)
+        checks = _export_and_check(task, hp, albert_dir, tokenizer, res, devs, dev_splits[0], staging)
+        for name in (TRANSFORM_DIR, SERVING_DIR):
+            final = os.path.join(task_dir, name)
+            if os.path.exists(final):
+                shutil.rmtree(final)
+            os.replace(os.path.join(staging, name), final)
+            moved.append(final)
+    except Exception as e:
+        for path in moved + ([task_dir] if created else []):
+            shutil.rmtree(path, ignore_errors=True)
+        raise ServingExportError(f"{task.name}: exporting the raw-text serving model to {serving_dir} failed: "
+                                 f"{type(e).__name__}: {e}") from e
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+    common = {"serving_model": os.path.relpath(serving_dir, output_dir), **checks}
     for split in dev_splits:
         result[split].update(common)
     if not run_tfma:
@@ -117,3 +101,51 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
             log.exception("%s %s: TFMA failed", task.name, split)
             result[split]["tfma"] = {"error": f"{type(e).__name__}: {e}"}
     return result
+
+
+def _export_and_check(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, res, devs, split: str,
+                      staging: str) -> Dict[str, Any]:
+    """Build ``<staging>/transform`` and ``<staging>/serving_model`` from the selected run and check them on the
+    ``split`` rows: the Transform graph's ids against the Python featurisation, the served logits against the
+    in-memory model's. Raises on any failure (the caller removes ``staging``)."""
+    from components.evaluation import transform as transform_lib
+
+    transform_dir, serving_dir = os.path.join(staging, TRANSFORM_DIR), os.path.join(staging, SERVING_DIR)
+    has_b = task.splits["train"].text_b is not None
+    first_ex, first_arrays = devs[split]
+    rows = [{"text_a": e.text_a, **({"text_b": e.text_b} if has_b else {})} for e in first_ex]
+    fn = transform_lib.make_preprocessing_fn(tokenizer.sp.serialized_model_proto(), hp.max_seq_length,
+                                             tokenizer.do_lower_case, has_text_b=has_b)
+    scratch = tempfile.mkdtemp(prefix="albert_tft_")
+    try:
+        transformed = transform_lib.analyze_and_transform(rows, fn, has_b, transform_dir, temp_dir=scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    equal = sum(all(np.array_equal(np.asarray(t[k]).reshape(-1), first_arrays[k][i]) for k in FEATURE_KEYS)
+                for i, t in enumerate(transformed))
+    transform_check = {"split": split, "rows": len(rows), "rows_equal_python_featurisation": int(equal)}
+    if equal != len(rows):
+        log.warning("%s: the Transform graph's ids differ from the Python featurisation on %d of %d dev rows",
+                    task.name, len(rows) - equal, len(rows))
+    encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length)
+    model = ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, res["seed"])
+    model({k: v[:1] for k, v in first_arrays.items() if k in FEATURE_KEYS}, training=False)
+    model.set_weights(res["weights"])
+    in_memory = predict(model, first_arrays)["logits"]
+    transform_lib.export_serving_model(model, transform_dir, serving_dir, has_b, task.num_labels)
+    del model, encoder
+    serve = tf.saved_model.load(serving_dir).signatures["serving_default"]
+    served = []
+    for start in range(0, len(rows), EVAL_BATCH_SIZE):
+        chunk = first_ex[start:start + EVAL_BATCH_SIZE]
+        feed = {"text_a": tf.constant([e.text_a for e in chunk])}
+        if has_b:
+            feed["text_b"] = tf.constant([e.text_b for e in chunk])
+        served.append(serve(**feed)["logits"].numpy())
+    del serve
+    served_logits = np.concatenate(served) if served else np.zeros_like(in_memory)
+    serving_check = {"split": split, "rows": len(rows),
+                     "max_abs_logit_diff": float(np.max(np.abs(served_logits - in_memory))) if len(rows) else 0.0,
+                     "same_predictions": int(np.sum(glue_lib.predictions_from_logits(task.name, served_logits)
+                                                    == glue_lib.predictions_from_logits(task.name, in_memory)))}
+    return {"transform_check": transform_check, "serving_check": serving_check}

@@ -1,4 +1,4 @@
-"""Fine-tune the pretrained ALBERT encoder on GLUE / SQuAD / RACE and score it on dev: the entry point.
+"""Run one benchmark family (GLUE / SQuAD / RACE) end to end: every task, seed and arm, into ``metrics.json``.
 
 ``run_benchmark(benchmark, albert_dir, data_dir, cfg, output_dir)`` is the core of the three evaluator
 components. It restores the encoder exported by :func:`trainer.train_lib.export`
@@ -8,7 +8,7 @@ driver and writes ``<output_dir>/metrics.json`` plus official-format prediction 
 * :mod:`.heads` – the task heads (``SquadV2Model`` is the official SQuAD 2.0 model) and their losses;
 * :mod:`.finetune` – the fine-tuning loop (AdamW, official semantics) and the seed protocol;
 * :mod:`.run_glue`, :mod:`.run_squad`, :mod:`.run_race` – one driver per benchmark;
-* :mod:`.serving` – the GLUE raw-text serving export and TFMA.
+* :mod:`.serving` – the GLUE raw-text serving export and TFMA (a failed export fails the run).
 
 Configuration: the benchmark node's own :class:`config.BenchmarkConfig` (``hparams``, ``seeds``, ``seed``,
 ``checkpoint_selection``, ``eval_every``, ``max_eval_examples``, ``glue_tasks``, ``squad_*``, ``doc_stride``,
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 import os
 import posixpath
 import shutil
@@ -40,87 +39,23 @@ from typing import Any, Dict, Optional
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
-import numpy as np
 import tensorflow as tf
 
-from components.evaluation.finetune import OPTIMIZER_RECORD, fine_tune, make_train_step, predict  # noqa: F401
-from components.evaluation.heads import (ClassifierModel, MultipleChoiceModel, SpanModel,  # noqa: F401
-                                         SquadV2Model, build_encoder, classification_loss,
-                                         load_encoder_config, regression_loss, span_loss, squad_v2_loss)
+from components.evaluation.finetune import OPTIMIZER_RECORD
+from components.evaluation.heads import load_encoder_config
 from components.evaluation.init_check import summarize_checks
 from components.evaluation.metrics import SELECTION_METRICS, compare_arms
 from components.evaluation.run_glue import run_glue
 from components.evaluation.run_race import run_race
 from components.evaluation.run_squad import END_N_TOP, START_N_TOP, run_squad
+from components.file_io import copy_tree, is_uri, json_safe
 from components.text.tokenization import AlbertTokenizer
-from trainer.train_lib import ENCODER_CKPT, SPM_FILE
+from trainer.files import ENCODER_CKPT, EXPORT_INFO_FILE, METRICS_FILE, SPM_FILE
 
-EXPORT_INFO = "export_info.json"  # written by trainer.train_lib.export
-
-__all__ = [
-    "run_benchmark",
-    "BENCHMARKS",
-    "METRICS_FILE",
-    # Re-exported for callers of the former single module (benchmarks/finetune.py).
-    "load_encoder_config",
-    "build_encoder",
-    "ClassifierModel",
-    "SpanModel",
-    "SquadV2Model",
-    "MultipleChoiceModel",
-    "fine_tune",
-    "make_train_step",
-    "classification_loss",
-]
+__all__ = ["run_benchmark", "BENCHMARKS"]
 
 BENCHMARKS = ("glue", "squad", "race")
-METRICS_FILE = "metrics.json"
 DRIVERS = {"glue": run_glue, "squad": run_squad, "race": run_race}
-
-
-def _json_safe(obj):
-    """NaN/inf → None, numpy scalars → Python (strict JSON)."""
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return v if math.isfinite(v) else None
-    if isinstance(obj, np.ndarray):
-        return _json_safe(obj.tolist())
-    return obj
-
-
-# ---------------------------------------------------------------------------------------------
-# Entry point
-
-
-def _is_uri(path: str) -> bool:
-    return "://" in str(path)
-
-
-def _download_tree(src: str, dst: str) -> None:
-    tf.io.gfile.makedirs(dst)
-    for name in tf.io.gfile.listdir(src):
-        name = name.rstrip("/")
-        s, d = src.rstrip("/") + "/" + name, os.path.join(dst, name)
-        if tf.io.gfile.isdir(s):
-            _download_tree(s, d)
-        else:
-            tf.io.gfile.copy(s, d, overwrite=True)
-
-
-def _upload_tree(src: str, dst: str) -> None:
-    tf.io.gfile.makedirs(dst)
-    for name in sorted(os.listdir(src)):
-        s, d = os.path.join(src, name), dst.rstrip("/") + "/" + name
-        if os.path.isdir(s):
-            _upload_tree(s, d)
-        else:
-            tf.io.gfile.copy(s, d, overwrite=True)
 
 
 def benchmark_settings(cfg):
@@ -136,7 +71,7 @@ def benchmark_settings(cfg):
 
 def model_do_lower_case(albert_dir: str) -> bool:
     """Whether the pretrained model's text was lower-cased (recorded at export from the examples artifact)."""
-    path = posixpath.join(albert_dir, EXPORT_INFO)
+    path = posixpath.join(albert_dir, EXPORT_INFO_FILE)
     if not tf.io.gfile.exists(path):
         return True  # ALBERT's default; exports from before the fact was recorded
     with tf.io.gfile.GFile(path) as f:
@@ -157,19 +92,19 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
     and uploaded at the end.
     """
     cfg = benchmark_settings(cfg)
-    if not any(_is_uri(p) for p in (albert_dir, data_dir, output_dir)):
+    if not any(is_uri(p) for p in (albert_dir, data_dir, output_dir)):
         return _run_benchmark_local(benchmark, albert_dir, data_dir, cfg, output_dir)
     scratch = tempfile.mkdtemp(prefix="albert_bench_")
     try:
         local_data = data_dir
-        if _is_uri(data_dir):
+        if is_uri(data_dir):
             local_data = os.path.join(scratch, "data")
-            _download_tree(data_dir, local_data)
-        local_out = os.path.join(scratch, "out") if _is_uri(output_dir) else output_dir
+            copy_tree(data_dir, local_data)
+        local_out = os.path.join(scratch, "out") if is_uri(output_dir) else output_dir
         result = _run_benchmark_local(benchmark, albert_dir, local_data, cfg, local_out,
-                                      spm_dir=os.path.join(scratch, "spm") if _is_uri(albert_dir) else None)
-        if _is_uri(output_dir):
-            _upload_tree(local_out, output_dir)
+                                      spm_dir=os.path.join(scratch, "spm") if is_uri(albert_dir) else None)
+        if is_uri(output_dir):
+            copy_tree(local_out, output_dir)
         return result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -233,7 +168,7 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
         result["baselines"] = baselines
         result["gain_over_baseline"] = {name: compare_arms(done["tasks"], arm["tasks"])
                                         for name, arm in baselines.items()}
-    result = _json_safe(result)
+    result = json_safe(result)
     with open(os.path.join(output_dir, METRICS_FILE), "w", encoding="utf-8") as f:
         json.dump(result, f, indent=2, sort_keys=True, allow_nan=False)
     return result

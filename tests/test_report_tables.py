@@ -1,0 +1,130 @@
+"""components/report_lib.py, table by table: each section builder's rows from known inputs, and the
+"beyond seed spread" cell, which one seed per arm cannot fill with yes or no."""
+import json
+
+from components import report_lib
+from components.evaluation.metrics import compare_arms
+from config.references import REFERENCE_ROWS
+
+
+def _gain_rows(md: str):
+    section = md.split("## Gain over no pretraining", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| Task ")]
+
+
+def test_one_seed_cannot_show_beyond_spread(tmp_path):
+    """The sample report's case: one seed per arm, the pretrained run above the baseline run."""
+    gain = compare_arms({"RTE": {"run_scores": [60.0]}}, {"RTE": {"run_scores": [50.0]}})
+    assert gain["RTE"]["beyond_spread"] is None  # not True: one run has no spread to be beyond
+    results = {"glue": {"tasks": {"RTE": {"accuracy": 60.0, "score": 60.0}}, "gain_over_baseline": {"random_init": gain}}}
+    report_lib.write_report(str(tmp_path), None, results, None, None, None, None)
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert _gain_rows(md) == [
+        "| RTE | random_init | 60.0 [60.0 – 60.0] | 50.0 [50.0 – 50.0] | +10.0 | +10.0 [+10.0 – +10.0] | "
+        "cannot tell (1 seed) | 1 | — | — |"]
+    # A result written before beyond_spread needed two seeds says True; the report still cannot tell.
+    old = dict(gain["RTE"], beyond_spread=True)
+    assert report_lib._gain_section({"glue": {"gain_over_baseline": {"random_init": {"RTE": old}}}})[1][0][2][0][6] \
+        == "cannot tell (1 seed)"
+
+
+def test_two_seeds_say_yes_or_no(tmp_path):
+    pre = {"SST-2": {"run_scores": [80.0, 84.0]}, "RTE": {"run_scores": [55.0, 50.0]}}
+    base = {"SST-2": {"run_scores": [60.0, 70.0]}, "RTE": {"run_scores": [52.0, 58.0]}}
+    gains = compare_arms(pre, base)
+    heading, blocks = report_lib._gain_section({"glue": {"gain_over_baseline": {"random_init": gains}}})
+    assert heading == "Gain over no pretraining"
+    kind, header, rows = blocks[0]
+    assert kind == "table" and header[6] == "beyond seed spread"
+    assert rows == [
+        ["SST-2", "random_init", "82.0 [80.0 – 84.0]", "65.0 [60.0 – 70.0]", "+17.0", "+17.0 [+14.0 – +20.0]", "yes",
+         "2", "—", "—"],
+        ["RTE", "random_init", "52.5 [50.0 – 55.0]", "55.0 [52.0 – 58.0]", "-2.5", "-2.5 [-8.0 – +3.0]", "no",
+         "2", "—", "—"]]
+
+
+def test_table2_section_rows_and_avg_note():
+    row = report_lib.table2_row({"SQuAD1.1": {"f1": 88.0, "exact_match": 80.0}, "SST-2": {"accuracy": 90.0}})
+    heading, blocks = report_lib._table2_section(row, "albert-base-v2")
+    assert heading == "Results in the shape of the paper's Table 2"
+    _, header, rows = blocks[0]
+    assert header == ["Model", "SQuAD1.1 F1/EM", "SQuAD2.0 F1/EM", "MNLI", "SST-2", "RACE", "Avg"]
+    assert rows[0] == ["This run", "88.0/80.0", "—", "—", "90.0", "—", "87.0 (2 of 5)"]  # (84 + 90) / 2
+    assert rows[1] == [REFERENCE_ROWS["albert-base-v2"]["label"], "90.2/83.2", "82.1/79.3", "84.6", "92.9", "66.8",
+                       "82.3"]
+    assert blocks[1] == ("Missing columns (not run or no result; no number is shown for them): SQuAD2.0, MNLI, "
+                         "RACE.")
+    assert blocks[2].startswith("Avg here is over the 2 present column(s) only (SQuAD1.1, SST-2;")
+
+
+def test_glue_and_squad_race_sections_split_the_tasks():
+    tasks = {"CoLA": {"mcc": 40.5, "accuracy": 70.0, "score": 40.5, "num_train": 200, "num_dev": 100},
+             "MNLI-m": {"accuracy": 81.04, "score": 81.04, "run_scores": [80.0, 81.04, 82.0], "selected_step": 300},
+             "SQuAD2.0": {"f1": 79.0, "exact_match": 76.0, "score": 77.5, "HasAns_f1": 70.0, "NoAns_f1": 88.0,
+                          "null_threshold": -1.2345},
+             "RACE": {"middle": 70.0, "high": 60.0, "all": 63.0, "score": 63.0}}
+    results = {"glue": {"skipped": {"QQP": "no train/dev data"}}}
+    heading, blocks = report_lib._glue_section(tasks, results)
+    assert heading == "GLUE (dev)"
+    _, header, rows = blocks[0]
+    assert header == ["Task", "mcc", "accuracy", "score", "runs (median of)", "selected step", "train / dev examples"]
+    assert rows == [["CoLA", "40.5", "70.0", "40.5", "1", "—", "200 / 100"],
+                    ["MNLI-m", "", "81.0", "81.0", "3", "300", "— / —"]]
+    assert blocks[-1] == "Skipped: QQP (no train/dev data)."
+    heading, blocks = report_lib._squad_race_section(tasks)
+    assert heading == "SQuAD and RACE (dev)"
+    assert blocks[0][2] == [
+        ["SQuAD2.0", "F1 79.0, EM 76.0, HasAns F1 70.0, NoAns F1 88.0, null threshold -1.234", "77.5", "—", "— / —"],
+        ["RACE", "middle 70.0, high 60.0, all 63.0", "63.0", "—", "— / —"]]
+    assert report_lib._squad_race_section({"CoLA": tasks["CoLA"]}) is None
+    assert report_lib._glue_section({"RACE": tasks["RACE"]}, {}) is None
+
+
+def test_init_check_protocol_data_and_artifact_sections():
+    results = {"glue": {"init_check": {"runs_checked": 3, "variables_compared": 25, "values_compared": 123456,
+                                       "max_abs_diff": 0.0, "equal_informative_variables_max": 25, "passed": True},
+                        "baselines": {"random_init": {"init_check": {
+                            "runs_checked": 3, "variables_compared": 25, "values_compared": 123456,
+                            "max_abs_diff": 0.51, "equal_informative_variables_max": 0, "passed": False}}},
+                        "protocol": {"seeds": [7, 8], "aggregation": "median", "checkpoint_selection": "best",
+                                     "checkpoint_selection_effective": "best on dev", "eval_every": 10,
+                                     "max_eval_examples": 0,
+                                     "hparams": {"RTE": {"learning_rate": 3e-5, "batch_size": 32, "train_steps": 800,
+                                                         "warmup_steps": 200, "max_seq_length": 512,
+                                                         "albert_dropout": 0.1, "classifier_dropout": 0.1}},
+                                     "pretrained": {"encoder_checkpoint": "m/albert/encoder/ckpt"}}}}
+    _, blocks = report_lib._init_check_section(results)
+    assert blocks[0][2] == [["glue", "pretrained", "3", "25", "123,456", "0.000", "25", "passed"],
+                            ["glue", "random_init", "3", "25", "123,456", "0.510", "0", "FAILED"]]
+    heading, blocks = report_lib._protocol_section(results, {"seed": 1, "model": {"size": "albert-base"},
+                                                             "train": {"num_train_steps": 125000}})
+    assert heading == "Protocol"
+    assert blocks[0][2] == [["glue", "7, 8", "median", "best (effective: best on dev, eval_every 10)", "all",
+                             "RTE: lr 3e-05, batch 32, steps 800, warmup 200, seq 512, dropout 0.1/0.1",
+                             "m/albert/encoder/ckpt"]]
+    assert blocks[-1] == "Pretraining: seed 1, model albert-base, 125000 steps."
+    assert report_lib._protocol_section({}, {})[1] == ["No benchmark results were given."]
+    _, blocks = report_lib._data_section({"train": {"instances": 1234, "tokens": 99999, "length_mean": 81.0,
+                                                    "sop_label_1_share": 0.5012, "masked_token_share": 0.149,
+                                                    "masked_per_instance": 12.1,
+                                                    "replacement_shares": {"mask": 0.8, "random": 0.1}}})
+    assert blocks[0][2] == [["train", "1,234", "99,999", "81.0", "—", "50.1%", "14.9%", "12.10",
+                             "mask: 80.0%, random: 10.0%", "—"]]
+    assert report_lib._data_section({}) == ("Pretraining data (datagen statistics)", ["stats.json not found."])
+    _, blocks = report_lib._artifacts_section({"model": {"id": 3, "type": "Model", "uri": "root/m"}, "stats": 5})
+    assert blocks[0][2] == [["model", "3", "Model", "root/m"], ["stats", "5", "", ""]]
+    assert report_lib._artifacts_section({}) is None
+
+
+def test_sections_in_order_and_the_reference_row_styled(tmp_path):
+    results = {"glue": {"tasks": {"SST-2": {"accuracy": 90.0, "score": 90.0}}}}
+    report_lib.write_report(str(tmp_path), {"reference": "albert-base-v1"}, results, None, None, None, {"m": 1})
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert [line[3:] for line in md.splitlines() if line.startswith("## ")] == [
+        "Results in the shape of the paper's Table 2", "GLUE (dev)", "Protocol", "Pretrained model",
+        "Pretraining data (datagen statistics)", "MLMD artifacts"]
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert page.count('<tr class="paper">') == 1
+    assert '<tr class="paper"><td>ALBERT base v1 — paper&#x27;s Table 2' in page
+    summary = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["summary"]
+    assert summary["reference"]["values"] == REFERENCE_ROWS["albert-base-v1"]["values"]

@@ -1,0 +1,26 @@
+"""Names of the files one node writes and another reads, defined once.
+
+Light on purpose (no TensorFlow): the trainer writes these files, and the benchmark nodes, the report and the
+CLI read them; importing the training loop just for a file name would load TensorFlow into light modules.
+"""
+
+# The pretrained model as the Trainer exports it (``trainer.train_lib.export``): ``<model>/albert/...``.
+ALBERT_DIR = "albert"
+CONFIG_FILE = "albert_config.json"  # official key names
+ENCODER_CKPT = "encoder/ckpt"  # what fine-tuning restores
+PRETRAINING_CKPT = "pretraining/ckpt"  # the whole pretraining model (encoder + MLM/SOP heads)
+SPM_FILE = "spm.model"  # the SentencePiece model (also the vocabulary artifact's file name)
+EXPORT_INFO_FILE = "export_info.json"  # facts recorded at export (do_lower_case, final step, eval metrics, ...)
+
+# The Trainer's model_run folder.
+HISTORY_FILE = "train_history.jsonl"  # one JSON line per log point
+RUN_CONFIG_FILE = "run_config.json"  # {model, train, seed, examples}: the settings that produced the model
+
+# Pretraining data statistics (``DataGenStatistics`` artifact).
+STATS_FILE = "stats.json"
+
+# One benchmark family's result (``BenchmarkResult`` artifact).
+METRICS_FILE = "metrics.json"
+
+__all__ = ["ALBERT_DIR", "CONFIG_FILE", "ENCODER_CKPT", "PRETRAINING_CKPT", "SPM_FILE", "EXPORT_INFO_FILE",
+           "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE"]
