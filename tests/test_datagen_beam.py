@@ -117,18 +117,15 @@ def test_shard_writer_sorts_by_key_and_frames_like_tensorflow(tmp_path, compress
     assert got == [v for _, v in sorted(records)]
 
 
-def _save_pickle(value, path):
-    import pickle
-
-    with open(path, "wb") as f:
-        pickle.dump(value, f)
+def _save_text(value, path):
+    with open(path, "w") as f:
+        f.write(value)
 
 
 def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
     """The pool is the documents with the smallest keys, cut by the document and character bounds (never below
-    two documents), tokenized exactly like the generator would; only small tuples are combined."""
-    import pickle
-
+    two documents), tokenized exactly like the generator would; Beam carries only small tuples and file names
+    (the tokens go through one pool file in the work folder)."""
     import apache_beam as beam
 
     from components import datagen_beam
@@ -137,19 +134,27 @@ def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
     from components.text.tokenization import AlbertTokenizer
 
     docs = dict(datagen_beam.read_documents(FIXTURE))
-    keys = sorted(datagen_beam._pool_keys(FIXTURE, 7))
+    rule = datagen_beam.SplitRule(7, 0.0)  # every document trains: one pool
+    keyed = list(datagen_beam._pool_keys(FIXTURE, 7, rule))
+    assert {split for split, _ in keyed} == {"train"}
+    keys = sorted(item for _, item in keyed)
     assert len(keys) == len(docs) == 4
     tok = AlbertTokenizer(spm_model_path)
     vocab = VocabInfo.from_tokenizer(tok)
     first_three = sum(n for *_, n in keys[:3])
     for max_documents, max_chars, expected in [(3, 10 ** 9, 3), (4, 1, 2), (4, first_three, 3), (4, first_three - 1, 2)]:
-        saved = str(tmp_path / f"pool-{max_documents}-{max_chars}.pkl")
+        saved = str(tmp_path / f"pool-{max_documents}-{max_chars}.txt")
+        work = str(tmp_path / f"work-{max_documents}-{max_chars}")
         with beam.Pipeline() as p:
             files = p | beam.Create([FIXTURE])
-            _ = (datagen_beam.random_document_pool(files, spm_model_path, True, 7, max_documents, max_chars)
-                 | beam.Map(_save_pickle, saved))
-        with open(saved, "rb") as f:
-            pool = pickle.load(f)
+            _ = (datagen_beam.split_document_pools(files, spm_model_path, True, 7, max_documents, max_chars, rule,
+                                                   work)
+                 | beam.Map(_save_text, saved))
+        pools_file = open(saved).read()
+        assert os.path.dirname(pools_file) == work
+        pools = datagen_beam.load_pools(pools_file)
+        assert list(pools) == ["train"]
+        pool = pools["train"]
         assert pool.doc_ids == [doc_id for _, doc_id, _, _ in keys[:expected]]
         for i, doc_id in enumerate(pool.doc_ids):
             assert pool.document(i) == tokenize_document(tok, docs[doc_id], vocab)
