@@ -8,9 +8,10 @@ own subprocess (the Keras precision policy is process-global) and reports steps/
     python benchmarks/pretrain_step.py --variants float32:0,mixed_bfloat16:0 --json out.json
 
 CPU flags that matter for bf16 are printed (``avx512_bf16``, ``amx_bf16``): without AMX, TF's oneDNN
-runs bf16 matmuls through AVX512-BF16 dot products only, and the casts around every op usually cost
-more than they save; the measurements decide ``train.mixed_precision: auto`` and ``train.jit_compile``
-(see ``trainer.train_lib.resolve_precision`` / ``resolve_jit_compile``).
+runs bf16 matmuls through AVX512-BF16 dot products only, and at small widths the casts around every op
+cost more than they save. ``train.mixed_precision: auto`` makes this float32-vs-bf16 comparison itself at
+run time, on the run's own shape (``trainer/precision.py``); these measurements set ``train.jit_compile``
+(``trainer.train_lib.resolve_jit_compile``).
 """
 from __future__ import annotations
 

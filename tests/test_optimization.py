@@ -1,10 +1,16 @@
-"""Tests for trainer.optimization against a NumPy implementation of the official ALBERT/BERT updates."""
+"""Tests for trainer.optimization against a NumPy implementation of the official ALBERT/BERT updates (and of the
+opt-in settings, which must leave the official algorithm and every cache key unchanged while unset)."""
+import re
+
 import numpy as np
 import pytest
 
 import trainer  # noqa: F401
 import tensorflow as tf
 import tf_keras
+
+from config import ConfigError, ModelConfig, TrainConfig
+from config.sections import OPTIMIZER_OPTIONS
 
 from trainer.optimization import (
     AdamWeightDecay,
@@ -33,23 +39,29 @@ def _initial_values(rng):
     return values
 
 
-def _np_official(values, grads_per_step, lrs, wd=0.01, trust_ratio=True, b1=0.9, b2=0.999, eps=1e-6):
+def _np_official(values, grads_per_step, lrs, wd=0.01, trust_ratio=True, b1=0.9, b2=0.999, eps=1e-6,
+                 bias_correction=False, no_decay_lr_multiplier=1.0):
+    """The official update; ``bias_correction`` / ``no_decay_lr_multiplier`` restate the opt-in settings."""
     w = {k: v.astype(np.float64).copy() for k, v in values.items()}
     m = {k: np.zeros_like(v) for k, v in w.items()}
     v = {k: np.zeros_like(x) for k, x in w.items()}
-    for grads, lr in zip(grads_per_step, lrs):
+    for t, (grads, lr) in enumerate(zip(grads_per_step, lrs), start=1):
         for name, (decay, adapt) in VARIABLES.items():
             g = grads[name]
             m[name] = b1 * m[name] + (1 - b1) * g
             v[name] = b2 * v[name] + (1 - b2) * g * g
-            u = m[name] / (np.sqrt(v[name]) + eps)
+            if bias_correction:
+                u = (m[name] / (1 - b1 ** t)) / (np.sqrt(v[name] / (1 - b2 ** t)) + eps)
+            else:
+                u = m[name] / (np.sqrt(v[name]) + eps)
             if decay:
                 u = u + wd * w[name]
             r = 1.0
             if trust_ratio and adapt:
                 wn, un = np.linalg.norm(w[name]), np.linalg.norm(u)
                 r = wn / un if wn > 0 and un > 0 else 1.0
-            w[name] = w[name] - lr * r * u
+            step_lr = lr if decay else lr * no_decay_lr_multiplier  # every variable not decayed is excluded here
+            w[name] = w[name] - step_lr * r * u
     return w
 
 
@@ -76,6 +88,53 @@ def test_optimizer_matches_numpy_reference(cls, jit):
     for var, name in zip(variables, VARIABLES):
         np.testing.assert_allclose(var.numpy(), expected[name], rtol=2e-5, atol=2e-6, err_msg=name)
     assert int(optimizer.iterations) == steps
+
+
+@pytest.mark.parametrize("cls", [Lamb, AdamWeightDecay])
+@pytest.mark.parametrize("settings", [{"bias_correction": True}, {"no_decay_lr_multiplier": 0.1},
+                                      {"bias_correction": True, "no_decay_lr_multiplier": 3.0}])
+def test_opt_in_settings_match_numpy_restatement(cls, settings):
+    """Two steps (the first at full lr, where bias correction matters most) on decayed and excluded variables."""
+    rng = np.random.RandomState(1)
+    values = _initial_values(rng)
+    grads_per_step = [{k: rng.randn(*v.shape) for k, v in values.items()} for _ in range(2)]
+    schedule = WarmupLinearDecay(0.05, warmup_steps=0, total_steps=4)
+    lrs = [float(schedule(i)) for i in range(2)]
+    np.testing.assert_allclose(lrs, [0.05, 0.0375], rtol=1e-6)
+    variables = [tf.Variable(values[k].astype(np.float32), name=k) for k in VARIABLES]
+    optimizer = cls(learning_rate=schedule, weight_decay_rate=0.01, jit_compile=False, **settings)
+
+    @tf.function
+    def apply(grads):
+        optimizer.apply_gradients(zip(grads, variables))
+
+    for grads in grads_per_step:
+        apply([tf.constant(grads[k], tf.float32) for k in VARIABLES])
+    trust = cls is Lamb
+    expected = _np_official(values, grads_per_step, lrs, trust_ratio=trust, **settings)
+    official = _np_official(values, grads_per_step, lrs, trust_ratio=trust)
+    for var, name in zip(variables, VARIABLES):
+        np.testing.assert_allclose(var.numpy(), expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    # The setting moved the excluded variables away from the official result (so the comparison can fail).
+    for name in ("layer/bias", "encoder/LayerNorm/gamma", "cls/predictions/output_bias"):
+        assert np.abs(expected[name] - official[name]).max() > 1e-3, name
+    clone = cls.from_config(optimizer.get_config())
+    assert (clone.bias_correction, clone.no_decay_lr_multiplier) == (
+        settings.get("bias_correction", False), settings.get("no_decay_lr_multiplier", 1.0))
+
+
+def test_bias_correction_first_step_is_lr_times_sign():
+    """Adam's first corrected step is ``lr * g / (|g| + eps)``; the official uncorrected one is ~3.16x that
+    (``(1 - b1) / sqrt(1 - b2)``), the large early steps of excluded variables the setting removes."""
+    w, g = np.array([1.0, -2.0, 0.5]), np.array([0.3, -4.0, 2e-3])
+    steps = {True: g / (np.abs(g) + 1e-6), False: 0.1 * g / (np.sqrt(0.001) * np.abs(g) + 1e-6)}
+    for correct, step in steps.items():
+        var = tf.Variable(w.astype(np.float32), name="x/LayerNorm/beta")
+        opt = AdamWeightDecay(learning_rate=0.01, bias_correction=correct, jit_compile=False)
+        opt.apply_gradients([(tf.constant(g, tf.float32), var)])
+        np.testing.assert_allclose(var.numpy(), w - 0.01 * step, rtol=1e-6)
+    # Where |g| >> eps / sqrt(1 - b2) (the last element is near that, eps weighs ~3x more uncorrected).
+    np.testing.assert_allclose(steps[False][:2] / steps[True][:2], 0.1 / np.sqrt(0.001), rtol=1e-3)
 
 
 def test_exclusion_is_by_name():
@@ -163,8 +222,30 @@ def test_schedule_decay_from_warmup_end():
     np.testing.assert_allclose(got, [0.0, 0.5, 1.0, 0.5, 1 / 90, 0.0], atol=1e-6)
 
 
+@pytest.mark.parametrize("over_all", [True, False])
+def test_schedule_end_fraction_is_polynomial_decay_with_an_end_rate(over_all):
+    """``end_learning_rate_fraction=f``: after warmup, ``tf.train.polynomial_decay(peak, step, total,
+    end_learning_rate=f * peak)`` (the official call, there with 0); ``f=0`` is the official schedule."""
+    peak, warmup, total = 0.006, 10, 100
+    s = WarmupLinearDecay(peak, warmup, total, decay_over_all_steps=over_all, end_learning_rate_fraction=0.1)
+    poly = tf_keras.optimizers.schedules.PolynomialDecay(peak, total if over_all else total - warmup,
+                                                         end_learning_rate=0.1 * peak, power=1.0)
+    for step in (10, 11, 40, 55, 99, 100, 150):
+        np.testing.assert_allclose(float(s(step)), float(poly(step if over_all else step - warmup)), rtol=1e-6)
+    np.testing.assert_allclose([float(s(step)) for step in (0, 5, 100, 150)], [0.0, 0.003, 0.0006, 0.0006],
+                               rtol=1e-6)
+    # Mid-decay (step 55, over all steps): 0.1 + 0.9 * 0.45 of the peak instead of 0.45.
+    if over_all:
+        np.testing.assert_allclose(float(s(55)), peak * (0.1 + 0.9 * 0.45), rtol=1e-6)
+    official = WarmupLinearDecay(peak, warmup, total, decay_over_all_steps=over_all, end_learning_rate_fraction=0.0)
+    same = WarmupLinearDecay(peak, warmup, total, decay_over_all_steps=over_all)
+    assert all(float(official(i)) == float(same(i)) for i in range(0, 120, 7)) and float(official(100)) == 0.0
+    with pytest.raises(ValueError, match="end_learning_rate_fraction"):
+        WarmupLinearDecay(peak, warmup, total, end_learning_rate_fraction=1.5)
+
+
 def test_schedule_serialization():
-    s = WarmupLinearDecay(2e-3, 7, 70, decay_over_all_steps=False)
+    s = WarmupLinearDecay(2e-3, 7, 70, decay_over_all_steps=False, end_learning_rate_fraction=0.25)
     restored = tf_keras.optimizers.schedules.deserialize(tf_keras.optimizers.schedules.serialize(s))
     assert isinstance(restored, WarmupLinearDecay) and restored.get_config() == s.get_config()
     with pytest.raises(ValueError):
@@ -302,3 +383,109 @@ def test_real_model_exclusions_by_name_and_by_value():
     for n, v in names.items():
         step = 0.1 * (np.linalg.norm(before[n]) / np.sqrt(before[n].size) if n in DECAYED else c)
         np.testing.assert_allclose(before[n] - v.numpy(), np.full(before[n].shape, step), rtol=1e-4, err_msg=n)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The opt-in settings in the config: named train.* fields, in the Trainer's parameters only when set
+# ---------------------------------------------------------------------------------------------------------------------
+OPTIONS_SET = {"bias_correction": True, "no_decay_lr_multiplier": 0.1, "end_learning_rate_fraction": 0.1}
+
+
+def test_train_section_carries_the_options_only_when_set():
+    from trainer import task
+    from trainer.modeling_albert import AlbertConfig
+
+    assert set(OPTIMIZER_OPTIONS) == set(OPTIONS_SET)
+    default, explicit = TrainConfig(), TrainConfig(bias_correction=False, no_decay_lr_multiplier=1,
+                                                   end_learning_rate_fraction=0)
+    assert not set(OPTIMIZER_OPTIONS) & set(default.to_dict())
+    assert default.to_json() == explicit.to_json() and default.identity() == explicit.identity()
+    albert = AlbertConfig.named("albert-tiny", vocab_size=500)
+    base_key = task.checkpoint_dir_for("r", task.run_identity("f" * 64, albert, default, 1))
+    for name, value in OPTIONS_SET.items():
+        changed = TrainConfig(**{name: value})
+        assert set(changed.to_dict()) - set(default.to_dict()) == {name} and changed.to_dict()[name] == value
+        assert TrainConfig.from_json(changed.to_json()) == changed
+        assert task.checkpoint_dir_for("r", task.run_identity("f" * 64, albert, changed, 1)) != base_key
+        # What the Trainer component receives (custom_config) and parses back.
+        _, parsed, _ = task.parse_settings(task.trainer_settings(ModelConfig(size="albert-tiny"), changed, 1), 125_000)
+        assert parsed.optimizer_options() == {**default.optimizer_options(), name: value}
+    opt = create_optimizer("lamb", 0.006, 10, 100, **TrainConfig(**OPTIONS_SET).optimizer_options())
+    assert (opt.bias_correction, opt.no_decay_lr_multiplier) == (True, 0.1)
+    assert opt._learning_rate.end_learning_rate_fraction == 0.1
+
+
+def _train_section(params):
+    """The ``train`` mapping inside a node's parameters (JSON-valued parameters decoded, at any depth)."""
+    import json
+
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            return None
+    if isinstance(params, dict):
+        if isinstance(params.get("train"), dict):
+            return params["train"]
+        for value in params.values():
+            found = _train_section(value)
+            if found is not None:
+                return found
+    return None
+
+
+def test_options_reach_only_the_trainer_node_parameters():
+    from pipeline.configs import build_config
+
+    base = build_config("sample").node_parameters()
+    base_train = _train_section(base["Trainer"])
+    assert base_train["learning_rate"] == 0.005 and not set(OPTIMIZER_OPTIONS) & set(base_train)
+    explicit = build_config("sample", overrides=["train.bias_correction=false", "train.no_decay_lr_multiplier=1",
+                                                 "train.end_learning_rate_fraction=0"]).node_parameters()
+    assert explicit == base  # the official values are the defaults: no cache key moves
+    for name, value in OPTIONS_SET.items():
+        new = build_config("sample", overrides=[f"train.{name}={str(value).lower()}"]).node_parameters()
+        assert {node for node in base if base[node] != new[node]} == {"Trainer"}
+        assert _train_section(new["Trainer"]) == {**base_train, name: value}
+
+
+@pytest.mark.parametrize("override,needle", [
+    ("train.no_decay_lr_multiplier=0", "train.no_decay_lr_multiplier=0.0 is invalid: expected > 0"),
+    ("train.end_learning_rate_fraction=1.5", "train.end_learning_rate_fraction=1.5 is invalid: expected in"),
+    ("train.end_learning_rate_fraction=-0.1", "train.end_learning_rate_fraction=-0.1 is invalid"),
+    ("train.bias_correction=maybe", "train.bias_correction='maybe' is not a valid bool"),
+])
+def test_bad_option_values_are_config_errors(override, needle):
+    from pipeline.configs import build_config
+
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        build_config("sample", overrides=[override])
+
+
+@pytest.mark.slow  # datagen (Beam) + a real pretraining run and its export: ~2 min on 2 loaded cores
+def test_pretraining_builds_its_optimizer_from_the_options(resume_examples, tmp_path):
+    """A real 3-step ``albert-pipeline pretrain`` run with the options set: the logged learning rates follow the
+    schedule with the end value (the options dict ``train_lib.pretrain`` passes to ``create_optimizer`` carries all
+    three), and the run's record and checkpoint key include them."""
+    import json
+    import os
+
+    from pipeline.configs import build_config
+    from tests.conftest import RESUME_DATA
+    from trainer import task
+
+    train = ["train.num_train_steps=3", "train.num_warmup_steps=1", "train.train_batch_size=8", "train.log_every=1",
+             "train.eval_every=0", "train.eval_steps=1", "train.checkpoint_every=0", "train.shuffle_buffer=16",
+             "train.learning_rate=0.004", "train.strategy=cpu", "train.mixed_precision=float32"]
+    options = [f"train.{k}={str(v).lower()}" for k, v in {**OPTIONS_SET, "end_learning_rate_fraction": 0.5}.items()]
+    config = build_config("sample", overrides=RESUME_DATA + train + options)
+    info = task.pretrain_from_examples(resume_examples["dir"], str(tmp_path), config)
+    assert info["final_step"] == 3
+    with open(os.path.join(str(tmp_path), "model_run", "train_history.jsonl")) as f:
+        rates = {r["step"]: r["learning_rate"] for r in map(json.loads, f) if r["split"] == "train"}
+    # Step s logs the rate of its last update (iteration s - 1): warmup 0 at 0, then 0.5 + 0.5 * (1 - i / 3) of peak.
+    np.testing.assert_allclose([rates[s] for s in (1, 2, 3)], [0.0, 0.004 * (0.5 + 0.5 * 2 / 3),
+                                                                0.004 * (0.5 + 0.5 / 3)], rtol=1e-6)
+    with open(os.path.join(str(tmp_path), "model_run", task.RUN_CONFIG_FILE)) as f:
+        recorded = json.load(f)["train"]
+    assert {k: recorded[k] for k in OPTIMIZER_OPTIONS} == {**OPTIONS_SET, "end_learning_rate_fraction": 0.5}

@@ -14,7 +14,18 @@ the trust ratio)::
     w -= lr * r * u
 
 Exclusion patterns are regular expressions searched in ``variable.name`` (default ``LayerNorm``, ``layer_norm``,
-``bias``), exactly as in the official code. Note that Model Garden's LAMB applies bias correction; this one does not.
+``bias``), exactly as in the official code. Note that Model Garden's LAMB applies bias correction; this one does not
+by default.
+
+Deviations, each off by default (``train.*`` settings, README "Optimizer settings beyond the official recipe"):
+the excluded variables get the raw learning rate with no trust ratio, so at small batches they take the largest,
+noisiest steps of the model, and linear decay to 0 spends the run's second half at a quarter of the peak on average.
+
+* ``bias_correction=True``: Adam's ``m / (1 - b1^t)`` and ``v / (1 - b2^t)`` (``t`` = this update's 1-based count)
+  replace ``m`` and ``v`` in ``u`` (Model Garden's LAMB, the LAMB paper);
+* ``no_decay_lr_multiplier=k``: variables matching ``exclude_from_weight_decay`` step with ``k * lr``;
+* ``end_learning_rate_fraction=f`` (:class:`WarmupLinearDecay`): the decay ends at ``f * peak``, not 0 (the
+  official ``polynomial_decay``'s ``end_learning_rate``, there fixed at 0).
 
 Gradient semantics (``trainer/train_lib.py``, setting ``train.gradient_semantics``):
 
@@ -60,23 +71,30 @@ DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 
 @tf_keras.saving.register_keras_serializable(package="albert_tfx")
 class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warmup from 0 to ``peak_learning_rate`` over ``warmup_steps``, linear decay to 0 at ``total_steps``.
+    """Linear warmup from 0 to ``peak_learning_rate`` over ``warmup_steps``, linear decay to
+    ``end_learning_rate_fraction * peak_learning_rate`` (official: 0) at ``total_steps``.
 
     With ``decay_over_all_steps=True`` (official ALBERT/BERT ``optimization.py``) the decay line is
     ``peak * (1 - step / total_steps)`` for every step ≥ warmup_steps, i.e. it starts counting at step 0 and the rate at
     the end of warmup is ``peak * (1 - warmup_steps / total_steps)`` (0.975 × peak for 3125 / 125000).
     With ``decay_over_all_steps=False`` the decay runs from ``peak`` at ``warmup_steps`` to 0 at ``total_steps``.
-    The warmup rate is ``peak * step / warmup_steps`` (0 at step 0, as in the official code).
+    The warmup rate is ``peak * step / warmup_steps`` (0 at step 0, as in the official code). With an end value
+    ``e = end_learning_rate_fraction * peak`` the line is ``e + (peak - e) * (1 - progress)``, as in
+    ``tf.train.polynomial_decay`` with ``end_learning_rate=e``.
     """
 
     def __init__(self, peak_learning_rate: float, warmup_steps: int, total_steps: int,
-                 decay_over_all_steps: bool = True, name: Optional[str] = None):
+                 decay_over_all_steps: bool = True, name: Optional[str] = None,
+                 end_learning_rate_fraction: float = 0.0):
         super().__init__()
         if total_steps <= 0:
             raise ValueError(f"total_steps must be > 0, got {total_steps}")
         if not 0 <= warmup_steps <= total_steps:
             raise ValueError(f"warmup_steps must be in [0, total_steps={total_steps}], got {warmup_steps}")
+        if not 0.0 <= end_learning_rate_fraction <= 1.0:
+            raise ValueError(f"end_learning_rate_fraction must be in [0, 1], got {end_learning_rate_fraction}")
         self.peak_learning_rate = float(peak_learning_rate)
+        self.end_learning_rate_fraction = float(end_learning_rate_fraction)
         self.warmup_steps = int(warmup_steps)
         self.total_steps = int(total_steps)
         self.decay_over_all_steps = bool(decay_over_all_steps)
@@ -92,7 +110,8 @@ class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
             else:
                 span = max(float(self.total_steps - self.warmup_steps), 1.0)
                 progress = tf.clip_by_value((step - self.warmup_steps) / span, 0.0, 1.0)
-            decayed = peak * (1.0 - progress)
+            end = peak * self.end_learning_rate_fraction
+            decayed = end + (peak - end) * (1.0 - progress)
             if self.warmup_steps == 0:
                 return decayed
             warmup = peak * step / float(self.warmup_steps)
@@ -101,7 +120,7 @@ class WarmupLinearDecay(tf_keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"peak_learning_rate": self.peak_learning_rate, "warmup_steps": self.warmup_steps,
                 "total_steps": self.total_steps, "decay_over_all_steps": self.decay_over_all_steps,
-                "name": self.name}
+                "name": self.name, "end_learning_rate_fraction": self.end_learning_rate_fraction}
 
 
 def _matches_any(patterns: Sequence[str], name: str) -> bool:
@@ -115,14 +134,16 @@ def _variable_name(variable) -> str:
 
 
 class _OfficialAdamBase(tf_keras.optimizers.Optimizer):
-    """Shared code of :class:`Lamb` and :class:`AdamWeightDecay` (m, v slots; no bias correction)."""
+    """Shared code of :class:`Lamb` and :class:`AdamWeightDecay` (m, v slots; bias correction and the excluded
+    variables' learning-rate multiplier off by default, as officially: module docstring)."""
 
     _use_trust_ratio = False
 
     def __init__(self, learning_rate=1e-3, weight_decay_rate: float = 0.01, beta_1: float = 0.9,
                  beta_2: float = 0.999, epsilon: float = 1e-6,
                  exclude_from_weight_decay: Optional[Sequence[str]] = DEFAULT_EXCLUDE_FROM_WEIGHT_DECAY,
-                 name: str = "OfficialAdam", **kwargs):
+                 name: str = "OfficialAdam", bias_correction: bool = False, no_decay_lr_multiplier: float = 1.0,
+                 **kwargs):
         # The base class' own decoupled `weight_decay` is not used: the official decay is part of the update.
         if kwargs.get("weight_decay") is not None:
             raise ValueError("Use weight_decay_rate=..., not weight_decay=...")
@@ -134,12 +155,18 @@ class _OfficialAdamBase(tf_keras.optimizers.Optimizer):
         self.beta_2 = float(beta_2)
         self.epsilon = float(epsilon)
         self.exclude_from_weight_decay_patterns = list(exclude_from_weight_decay or [])
+        self.bias_correction = bool(bias_correction)
+        self.no_decay_lr_multiplier = float(no_decay_lr_multiplier)
 
     # ---- per-variable decisions (by name, like the official code) ------------------------------------------
+    def excluded_from_weight_decay(self, variable) -> bool:
+        """The name matches ``exclude_from_weight_decay`` (whatever ``weight_decay_rate`` is)."""
+        return _matches_any(self.exclude_from_weight_decay_patterns, _variable_name(variable))
+
     def use_weight_decay(self, variable) -> bool:
         if not self.weight_decay_rate:
             return False
-        return not _matches_any(self.exclude_from_weight_decay_patterns, _variable_name(variable))
+        return not self.excluded_from_weight_decay(variable)
 
     def use_layer_adaptation(self, variable) -> bool:
         return False
@@ -167,7 +194,16 @@ class _OfficialAdamBase(tf_keras.optimizers.Optimizer):
         v = self._velocities[index]
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
-        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        if self.bias_correction:
+            t = tf.cast(self.iterations + 1, dtype)  # iterations counts the updates applied before this one
+
+            def one_minus_power(beta):  # 1 - beta^t to float32 precision (1 - float32(0.999) is 1.3e-5 off)
+                return -tf.math.expm1(t * tf.math.log1p(tf.constant(-(1.0 - beta), dtype)))
+
+            update = (next_m / one_minus_power(self.beta_1)) / (
+                tf.sqrt(next_v / one_minus_power(self.beta_2)) + self.epsilon)
+        else:
+            update = next_m / (tf.sqrt(next_v) + self.epsilon)
         if self.use_weight_decay(variable):
             update += self.weight_decay_rate * variable
         ratio = tf.constant(1.0, dtype)
@@ -177,6 +213,8 @@ class _OfficialAdamBase(tf_keras.optimizers.Optimizer):
             ratio = tf.where(w_norm > 0.0,
                              tf.where(u_norm > 0.0, w_norm / tf.maximum(u_norm, 1e-30), tf.ones_like(w_norm)),
                              tf.ones_like(w_norm))
+        if self.no_decay_lr_multiplier != 1.0 and self.excluded_from_weight_decay(variable):
+            lr = lr * self.no_decay_lr_multiplier
         m.assign(next_m)
         v.assign(next_v)
         variable.assign_sub(ratio * lr * update)
@@ -190,6 +228,8 @@ class _OfficialAdamBase(tf_keras.optimizers.Optimizer):
             "beta_2": self.beta_2,
             "epsilon": self.epsilon,
             "exclude_from_weight_decay": list(self.exclude_from_weight_decay_patterns),
+            "bias_correction": self.bias_correction,
+            "no_decay_lr_multiplier": self.no_decay_lr_multiplier,
         })
         config.pop("weight_decay", None)
         return config
@@ -336,12 +376,14 @@ class GradientAccumulator(tf.Module):
 def create_optimizer(name: str = "lamb", peak_lr: float = 0.00176, warmup_steps: int = 3125,
                      total_steps: int = 125000, weight_decay: float = 0.01, beta_1: float = 0.9,
                      beta_2: float = 0.999, epsilon: float = 1e-6, decay_over_all_steps: bool = True,
-                     **kwargs) -> _OfficialAdamBase:
+                     end_learning_rate_fraction: float = 0.0, **kwargs) -> _OfficialAdamBase:
     """LAMB (``"lamb"``) or AdamW (``"adamw"``) with :class:`WarmupLinearDecay`; defaults = official pretraining.
 
-    Extra ``kwargs`` go to the optimizer (e.g. ``jit_compile=False``, ``exclude_from_weight_decay=[...]``).
+    Extra ``kwargs`` go to the optimizer (e.g. ``jit_compile=False``, ``exclude_from_weight_decay=[...]``,
+    ``bias_correction=True``, ``no_decay_lr_multiplier=0.1``).
     """
-    schedule = WarmupLinearDecay(peak_lr, warmup_steps, total_steps, decay_over_all_steps=decay_over_all_steps)
+    schedule = WarmupLinearDecay(peak_lr, warmup_steps, total_steps, decay_over_all_steps=decay_over_all_steps,
+                                 end_learning_rate_fraction=end_learning_rate_fraction)
     key = name.lower().replace("_", "").replace("-", "")
     if key == "lamb":
         cls = Lamb

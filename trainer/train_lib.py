@@ -25,14 +25,16 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from trainer import distribute, input_pipeline
+from trainer import distribute, input_pipeline, precision
+from trainer.files import (CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, HISTORY_FILE,  # noqa: F401 (re-exported)
+                           PRETRAINING_CKPT, SPM_FILE)
+from trainer.formatting import eta_text
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
 from trainer.optimization import GradientAccumulator, clip_gradients, create_optimizer
 
 log = logging.getLogger(__name__)
 
 METRIC_NAMES = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy")
-HISTORY_FILE = "train_history.jsonl"
 RECORD_COUNTS_FILE = "record_counts.json"
 GRADIENT_SEMANTICS = ("global_batch", "per_replica")
 _DROPOUT_SALT = 0x5EED
@@ -57,10 +59,7 @@ def progress_line(step: int, total: int, values: Dict[str, float]) -> str:
     """One operator-facing line: step, losses, accuracy, learning rate, throughput and the time left."""
     rate = values.get("sequences_per_sec") or 0.0
     steps_per_sec = rate / max(values.get("_batch", 1.0), 1.0)
-    eta = ""
-    if steps_per_sec > 0:
-        left = int((total - step) / steps_per_sec)
-        eta = f" ETA {left // 3600}:{left % 3600 // 60:02d}:{left % 60:02d}"
+    eta = f" {eta_text(total - step, steps_per_sec)}" if steps_per_sec > 0 else ""
     parts = [f"step {step}/{total}"]
     for key, label in (("loss", "loss"), ("mlm_loss", "mlm"), ("sentence_loss", "sentence"),
                        ("mlm_accuracy", "mlm_acc"), ("sentence_accuracy", "sentence_acc")):
@@ -72,31 +71,75 @@ def progress_line(step: int, total: int, values: Dict[str, float]) -> str:
     return " ".join(parts)
 
 
-def _on_accelerator(strategy: tf.distribute.Strategy) -> bool:
-    return isinstance(strategy, tf.distribute.TPUStrategy) or bool(tf.config.list_logical_devices("GPU"))
+def resolve_precision(job: "PretrainJob", strategy: tf.distribute.Strategy, chief: bool) -> precision.Decision:
+    """``train.mixed_precision`` of this run (``auto``: measured, :mod:`trainer.precision`).
 
-
-def cpu_has_bf16() -> bool:
-    """Whether this host's CPU has bf16 dot-product instructions (``avx512_bf16`` or AMX ``amx_bf16``)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def resolve_precision(name: str, strategy: tf.distribute.Strategy) -> str:
-    """``auto``: mixed_bfloat16 on TPU/GPU and on CPUs with AVX512-BF16/AMX, else float32.
-
-    Measured with ``benchmarks/pretrain_step.py`` (albert-base, seq 128, batch 8, one LAMB step incl. clipping;
-    2-core AMD EPYC with avx512_bf16, no AMX; TF oneDNN; a shared, loaded host, so absolute numbers are noisy):
-    float32 0.070 steps/s (14.4 s/step) vs mixed_bfloat16 0.218 steps/s (4.6 s/step) — bf16 ~3x faster, so
-    ``auto`` uses it where the CPU has bf16 instructions. The sample preset pins float32 (tests compare numbers).
+    A resumed run keeps the precision recorded in its checkpoint folder (``auto`` may measure differently on
+    another day or machine, and the run must stay the run it resumes). The probe times the real step on a
+    throwaway model with the per-replica micro-batch; in a cluster every task averages the times over all tasks,
+    so all pick the same precision. Called before the run is seeded (the probe reseeds for its own model).
     """
-    if name != "auto":
-        return name
-    return "mixed_bfloat16" if _on_accelerator(strategy) or cpu_has_bf16() else "float32"
+    t = job.train
+    if t.mixed_precision == "auto":
+        kept = precision.recorded(job.checkpoint_dir)
+        if kept is not None:
+            log.info("mixed_precision=auto: %s, as recorded by the run this one resumes", kept.precision)
+            return kept
+    per_replica = t.train_batch_size // t.grad_accum_steps // strategy.num_replicas_in_sync
+    jit = resolve_jit_compile(t.jit_compile, strategy)
+    semantics = getattr(t, "gradient_semantics", "global_batch")
+    shape = {"albert_config": job.albert_config.to_dict(), "batch": per_replica, "seq": job.max_seq_length,
+             "predictions": job.max_predictions_per_seq, "optimizer": t.optimizer, "sentence_task": t.sentence_task,
+             "jit_compile": jit}
+
+    def build_step(_precision: str):
+        model = build_pretraining_model(job.albert_config, t.sentence_task, job.max_seq_length,
+                                        job.max_predictions_per_seq)
+        optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
+                                     weight_decay=t.weight_decay, **t.optimizer_options())
+        optimizer.build(model.trainable_variables)
+        step = make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=1,
+                               clip_norm=t.clip_norm, seed=precision.PROBE_SEED, semantics=semantics, jit_compile=jit)
+        batch = _probe_batch(per_replica, job.max_seq_length, job.max_predictions_per_seq,
+                             job.albert_config.vocab_size)
+        iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+        return lambda: step(iterator)
+
+    combine = _mean_over_tasks(strategy) if distribute.is_multi_worker(strategy) else None
+    decision = precision.resolve(t.mixed_precision, kind="pretrain", shape=shape, build_step=build_step,
+                                 strategy=strategy, combine=combine)
+    if chief and t.mixed_precision == "auto":
+        precision.record(job.checkpoint_dir, decision)
+    return decision
+
+
+def _probe_batch(batch: int, seq: int, preds: int, vocab: int):
+    """A real-shaped (inputs, labels) batch of random ids from the probe's own seed."""
+    rng = np.random.default_rng(precision.PROBE_SEED)
+    inputs = {"input_ids": rng.integers(5, vocab, (batch, seq)).astype(np.int32),
+              "input_mask": np.ones((batch, seq), np.int32),
+              "segment_ids": (np.arange(seq)[None, :] >= seq // 2).repeat(batch, 0).astype(np.int32),
+              "masked_lm_positions": np.sort(rng.permuted(np.tile(np.arange(1, seq), (batch, 1)), axis=1)[:, :preds],
+                                             1).astype(np.int32)}
+    labels = {"masked_lm_ids": rng.integers(5, vocab, (batch, preds)).astype(np.int32),
+              "masked_lm_weights": np.ones((batch, preds), np.float32),
+              "next_sentence_labels": rng.integers(0, 2, (batch, 1)).astype(np.int32)}
+    return inputs, labels
+
+
+def _mean_over_tasks(strategy: tf.distribute.Strategy):
+    """Step times averaged over every replica of the cluster (one all-reduce)."""
+    def combine(seconds: Dict[str, float]) -> Dict[str, float]:
+        local = tf.constant([seconds[p] for p in precision.PRECISIONS], tf.float32)
+
+        @tf.function(autograph=False)
+        def all_tasks():
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: local), axis=None)
+
+        total = all_tasks().numpy() / strategy.num_replicas_in_sync
+        return {p: float(v) for p, v in zip(precision.PRECISIONS, total)}
+
+    return combine
 
 
 def resolve_jit_compile(flag: Optional[bool], strategy: tf.distribute.Strategy) -> bool:
@@ -582,8 +625,8 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
                                         peer_timeout_s=getattr(t, "peer_timeout_s", 600))
     cluster = distribute.cluster_for(t.strategy)
     chief = distribute.is_chief(cluster)
-    precision = resolve_precision(t.mixed_precision, strategy)
-    tf_keras.mixed_precision.set_global_policy(precision)
+    decision = resolve_precision(job, strategy, chief)
+    tf_keras.mixed_precision.set_global_policy(decision.precision)
     # Seeds Python's random, NumPy and TF: tf_keras initializers built without a seed draw theirs from Python's
     # random module, so tf.random.set_seed alone left the initial weights different on every run.
     tf_keras.utils.set_random_seed(job.seed)
@@ -597,7 +640,7 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         model = build_pretraining_model(job.albert_config, t.sentence_task, job.max_seq_length,
                                         job.max_predictions_per_seq)
         optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
-                                     weight_decay=t.weight_decay)
+                                     weight_decay=t.weight_decay, **t.optimizer_options())
         optimizer.build(model.trainable_variables)
         train_metrics = TrainMetrics()
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, train_metrics=train_metrics)
@@ -641,8 +684,8 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
         if scratch:
             tf.io.gfile.rmtree(scratch)
     return {"model": model, "eval_metrics": eval_metrics, "start_step": start_step, "final_step": step,
-            "precision": precision, "num_replicas": num_replicas, "gradient_semantics": semantics,
-            "chief": chief, "strategy": strategy}
+            "precision": decision.precision, "precision_decision": decision.record(), "num_replicas": num_replicas,
+            "gradient_semantics": semantics, "chief": chief, "strategy": strategy}
 
 
 def _train_loop(t, step, train_step, train_iter, train_metrics, optimizer, run_log, evaluate, checkpoints,
@@ -708,12 +751,6 @@ class ServingModule(tf.Module):
         return result
 
 
-ENCODER_CKPT = "encoder/ckpt"
-PRETRAINING_CKPT = "pretraining/ckpt"
-CONFIG_FILE = "albert_config.json"
-SPM_FILE = "spm.model"
-
-
 def export(model: AlbertForPreTraining, serving_dir: str, albert_dir: str, spm_model_path: Optional[str],
            extra: Dict[str, object]) -> None:
     """Write the serving SavedModel and the raw artifacts fine-tuning and interop need.
@@ -730,7 +767,7 @@ def export(model: AlbertForPreTraining, serving_dir: str, albert_dir: str, spm_m
     tf.train.Checkpoint(model=model).write(os.path.join(albert_dir, PRETRAINING_CKPT))
     if spm_model_path:
         tf.io.gfile.copy(spm_model_path, os.path.join(albert_dir, SPM_FILE), overwrite=True)
-    with tf.io.gfile.GFile(os.path.join(albert_dir, "export_info.json"), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(albert_dir, EXPORT_INFO_FILE), "w") as f:
         f.write(json.dumps(extra, indent=2, sort_keys=True, default=str))
 
 

@@ -1,0 +1,195 @@
+"""``mixed_precision=auto`` (trainer/precision.py): decided by timing the real train step in each precision.
+
+Everything is real (the ALBERT pretraining / fine-tuning steps are built and run) except the probe's clock: a fake
+clock reads the precision being timed and advances by a scripted step time, so the tests decide which precision is
+"faster". Covered: the choice follows the times, a cache hit skips the probe (the clock is never read), the cache is
+keyed by CPU model and shape, a resumed run keeps its recorded precision, the probe leaves the run's initial weights
+and random streams alone, fine-tuning sets its precision explicitly, and the setting reaches only its nodes.
+"""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
+import tensorflow as tf
+import tf_keras
+
+from config import ConfigError, TrainConfig
+from trainer import precision, train_lib
+from trainer.modeling_albert import AlbertConfig
+
+L, P, V = 16, 4, 60
+
+
+class FakeClock:
+    """Advances by ``seconds[policy]`` between the two reads around each timed step (``precision.time_steps`` sets
+    the policy being timed); ``calls`` counts reads."""
+
+    def __init__(self, float32, mixed_bfloat16):
+        self.seconds = {"float32": float32, "mixed_bfloat16": mixed_bfloat16}
+        self.now, self.calls, self._open = 0.0, 0, False
+
+    def __call__(self):
+        self.calls += 1
+        if self._open:
+            self.now += self.seconds[tf_keras.mixed_precision.global_policy().name]
+        self._open = not self._open
+        return self.now
+
+
+class NoClock:
+    def __call__(self):
+        raise AssertionError("the probe ran: the timer was read")
+
+
+@pytest.fixture(autouse=True)
+def cache_file(tmp_path, monkeypatch):
+    path = tmp_path / "cache" / "precision.json"
+    monkeypatch.setenv(precision.CACHE_ENV, str(path))
+    yield path
+    tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def _job(tmp_path, batch=4, setting="auto", name="run"):
+    train = TrainConfig(train_batch_size=batch, num_train_steps=10, num_warmup_steps=1, mixed_precision=setting,
+                        strategy="cpu").validate()
+    config = AlbertConfig.named("albert-tiny", vocab_size=V, max_position_embeddings=L)
+    return train_lib.PretrainJob(albert_config=config, train=train, seed=1, train_files=[], eval_files=[],
+                                 max_seq_length=L, max_predictions_per_seq=P,
+                                 checkpoint_dir=str(tmp_path / name / "ckpt"), log_dir=str(tmp_path / name / "log"))
+
+
+def _resolve(job, clock, monkeypatch, chief=True):
+    monkeypatch.setattr(precision, "clock", clock)
+    return train_lib.resolve_precision(job, tf.distribute.get_strategy(), chief)
+
+
+@pytest.mark.parametrize("f32,bf16,want", [(1.0, 0.5, "mixed_bfloat16"), (0.5, 1.0, "float32")])
+def test_probe_picks_the_precision_whose_real_step_is_faster(tmp_path, monkeypatch, cache_file, f32, bf16, want):
+    clock = FakeClock(f32, bf16)
+    decision = _resolve(_job(tmp_path), clock, monkeypatch)
+    assert (decision.precision, decision.source) == (want, "probe")
+    assert decision.seconds == {"float32": f32, "mixed_bfloat16": bf16}
+    assert clock.calls == 2 * 2 * precision.PROBE_ROUNDS  # two reads per timed step, interleaved rounds
+    assert tf_keras.mixed_precision.global_policy().name == "float32"  # the probe restores the policy it found
+    entries = json.loads(cache_file.read_text())
+    (key, entry), = entries.items()
+    assert entry["choice"] == want and json.loads(key)["cpu"] == precision.cpu_model()
+    assert json.loads(key)["shape"]["batch"] == 4
+    # Recorded in the run's checkpoint folder (what a resumed run reuses).
+    with open(os.path.join(_job(tmp_path).checkpoint_dir, precision.RECORD_FILE)) as f:
+        assert json.load(f)["precision"] == want
+
+
+def test_cache_hit_skips_the_probe_and_another_shape_probes_again(tmp_path, monkeypatch):
+    first = _resolve(_job(tmp_path, name="a"), FakeClock(1.0, 0.5), monkeypatch)
+    hit = _resolve(_job(tmp_path, name="b"), NoClock(), monkeypatch)  # same machine and shape, a new run
+    assert (hit.precision, hit.source, hit.seconds) == (first.precision, "cache", first.seconds)
+    clock = FakeClock(0.5, 1.0)
+    other = _resolve(_job(tmp_path, batch=8, name="c"), clock, monkeypatch)  # another batch: measured again
+    assert (other.precision, other.source, clock.calls) == ("float32", "probe", 2 * 2 * precision.PROBE_ROUNDS)
+
+
+def test_cache_is_keyed_by_cpu_model(tmp_path, monkeypatch, cache_file):
+    _resolve(_job(tmp_path, name="a"), FakeClock(1.0, 0.5), monkeypatch)
+    (key, entry), = json.loads(cache_file.read_text()).items()
+    moved = json.loads(key)
+    moved["cpu"] = "Some Other CPU @ 2.0GHz"
+    cache_file.write_text(json.dumps({json.dumps(moved, sort_keys=True): entry}))  # only another CPU's entry
+    clock = FakeClock(0.5, 1.0)
+    decision = _resolve(_job(tmp_path, name="b"), clock, monkeypatch)
+    assert (decision.precision, decision.source) == ("float32", "probe") and clock.calls > 0
+
+
+def test_a_broken_cache_is_measured_again_and_rewritten_and_only_the_chief_records(tmp_path, monkeypatch, cache_file):
+    cache_file.parent.mkdir(parents=True)
+    cache_file.write_text("{not json")
+    job = _job(tmp_path)
+    decision = _resolve(job, FakeClock(1.0, 0.5), monkeypatch, chief=False)
+    assert decision.source == "probe" and len(json.loads(cache_file.read_text())) == 1
+    assert not os.path.exists(os.path.join(job.checkpoint_dir, precision.RECORD_FILE))  # a cluster's other tasks
+
+
+def test_resumed_run_keeps_the_recorded_precision(tmp_path, monkeypatch):
+    job = _job(tmp_path)
+    first = _resolve(job, FakeClock(1.0, 0.5), monkeypatch)
+    assert first.precision == "mixed_bfloat16"
+    os.remove(os.environ[precision.CACHE_ENV])  # even with the cache gone and the machine now favouring float32
+    resumed = _resolve(job, NoClock(), monkeypatch)
+    assert (resumed.precision, resumed.source) == ("mixed_bfloat16", "resumed")
+    # A setting other than auto is the run's own identity; nothing recorded overrides it.
+    pinned = _resolve(_job(tmp_path, setting="float32"), NoClock(), monkeypatch)
+    assert (pinned.precision, pinned.source) == ("float32", "setting")
+
+
+def test_probe_leaves_the_runs_weights_and_random_streams_alone(tmp_path, monkeypatch):
+    """pretrain() resolves, then seeds, then builds: the model and the next random draws are the probe-free ones."""
+    job = _job(tmp_path)
+
+    def start(probe):
+        if probe:
+            _resolve(job, FakeClock(0.5, 1.0), monkeypatch)
+        tf_keras.utils.set_random_seed(job.seed)  # what pretrain() does right after resolving
+        model = train_lib.build_pretraining_model(job.albert_config, "sop", L, P)
+        return [w.copy() for w in model.get_weights()], tf.random.uniform([3]).numpy(), np.random.rand(3)
+
+    plain, probed = start(False), start(True)
+    for a, b in zip(plain[0], probed[0]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(plain[1], probed[1])
+    np.testing.assert_array_equal(plain[2], probed[2])
+
+
+def _finetune_setup(tmp_path):
+    from components.evaluation.heads import ClassifierModel
+    from pipeline.configs import FinetuneHParams
+    from tests.conftest import export_untrained_albert
+
+    albert_dir = export_untrained_albert(str(tmp_path / "albert"), seed=0)
+    rng = np.random.default_rng(0)
+    n, length = 8, 16
+    train = {"input_ids": rng.integers(5, 300, (n, length)).astype(np.int32),
+             "input_mask": np.ones((n, length), np.int32), "segment_ids": np.zeros((n, length), np.int32),
+             "label_ids": rng.integers(0, 2, n).astype(np.int32)}
+    hp = FinetuneHParams(1e-3, 4, 0.0, 0.1, train_steps=2, warmup_steps=1, max_seq_length=length)
+    return albert_dir, hp, train, lambda enc, s: ClassifierModel(enc, 2, 0.1, s)
+
+
+def test_finetuning_auto_is_measured_cached_and_recorded(tmp_path, monkeypatch):
+    from components.evaluation.finetune import fine_tune_seeds, runs_record
+    from components.evaluation.heads import classification_loss
+
+    albert_dir, hp, train, make_head = _finetune_setup(tmp_path)
+    evaluate = lambda m: ({"score": 1.0, "selection_score": 1.0}, None)  # noqa: E731
+    kw = dict(seed=3, num_seeds=1, selection="last", eval_every=0, task="RTE")
+    monkeypatch.setattr(precision, "clock", FakeClock(1.0, 0.5))
+    runs, _ = fine_tune_seeds(albert_dir, hp, train, make_head, classification_loss, evaluate, precision="auto", **kw)
+    record = runs_record(runs)[0]["precision"]
+    assert (record["precision"], record["source"]) == ("mixed_bfloat16", "probe")
+    assert tf_keras.mixed_precision.global_policy().name == "mixed_bfloat16"  # the runs trained in it
+    monkeypatch.setattr(precision, "clock", NoClock())
+    again, _ = fine_tune_seeds(albert_dir, hp, train, make_head, classification_loss, evaluate, precision="auto", **kw)
+    assert (again[0]["precision"]["precision"], again[0]["precision"]["source"]) == ("mixed_bfloat16", "cache")
+    # The default is float32, set explicitly: a policy left behind (here bf16, as by a Trainer in the same process)
+    # does not leak into fine-tuning.
+    pinned, _ = fine_tune_seeds(albert_dir, hp, train, make_head, classification_loss, evaluate, **kw)
+    assert pinned[0]["precision"]["precision"] == "float32"
+    assert tf_keras.mixed_precision.global_policy().name == "float32"
+
+
+def test_finetuning_precision_is_a_benchmark_setting_that_reaches_only_benchmark_nodes():
+    from config import BenchmarkConfig
+    from pipeline.configs import build_config
+
+    bench = {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
+    base = build_config("sample").node_parameters()
+    assert not any("mixed_precision" in json.dumps(base[n], default=str) for n in bench)  # default: keys unchanged
+    cfg = build_config("sample", overrides=["benchmarks.mixed_precision=auto"])
+    auto = cfg.node_parameters()
+    assert {n for n in base if base[n] != auto[n]} == bench
+    settings = cfg.benchmarks.node_settings("glue", cfg.seed)
+    assert BenchmarkConfig.from_node_settings(settings, 1).mixed_precision == "auto"  # what the node runs with
+    with pytest.raises(ConfigError, match="benchmarks.mixed_precision"):
+        build_config("sample", overrides=["benchmarks.mixed_precision=float16"])

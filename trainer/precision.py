@@ -1,0 +1,200 @@
+"""``mixed_precision=auto``: the faster precision of the real train step, measured on the machine at hand.
+
+Why measured, not read from CPU flags: bf16 pays only where the bf16 dot products save more than the casts around
+every op cost, which depends on the matrix unit *and* the model's width. On a 2-core AMD EPYC with AVX512-BF16 and
+no AMX, bf16 was 1.66x faster at albert-base but 1.9x slower at H 256 (README: "Measured numbers", the ``small``
+preset); on Intel Xeons with AMX it was reported to win at both. So on a CPU ``auto`` builds the real step (forward, loss, gradients, clipping, optimizer
+update, same shapes and batch) once per precision on a throwaway model, times a few interleaved steps and keeps the
+faster; on TPU/GPU it is bf16 without probing.
+
+The result is cached per CPU model, TensorFlow version, thread count and shape (:func:`probe_key`) in a JSON file
+(``ALBERT_TFX_PRECISION_CACHE``, default ``$XDG_CACHE_HOME/albert-tfx/precision.json``), outside every pipeline
+artifact and parameter, so no node's cache key depends on it; the decision itself is recorded in the run's outputs.
+
+Determinism: the probe draws its throwaway weights and inputs from its own seed (:data:`PROBE_SEED`); callers seed
+the run *after* resolving (the Trainer and the fine-tuning loop both do), so the run's weights and random streams are
+those of a run without a probe.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import statistics
+import time
+from typing import Any, Callable, Dict, Mapping, Optional
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = ("float32", "mixed_bfloat16")
+CACHE_ENV = "ALBERT_TFX_PRECISION_CACHE"
+PROBE_SEED = 0x9B0BE
+PROBE_ROUNDS = 3  # timed steps per precision (interleaved, median), after one warm-up step each
+RECORD_FILE = "precision.json"  # in a pretraining run's checkpoint folder: what a resumed run reuses
+
+# The probe's timer; tests replace it (and nothing else) to decide the choice.
+clock: Callable[[], float] = time.perf_counter
+
+
+@dataclasses.dataclass
+class Decision:
+    """The precision of a run and how it was decided (``setting`` | ``accelerator`` | ``cache`` | ``probe`` |
+    ``resumed``); ``seconds``: median step time per precision when measured (now or when cached)."""
+
+    precision: str
+    source: str
+    seconds: Dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def record(self) -> Dict[str, Any]:
+        return {"precision": self.precision, "source": self.source, "step_seconds": dict(self.seconds)}
+
+
+def cpu_model() -> str:
+    """``model name`` of /proc/cpuinfo (``unknown`` where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
+    except OSError:
+        return "unknown"
+
+
+def thread_count() -> int:
+    """CPUs this process may run on (what TensorFlow's default thread pools size themselves by)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def on_accelerator(strategy=None) -> bool:
+    """TPU strategy or a visible GPU: bf16 is the native fast path there, no probe."""
+    import tensorflow as tf
+
+    return isinstance(strategy, tf.distribute.TPUStrategy) or bool(tf.config.list_logical_devices("GPU"))
+
+
+def cache_path() -> str:
+    """``$ALBERT_TFX_PRECISION_CACHE``, else ``precision.json`` under the user's cache folder."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "albert-tfx", "precision.json")
+
+
+def probe_key(kind: str, shape: Mapping[str, Any]) -> str:
+    """The cache key: what the timing depends on (machine, runtime, threads, what is trained and its shape)."""
+    import tensorflow as tf
+
+    intra = tf.config.threading.get_intra_op_parallelism_threads()
+    return json.dumps({"cpu": cpu_model(), "tensorflow": tf.__version__, "threads": thread_count(),
+                       "intra_op_threads": intra, "kind": kind, "shape": dict(shape)}, sort_keys=True)
+
+
+def _read_cache(path: str) -> Dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:  # a cache, not an input: a broken one is measured again and rewritten
+        log.warning("precision cache %s unreadable (%s); measuring again", path, exc)
+        return {}
+
+
+def _write_cache(path: str, key: str, entry: Dict[str, Any]) -> None:
+    data = _read_cache(path)
+    data[key] = entry
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)  # atomic: concurrent runs never read a torn file
+    except OSError as exc:
+        log.warning("precision cache %s not written (%s)", path, exc)
+
+
+def choose(seconds: Mapping[str, float]) -> str:
+    """bf16 only when its step is strictly faster (ties keep float32, the exact arithmetic)."""
+    return "mixed_bfloat16" if seconds["mixed_bfloat16"] < seconds["float32"] else "float32"
+
+
+def time_steps(build_step: Callable[[str], Callable[[], Any]], rounds: int = PROBE_ROUNDS) -> Dict[str, float]:
+    """Median seconds of one step per precision. ``build_step(precision)`` is called with that precision's
+    policy set and returns a zero-argument step whose result has ``.numpy()`` (to wait for it). Each step is run
+    once untimed (tracing, first-touch), then the precisions alternate so that load on a shared host falls on both.
+    """
+    import tf_keras
+
+    previous = tf_keras.mixed_precision.global_policy()
+    steps, times = {}, {p: [] for p in PRECISIONS}
+    try:
+        for precision in PRECISIONS:
+            tf_keras.mixed_precision.set_global_policy(precision)
+            steps[precision] = build_step(precision)
+            steps[precision]().numpy()
+        for _ in range(rounds):
+            for precision in PRECISIONS:
+                tf_keras.mixed_precision.set_global_policy(precision)  # in force while it is timed
+                start = clock()
+                steps[precision]().numpy()
+                times[precision].append(clock() - start)
+    finally:
+        tf_keras.mixed_precision.set_global_policy(previous)
+    return {p: float(statistics.median(v)) for p, v in times.items()}
+
+
+def resolve(setting: str, *, kind: str, shape: Mapping[str, Any],
+            build_step: Callable[[str], Callable[[], Any]], strategy=None,
+            combine: Optional[Callable[[Dict[str, float]], Dict[str, float]]] = None) -> Decision:
+    """The precision for ``setting`` (``auto`` | ``float32`` | ``mixed_bfloat16``); see the module docstring.
+
+    ``combine``: applied to the step times before choosing (a cluster averages them over its tasks, so every task
+    picks the same precision). Logs one line with the times and the choice.
+    """
+    if setting != "auto":
+        return Decision(setting, "setting")
+    if on_accelerator(strategy):
+        return Decision("mixed_bfloat16", "accelerator")
+    import tf_keras
+
+    path, key = cache_path(), probe_key(kind, shape)
+    entry = _read_cache(path).get(key)
+    if isinstance(entry, dict) and set(PRECISIONS) <= set(entry.get("step_seconds", {})):
+        seconds, source = {p: float(entry["step_seconds"][p]) for p in PRECISIONS}, "cache"
+    else:
+        tf_keras.utils.set_random_seed(PROBE_SEED)  # the throwaway model's own seed; callers reseed the run after
+        seconds, source = time_steps(build_step), "probe"
+        _write_cache(path, key, {"step_seconds": seconds, "choice": choose(seconds),
+                                 "measured": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    if combine is not None:
+        seconds = combine(seconds)
+    decision = Decision(choose(seconds), source, seconds)
+    shape_text = " ".join(f"{k} {v}" for k, v in sorted(shape.items()) if not isinstance(v, (dict, list)))
+    log.info("mixed_precision=auto (%s, %s): float32 %.4f s/step, mixed_bfloat16 %.4f s/step -> %s (%s, %s)",
+             kind, shape_text, seconds["float32"], seconds["mixed_bfloat16"], decision.precision,
+             "measured now" if source == "probe" else "cached", path)
+    return decision
+
+
+def recorded(folder: str) -> Optional[Decision]:
+    """The decision recorded in a run folder by :func:`record`, if any (a resumed run keeps it)."""
+    import tensorflow as tf
+
+    path = os.path.join(folder, RECORD_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        data = json.load(f)
+    return Decision(data["precision"], "resumed", dict(data.get("step_seconds", {})))
+
+
+def record(folder: str, decision: Decision) -> None:
+    import tensorflow as tf
+
+    tf.io.gfile.makedirs(folder)
+    with tf.io.gfile.GFile(os.path.join(folder, RECORD_FILE), "w") as f:
+        f.write(json.dumps(decision.record(), indent=2, sort_keys=True))
