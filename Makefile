@@ -1,7 +1,9 @@
 # Two commands on a fresh machine (each installs what it needs):
 #   make sample      - the whole pipeline on the bundled sample data, locally; prints where the report is
-#   make test        - the whole test suite
+#   make test        - the whole test suite (the 25 slowest tests listed at the end)
 #   make test-quick  - unit tests only (-m "not slow"): a few minutes
+# Recipes are silent (@) and installers write to stderr, so stdout holds only what the command itself prints:
+# `make sample > run.json` is the run's JSON (tests/test_cli_run.py checks it).
 export UV_PYTHON_DOWNLOADS := never
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
@@ -26,7 +28,7 @@ HF_TEST_PACKAGES := "torch==2.13.0+cpu" "transformers==5.18.0"
 .PHONY: install install-test sample test test-quick compile clean uv
 
 install: $(UV_DEP)
-	$(UV) sync --frozen --extra test --inexact
+	@$(UV) sync --frozen --extra test --inexact >&2
 
 # Print the uv that install uses (bootstrapping it first if needed); tests/test_install.py runs this.
 uv: $(UV_DEP)
@@ -35,12 +37,12 @@ uv: $(UV_DEP)
 # A venv of its own holds uv. `python -m venv` seeds pip with ensurepip; where ensurepip is missing (Debian
 # without python3-venv) a pip-less venv is filled by the interpreter's own pip through `pip --python`.
 $(UV_BOOTSTRAP)/bin/uv:
-	@echo "uv not found on PATH: installing it into $(UV_BOOTSTRAP)/ (not into $(PYTHON))"
+	@echo "uv not found on PATH: installing it into $(UV_BOOTSTRAP)/ (not into $(PYTHON))" >&2
 	@rm -rf $(UV_BOOTSTRAP)
 	@if $(PYTHON) -m venv $(UV_BOOTSTRAP) >/dev/null 2>&1 && $(UV_BOOTSTRAP)/bin/python -m pip --version >/dev/null 2>&1; then \
-	  $(UV_BOOTSTRAP)/bin/python -m pip install --quiet "uv>=0.5"; \
+	  $(UV_BOOTSTRAP)/bin/python -m pip install --quiet "uv>=0.5" >&2; \
 	elif rm -rf $(UV_BOOTSTRAP) && $(PYTHON) -m venv --without-pip $(UV_BOOTSTRAP) && $(PYTHON) -m pip --version >/dev/null 2>&1; then \
-	  $(PYTHON) -m pip --python $(UV_BOOTSTRAP)/bin/python install --quiet "uv>=0.5"; \
+	  $(PYTHON) -m pip --python $(UV_BOOTSTRAP)/bin/python install --quiet "uv>=0.5" >&2; \
 	else \
 	  echo "error: $(PYTHON) can create neither a venv with pip (ensurepip) nor has pip of its own;" \
 	       "install uv (https://docs.astral.sh/uv/) or your distribution's python3-venv, then rerun" >&2; \
@@ -50,23 +52,25 @@ $(UV_BOOTSTRAP)/bin/uv:
 
 install-test: install
 	@if [ -n "$(TORCH_WHEELS)" ] && ls "$(TORCH_WHEELS)"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \
-	  $(UV) pip install --quiet --python .venv/bin/python --find-links "$(TORCH_WHEELS)" $(HF_TEST_PACKAGES); \
+	  $(UV) pip install --quiet --python .venv/bin/python --find-links "$(TORCH_WHEELS)" $(HF_TEST_PACKAGES) >&2; \
 	elif [ -n "$(TORCH_WHEELS)" ]; then \
-	  echo "no torch-2.13.0+cpu wheel in TORCH_WHEELS=$(TORCH_WHEELS): Hugging Face parity tests will be skipped"; \
+	  echo "no torch-2.13.0+cpu wheel in TORCH_WHEELS=$(TORCH_WHEELS): Hugging Face parity tests will be skipped" >&2; \
 	else echo "TORCH_WHEELS not set: Hugging Face parity tests will be skipped (TORCH_WHEELS=DIR make test," \
-	          "DIR holding torch-2.13.0+cpu-*.whl, runs them)"; fi
+	          "DIR holding torch-2.13.0+cpu-*.whl, runs them)" >&2; fi
 
+# SAMPLE_OUTPUT: where the run goes (tests point it at their own folder).
+SAMPLE_OUTPUT ?= outputs/sample
 sample: install
-	.venv/bin/albert-pipeline run --preset sample --output-dir outputs/sample
+	@.venv/bin/albert-pipeline run --preset sample --output-dir $(SAMPLE_OUTPUT)
 
 test: install-test
-	.venv/bin/python -m pytest tests -q
+	@.venv/bin/python -m pytest tests -q --durations=25
 
 test-quick: install
-	.venv/bin/python -m pytest tests -q -m "not slow"
+	@.venv/bin/python -m pytest tests -q -m "not slow"
 
 compile: install
-	.venv/bin/albert-pipeline compile --preset sample --output outputs/albert_pipeline.json
+	@.venv/bin/albert-pipeline compile --preset sample --output outputs/albert_pipeline.json
 
 clean:
 	rm -rf outputs .pytest_cache $(UV_BOOTSTRAP)

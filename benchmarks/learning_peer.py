@@ -242,7 +242,7 @@ def compare(ours: List[Dict[str, Any]], peer: List[Dict[str, Any]]) -> Dict[str,
 
 def markdown(results: List[Dict[str, Any]], command: str) -> str:
     pct = lambda x: f"{100 * x:.1f} %"  # noqa: E731
-    lines = [f"# Trainer beside Hugging Face AlbertForPreTraining (torch), same data, init, LAMB and schedule", "",
+    lines = ["# Trainer beside Hugging Face AlbertForPreTraining (torch), same data, init, LAMB and schedule", "",
              f"CPU: {cpu_model()}; command: `{command}`", ""]
     for r in results:
         c = r["comparison"]

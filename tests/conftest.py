@@ -1,5 +1,8 @@
 """Shared test setup: one Keras (tf_keras), quiet TF logs, paths of the bundled sample data."""
 import os
+import shutil
+import signal
+import subprocess
 import sys
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
@@ -160,18 +163,179 @@ def squad_v2_from_v1(path):
     return data
 
 
-# `make test-quick` runs `-m "not slow"`. Modules that train models, fine-tune, run whole DAGs or start Beam /
-# tf.Transform pipelines in subprocesses are slow as a whole; marking them here keeps the list in one place (their
-# files may also carry `pytestmark = pytest.mark.slow`).
-SLOW_MODULES = {"test_pipeline_e2e.py", "test_cli_run.py", "test_trainer.py", "test_exit_codes.py",
-                "test_eval_transform.py", "test_eval_tfma.py", "test_eval_runner.py", "test_hf_parity.py",
-                "test_crash_rerun.py", "test_cli_errors.py", "test_install.py"}
+# ---------------------------------------------------------------------------------------------------- slow marks
+# `make test-quick` runs `-m "not slow"`. The one place that says what is slow: whole modules (DAG runs, training,
+# fine-tuning, Beam / tf.Transform pipelines, subprocesses that import TensorFlow) and single tests ("file::test").
+# A name here that no longer exists is an error, so a renamed file cannot drop out of the list unnoticed.
+SLOW = {
+    "test_pipeline_e2e.py", "test_cli_run.py", "test_change_impact.py", "test_trainer.py", "test_exit_codes.py",
+    "test_resume_same_run.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
+    "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py",
+    "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",
+    "test_atomic_outputs.py::test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds",
+    "test_environments.py::test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args",
+    "test_optimization.py::test_pretraining_builds_its_optimizer_from_the_options",
+}
+
+
+def _slow_names_that_do_not_exist():
+    files = {name: os.path.join(root, name) for root, _, names in os.walk(os.path.join(REPO, "tests"))
+             for name in names if name.endswith(".py")}
+    missing = []
+    for entry in sorted(SLOW):
+        name, _, test = entry.partition("::")
+        if name not in files:
+            missing.append(entry)
+        elif test:
+            with open(files[name], encoding="utf-8") as f:
+                if f"def {test}(" not in f.read():
+                    missing.append(entry)
+    return missing
 
 
 def pytest_collection_modifyitems(config, items):
+    missing = _slow_names_that_do_not_exist()
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {', '.join(missing)}")
     for item in items:
-        if item.path.name in SLOW_MODULES:
+        name = item.path.name
+        if name in SLOW or f"{name}::{getattr(item, 'originalname', item.name)}" in SLOW:
             item.add_marker(pytest.mark.slow)
+
+
+# ------------------------------------------------------------------------------------- the CLI, in this process
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path):
+    """``cli(*argv)`` runs ``albert-pipeline ARGV`` in this process, as ``main`` does but returning instead of
+    exiting: a ``CompletedProcess`` (exit code, stdout, stderr). Importing TensorFlow in a subprocess for every
+    one-line message cost seconds each; what only a real process shows (the exit code and a clean terminal) has one
+    subprocess test per mechanism (tests/test_cli_errors.py, tests/test_exit_codes.py, tests/test_cli_run.py).
+    Logs go to ``tmp_path/logs``; the CLI's logging set-up is undone afterwards."""
+    import logging
+
+    from pipeline import cli as cli_module
+    from pipeline import logs
+
+    monkeypatch.setenv(logs.LOG_DIR_VAR, str(tmp_path / "logs"))
+    root = logging.getLogger()
+    level = root.level
+
+    def run(*argv):
+        capsys.readouterr()
+        try:
+            code = cli_module.run_cli([str(a) for a in argv])
+        except SystemExit as exc:  # argparse's usage errors
+            code = exc.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(argv), code, out, err)
+
+    yield run
+    for handler in [h for h in root.handlers if getattr(h, "_albert_tfx", False)]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
+    logging.captureWarnings(False)
+
+
+# ------------------------------------------------------------------------------------------ the shared sample run
+CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
+# What `make sample` runs (tests/test_docs.py checks the recipe), with the output folder given.
+SAMPLE_RUN = ["run", "--preset", "sample", "--output-dir"]
+# A `make` started by a test must behave as one typed in a shell: no flags or level from the `make test` around it
+# (a sub-make prints "Entering directory" on stdout).
+_MAKE_VARS = ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")
+
+
+def cli_env(**extra):
+    """The environment of an ``albert-pipeline`` subprocess: this checkout first on the path, logs under the
+    output folder (no $ALBERT_TFX_LOG_DIR), no `make` state."""
+    env = {k: v for k, v in os.environ.items() if k not in _MAKE_VARS and k != "ALBERT_TFX_LOG_DIR"}
+    return {**env, "PYTHONPATH": REPO, **extra}
+
+
+class SampleRun:
+    """``albert-pipeline run --preset sample`` on the whole DAG, once per session, then the same command through
+    ``make sample`` on the same folder (every node CACHED).
+
+    The first run starts in the background when the session begins (a 2-core machine has a core to spare while
+    unit tests run); ``finish()`` waits for it and does the rerun. The rerun is on the run's own folder, not a
+    copy: the Trainer's ``checkpoint_root`` (an absolute path under the pipeline root) is one of its parameters, so
+    a copy elsewhere would re-run the Trainer and everything after it. Tests only read what ``finish()`` returns.
+    """
+
+    def __init__(self, base):
+        self.base = base
+        self.out = base / "outputs"
+        self.pipeline_root = str(self.out / "pipeline_root")
+        self.metadata_path = str(self.out / "metadata.sqlite")
+        self._streams = [open(base / "first.stdout", "w+"), open(base / "first.stderr", "w+")]
+        self._proc = subprocess.Popen([CLI, *SAMPLE_RUN, str(self.out)], cwd=REPO, env=cli_env(),
+                                      stdout=self._streams[0], stderr=self._streams[1], start_new_session=True)
+        self.first = self.rerun = None
+        self.rerun_by_make = None  # None: by make; else why the rerun ran the CLI directly
+
+    @property
+    def config(self):
+        from pipeline.configs import build_config
+
+        return build_config("sample", output_dir=str(self.out), local=True)
+
+    def finish(self) -> "SampleRun":
+        if self.first is None:
+            code = self._proc.wait()
+            out, err = (self._read(f) for f in self._streams)
+            self.first = subprocess.CompletedProcess(self._proc.args, code, out, err)
+            if code == 0:
+                self.rerun, self.rerun_by_make = self._rerun()
+        assert self.first.returncode == 0, (f"the shared sample run failed (exit {self.first.returncode}):\n"
+                                            f"{self.first.stderr[-4000:]}")
+        return self
+
+    @staticmethod
+    def _read(stream):
+        stream.seek(0)
+        text = stream.read()
+        stream.close()
+        return text
+
+    def _rerun(self):
+        venv = os.path.join(REPO, ".venv")
+        if not shutil.which("make"):
+            why = "no make on PATH"
+        elif not (os.path.isdir(venv) and os.path.samefile(venv, sys.prefix)):
+            why = f"make sample runs .venv/bin/albert-pipeline, and this interpreter is {sys.executable}"
+        else:
+            # UV=echo: `make install` prints its uv command (to stderr) instead of syncing the shared venv.
+            return subprocess.run(["make", "sample", "UV=echo", f"SAMPLE_OUTPUT={self.out}"], cwd=REPO,
+                                  env=cli_env(), capture_output=True, text=True, timeout=900), None
+        return subprocess.run([CLI, *SAMPLE_RUN, str(self.out)], cwd=REPO, env=cli_env(), capture_output=True,
+                              text=True, timeout=900), why
+
+    def stop(self):
+        if self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+
+
+@pytest.fixture(scope="session")
+def sample_run_pending(tmp_path_factory):
+    """The shared sample run, possibly still running: call ``.finish()`` when its outputs are needed."""
+    run = SampleRun(tmp_path_factory.mktemp("sample_run"))
+    yield run
+    run.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_run(sample_run_pending) -> SampleRun:
+    """The shared sample run, finished (see :class:`SampleRun`): read its outputs, never change them."""
+    return sample_run_pending.finish()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_sample_run_early(request):
+    """Start the shared sample run with the session's first test if any selected test needs it."""
+    if any("sample_run_pending" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        request.getfixturevalue("sample_run_pending")
 
 
 # tf.Transform / TensorFlow processes can segfault during interpreter teardown (a protobuf upb bug) after

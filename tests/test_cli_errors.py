@@ -1,24 +1,23 @@
-"""Bad input through the CLI, one test per class: exit code 2, one line naming the file (or setting), no traceback
-on the terminal, the traceback in the log file that line names, nothing left under the output path."""
+"""Bad input through the CLI, one test per class: exit code 2, one line naming the file (or setting), no traceback,
+the traceback in the log file that line names, nothing left under the output path.
+
+The classes run in this process (``cli`` fixture: ``run_cli`` with capsys); the real terminal, which only a process
+has (the exit status, C++ and Beam-worker writes to file descriptor 2), is checked once by a subprocess."""
 import os
 import re
 import subprocess
-import sys
 
 import pytest
 
-CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.conftest import CLI, REPO, cli_env
+
 SAMPLE = os.path.join(REPO, "data", "sample")
 SPM = os.path.join(SAMPLE, "vocab", "30k-clean.model")
 SQUAD = os.path.join(SAMPLE, "squad", "dev-v1.1-sample.json")
 
 
-def _fails_cleanly(tmp_path, args, names, output=None, timeout=600):
-    """Run the CLI in ``tmp_path``; assert the clean-failure contract; return stderr."""
-    env = {**os.environ, "ALBERT_TFX_LOG_DIR": str(tmp_path / "logs"), "PYTHONPATH": REPO}
-    done = subprocess.run([CLI, *map(str, args)], cwd=tmp_path, capture_output=True, text=True, env=env,
-                          timeout=timeout)
+def _check_clean_failure(done, tmp_path, names, output=None):
+    """The clean-failure contract on a finished command (in-process or real); returns the error line."""
     err = done.stderr
     assert done.returncode == 2, (done.returncode, err[-2000:])
     assert "Traceback" not in err, err[-2000:]
@@ -35,87 +34,110 @@ def _fails_cleanly(tmp_path, args, names, output=None, timeout=600):
     return line[0]
 
 
-# -- text encodings ---------------------------------------------------------------------------------------------
-def test_invalid_utf8_document_names_file_line_and_offset(tmp_path):
+@pytest.fixture
+def fails_cleanly(cli, tmp_path, monkeypatch):
+    """``fails_cleanly(args, names, output=None)``: run the CLI in ``tmp_path``, assert the contract."""
+    monkeypatch.chdir(tmp_path)
+
+    def check(args, names, output=None):
+        return _check_clean_failure(cli(*args), tmp_path, names, output)
+
+    return check
+
+
+# -- the real terminal ------------------------------------------------------------------------------------------
+def test_real_terminal_gets_one_line_and_exit_code_2(tmp_path):
+    """A Beam job that fails on a worker, in a real process: the exit status is 2 and nothing but the one line
+    reaches file descriptor 2 (no worker traceback, no TensorFlow start-up banner)."""
     (tmp_path / "docs.txt").write_bytes(b"A good sentence.\nA bad \xff byte.\n\nAnother document.\n")
-    line = _fails_cleanly(tmp_path, ["make-pretraining-data", "--input", "docs.txt", "--spm-model", SPM,
-                                     "--output", "out"], ["docs.txt", "not valid UTF-8", "byte offset 23"], "out")
+    done = subprocess.run([CLI, "make-pretraining-data", "--input", "docs.txt", "--spm-model", SPM, "--output", "out"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                          env=cli_env(ALBERT_TFX_LOG_DIR=str(tmp_path / "logs")))
+    line = _check_clean_failure(done, tmp_path, ["docs.txt", "not valid UTF-8", "byte offset 23"], "out")
+    assert done.stderr == line + "\n", done.stderr[-2000:]
+
+
+# -- text encodings ---------------------------------------------------------------------------------------------
+def test_invalid_utf8_document_names_file_line_and_offset(fails_cleanly, tmp_path):
+    (tmp_path / "docs.txt").write_bytes(b"A good sentence.\nA bad \xff byte.\n\nAnother document.\n")
+    line = fails_cleanly(["make-pretraining-data", "--input", "docs.txt", "--spm-model", SPM, "--output", "out"],
+                         ["docs.txt", "not valid UTF-8", "byte offset 23"], "out")
     assert "[while running" not in line
 
 
 # -- not-a-model files ------------------------------------------------------------------------------------------
-def test_file_that_is_not_a_sentencepiece_model(tmp_path):
+def test_file_that_is_not_a_sentencepiece_model(fails_cleanly, tmp_path):
     (tmp_path / "docs.txt").write_text("One sentence.\n")
     (tmp_path / "spm.model").write_text("not a model\n")
-    _fails_cleanly(tmp_path, ["make-pretraining-data", "--input", "docs.txt", "--spm-model", "spm.model",
-                              "--output", "out"], ["spm.model", "is not a SentencePiece model"], "out")
+    fails_cleanly(["make-pretraining-data", "--input", "docs.txt", "--spm-model", "spm.model", "--output", "out"],
+                  ["spm.model", "is not a SentencePiece model"], "out")
 
 
 # -- empty inputs -----------------------------------------------------------------------------------------------
-def test_empty_input_documents(tmp_path):
+def test_empty_input_documents(fails_cleanly, tmp_path):
     (tmp_path / "empty.txt").write_text("\n  \n")
-    _fails_cleanly(tmp_path, ["make-pretraining-data", "--input", "empty.txt", "--spm-model", SPM,
-                              "--output", "out"], ["empty.txt", "empty input"], "out")
+    fails_cleanly(["make-pretraining-data", "--input", "empty.txt", "--spm-model", SPM, "--output", "out"],
+                  ["empty.txt", "empty input"], "out")
 
 
-def test_empty_predictions_file(tmp_path):
+def test_empty_predictions_file(fails_cleanly, tmp_path):
     (tmp_path / "pred.json").write_text("")
-    _fails_cleanly(tmp_path, ["score", "squad", SQUAD, "pred.json"], ["pred.json"])
+    fails_cleanly(["score", "squad", SQUAD, "pred.json"], ["pred.json"])
 
 
 # -- invalid JSON / TSV in datasets and predictions -------------------------------------------------------------
-def test_truncated_squad_dataset(tmp_path):
+def test_truncated_squad_dataset(fails_cleanly, tmp_path):
     with open(SQUAD, encoding="utf-8") as f:
         (tmp_path / "dev.json").write_text(f.read()[:300])
-    _fails_cleanly(tmp_path, ["score", "squad", "dev.json", "dev.json"], ["dev.json", "not valid JSON", "line 1"])
+    fails_cleanly(["score", "squad", "dev.json", "dev.json"], ["dev.json", "not valid JSON", "line 1"])
 
 
-def test_truncated_predictions_json(tmp_path):
+def test_truncated_predictions_json(fails_cleanly, tmp_path):
     (tmp_path / "pred.json").write_text('{"56be4db0acb8001400a502ec": "Denver')
-    _fails_cleanly(tmp_path, ["score", "squad", SQUAD, "pred.json"], ["pred.json", "not valid JSON"])
+    fails_cleanly(["score", "squad", SQUAD, "pred.json"], ["pred.json", "not valid JSON"])
 
 
-def test_glue_predictions_tsv_with_missing_column(tmp_path):
+def test_glue_predictions_tsv_with_missing_column(fails_cleanly, tmp_path):
     (tmp_path / "RTE.tsv").write_text("index\tprediction\n0\n")
-    _fails_cleanly(tmp_path, ["score", "glue", os.path.join(SAMPLE, "glue", "RTE", "dev.tsv"), "RTE.tsv",
-                              "--task", "RTE"], ["RTE.tsv:2"])
+    fails_cleanly(["score", "glue", os.path.join(SAMPLE, "glue", "RTE", "dev.tsv"), "RTE.tsv", "--task", "RTE"],
+                  ["RTE.tsv:2"])
 
 
 # -- dataset / prediction files of the wrong shape --------------------------------------------------------------
-def test_squad_predictions_of_the_wrong_shape(tmp_path):
+def test_squad_predictions_of_the_wrong_shape(fails_cleanly, tmp_path):
     (tmp_path / "pred.json").write_text('["Denver Broncos"]')
-    _fails_cleanly(tmp_path, ["score", "squad", SQUAD, "pred.json"], ["pred.json", "must be a JSON object"])
+    fails_cleanly(["score", "squad", SQUAD, "pred.json"], ["pred.json", "must be a JSON object"])
 
 
-def test_squad_dataset_of_the_wrong_shape(tmp_path):
+def test_squad_dataset_of_the_wrong_shape(fails_cleanly, tmp_path):
     (tmp_path / "dev.json").write_text('{"version": "1.1", "data": {"title": "x"}}')
     (tmp_path / "pred.json").write_text("{}")
-    _fails_cleanly(tmp_path, ["score", "squad", "dev.json", "pred.json"], ["dev.json", "SQuAD dataset must be"])
+    fails_cleanly(["score", "squad", "dev.json", "pred.json"], ["dev.json", "SQuAD dataset must be"])
 
 
 # -- empty or foreign folders as examples or checkpoints --------------------------------------------------------
-def test_foreign_folder_as_pretraining_examples(tmp_path):
+def test_foreign_folder_as_pretraining_examples(fails_cleanly, tmp_path):
     (tmp_path / "photos").mkdir()
     (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8\xff")
-    _fails_cleanly(tmp_path, ["pretrain", "--examples", "photos", "--output", "model"],
-                   ["photos", "holds no pretraining examples"], "model")
+    fails_cleanly(["pretrain", "--examples", "photos", "--output", "model"],
+                  ["photos", "holds no pretraining examples"], "model")
 
 
-def test_empty_folder_as_checkpoint(tmp_path):
+def test_empty_folder_as_checkpoint(fails_cleanly, tmp_path):
     (tmp_path / "ckpt").mkdir()
-    _fails_cleanly(tmp_path, ["convert", "albert-to-hf", "ckpt", "hf"], ["ckpt", "not an albert directory"], "hf")
+    fails_cleanly(["convert", "albert-to-hf", "ckpt", "hf"], ["ckpt", "not an albert directory"], "hf")
 
 
 # -- corrupt checkpoint files -----------------------------------------------------------------------------------
-def test_corrupt_model_safetensors(tmp_path):
+def test_corrupt_model_safetensors(fails_cleanly, tmp_path):
     src = tmp_path / "hf"
     src.mkdir()
     (src / "config.json").write_text('{"model_type": "albert", "vocab_size": 30000, "embedding_size": 128, '
                                      '"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, '
                                      '"intermediate_size": 3072}')
     (src / "model.safetensors").write_bytes(os.urandom(1000))
-    _fails_cleanly(tmp_path, ["convert", "hf-to-albert", "hf", "albert"],
-                   ["hf/model.safetensors", "not a valid safetensors file"], "albert")
+    fails_cleanly(["convert", "hf-to-albert", "hf", "albert"], ["hf/model.safetensors", "not a valid safetensors file"],
+                  "albert")
 
 
 # -- unknown or out-of-range settings, before anything runs ------------------------------------------------------
@@ -124,6 +146,6 @@ def test_corrupt_model_safetensors(tmp_path):
     ("datagen.masked_lm_prob=1.5", "config datagen.masked_lm_prob=1.5 is invalid"),
     ("train.num_train_stepz=3", "unknown config key: train.num_train_stepz"),
 ])
-def test_bad_setting_stops_run_before_any_node(tmp_path, setting, message):
-    _fails_cleanly(tmp_path, ["run", "--set", setting, "--output-dir", "out"], [message])
+def test_bad_setting_stops_run_before_any_node(fails_cleanly, tmp_path, setting, message):
+    fails_cleanly(["run", "--set", setting, "--output-dir", "out"], [message])
     assert not (tmp_path / "out" / "pipeline_root").exists() and not (tmp_path / "out" / "metadata.sqlite").exists()

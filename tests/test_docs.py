@@ -12,8 +12,9 @@ How each kind of line is executed:
 * ``albert-pipeline run …`` (minutes to days): parsed by the real parser and its configuration built and validated
   (``--config FILE`` gets a small YAML file); the run itself is ``tests/test_cli_run.py`` (the sample preset through
   the CLI) and ``tests/test_pipeline_e2e.py``.
-* ``make sample`` / ``make test``: ``make -n`` must show the command that is tested elsewhere (``run --preset sample``
-  above and in test_cli_run.py; ``pytest tests`` is CI itself).
+* ``make sample`` / ``make test``: ``make -n`` must show the command that is tested elsewhere (``run --preset sample``:
+  the shared sample run of tests/conftest.py, and ``make sample`` itself in test_cli_run.py; ``pytest tests`` is CI
+  itself).
 * ``export``/assignments: applied to the environment of the following lines.
 * ``.venv/bin/python benchmarks/NAME.py …``: experiments of minutes to hours (kept out of CI on purpose); the script's
   real ``--help`` runs and every flag the line uses must be one it accepts.
@@ -223,9 +224,9 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     runs_posted = [r for r in pool.requests if r["method"] == "POST" and r["url"].endswith("/apis/v2beta1/runs")]
     assert len(runs_posted) == 1 and runs_posted[0]["url"].startswith("http://ml-pipeline-ui.kubeflow:80/")
     assert os.path.isfile("outputs/albert_dev.kfp.yaml")
-    # schedule: the environment's cron, then the documented flags.
+    # schedule: vertex-paper's cron and concurrency from infra/environments.yaml, then the documented flags.
     created = [kw["schedule"] for argv, _, rpcs in by_cmd["schedule --env"] for n, kw in rpcs if n == "create_schedule"]
-    assert created[0].cron == "TZ=Europe/Paris 0 3 * * 1" or created[0].cron.startswith("TZ=")
+    assert created[0].cron == "TZ=UTC 0 2 1 * *" and created[0].max_concurrent_run_count == 1
     assert created[1].cron == "TZ=Europe/Paris 0 3 * * 1" and created[1].max_run_count == 12
     # schedules list | pause | resume --catch-up
     names = [n for argv, _, rpcs in by_cmd["schedules list"] + by_cmd["schedules pause"] + by_cmd["schedules resume"]

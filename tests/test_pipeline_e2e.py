@@ -1,7 +1,9 @@
-"""The whole sample DAG, end to end, with BeamDagRunner in this process; then the Kubeflow v2 compile.
+"""The whole sample DAG, end to end: the shared sample run (tests/conftest.py: `albert-pipeline run --preset sample`,
+once per session), then the Kubeflow v2 compile.
 
-Slow (minutes): it is the test of issue 2's promise — raw text to report on bundled data — and it
-asserts on what ML Metadata recorded, not only on files.
+It is the test of issue 2's promise — raw text to report on bundled data — and it asserts on what ML Metadata
+recorded, not only on files. The rerun served from the cache is tests/test_cli_run.py's (`make sample` on the same
+folder) and tests/test_change_impact.py's (on a smaller DAG).
 """
 import glob
 import json
@@ -9,35 +11,16 @@ import os
 
 import pytest
 
-pytestmark = pytest.mark.slow
-
 NODES = {"WikipediaImporter", "BooksImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer",
          "GlueDataImporter", "SquadDataImporter", "RaceDataImporter", "GlueBenchmark", "SquadBenchmark",
          "RaceBenchmark", "BenchmarkReport"}
 
 
 @pytest.fixture(scope="module")
-def sample_run(tmp_path_factory):
-    from pipeline.configs import build_config
-    from pipeline.local_runner import run_local
-
-    out = tmp_path_factory.mktemp("sample_run")
-    config = build_config("sample")
-    config.pipeline_root = str(out / "pipeline_root")
-    config.metadata_path = str(out / "metadata.sqlite")
-    paths = run_local(config, runner="beam")
-    return config, paths
-
-
-@pytest.fixture(scope="module")
 def store(sample_run):
-    from ml_metadata.metadata_store import metadata_store
-    from ml_metadata.proto import metadata_store_pb2
+    from tests.reliability.mlmd import open_store
 
-    cfg = metadata_store_pb2.ConnectionConfig()
-    cfg.sqlite.filename_uri = sample_run[1]["metadata_path"]
-    cfg.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    return metadata_store.MetadataStore(cfg)
+    return open_store(sample_run.metadata_path)
 
 
 def _node_of(store, execution_id):
@@ -116,7 +99,7 @@ def test_tfrecords_parse_with_documented_feature_spec(store, sample_run):
 
     from trainer.input_pipeline import feature_spec
 
-    config = sample_run[0]
+    config = sample_run.config
     L, P = config.datagen.max_seq_length, config.datagen.max_predictions_per_seq
     examples = store.get_artifacts_by_type("Examples")[0]
     files = sorted(glob.glob(os.path.join(examples.uri, "Split-train", "*")))
@@ -152,21 +135,72 @@ def test_trained_model_savedmodel_loads_and_learned(store):
     assert train[-1]["mlm_loss"] < train[0]["mlm_loss"] - 1.0  # pretraining really learned something
 
 
-def test_report_has_a_score_per_task(store, sample_run):
+def _benchmark_outputs(store):
+    """benchmark name → (its output artifact, its metrics.json), from the nodes that produced them."""
+    out = {}
+    for execution in store.get_executions():
+        node = _node_of(store, execution.id)
+        if node in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"):
+            (artifact_id,) = [e.artifact_id for e in store.get_events_by_execution_ids([execution.id])
+                              if e.type == e.OUTPUT]
+            artifact = store.get_artifacts_by_id([artifact_id])[0]
+            with open(os.path.join(artifact.uri, "metrics.json"), encoding="utf-8") as f:
+                out[node[:-len("Benchmark")].lower()] = (artifact, json.load(f))
+    return out
+
+
+def test_report_scores_are_the_benchmarks_rescored_from_their_prediction_files(store, cli, sample_dir):
+    """Every score in the report is its benchmark node's, and the official scorer (`albert-pipeline score`) on the
+    node's prediction file gives it back; the Table-2 row and its Avg are those numbers."""
     report = store.get_artifacts_by_type("albert.BenchmarkReport")[0]
     results = json.load(open(os.path.join(report.uri, "results.json")))
+    benchmarks = _benchmark_outputs(store)
+    assert set(benchmarks) == set(results["results"]) == {"glue", "squad", "race"}
+    for name, (_, metrics) in benchmarks.items():
+        assert results["results"][name] == metrics, name
+    assert set(results["results"]["glue"]["tasks"]) == {"CoLA", "SST-2", "MRPC", "RTE"}
+
+    def rescored(benchmark, dataset, name, metrics, *flags):
+        artifact = benchmarks[benchmark][0]
+        done = cli("score", benchmark, dataset, os.path.join(artifact.uri, metrics["predictions"]), *flags)
+        assert done.returncode == 0, (name, done.stderr[-2000:])
+        return json.loads(done.stdout)
+
+    glue = results["results"]["glue"]["tasks"]
+    for task, metrics in glue.items():
+        scored = rescored("glue", os.path.join(sample_dir, "glue", task, "dev.tsv"), task, metrics, "--task", task)
+        keys = [k for k in ("accuracy", "mcc", "f1") if k in metrics]  # the scorer's fractions, the report's %
+        assert keys and {k: 100 * scored[k] for k in keys} == pytest.approx({k: metrics[k] for k in keys}), task
+    squad = results["results"]["squad"]["tasks"]["SQuAD1.1"]
+    scored = rescored("squad", os.path.join(sample_dir, "squad", "dev-v1.1-sample.json"), "SQuAD1.1", squad)
+    assert (scored["f1"], scored["exact_match"]) == pytest.approx((squad["f1"], squad["exact_match"]))
+    assert 0 <= squad["exact_match"] <= squad["f1"] <= 100
+    race = results["results"]["race"]["tasks"]["RACE"]
+    scored = rescored("race", os.path.join(sample_dir, "race", "dev"), "RACE", race)
+    assert 100 * scored["all"] == pytest.approx(race["all"])
+    assert race["all"] == pytest.approx((race["middle"] * race["n_middle"] + race["high"] * race["n_high"])
+                                        / race["n_all"])
+
+    # Table 2: SQuAD1.1 F1/EM, SST-2, RACE present; SQuAD2.0 and MNLI not run; Avg over the three (SQuAD first
+    # averaged over F1 and EM).
+    f1, em, sst2, race_all = squad["f1"], squad["exact_match"], glue["SST-2"]["accuracy"], race["all"]
+    avg = ((f1 + em) / 2 + sst2 + race_all) / 3
+    assert results["summary"]["avg"] == pytest.approx(avg)
+    assert results["summary"]["missing_columns"] == ["SQuAD2.0", "MNLI"]
     text = open(os.path.join(report.uri, "report.md"), encoding="utf-8").read()
-    tasks = results["tasks"] if "tasks" in results else results
-    for task in ("CoLA", "SST-2", "MRPC", "RTE", "SQuAD1.1", "RACE"):
-        assert task in json.dumps(tasks), task
-        assert task in text, task
-    assert os.path.exists(os.path.join(report.uri, "report.html"))
+    assert f"| This run | {f1:.1f}/{em:.1f} | — | — | {sst2:.1f} | {race_all:.1f} | {avg:.1f} (3 of 5) |" in text
+    for task, m in glue.items():  # GLUE table: task | mcc | accuracy | f1 | score | runs | selected step | train / dev
+        cells = " | ".join("" if m.get(k) is None else f"{m[k]:.1f}" for k in ("mcc", "accuracy", "f1", "score"))
+        runs, step = len(m["run_scores"]), m["selected_step"]
+        row = f"| {task} | {cells} | {runs} | {step} | {m['num_train']} / {m['num_dev']} |"
+        assert row in text, (row, text[:3000])
+    assert os.path.isfile(os.path.join(report.uri, "report.html"))
 
 
 def test_report_compares_pretrained_with_random_init(store, sample_run):
     """The sample preset's ``random_init`` arm: both arms in results.json, the gain table in the report, and the
     step-0 proof that the pretrained arm started from the exported encoder and the baseline did not."""
-    config = sample_run[0]
+    config = sample_run.config
     report = store.get_artifacts_by_type("albert.BenchmarkReport")[0]
     results = json.load(open(os.path.join(report.uri, "results.json")))
     text = open(os.path.join(report.uri, "report.md"), encoding="utf-8").read()
@@ -189,20 +223,6 @@ def test_report_compares_pretrained_with_random_init(store, sample_run):
         assert checks[f"{bench}/random_init"]["equal_informative_variables_max"] == 0
 
 
-def test_rerun_is_served_from_cache(sample_run, store):
-    """A second run with the same config executes nothing new: every node is CACHED."""
-    from ml_metadata.proto import metadata_store_pb2
-
-    from pipeline.local_runner import run_local
-
-    config = sample_run[0]
-    before = {e.id for e in store.get_executions()}
-    run_local(config, runner="beam")
-    new = [e for e in store.get_executions() if e.id not in before]
-    non_importer = [e for e in new if not (_node_of(store, e.id) or "").endswith("Importer")]
-    assert non_importer and all(e.last_known_state == metadata_store_pb2.Execution.CACHED for e in non_importer)
-
-
 def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     from google.auth.credentials import AnonymousCredentials
 
@@ -210,8 +230,7 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     from pipeline.configs import build_config
     from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
 
-    config = build_config("sample")
-    config.pipeline_root = "gs://example-bucket/albert"
+    config = build_config("sample", pipeline_root="gs://example-bucket/albert")
     spec_path = compile_pipeline(config, str(tmp_path / "spec.json"), image="europe-docker.pkg.dev/p/r/albert-tfx:1")
     summary = spec_summary(spec_path)
     assert set(summary["tasks"]) == {n for n in NODES}

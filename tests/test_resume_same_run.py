@@ -18,8 +18,6 @@ import pytest
 from tests.conftest import REPO
 from tests.conftest import RESUME_DATA as DATA
 
-pytestmark = pytest.mark.slow
-
 STEPS, CHECKPOINT_EVERY = 12, 5
 TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
          f"train.checkpoint_every={CHECKPOINT_EVERY}", "train.log_every=1", "train.eval_every=0",

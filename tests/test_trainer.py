@@ -73,9 +73,11 @@ def _unigram_baseline(examples_dir, split="eval"):
 # segment ending in . ? ! came second" scores 0.69). The model then leaves the SOP plateau between steps 400 and
 # 1000. Measured (held-out SOP on 2221 instances / SOP on the last 100 training batches): seed 12345 at 1500 steps
 # 0.72 / 0.86; seeds 1, 3 at 1000 steps 0.71 / 0.95 and 0.65 / 0.94; seed 2 memorised instead (0.51 / 0.99 at 1500
-# steps). So the test asserts the training-side rise, which held for every seed, and not the held-out one.
+# steps). So the test asserts the training-side rise, which held for every seed, and not the held-out one. It runs
+# 1000 steps (a third less time than 1500): seed 12345 there measured 0.51 / 0.92, MLM loss 6.58 (step 100) -> 5.18,
+# held-out MLM accuracy 0.095 against the unigram guess's 0.057.
 LEARN_OVERRIDES = ["train.optimizer=adamw", "train.learning_rate=0.0005", "train.train_batch_size=64",
-                   "train.num_warmup_steps=50", "train.eval_steps=100", "train.num_train_steps=1500",
+                   "train.num_warmup_steps=50", "train.eval_steps=100", "train.num_train_steps=1000",
                    "train.log_every=100"]
 
 
@@ -84,7 +86,7 @@ def test_pretraining_learns_on_real_text(examples, tmp_path):
 
     config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES)
     info = pretrain_from_examples(examples, str(tmp_path / "run"), config)
-    assert info["final_step"] == 1500 and info["start_step"] == 0
+    assert info["final_step"] == 1000 and info["start_step"] == 0
     train = [h for h in _history(str(tmp_path / "run")) if h["split"] == "train"]
     first, last = train[0], train[-1]
     assert last["mlm_loss"] < first["mlm_loss"] - 0.5, (first, last)

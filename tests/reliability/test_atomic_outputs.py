@@ -39,16 +39,14 @@ SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_
          "train.train_batch_size=8", "train.eval_batch_size=8"]
 
 
-@pytest.mark.slow
 def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_path):
     from pipeline.configs import build_config
     from pipeline.local_runner import run_local
 
     wiki = tmp_path / "wiki"
     bad = fixtures.truncated_bz2(wiki)
-    config = build_config("sample", overrides=SMALL + [f"corpus.wikipedia_dir={wiki}"])
-    config.pipeline_root = str(tmp_path / "root")
-    config.metadata_path = str(tmp_path / "metadata.sqlite")
+    config = build_config("sample", overrides=SMALL + [f"corpus.wikipedia_dir={wiki}"],
+                          output_dir=str(tmp_path / "out"), local=True)
 
     with pytest.raises(Exception) as info:
         run_local(config, runner="beam")

@@ -1,14 +1,13 @@
-"""Crash and rerun, and pipeline-level determinism (slow: three killed/rerun invocations + a reference run).
+"""Crash and rerun, and pipeline-level determinism (slow: three killed/rerun invocations).
 
-``albert-pipeline run --preset sample`` (small overrides, no benchmarks) is run
-* once uninterrupted with one DirectRunner worker (the reference, in the background), and
-* with two multi-processing workers: SIGKILLed in the middle of PretrainingDataGen, rerun and SIGKILLed
-  in the middle of training (after the step-20 checkpoint), then rerun to the end.
-Checks: completed components come from the MLMD cache (CACHED), the interrupted data step redoes its work
-and the interrupted training resumes from its last checkpoint (export_info start_step > 0), no LIVE
-artifact duplicates, and documents / vocabulary / TFRecord bytes equal the reference run's (same config
-and seed, 1 vs 2 workers). Unit-level determinism: tests/test_corpus_beam.py, tests/test_vocab_lib.py,
-tests/test_datagen_beam.py.
+``albert-pipeline run --preset sample`` (small overrides, no benchmarks) is run with two multi-processing workers:
+SIGKILLed in the middle of PretrainingDataGen, rerun and SIGKILLed in the middle of training (after the step-20
+checkpoint), then rerun to the end. Checks: completed components come from the MLMD cache (CACHED), the
+interrupted data step redoes its work and the interrupted training resumes from its last checkpoint (export_info
+start_step > 0), no LIVE artifact duplicates, and documents / vocabulary / TFRecord bytes equal those of the shared
+sample run (tests/conftest.py: uninterrupted, one DirectRunner worker; the overrides here touch only the Trainer and
+the benchmarks, so the data nodes have the same parameters and seed). Unit-level determinism:
+tests/test_corpus_beam.py, tests/test_vocab_lib.py, tests/test_datagen_beam.py.
 """
 import glob
 import json
@@ -21,8 +20,6 @@ import time
 import pytest
 
 from tests.reliability import fixtures, mlmd
-
-pytestmark = pytest.mark.slow
 
 OVERRIDES = ["train.num_train_steps=60", "train.checkpoint_every=20", "benchmarks.glue_dir=none",
              "benchmarks.squad_dir=none", "benchmarks.race_dir=none"]
@@ -72,11 +69,10 @@ def _outputs(metadata_path):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, sample_run_pending):
     base = tmp_path_factory.mktemp("crash")
-    ref_out, out = base / "reference", base / "killed"
-    logs = {name: open(base / f"{name}.log", "wb") for name in ("reference", "kill_data", "kill_train", "final")}
-    reference = _start(_cmd(ref_out), logs["reference"])
+    out = base / "killed"
+    logs = {name: open(base / f"{name}.log", "wb") for name in ("kill_data", "kill_train", "final")}
     root = out / "pipeline_root"
     metadata = str(out / "metadata.sqlite")
     record = {"base": str(base)}
@@ -109,14 +105,10 @@ def runs(tmp_path_factory):
         record["run3"] = mlmd.states_by_node(store, mark2)
         record["live"] = mlmd.live_artifacts(store)
         record["all"] = mlmd.all_artifacts(store)
-        assert reference.wait(timeout=900) == 0, open(base / "reference.log", errors="replace").read()[-3000:]
     finally:
-        if reference.poll() is None:
-            os.killpg(reference.pid, signal.SIGKILL)
-            reference.wait()
         for f in logs.values():
             f.close()
-    record["reference_live"] = mlmd.live_artifacts(mlmd.open_store(str(ref_out / "metadata.sqlite")))
+    record["reference_live"] = mlmd.live_artifacts(mlmd.open_store(sample_run_pending.finish().metadata_path))
     return record
 
 
@@ -159,7 +151,7 @@ def test_no_duplicate_live_artifacts(runs):
 @pytest.mark.parametrize("type_name", ["albert.Documents", "albert.SentencePieceModel", "Examples",
                                        "albert.DataGenStatistics"])
 def test_outputs_are_byte_identical_to_an_uninterrupted_one_worker_run(runs, type_name):
-    """Same config and seed: identical bytes across runs, a crash in between, and 1 vs 2 workers."""
+    """Same data settings and seed: identical bytes across runs, a crash in between, and 1 vs 2 workers."""
     (ours,) = runs["live"][type_name]
     (ref,) = runs["reference_live"][type_name]
     a, b = _files(ours.uri), _files(ref.uri)
