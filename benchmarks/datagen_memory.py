@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -76,16 +76,35 @@ def count_tokens(docs: List[List[str]], spm_model: str) -> int:
     return sum(tokenize_document(tok, d, vocab).num_tokens for d in docs)
 
 
+# Linux keeps a process's peak RSS across exec: a child forked from a large process (a pytest session that has
+# loaded TensorFlow) starts with the parent's peak. So the command is started from a fresh, small launcher, and
+# the launcher reports the kernel's figure for its one child.
+_LAUNCHER = """import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss(command: List[str], **popen) -> Tuple[int, float]:
+    """Run ``command`` to its end; (exit code, its peak RSS in MiB as the kernel counts it: ``ru_maxrss``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "maxrss")
+        code = subprocess.run([sys.executable, "-c", _LAUNCHER, result, *command], **popen).returncode
+        with open(result) as f:
+            return code, int(f.read()) / 1024
+
+
 def peak_rss_run(command: List[str], log: str) -> Dict[str, float]:
     """Run ``command`` (output to ``log``); its peak RSS in MiB from the kernel, and its wall seconds."""
     t0 = time.perf_counter()
     with open(log, "ab") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(command)} failed with exit code {proc.returncode}; see {log}")
-    return {"peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "wall_s": round(time.perf_counter() - t0, 1)}
+        code, mib = peak_rss(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    if code:
+        raise SystemExit(f"{' '.join(command)} failed with exit code {code}; see {log}")
+    return {"peak_rss_mib": round(mib, 1), "wall_s": round(time.perf_counter() - t0, 1)}
 
 
 def main(argv=None) -> None:

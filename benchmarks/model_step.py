@@ -1,5 +1,6 @@
-"""Training-step throughput of ALBERT-base on CPU: this implementation (TF/tf_keras) next to Hugging Face
-``transformers``' ``AlbertForPreTraining`` (PyTorch), same batch, same run.
+"""Training-step throughput on CPU: this implementation (TF/tf_keras) next to Hugging Face ``transformers``'
+``AlbertForPreTraining`` (PyTorch), same shape, same batch, same run, in float32 and bf16, each as a fraction of the
+measured matmul peak of this CPU in that precision.
 
 For each (sequence length, batch) case both frameworks train on the same random batch (token ids, a padded tail,
 two segments, ``P`` masked positions, SOP labels), float32, dropout 0 (ALBERT v2), one optimizer step per batch with
@@ -10,6 +11,17 @@ global-norm clipping 1.0:
 * torch: ``AlbertForPreTraining(input_ids, attention_mask, token_type_ids, labels, sentence_order_label)``,
   ``loss.backward()``, ``clip_grad_norm_``, ``torch.optim.AdamW``.
 
+Precisions (``--precisions``): ``float32``; ``bf16`` = ours under the ``mixed_bfloat16`` Keras policy (what
+``train.mixed_precision`` selects), torch under ``torch.autocast("cpu", dtype=torch.bfloat16)``. Shapes
+(``--size``): ``albert-base`` (vocab 30k) and ``small`` (the ``small`` preset's encoder: H 256, L 4, E 128, 4 heads,
+FFN 1024, vocab 8k).
+
+The physical limit is measured, not looked up: a TF matmul of 2048 x 2048 in each precision, best of several runs,
+in its own process with the same threads. The useful work of a step is counted analytically as the matmul FLOPs of
+the official step (3 x forward; encoder per layer ``4 H^2 + 2 H F`` MACs per token plus ``2 T H`` for attention,
+the embedding projection, the MLM head at the ``P`` masked positions, the pooler), the same count for both
+frameworks, so "% of peak" says how much of the step's necessary work ran at matmul speed.
+
 Each framework runs each case in its own subprocess (its own thread pools and memory), ours then torch case by
 case, with the same number of threads (``--threads``, default all cores). Printed: steps/s and sequences/s (median over the timed
 steps) per framework and the ratio ours / torch; ``--json`` writes them to a file.
@@ -19,11 +31,13 @@ positions; ``transformers`` computes them at every position (``[B, T, V]``) and 
 loss. This is part of what is being compared: the same training step, each as its library implements it.
 
     .venv/bin/python benchmarks/model_step.py                 # ~3 min on 2 cores
+    .venv/bin/python benchmarks/model_step.py --size small --cases 128x32 --precisions float32,bf16
     .venv/bin/python benchmarks/model_step.py --jit --steps 5 --cases 128x8,512x2
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -88,9 +102,11 @@ def worker_ours(args) -> Dict[str, object]:
     from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, pretraining_losses
     from trainer.optimization import clip_gradients, create_optimizer
 
-    tf_keras.mixed_precision.set_global_policy("float32")
+    tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if args.precision == "bf16" else "float32")
     tf_keras.utils.set_random_seed(0)
-    config = AlbertConfig.named(args.size)
+    c = BASE_CONFIGS[args.size]
+    config = AlbertConfig.named("albert-base", vocab_size=c["V"], embedding_size=c["E"], hidden_size=c["H"],
+                                num_hidden_layers=c["L"], num_attention_heads=c["heads"], intermediate_size=c["F"])
     results = {}
     for seq_len, batch in args.case_list:
         data = make_batch(seq_len, batch, config.vocab_size)
@@ -116,7 +132,7 @@ def worker_ours(args) -> Dict[str, object]:
             fn = tf.function(step_fn, jit_compile=(variant == "xla"))
             loss = []
             times, warm = _timed(lambda: loss.append(float(fn(inputs, labels))), args.warmup, args.steps)
-            results[f"{seq_len}x{batch}/{variant}"] = {"times": times, "warmup_s": warm, "final_loss": loss[-1]}
+            results[f"{seq_len}x{batch}/{args.precision}/{variant}"] = {"times": times, "warmup_s": warm, "final_loss": loss[-1]}
     return results
 
 
@@ -128,8 +144,8 @@ def worker_torch(args) -> Dict[str, object]:
     torch.manual_seed(0)
     c = BASE_CONFIGS[args.size]
     config = transformers.AlbertConfig(
-        vocab_size=30000, embedding_size=c["E"], hidden_size=c["H"], num_hidden_layers=c["L"],
-        num_attention_heads=c["heads"], intermediate_size=4 * c["H"], hidden_act="gelu_new",
+        vocab_size=c["V"], embedding_size=c["E"], hidden_size=c["H"], num_hidden_layers=c["L"],
+        num_attention_heads=c["heads"], intermediate_size=c["F"], hidden_act="gelu_new",
         hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0,
         max_position_embeddings=512, type_vocab_size=2, layer_norm_eps=1e-12)
     results = {}
@@ -147,22 +163,59 @@ def worker_torch(args) -> Dict[str, object]:
                       sentence_order_label=torch.as_tensor(data["next_sentence_labels"], dtype=torch.long))
         loss = []
 
+        autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
+                    else contextlib.nullcontext())
+
         def step():
             optimizer.zero_grad(set_to_none=True)
-            out = model(**kwargs)
+            with autocast:
+                out = model(**kwargs)
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             loss.append(float(out.loss))
 
         times, warm = _timed(step, args.warmup, args.steps)
-        results[f"{seq_len}x{batch}/torch"] = {"times": times, "warmup_s": warm, "final_loss": loss[-1],
+        results[f"{seq_len}x{batch}/{args.precision}/torch"] = {"times": times, "warmup_s": warm, "final_loss": loss[-1],
                                                "attn_implementation": getattr(config, "_attn_implementation", None)}
     return results
 
 
-# Paper Table 1 shapes (kept here so the torch worker does not import TensorFlow).
-BASE_CONFIGS = {"albert-base": dict(E=128, H=768, L=12, heads=12), "albert-large": dict(E=128, H=1024, L=24, heads=16)}
+def worker_peak(args) -> Dict[str, float]:
+    """Best GFLOP/s of a 2048 x 2048 TF matmul in each precision: this CPU's physical limit for the step's matmuls."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    n, out = 2048, {}
+    for name, dtype in (("float32", tf.float32), ("bf16", tf.bfloat16)):
+        a = tf.cast(tf.random.stateless_normal([n, n], seed=[0, 1]), dtype)
+        b = tf.cast(tf.random.stateless_normal([n, n], seed=[0, 2]), dtype)
+        matmul = tf.function(lambda x, y: tf.matmul(x, y))
+        matmul(a, b).numpy()
+        best = min(_timed(lambda: matmul(a, b).numpy(), 0, 8)[0])
+        out[name] = 2 * n ** 3 / best / 1e9
+    return out
+
+
+def step_flops(size: str, seq_len: int, batch: int) -> float:
+    """Matmul FLOPs of one official training step (forward + backward = 3 x forward; module docstring)."""
+    c = BASE_CONFIGS[size]
+    H, E, F, L, V = c["H"], c["E"], c["F"], c["L"], c["V"]
+    p = MAX_PREDICTIONS.get(seq_len, max(1, int(round(seq_len * 0.15))))
+    tokens = batch * seq_len
+    macs = tokens * (E * H + L * (4 * H * H + 2 * H * F + 2 * seq_len * H))  # projection, layers, attention
+    macs += batch * p * (H * E + E * V) + batch * (H * H + 2 * H)  # MLM head at the masked positions, pooler + SOP
+    return 3 * 2 * macs
+
+
+# Paper Table 1 shapes and the `small` preset's encoder (kept here so the torch worker does not import TensorFlow).
+BASE_CONFIGS = {
+    "albert-base": dict(E=128, H=768, L=12, heads=12, F=3072, V=30000),
+    "albert-large": dict(E=128, H=1024, L=24, heads=16, F=4096, V=30000),
+    "small": dict(E=128, H=256, L=4, heads=4, F=1024, V=8000),
+}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -199,6 +252,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="albert-base", choices=sorted(BASE_CONFIGS))
     parser.add_argument("--cases", default="128x8,512x2", help="comma-separated SEQxBATCH")
+    parser.add_argument("--precisions", default="float32", help="comma-separated: float32, bf16")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--optimizer", default="lamb", choices=["lamb", "adamw"], help="ours (torch: AdamW)")
@@ -206,14 +260,18 @@ def main(argv=None) -> int:
     parser.add_argument("--only-xla", action="store_true", help="time ours with jit_compile=True only")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--worker", choices=["ours", "torch"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["ours", "torch", "peak"], help=argparse.SUPPRESS)
+    parser.add_argument("--precision", default="float32", choices=["float32", "bf16"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.case_list = parse_cases(args.cases)
     args.variants = ["xla"] if args.only_xla else (["graph", "xla"] if args.jit else ["graph"])
+    precisions = [p.strip() for p in args.precisions.split(",") if p.strip()]
+    if not precisions or set(precisions) - {"float32", "bf16"}:
+        parser.error(f"--precisions takes float32 and/or bf16, got {args.precisions!r}")
 
     if args.worker:
-        result = worker_ours(args) if args.worker == "ours" else worker_torch(args)
-        print("RESULT " + json.dumps(result))
+        workers = {"ours": worker_ours, "torch": worker_torch, "peak": worker_peak}
+        print("RESULT " + json.dumps(workers[args.worker](args)))
         return 0
 
     passthrough = ["--size", args.size, "--warmup", str(args.warmup), "--steps",
@@ -224,35 +282,58 @@ def main(argv=None) -> int:
         passthrough.append("--only-xla")
     t0 = time.time()
     load_before = os.getloadavg()
+    peak = run_worker("peak", passthrough)
     ours, theirs = {}, {}
     rows = []
-    print(f"{args.size}, float32, {args.threads} threads, {args.warmup} warmup + {args.steps} timed steps "
+    print(f"{args.size} on {_cpu_model()}, {args.threads} threads, {args.warmup} warmup + {args.steps} timed steps "
           f"(median); ours: {args.optimizer.upper()}, torch {_version('torch')} / transformers "
           f"{_version('transformers')}: AdamW")
-    print(f"{'case':<12}{'impl':<16}{'steps/s':>9}{'seq/s':>9}{'ratio':>8}", flush=True)
+    print("matmul peak (TF, 2048^2): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
+    print(f"{'case':<10}{'precision':<10}{'impl':<16}{'steps/s':>9}{'seq/s':>9}{'GFLOP/s':>9}{'% peak':>8}"
+          f"{'vs torch':>9}", flush=True)
     for seq_len, batch in args.case_list:  # interleaved, so both see the same machine load
         case = f"{seq_len}x{batch}"
-        case_args = passthrough + ["--cases", case]
-        ours.update(run_worker("ours", case_args))
-        theirs.update(run_worker("torch", case_args))
-        ref = summarize(theirs[f"{case}/torch"]["times"], batch)
-        print(f"{case:<12}{'torch':<16}{ref['steps_per_s']:>9.3f}{ref['sequences_per_s']:>9.2f}{'1.00':>8}")
-        rows.append({"case": case, "impl": "torch", **ref})
-        for variant in args.variants:
-            s = summarize(ours[f"{case}/{variant}"]["times"], batch)
-            ratio = s["steps_per_s"] / ref["steps_per_s"]
-            name = f"ours ({variant})"
-            print(f"{case:<12}{name:<16}{s['steps_per_s']:>9.3f}{s['sequences_per_s']:>9.2f}{ratio:>8.2f}", flush=True)
-            rows.append({"case": case, "impl": name, "ratio_vs_torch": ratio, **s})
+        flops = step_flops(args.size, seq_len, batch)
+        for precision in precisions:
+            case_args = passthrough + ["--cases", case, "--precision", precision]
+            ours.update(run_worker("ours", case_args))
+            theirs.update(run_worker("torch", case_args))
+            ref = summarize(theirs[f"{case}/{precision}/torch"]["times"], batch)
+            impls = [("torch", ref)] + [(f"ours ({v})", summarize(ours[f"{case}/{precision}/{v}"]["times"], batch))
+                                        for v in args.variants]
+            for name, s in impls:
+                gflops = flops * s["steps_per_s"] / 1e9
+                row = {"case": case, "precision": precision, "impl": name, **s, "gflop_per_s": gflops,
+                       "fraction_of_peak": gflops / peak[precision],
+                       "ratio_vs_torch": s["steps_per_s"] / ref["steps_per_s"]}
+                rows.append(row)
+                print(f"{case:<10}{precision:<10}{name:<16}{s['steps_per_s']:>9.3f}{s['sequences_per_s']:>9.2f}"
+                      f"{gflops:>9.0f}{100 * row['fraction_of_peak']:>7.1f}%{row['ratio_vs_torch']:>8.2f}x",
+                      flush=True)
+    for precision in precisions[1:]:
+        for r in rows:
+            if r["precision"] == precision:
+                base = next(b for b in rows if b["precision"] == precisions[0] and b["case"] == r["case"]
+                            and b["impl"] == r["impl"])
+                print(f"{r['case']} {r['impl']}: {precision} / {precisions[0]} = "
+                      f"{r['steps_per_s'] / base['steps_per_s']:.2f}x")
     load_after = os.getloadavg()
     print(f"total wall time {time.time() - t0:.0f}s; 1-min load average {load_before[0]:.1f} before, "
           f"{load_after[0]:.1f} after ({os.cpu_count()} cores: other processes skew the numbers)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(args).items() if k != "case_list"}, "rows": rows,
-                       "load_average": [load_before, load_after],
+            json.dump({"args": {k: v for k, v in vars(args).items() if k != "case_list"}, "cpu": _cpu_model(),
+                       "matmul_peak_gflop_per_s": peak, "rows": rows, "load_average": [load_before, load_after],
                        "raw": {"ours": ours, "torch": theirs}}, f, indent=2)
     return 0
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
+    except OSError:
+        return "?"
 
 
 def _version(package: str) -> str:
