@@ -360,9 +360,8 @@ def small_config() -> PipelineConfig:
 
     Choices: a trained 8k SentencePiece vocabulary (a 30k vocabulary's softmax would dominate a model this size on
     a few million tokens); H 256, L 4, E 128, 4 heads, FFN 1024, all layers shared (ALBERT's default), sequence
-    128. One LAMB step at batch 32 measured 1.17 s in float32 vs 2.21 s in mixed_bfloat16 on the loaded 2-core
-    AVX512-BF16 host (at H 256 the casts outweigh the bf16 dot products; bf16 wins only at albert-base size), so
-    precision is pinned to float32 rather than ``auto``. LAMB 0.006 was picked on the pretraining held-out split
+    128. Precision is pinned to float32, the precision of the recipe's measured table (on a quiet 2-core
+    AVX512-BF16 host bf16 is 1.38x faster at this shape, so ``auto`` would pick it; README, "CPU-scale recipe"). LAMB 0.006 was picked on the pretraining held-out split
     (MLM loss at step 500: 6.376 at 0.002, 6.177 at 0.006, 6.204 at 0.012), never on a benchmark dev set; 3000
     steps at the measured 0.57 s/step. Fine-tuning: 3 seeds, median reported, the last checkpoint (no selection
     on dev), and the ``random_init`` baseline arm on every task.
