@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -31,16 +30,12 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 from datagen_core import read_documents  # noqa: E402
+from trainer import precision  # noqa: E402  (imports no TensorFlow)
 
 
 def cpu_model() -> str:
     """The CPU model as ``lscpu`` names it, and the core count."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
-    except OSError:
-        name = None
-    return f"{name or platform.processor() or 'unknown CPU'}, {os.cpu_count()} cores"
+    return f"{precision.cpu_model()}, {os.cpu_count()} cores"
 
 
 def cli_command() -> List[str]:

@@ -37,18 +37,9 @@ sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from trainer.precision import cpu_model  # noqa: E402  (imports no TensorFlow)
+
 EXCLUDE = ("LayerNorm", "layer_norm", "bias")  # the official exclusion patterns, searched in the variable name
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -47,6 +47,9 @@ import time
 from typing import Dict, List, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+from trainer.precision import cpu_model  # noqa: E402  (imports no TensorFlow)
+
 MAX_PREDICTIONS = {128: 20, 512: 76}  # the official max_predictions_per_seq for these lengths
 
 
@@ -285,7 +288,7 @@ def main(argv=None) -> int:
     peak = run_worker("peak", passthrough)
     ours, theirs = {}, {}
     rows = []
-    print(f"{args.size} on {_cpu_model()}, {args.threads} threads, {args.warmup} warmup + {args.steps} timed steps "
+    print(f"{args.size} on {cpu_model()}, {args.threads} threads, {args.warmup} warmup + {args.steps} timed steps "
           f"(median); ours: {args.optimizer.upper()}, torch {_version('torch')} / transformers "
           f"{_version('transformers')}: AdamW")
     print("matmul peak (TF, 2048^2): " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak.items()))
@@ -322,18 +325,10 @@ def main(argv=None) -> int:
           f"{load_after[0]:.1f} after ({os.cpu_count()} cores: other processes skew the numbers)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"args": {k: v for k, v in vars(args).items() if k != "case_list"}, "cpu": _cpu_model(),
+            json.dump({"args": {k: v for k, v in vars(args).items() if k != "case_list"}, "cpu": cpu_model(),
                        "matmul_peak_gflop_per_s": peak, "rows": rows, "load_average": [load_before, load_after],
                        "raw": {"ours": ours, "torch": theirs}}, f, indent=2)
     return 0
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    except OSError:
-        return "?"
 
 
 def _version(package: str) -> str:

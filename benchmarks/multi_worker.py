@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -26,14 +25,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 from trainer.distribute import free_loopback_addresses  # noqa: E402  (imports no TensorFlow)
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    except OSError:
-        return platform.processor() or "?"
+from trainer.precision import cpu_model  # noqa: E402  (imports no TensorFlow)
 
 
 def command(examples: str, output: str, overrides) -> list:
