@@ -21,6 +21,11 @@ The eval split is a held-out ``eval_fraction`` of the documents (by hash), or, w
 are given (the paper's practice: documents of the SQuAD and RACE dev sets, see
 :mod:`components.datagen.dev_documents`), exactly those documents, every corpus document then training.
 
+BERT's two-phase sequence length (``long_params``, off by default): the generating stage also builds each
+document's instances at the long length, in the same pass over the same documents, into the ``train_long`` /
+``eval_long`` splits (same document split, same random-document pools, seeds of their own); the short splits
+are byte for byte what a run without it writes.
+
 Every random choice derives from (seed, document id, pass) and shard files are sorted on a key derived
 the same way, so the bytes do not depend on how many workers ran, on bundle boundaries or on order.
 TFRecords are framed here (CRC-32C from ``google_crc32c``, GZIP via zlib) so workers need no TensorFlow.
@@ -30,6 +35,7 @@ deterministic, so ids are stable across runs.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import pickle
@@ -56,9 +62,17 @@ from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
 from components.text.documents import parse_text_blocks
 from components.text.errors import CorruptInputError
-from trainer.files import STATS_FILE  # noqa: F401 (the statistics file name, used by callers)
+from trainer.files import LONG_SUFFIX, STATS_FILE  # noqa: F401 (the statistics file name, used by callers)
 
 SPLITS = ("train", "eval")
+# With BERT's two-phase sequence length (``long_params``): the same documents' instances at the long length, each
+# document in its short split's long twin ("train" → "train_long"), from seeds of their own (:func:`long_seed`).
+LONG_SPLITS = tuple(s + LONG_SUFFIX for s in SPLITS)
+
+
+def output_splits(long: bool) -> Tuple[str, ...]:
+    """The splits a run writes: ``SPLITS``, plus ``LONG_SPLITS`` when the long phase is on."""
+    return SPLITS + (LONG_SPLITS if long else ())
 # Other-document pool for the official SOP negatives / NSP: a deterministic sample of documents (the
 # ones with the smallest hash keys), at most this many documents and characters (DataGenConfig defaults).
 RANDOM_POOL_SIZE = 2000
@@ -67,6 +81,12 @@ RANDOM_POOL_MAX_CHARS = 10_000_000
 
 def _h64(*parts: object) -> int:
     return int.from_bytes(hashlib.sha1("\x1f".join(map(str, parts)).encode("utf-8")).digest()[:8], "big")
+
+
+def long_seed(seed: int) -> int:
+    """The seed of the long instances (their passes' generators and shuffle keys): derived from the explicit seed,
+    and other than it, so the long set is not the short set's random choices at another length."""
+    return _h64("long-phase", seed) >> 1  # 63 bits: a non-negative int64
 
 
 def split_of(doc_id: str, seed: int, eval_fraction: float) -> str:
@@ -99,7 +119,9 @@ def _utf8_lines(f, path: str) -> Iterator[str]:
 # or too short to give an instance). PretrainingDataGen also records them from the run's metrics.
 COUNTERS = {name: beam.metrics.Metrics.counter("albert.datagen", name) for name in (
     "files", "documents", "sentences", "input_tokens", "instances_train", "instances_eval", "instance_tokens",
-    "skipped_empty_documents", "skipped_too_short_documents")}
+    "skipped_empty_documents", "skipped_too_short_documents",
+    # the long phase's instances (only with ``long_params``; a counter never incremented is not reported)
+    "instances_train_long", "instances_eval_long", "instance_tokens_long")}
 
 
 class _Tokenizing(beam.DoFn):
@@ -266,9 +288,11 @@ class _GenerateInstances(_Tokenizing):
     """
 
     def __init__(self, spm_model_path: str, do_lower_case: bool, params: InstanceParams, seed: int,
-                 dupe_factor: int, shards: Dict[str, int], split_rule: SplitRule, spill_dir: str):
+                 dupe_factor: int, shards: Dict[str, int], split_rule: SplitRule, spill_dir: str,
+                 long_params: Optional[InstanceParams] = None):
         super().__init__(spm_model_path, do_lower_case)
         self._params = params
+        self._long_params = long_params
         self._seed = seed
         self._dupe_factor = dupe_factor
         self._shards = dict(shards)
@@ -315,21 +339,35 @@ class _GenerateInstances(_Tokenizing):
         COUNTERS["input_tokens"].inc(ids.num_tokens)  # not len(flat): a pooled document is a view into the pool
         # The split's own pool; a split with a single document draws from that document, as officially.
         random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
-        num_shards = self._shards[split]
-        stats = InstanceStats()
-        pending: Dict[int, List[bytes]] = {}
-        for i, (payload, instance) in enumerate(generate_for_document(
-                doc_id, ids, self._seed, self._dupe_factor, self._params, self.vocab, random_document)):
-            key = _h64("shuffle", self._seed, doc_id, i)
-            stats.add(instance)
-            pending.setdefault(key % num_shards, []).extend((_SPILL_HEADER.pack(key, len(payload)), payload))
-        for shard, parts in pending.items():
-            self._spill(split, shard).write(b"".join(parts))
+        stats = self._instances(doc_id, ids, split, self._seed, self._params, random_document)
         COUNTERS[f"instances_{split}"].inc(stats.instances)
         COUNTERS["instance_tokens"].inc(stats.tokens)
         if not stats.instances:
             COUNTERS["skipped_too_short_documents"].inc()
         yield beam.pvalue.TaggedOutput(f"stats_{split}", stats)
+        if self._long_params is not None:  # the same document, its split's long twin, seeds of their own
+            long_split = split + LONG_SUFFIX
+            stats = self._instances(doc_id, ids, long_split, long_seed(self._seed), self._long_params,
+                                    random_document)
+            COUNTERS[f"instances_{long_split}"].inc(stats.instances)
+            COUNTERS["instance_tokens_long"].inc(stats.tokens)
+            yield beam.pvalue.TaggedOutput(f"stats_{long_split}", stats)
+
+    def _instances(self, doc_id: str, ids, split: str, seed: int, params: InstanceParams,
+                   random_document) -> InstanceStats:
+        """Every pass's instances of one document with ``seed`` and ``params``, appended to ``split``'s spill files
+        under shuffle keys from (``seed``, document, index); their statistics."""
+        num_shards = self._shards[split]
+        stats = InstanceStats()
+        pending: Dict[int, List[bytes]] = {}
+        for i, (payload, instance) in enumerate(generate_for_document(
+                doc_id, ids, seed, self._dupe_factor, params, self.vocab, random_document)):
+            key = _h64("shuffle", seed, doc_id, i)
+            stats.add(instance)
+            pending.setdefault(key % num_shards, []).extend((_SPILL_HEADER.pack(key, len(payload)), payload))
+        for shard, parts in pending.items():
+            self._spill(split, shard).write(b"".join(parts))
+        return stats
 
     def finish_bundle(self):
         for (split, shard), (path, handle) in sorted(self._spills.items()):
@@ -470,17 +508,22 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
                            compression: str = "GZIP", compression_level: int = 6, do_lower_case: bool = True,
                            spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE,
                            random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS,
-                           eval_document_files: Optional[List[str]] = None) -> None:
+                           eval_document_files: Optional[List[str]] = None,
+                           long_params: Optional[InstanceParams] = None) -> None:
     """Add the data-generation stages to ``pipeline``.
 
-    ``output_dirs`` maps split name ("train"/"eval") to its folder; ``stats_path`` receives the JSON
-    statistics of both splits. ``eval_fraction`` 0 puts every document in "train". ``spill_dir``: where
+    ``output_dirs`` maps split name ("train"/"eval", and "train_long"/"eval_long" with ``long_params``) to its
+    folder; ``stats_path`` receives the JSON statistics of every split. ``eval_fraction`` 0 puts every document
+    in "train". ``spill_dir``: where
     unsorted records wait for their shard's sort, and the random-document pool for the generators (default
     ``.datagen-spill`` next to the train folder; removed at the end). ``random_pool_size`` /
     ``random_pool_max_chars``: at most this many documents and characters in each split's random-document pool
     (official/nsp modes). ``eval_document_files``: documents (same format) that form the eval split instead of
     the held-out ``eval_fraction`` (which is then ignored: every corpus document trains), e.g. the SQuAD/RACE
-    dev documents of :mod:`components.datagen.dev_documents`.
+    dev documents of :mod:`components.datagen.dev_documents`. ``long_params`` (BERT's two-phase sequence length):
+    each document also gives instances with these parameters into its split's long twin ("train_long",
+    "eval_long"), in the same generating pass over the documents (the same document split and random-document
+    pools), with seeds of their own (:func:`long_seed`); the short splits' bytes are what they are without it.
 
     Stages: file names → read + tokenize + instances + serialize (one fused stage; its only side input is
     the path of the random-document pool file, chosen from per-document keys and then tokenized by two
@@ -502,6 +545,12 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     split_rule = SplitRule(seed, eval_fraction, eval_document_files)
     splits = [s for s in SPLITS if s == "train" or eval_fraction > 0 or eval_document_files]
     shards = {"train": num_shards, "eval": max(1, min(num_shards, 4))}
+    if long_params is not None:
+        splits += [s + LONG_SUFFIX for s in splits]
+        shards.update({s + LONG_SUFFIX: n for s, n in list(shards.items())})
+    missing = [s for s in splits if s not in output_dirs]
+    if missing:
+        raise ValueError(f"no output folder for split(s) {', '.join(missing)}")
     files = (
         pipeline
         | "ListDocumentFiles" >> beam.Create(sorted(document_files) + sorted(eval_document_files))
@@ -516,7 +565,8 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
         files
         | "Generate" >> beam.ParDo(
             _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, shards, split_rule,
-                               spill_dir), *side).with_outputs(*[f"stats_{s}" for s in splits], main="spills")
+                               spill_dir, long_params), *side).with_outputs(*[f"stats_{s}" for s in splits],
+                                                                            main="spills")
     )
     written = (
         generated.spills
@@ -538,17 +588,20 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
         stats_parts
         | "FlattenStats" >> beam.Flatten()
         | "CollectStats" >> beam.combiners.ToDict()
-        | "WriteStats" >> beam.Map(_write_stats, stats_path, params, seed, dupe_factor)
+        | "WriteStats" >> beam.Map(_write_stats, stats_path, params, seed, dupe_factor, long_params)
     )
 
 
 def _write_stats(per_split: Dict[str, Dict], stats_path: str, params: InstanceParams, seed: int,
-                 dupe_factor: int) -> None:
+                 dupe_factor: int, long_params: Optional[InstanceParams] = None) -> None:
     if not per_split.get("train", {}).get("instances"):
         raise ValueError("pretraining-data generation produced no training instances: the documents are empty or "
                          "too short for max_seq_length")
     summary = {"splits": per_split, "seed": seed, "dupe_factor": dupe_factor,
                "params": {k: getattr(params, k) for k in params.__dataclass_fields__}}
+    if long_params is not None:  # the long splits' own parameters and seed (their statistics are in "splits")
+        summary["long_params"] = {k: getattr(long_params, k) for k in long_params.__dataclass_fields__}
+        summary["long_seed"] = long_seed(seed)
     with FileSystems.create(stats_path) as f:
         f.write(json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
 
@@ -563,3 +616,12 @@ def instance_params(datagen_config) -> InstanceParams:
         max_ngram=datagen_config.max_ngram,
         sop_mode=datagen_config.sop_mode,
     )
+
+
+def long_instance_params(datagen_config) -> Optional[InstanceParams]:
+    """The long phase's ``InstanceParams`` (``datagen.long_max_seq_length`` and its predictions per sequence, the
+    rest as :func:`instance_params`), or None when the two-phase sequence length is off."""
+    if not getattr(datagen_config, "long_max_seq_length", 0):
+        return None
+    return dataclasses.replace(instance_params(datagen_config), max_seq_length=datagen_config.long_max_seq_length,
+                               max_predictions_per_seq=datagen_config.long_predictions())

@@ -1,7 +1,8 @@
 """``albert-pipeline make-pretraining-data``: the DAG's data-generation Beam code, outside TFX.
 
 Output layout equals the ``Examples`` artifact the pipeline writes (``Split-train/``,
-``Split-eval/``, ``stats.json``, ``vocab/spm.model``, ``dataset_info.json``). It is built in a sibling temporary folder
+``Split-eval/``, with ``datagen.long_max_seq_length`` also ``Split-train_long/`` and ``Split-eval_long/``,
+``stats.json``, ``vocab/spm.model``, ``dataset_info.json``). It is built in a sibling temporary folder
 and renamed into place only when complete, so an interrupted run leaves no output behind.
 """
 from __future__ import annotations
@@ -63,12 +64,14 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
         raise CorruptInputError(", ".join(files), "empty input: every input file is empty or blank, so there would be no training instances")
     tmp = output.rstrip("/") + f".tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
-    dirs = {s: os.path.join(tmp, f"Split-{s}") for s in datagen_beam.SPLITS}
-    for d in dirs.values():
-        os.makedirs(d)
+    d = config.datagen
+    long_params = datagen_beam.long_instance_params(d)
+    splits = datagen_beam.output_splits(long_params is not None)
+    dirs = {s: os.path.join(tmp, f"Split-{s}") for s in splits}
+    for path in dirs.values():
+        os.makedirs(path)
     os.makedirs(os.path.join(tmp, "vocab"))
     shutil.copyfile(spm_model, os.path.join(tmp, "vocab", "spm.model"))
-    d = config.datagen
     mode = "multi_processing" if workers > 1 else "in_memory"
     options = PipelineOptions(["--runner=DirectRunner", f"--direct_num_workers={workers}",
                                f"--direct_running_mode={mode}"])
@@ -79,10 +82,11 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
             params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
             num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
             compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
-            random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars)
+            random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars,
+            long_params=long_params)
         result = p.run()
         result.wait_until_finish()
-        names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
+        names = ["vocab"] + [f"Split-{s}" for s in splits]
         examples_info.write_info(tmp, examples_info.make_info(
             d, config.vocab.do_lower_case, validate_model(spm_model), examples_info.fingerprint(tmp, names)))
     except BaseException:

@@ -124,6 +124,8 @@ def PretrainingDataGen(
 
     With ``datagen.eval_source=benchmark_dev`` the eval split is built from the SQuAD (``dev*.json``) and
     RACE (``dev/``) articles of ``squad_dev`` / ``race_dev``, the paper's pretraining dev set.
+    With ``datagen.long_max_seq_length`` (BERT's two-phase sequence length) the same documents' long instances
+    are the ``train_long`` / ``eval_long`` splits of the same artifact.
 
     ``do_lower_case`` comes from the vocabulary artifact. The examples carry ``dataset_info.json``
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
@@ -139,7 +141,9 @@ def PretrainingDataGen(
         # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
         tf.io.gfile.makedirs(posixpath.join(ex_staging, "vocab"))
         tf.io.gfile.copy(spm_src, posixpath.join(ex_staging, "vocab", SPM_FILE), overwrite=True)
-        output_dirs = {s: posixpath.join(ex_staging, f"Split-{s}") for s in datagen_beam.SPLITS}
+        long_params = datagen_beam.long_instance_params(d)  # BERT's two-phase sequence length (None: off)
+        splits = datagen_beam.output_splits(long_params is not None)
+        output_dirs = {s: posixpath.join(ex_staging, f"Split-{s}") for s in splits}
         for path in output_dirs.values():
             tf.io.gfile.makedirs(path)
         eval_files = None
@@ -152,16 +156,17 @@ def PretrainingDataGen(
                 seed=seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
                 compression=d.compression, compression_level=d.compression_level,
                 do_lower_case=do_lower_case, random_pool_size=d.random_pool_documents,
-                random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files)
+                random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files,
+                long_params=long_params)
         _record_counters(p, "albert.datagen", [examples, statistics])
-        names = ["vocab"] + [f"Split-{s}" for s in datagen_beam.SPLITS]
+        names = ["vocab"] + [f"Split-{s}" for s in splits]
         vocab_size = vocab.get_int_custom_property("vocab_size") if vocab.has_custom_property("vocab_size") else 0
         info = examples_info.make_info(d, do_lower_case, vocab_size, examples_info.fingerprint(ex_staging, names))
         examples_info.write_info(ex_staging, info)
         # Only the outputs move; the spill folder (normally already removed) stays behind and is deleted.
         _publish(ex_staging, examples.uri, names=names + [examples_info.INFO_FILE])
         _publish(st_staging, statistics.uri, names=[STATS_FILE])
-    examples.split_names = json.dumps(list(datagen_beam.SPLITS))
+    examples.split_names = json.dumps(list(splits))
     examples.set_string_custom_property("payload_format", "FORMAT_TF_EXAMPLE")
     with tf.io.gfile.GFile(posixpath.join(statistics.uri, STATS_FILE)) as f:
         stats = json.load(f)

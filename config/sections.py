@@ -102,6 +102,27 @@ class DataGenConfig(Section):
     # stays bounded on any corpus.
     random_pool_documents: int = 2000
     random_pool_max_chars: int = 10_000_000
+    # BERT's two-phase sequence length (README "Two-phase sequence length"), off by default: ALBERT trains at one
+    # length throughout. > 0: from the same documents and the same train/eval document split, datagen also writes
+    # instances of this length (with seeds of their own) into the ``train_long`` / ``eval_long`` splits, which the
+    # Trainer reads from ``train.long_seq_from_step`` on. Must exceed ``max_seq_length``.
+    long_max_seq_length: int = 0
+    # Predictions per long sequence; 0: round(max_predictions_per_seq * long / short) (BERT: 20 at 128, 80 at 512).
+    long_max_predictions_per_seq: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Every field, less the ``LONG_PHASE_OPTIONS`` at their defaults (off): a datagen node that does not set
+        them keeps its cache key."""
+        return _without_defaults(self, super().to_dict(), LONG_PHASE_OPTIONS)
+
+    def long_predictions(self) -> int:
+        """Predictions per long sequence (0 when the long phase is off): the explicit value, else derived."""
+        if not self.long_max_seq_length:
+            return 0
+        if self.long_max_predictions_per_seq:
+            return int(self.long_max_predictions_per_seq)
+        derived = round(self.max_predictions_per_seq * self.long_max_seq_length / self.max_seq_length)
+        return max(1, min(int(derived), int(self.long_max_seq_length)))
 
     def validate(self) -> "DataGenConfig":
         d = self
@@ -121,6 +142,15 @@ class DataGenConfig(Section):
         check(0 <= d.compression_level <= 9, "datagen.compression_level", d.compression_level, "in [0, 9]")
         check(d.random_pool_documents >= 2, "datagen.random_pool_documents", d.random_pool_documents, ">= 2")
         check(d.random_pool_max_chars >= 1, "datagen.random_pool_max_chars", d.random_pool_max_chars, ">= 1")
+        check(d.long_max_seq_length == 0 or d.long_max_seq_length > d.max_seq_length, "datagen.long_max_seq_length",
+              d.long_max_seq_length, f"0 (one phase) or more than datagen.max_seq_length={d.max_seq_length}")
+        check(d.long_max_predictions_per_seq >= 0, "datagen.long_max_predictions_per_seq",
+              d.long_max_predictions_per_seq, ">= 0 (0: derived from max_predictions_per_seq)")
+        if d.long_max_predictions_per_seq:
+            check(d.long_max_seq_length > 0, "datagen.long_max_predictions_per_seq", d.long_max_predictions_per_seq,
+                  "0 unless datagen.long_max_seq_length is set")
+            check(d.long_max_predictions_per_seq <= d.long_max_seq_length, "datagen.long_max_predictions_per_seq",
+                  d.long_max_predictions_per_seq, f"in [1, long_max_seq_length={d.long_max_seq_length}]")
         return self
 
 
@@ -179,6 +209,16 @@ TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eva
 # ``trainer.optimization.create_optimizer``'s keywords. Left out of the section's JSON while at their official
 # defaults, so a Trainer that does not set them keeps its cache key and its checkpoint folder.
 OPTIMIZER_OPTIONS = ("bias_correction", "no_decay_lr_multiplier", "end_learning_rate_fraction")
+# BERT's two-phase sequence length (README "Two-phase sequence length"), off at the defaults and then left out of
+# the sections' JSON the same way: datagen's ``long_*`` fields and the Trainer's switch step.
+LONG_PHASE_OPTIONS = ("long_max_seq_length", "long_max_predictions_per_seq")
+TRAIN_LONG_PHASE_OPTIONS = ("long_seq_from_step",)
+
+
+def _without_defaults(section, data: Dict[str, Any], names) -> Dict[str, Any]:
+    """``data`` (the section's fields) less the ``names`` still at their defaults."""
+    defaults = {f.name: f.default for f in dataclasses.fields(section)}
+    return {k: v for k, v in data.items() if k not in names or v != defaults[k]}
 
 
 @dataclass
@@ -212,11 +252,13 @@ class TrainConfig(Section):
     bias_correction: bool = False  # LAMB/AdamW with Adam's m/(1-b1^t), v/(1-b2^t) (official: none)
     no_decay_lr_multiplier: float = 1.0  # lr multiplier of the variables excluded from weight decay (LayerNorm, biases)
     end_learning_rate_fraction: float = 0.0  # the linear decay ends at this fraction of the peak (official: 0)
+    # BERT's two-phase sequence length: 0 = one phase (ALBERT). N > 0: steps [N, num_train_steps) read the long
+    # examples (``datagen.long_max_seq_length``), step s at records [(s - N) * B, (s - N + 1) * B) of their stream.
+    long_seq_from_step: int = 0
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field, less the ``OPTIMIZER_OPTIONS`` at their defaults (see there)."""
-        defaults = {f.name: f.default for f in dataclasses.fields(self)}
-        return {k: v for k, v in super().to_dict().items() if k not in OPTIMIZER_OPTIONS or v != defaults[k]}
+        """Every field, less the ``OPTIMIZER_OPTIONS`` and ``TRAIN_LONG_PHASE_OPTIONS`` at their defaults."""
+        return _without_defaults(self, super().to_dict(), OPTIMIZER_OPTIONS + TRAIN_LONG_PHASE_OPTIONS)
 
     def optimizer_options(self) -> Dict[str, Any]:
         """The ``OPTIMIZER_OPTIONS`` as keywords of ``create_optimizer``."""
@@ -259,6 +301,8 @@ class TrainConfig(Section):
         check(t.log_every >= 1, "train.log_every", t.log_every, ">= 1")
         check(t.eval_steps >= 0, "train.eval_steps", t.eval_steps, ">= 0")
         check(t.shuffle_buffer >= 1, "train.shuffle_buffer", t.shuffle_buffer, ">= 1")
+        check(t.long_seq_from_step == 0 or 0 < t.long_seq_from_step < t.num_train_steps, "train.long_seq_from_step",
+              t.long_seq_from_step, f"0 (one phase) or a step in (0, num_train_steps={t.num_train_steps})")
         return self
 
 
@@ -517,4 +561,4 @@ def replace(section, **changes):
 __all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
            "VertexTrainingConfig", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig",
            "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
-           "SHARING_CHOICES"]
+           "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS"]

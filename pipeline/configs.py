@@ -147,6 +147,16 @@ class PipelineConfig(Section):
             check(self.benchmarks.squad_dir or self.benchmarks.race_dir, "datagen.eval_source",
                   self.datagen.eval_source, "corpus, unless benchmarks.squad_dir or benchmarks.race_dir is set "
                   "(their dev articles are the eval documents)")
+        # Two-phase sequence length: the Trainer's switch needs datagen's long examples, which the encoder's
+        # position embeddings must cover.
+        if self.train.long_seq_from_step:
+            check(self.datagen.long_max_seq_length > 0, "train.long_seq_from_step", self.train.long_seq_from_step,
+                  "0 unless datagen.long_max_seq_length is set (the long examples the Trainer switches to)")
+        if self.datagen.long_max_seq_length:
+            positions = self.model.encoder_fields()["max_position_embeddings"]
+            check(self.datagen.long_max_seq_length <= positions, "datagen.long_max_seq_length",
+                  self.datagen.long_max_seq_length,
+                  f"at most the model's max_position_embeddings={positions} (model.size={self.model.size})")
         v = self.vertex_training
         if v.enabled and v.replica_count > 1:
             check(self.train.strategy in ("multi_worker", "auto"), "train.strategy", self.train.strategy,

@@ -175,6 +175,10 @@ SLOW = {
     "test_atomic_outputs.py::test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds",
     "test_environments.py::test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args",
     "test_optimization.py::test_pretraining_builds_its_optimizer_from_the_options",
+    "test_two_phase.py::test_datagen_makes_both_sets_from_the_same_documents",
+    "test_two_phase.py::test_the_trainer_switches_to_the_long_sequences_at_the_step",
+    "test_two_phase.py::test_the_trainer_refuses_examples_without_the_long_split",
+    "test_two_phase.py::test_a_resume_across_the_switch_is_the_same_run",
 }
 
 

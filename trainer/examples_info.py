@@ -1,7 +1,8 @@
 """``dataset_info.json``: the facts a pretraining-examples folder carries for the Trainer.
 
 ``PretrainingDataGen`` (and ``albert-pipeline make-pretraining-data``) write it next to the
-``Split-*`` folders: sequence length, predictions per sequence, the tokenizer's ``do_lower_case``,
+``Split-*`` folders: sequence length, predictions per sequence (and those of the ``*_long`` splits when the
+two-phase sequence length is on), the tokenizer's ``do_lower_case``,
 vocabulary size, SOP mode and a **content fingerprint** (SHA-256 over every file's bytes). The
 Trainer reads its upstream facts from here instead of from a copy of another node's settings, and
 keys its checkpoints by the fingerprint, so a re-run of datagen that wrote the same bytes (new
@@ -81,10 +82,17 @@ def fingerprint(root: str, names: Iterable[str], workers: int = 8) -> str:
 
 
 def make_info(datagen, do_lower_case: bool, vocab_size: int, fingerprint_hex: str) -> Dict[str, Any]:
-    """The facts of an examples folder built with the ``datagen`` section (``config.DataGenConfig``)."""
-    return {"fingerprint": fingerprint_hex, "max_seq_length": int(datagen.max_seq_length),
+    """The facts of an examples folder built with the ``datagen`` section (``config.DataGenConfig``).
+
+    With BERT's two-phase sequence length on, also the long splits' ``long_max_seq_length`` and
+    ``long_max_predictions_per_seq`` (absent otherwise, so a one-phase folder's facts are what they were)."""
+    info = {"fingerprint": fingerprint_hex, "max_seq_length": int(datagen.max_seq_length),
             "max_predictions_per_seq": int(datagen.max_predictions_per_seq), "do_lower_case": bool(do_lower_case),
             "sop_mode": datagen.sop_mode, "vocab_size": int(vocab_size)}
+    if getattr(datagen, "long_max_seq_length", 0):
+        info["long_max_seq_length"] = int(datagen.long_max_seq_length)
+        info["long_max_predictions_per_seq"] = int(datagen.long_predictions())
+    return info
 
 
 def write_info(root: str, info: Dict[str, Any]) -> None:

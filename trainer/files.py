@@ -19,8 +19,16 @@ RUN_CONFIG_FILE = "run_config.json"  # {model, train, seed, examples}: the setti
 # Pretraining data statistics (``DataGenStatistics`` artifact).
 STATS_FILE = "stats.json"
 
+# Splits of the pretraining Examples (``<examples>/Split-<name>/``): the instances at ``datagen.max_seq_length``,
+# and, with BERT's two-phase sequence length on (``datagen.long_max_seq_length``), the same documents' instances at
+# the long length, which the Trainer reads from ``train.long_seq_from_step`` on.
+TRAIN_SPLIT, EVAL_SPLIT = "train", "eval"
+LONG_SUFFIX = "_long"
+TRAIN_LONG_SPLIT, EVAL_LONG_SPLIT = TRAIN_SPLIT + LONG_SUFFIX, EVAL_SPLIT + LONG_SUFFIX
+
 # One benchmark family's result (``BenchmarkResult`` artifact).
 METRICS_FILE = "metrics.json"
 
 __all__ = ["ALBERT_DIR", "CONFIG_FILE", "ENCODER_CKPT", "PRETRAINING_CKPT", "SPM_FILE", "EXPORT_INFO_FILE",
-           "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE"]
+           "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE", "TRAIN_SPLIT", "EVAL_SPLIT", "LONG_SUFFIX",
+           "TRAIN_LONG_SPLIT", "EVAL_LONG_SPLIT"]

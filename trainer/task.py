@@ -20,6 +20,11 @@ checkpoint of another identity is never loaded silently. Raising ``num_train_ste
 run: training goes on from the newest checkpoint to the new total, and the learning-rate schedule
 is re-evaluated with the new total (warm-up unchanged, the polynomial decay stretched to the new
 end), so the learning rate steps up at the resume point to where the longer schedule would be.
+
+BERT's two-phase sequence length (``train.long_seq_from_step`` > 0, off by default): the steps from there on
+read the examples' ``Split-train_long`` (length and predictions per sequence from ``dataset_info.json``); the
+switch step is part of ``train``'s identity and the long examples of the fingerprint, so either change gives a
+new run.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import tensorflow as tf
 from config import ConfigError, TrainConfig, canonical_json
 from config.trainer_settings import parse_settings, trainer_settings
 from trainer import distribute, examples_info, train_lib
-from trainer.files import RUN_CONFIG_FILE
+from trainer.files import RUN_CONFIG_FILE, TRAIN_LONG_SPLIT
 from trainer.modeling_albert import AlbertConfig, count_parameters
 
 log = logging.getLogger(__name__)
@@ -78,6 +83,29 @@ def claim_checkpoint_dir(checkpoint_dir: str, identity: Dict[str, Any]) -> bool:
     return False
 
 
+def long_phase_facts(facts: Dict[str, Any], train: TrainConfig, albert_config, examples_root: str) -> Dict[str, Any]:
+    """BERT's two-phase sequence length: the ``PretrainJob`` fields of the long phase ({} when
+    ``train.long_seq_from_step`` is 0). The long examples are the ``train_long`` split of the same examples folder;
+    a folder without them, or a length the encoder's position embeddings do not cover, is a :class:`ConfigError`."""
+    switch = int(getattr(train, "long_seq_from_step", 0) or 0)
+    if not switch:
+        return {}
+    info_path = posixpath.join(examples_root, examples_info.INFO_FILE)
+    missing = [k for k in ("long_max_seq_length", "long_max_predictions_per_seq") if not facts.get(k)]
+    if missing:
+        raise ConfigError(f"config train.long_seq_from_step={switch} is invalid: the examples have no long split "
+                          f"({info_path} records no {', '.join(missing)}); make them with "
+                          "datagen.long_max_seq_length set")
+    length = int(facts["long_max_seq_length"])
+    if length > albert_config.max_position_embeddings:
+        raise ConfigError(f"config train.long_seq_from_step={switch} is invalid: the long examples' max_seq_length "
+                          f"{length} ({info_path}) exceeds the model's max_position_embeddings "
+                          f"{albert_config.max_position_embeddings}")
+    return {"long_train_files": [posixpath.join(examples_root, f"Split-{TRAIN_LONG_SPLIT}", "*")],
+            "long_max_seq_length": length,
+            "long_max_predictions_per_seq": int(facts["long_max_predictions_per_seq"])}
+
+
 def run_pretraining(settings_json: str, train_files, eval_files, examples_root: str, serving_dir: str,
                     albert_dir: str, log_dir: str, checkpoint_root: str,
                     num_train_steps: Optional[int] = None) -> dict:
@@ -94,6 +122,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     with tf.io.gfile.GFile(spm_path, "rb") as f:
         sp.load_from_serialized_proto(f.read())
     albert_config = AlbertConfig(**model.encoder_fields(sp.get_piece_size()))
+    long_phase = long_phase_facts(facts, train, albert_config, examples_root)
     identity = run_identity(facts["fingerprint"], albert_config, train, seed)
     checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
     # In a cluster (train.strategy=multi_worker) every task trains; the chief alone writes what outlives the run.
@@ -106,7 +135,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         albert_config=albert_config, train=train, seed=seed,
         train_files=list(train_files), eval_files=list(eval_files or []),
         max_seq_length=int(facts["max_seq_length"]), max_predictions_per_seq=int(facts["max_predictions_per_seq"]),
-        checkpoint_dir=checkpoint_dir, log_dir=log_dir,
+        checkpoint_dir=checkpoint_dir, log_dir=log_dir, **long_phase,
     )
     if chief:
         tf.io.gfile.makedirs(log_dir)
@@ -128,6 +157,12 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         "do_lower_case": bool(facts.get("do_lower_case", True)),
         "examples_fingerprint": facts["fingerprint"],
     }
+    if long_phase:  # BERT's two-phase sequence length: which length trained which steps
+        info["sequence_phases"] = [
+            {"from_step": 0, "max_seq_length": int(facts["max_seq_length"]),
+             "max_predictions_per_seq": int(facts["max_predictions_per_seq"])},
+            {"from_step": int(train.long_seq_from_step), "max_seq_length": long_phase["long_max_seq_length"],
+             "max_predictions_per_seq": long_phase["long_max_predictions_per_seq"]}]
     if chief:
         train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
         with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:

@@ -10,7 +10,10 @@ step N computes is a function of the checkpointed state and N: the batch is reco
 seekable order (``input_pipeline.make_pretraining_dataset``), dropout masks come from stateless ops seeded by
 (seed, N, micro-batch, replica, call), the learning rate from ``optimizer.iterations``, and the running
 log-window sums are in the checkpoint. A resumed run cuts ``train_history.jsonl`` and the TensorBoard event
-files back to the checkpoint step before it writes again.
+files back to the checkpoint step before it writes again. With BERT's two-phase sequence length
+(``train.long_seq_from_step`` = S) steps from S on read the long examples, step N at records
+``[(N-S)*B, (N-S+1)*B)`` of their own seekable stream (:class:`PhasedInput`), so a resume on either side of the
+switch is the same run too.
 """
 from __future__ import annotations
 
@@ -53,6 +56,11 @@ class PretrainJob:
     max_predictions_per_seq: int
     checkpoint_dir: str
     log_dir: str
+    # BERT's two-phase sequence length (``train.long_seq_from_step`` > 0): the long examples the steps from the
+    # switch on read, and their shapes. Empty / 0: one phase.
+    long_train_files: Sequence[str] = ()
+    long_max_seq_length: int = 0
+    long_max_predictions_per_seq: int = 0
 
 
 def progress_line(step: int, total: int, values: Dict[str, float]) -> str:
@@ -599,12 +607,75 @@ def make_evaluator(model, strategy: tf.distribute.Strategy, eval_files: Sequence
 
 
 def _boundaries(step: int, t) -> int:
-    """The next step after ``step`` at which the loop must stop to log, evaluate or checkpoint."""
+    """The next step after ``step`` at which the loop must stop to log, evaluate, checkpoint or switch to the long
+    sequences (``train.long_seq_from_step``)."""
     stops = [t.num_train_steps]
     for every in (t.log_every, t.eval_every, t.checkpoint_every):
         if every:
             stops.append((step // every + 1) * every)
+    switch = getattr(t, "long_seq_from_step", 0)
+    if switch and switch > step:
+        stops.append(switch)
     return min(stops)
+
+
+@dataclasses.dataclass(frozen=True)
+class SequencePhase:
+    """The steps ``[first_step, next phase's first_step)`` read ``files`` at these shapes; step s reads records
+    ``[(s - first_step) * B, (s - first_step + 1) * B)`` of their seekable stream."""
+
+    first_step: int
+    files: Sequence[str]
+    max_seq_length: int
+    max_predictions_per_seq: int
+
+
+def sequence_phases(job: "PretrainJob") -> List[SequencePhase]:
+    """One phase at ``max_seq_length``; with ``train.long_seq_from_step`` (BERT's two-phase sequence length), a
+    second one from that step on the long examples."""
+    phases = [SequencePhase(0, tuple(job.train_files), job.max_seq_length, job.max_predictions_per_seq)]
+    switch = int(getattr(job.train, "long_seq_from_step", 0) or 0)
+    if switch:
+        if not job.long_train_files or not job.long_max_seq_length or not job.long_max_predictions_per_seq:
+            raise ValueError(f"train.long_seq_from_step={switch} needs the long examples (long_train_files, "
+                             "long_max_seq_length, long_max_predictions_per_seq)")
+        phases.append(SequencePhase(switch, tuple(job.long_train_files), job.long_max_seq_length,
+                                    job.long_max_predictions_per_seq))
+    return phases
+
+
+class PhasedInput:
+    """The training batches of every step, phase by phase: :meth:`iterator` gives the iterator of the phase
+    ``step`` is in, opened on first use at the position of ``step`` in that phase's stream (so a run resumed at
+    any step, before or after a switch, reads what the uninterrupted run read). The train step retraces once for
+    the new shapes; the model, optimizer state and learning-rate schedule carry on unchanged."""
+
+    def __init__(self, phases: Sequence[SequencePhase], open_iterator):
+        self.phases, self._open = list(phases), open_iterator
+        self._index: Optional[int] = None
+        self._iterator = None
+
+    def phase_index(self, step: int) -> int:
+        return max(i for i, p in enumerate(self.phases) if p.first_step <= step)
+
+    def iterator(self, step: int):
+        index = self.phase_index(step)
+        if index != self._index:
+            phase = self.phases[index]
+            if self._index is not None:
+                before = self.phases[self._index]
+                log.info("step %d: switching to the long sequences: max_seq_length %d -> %d, "
+                         "max_predictions_per_seq %d -> %d", step, before.max_seq_length, phase.max_seq_length,
+                         before.max_predictions_per_seq, phase.max_predictions_per_seq)
+            elif index > 0:
+                log.info("step %d: in the long-sequence phase (from step %d, max_seq_length %d)", step,
+                         phase.first_step, phase.max_seq_length)
+            self._iterator, self._index = self._open(phase, step), index
+        return self._iterator
+
+    def max_seq_length(self, step: int) -> int:
+        """The sequence length step ``step`` (1-based, as logged: the step just done) trained on."""
+        return self.phases[self.phase_index(max(step - 1, 0))].max_seq_length
 
 
 def learning_rate_now(optimizer) -> float:
@@ -651,22 +722,29 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     if resume_from:
         log.info("resumed from %s at step %d", resume_from, start_step)
 
-    # The data order is a function of the record position alone: step N reads records [N*B, (N+1)*B).
+    # The data order is a function of the record position alone: step N reads records [N*B, (N+1)*B) (of its
+    # phase's stream, from the phase's first step: see PhasedInput).
     if chief:
         tf.io.gfile.makedirs(job.checkpoint_dir)
     cache = os.path.join(job.checkpoint_dir, RECORD_COUNTS_FILE)
-    counts = input_pipeline.record_counts(input_pipeline.expand_files(job.train_files), cache, write=chief)
 
-    def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
-        return input_pipeline.make_pretraining_dataset(
-            job.train_files, ctx.get_per_replica_batch_size(micro_batch), job.max_seq_length,
-            job.max_predictions_per_seq, seed=job.seed, start=start_step * t.train_batch_size,
-            shuffle_block=t.shuffle_buffer, input_context=ctx, counts=counts)
+    def open_iterator(phase: SequencePhase, step: int):
+        counts = input_pipeline.record_counts(input_pipeline.expand_files(phase.files), cache, write=chief)
 
-    train_iter = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        def dataset_fn(ctx: tf.distribute.InputContext) -> tf.data.Dataset:
+            return input_pipeline.make_pretraining_dataset(
+                phase.files, ctx.get_per_replica_batch_size(micro_batch), phase.max_seq_length,
+                phase.max_predictions_per_seq, seed=job.seed, start=(step - phase.first_step) * t.train_batch_size,
+                shuffle_block=t.shuffle_buffer, input_context=ctx, counts=counts)
+
+        return iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+    train_input = PhasedInput(sequence_phases(job), open_iterator)
+    train_input.iterator(start_step)  # opened now: the first batch's reads overlap the set-up below
     train_step = make_train_step(model, optimizer, strategy, grad_accum_steps=t.grad_accum_steps,
                                  clip_norm=t.clip_norm, seed=job.seed, semantics=semantics,
                                  jit_compile=resolve_jit_compile(t.jit_compile, strategy))
+    # The held-out evaluation reads the short eval split in both phases: curves stay comparable across the switch.
     eval_files = input_pipeline.expand_files(job.eval_files) if job.eval_files else []
     num_eval = min(sum(input_pipeline.record_counts(eval_files, cache, write=chief)),
                    t.eval_steps * t.eval_batch_size) if eval_files else 0
@@ -677,8 +755,8 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     run_log = RunLog(job.log_dir, start_step, t.num_train_steps, t.train_batch_size, enabled=chief)
     step = start_step
     try:
-        step, eval_metrics = _train_loop(t, step, train_step, train_iter, train_metrics, optimizer, run_log, evaluate,
-                                         checkpoints, steps_per_loop, start_step, cluster)
+        step, eval_metrics = _train_loop(t, step, train_step, train_input, train_metrics, optimizer, run_log,
+                                         evaluate, checkpoints, steps_per_loop, start_step, cluster)
     finally:
         run_log.close()
         if scratch:
@@ -688,16 +766,20 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
             "gradient_semantics": semantics, "chief": chief, "strategy": strategy}
 
 
-def _train_loop(t, step, train_step, train_iter, train_metrics, optimizer, run_log, evaluate, checkpoints,
+def _train_loop(t, step, train_step, train_input, train_metrics, optimizer, run_log, evaluate, checkpoints,
                 steps_per_loop, start_step, cluster):
     """Steps, logs, evaluations and checkpoints from ``step`` to ``t.num_train_steps``; (final step, eval metrics).
 
-    In a cluster, a collective that fails because another task died becomes one :class:`distribute.ClusterError`.
+    ``train_input``: a :class:`PhasedInput`. With two sequence phases, every training log line also says the
+    ``max_seq_length`` of its window's last step. In a cluster, a collective that fails because another task died
+    becomes one :class:`distribute.ClusterError`.
     """
     eval_metrics: Dict[str, float] = {}
+    two_phases = len(train_input.phases) > 1
     try:
         while step < t.num_train_steps:
             n = min(steps_per_loop, _boundaries(step, t) - step)
+            train_iter = train_input.iterator(step)
             if n == 1:
                 train_metrics.update(train_step(train_iter))
             else:
@@ -706,6 +788,8 @@ def _train_loop(t, step, train_step, train_iter, train_metrics, optimizer, run_l
             if step % t.log_every == 0 or step == t.num_train_steps:
                 values = train_metrics.result()
                 values["learning_rate"] = learning_rate_now(optimizer)
+                if two_phases:
+                    values["max_seq_length"] = train_input.max_seq_length(step)
                 train_metrics.reset()
                 run_log.train(step, values)
             if (t.eval_every and step % t.eval_every == 0) or step == t.num_train_steps:
