@@ -1,6 +1,6 @@
 # Two commands on a fresh machine (each installs what it needs):
 #   make sample      - the whole pipeline on the bundled sample data, locally; prints where the report is
-#   make test        - the whole test suite (the 25 slowest tests listed at the end)
+#   make test        - the whole test suite, one worker per core (the 25 slowest tests listed at the end)
 #   make test-quick  - unit tests only (-m "not slow"): a few minutes
 # Recipes are silent (@) and installers write to stderr, so stdout holds only what the command itself prints:
 # `make sample > run.json` is the run's JSON (tests/test_cli_run.py checks it).
@@ -63,8 +63,11 @@ SAMPLE_OUTPUT ?= outputs/sample
 sample: install
 	@.venv/bin/albert-pipeline run --preset sample --output-dir $(SAMPLE_OUTPUT)
 
+# TEST_WORKERS: pytest-xdist processes (auto: one per core, at most 4). Whole test files go to one worker
+# (--dist loadfile): a module's expensive fixtures (a killed-and-rerun pipeline, trained examples) are built once.
+TEST_WORKERS ?= auto
 test: install-test
-	@.venv/bin/python -m pytest tests -q --durations=25
+	@.venv/bin/python -m pytest tests -q -n $(TEST_WORKERS) --maxprocesses=4 --dist loadfile --no-loadscope-reorder --durations=25
 
 test-quick: install
 	@.venv/bin/python -m pytest tests -q -m "not slow"

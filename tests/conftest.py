@@ -1,9 +1,11 @@
 """Shared test setup: one Keras (tf_keras), quiet TF logs, paths of the bundled sample data."""
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -183,9 +185,10 @@ SLOW = {
 
 
 def _slow_names_that_do_not_exist():
+    """Names in SLOW, LONGEST_FIRST or READ_THE_SAMPLE_RUN that are not a test file (or test) of tests/."""
     files = {name: os.path.join(root, name) for root, _, names in os.walk(os.path.join(REPO, "tests"))
              for name in names if name.endswith(".py")}
-    missing = []
+    missing = [name for name in LONGEST_FIRST + READ_THE_SAMPLE_RUN if name not in files]
     for entry in sorted(SLOW):
         name, _, test = entry.partition("::")
         if name not in files:
@@ -197,14 +200,33 @@ def _slow_names_that_do_not_exist():
     return missing
 
 
+# Run order, for `make test`'s workers (pytest-xdist hands out whole files in collection order): the longest files
+# first (measured, longest first), so no worker starts one near the end while the other has nothing left; the files
+# that read the shared sample run last, when it has finished (it starts with the session, in the background).
+LONGEST_FIRST = ("test_crash_rerun.py", "test_distributed_pretrain.py", "test_trainer.py", "test_change_impact.py",
+                 "test_resume_same_run.py", "test_eval_run_benchmark.py", "test_train_step.py", "test_precision.py",
+                 "test_two_phase.py", "test_checkpoint_interop.py", "test_eval_transform.py", "test_atomic_outputs.py",
+                 "test_hf_parity.py", "test_safety.py")
+READ_THE_SAMPLE_RUN = ("test_cli_run.py", "test_pipeline_e2e.py")
+
+
+def _run_order(item, position):
+    name = item.path.name
+    if name in READ_THE_SAMPLE_RUN:
+        return (2, position)
+    return (0, LONGEST_FIRST.index(name), position) if name in LONGEST_FIRST else (1, position)
+
+
 def pytest_collection_modifyitems(config, items):
     missing = _slow_names_that_do_not_exist()
     if missing:
-        raise pytest.UsageError(f"tests/conftest.py SLOW names tests that do not exist: {', '.join(missing)}")
+        raise pytest.UsageError(f"tests/conftest.py names tests that do not exist (SLOW, LONGEST_FIRST, READ_THE_SAMPLE_RUN): {', '.join(missing)}")
     for item in items:
         name = item.path.name
         if name in SLOW or f"{name}::{getattr(item, 'originalname', item.name)}" in SLOW:
             item.add_marker(pytest.mark.slow)
+    order = {id(item): _run_order(item, i) for i, item in enumerate(items)}
+    items.sort(key=lambda item: order[id(item)])
 
 
 # ------------------------------------------------------------------------------------- the CLI, in this process
@@ -258,13 +280,17 @@ def cli_env(**extra):
 
 
 class SampleRun:
-    """``albert-pipeline run --preset sample`` on the whole DAG, once per session, then the same command through
-    ``make sample`` on the same folder (every node CACHED).
+    """``albert-pipeline run --preset sample`` on the whole DAG, once per test session, then the same command
+    through ``make sample`` on the same folder (every node CACHED).
 
-    The first run starts in the background when the session begins (a 2-core machine has a core to spare while
-    unit tests run); ``finish()`` waits for it and does the rerun. The rerun is on the run's own folder, not a
-    copy: the Trainer's ``checkpoint_root`` (an absolute path under the pipeline root) is one of its parameters, so
-    a copy elsewhere would re-run the Trainer and everything after it. Tests only read what ``finish()`` returns.
+    The first run starts in the background when the session begins (it overlaps the unit tests); ``finish()``
+    waits for it and does the rerun. The rerun is on the run's own folder, not a copy: the Trainer's
+    ``checkpoint_root`` (an absolute path under the pipeline root) is one of its parameters, so a copy elsewhere
+    would re-run the Trainer and everything after it. Tests only read what ``finish()`` returns.
+
+    One run serves every pytest-xdist worker: ``base`` is in the folder the workers share, the first worker to ask
+    starts the run under a file lock, and the run's exit code and the rerun's result are files there, so whichever
+    worker needs them reads them.
     """
 
     def __init__(self, base):
@@ -272,11 +298,9 @@ class SampleRun:
         self.out = base / "outputs"
         self.pipeline_root = str(self.out / "pipeline_root")
         self.metadata_path = str(self.out / "metadata.sqlite")
-        self._streams = [open(base / "first.stdout", "w+"), open(base / "first.stderr", "w+")]
-        self._proc = subprocess.Popen([CLI, *SAMPLE_RUN, str(self.out)], cwd=REPO, env=cli_env(),
-                                      stdout=self._streams[0], stderr=self._streams[1], start_new_session=True)
         self.first = self.rerun = None
         self.rerun_by_make = None  # None: by make; else why the rerun ran the CLI directly
+        self._proc = None  # the run, where this process started it
 
     @property
     def config(self):
@@ -284,23 +308,61 @@ class SampleRun:
 
         return build_config("sample", output_dir=str(self.out), local=True)
 
-    def finish(self) -> "SampleRun":
+    def _lock(self):
+        import contextlib
+        import fcntl
+
+        @contextlib.contextmanager
+        def held():
+            with open(self.base / ".lock", "w") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(f, fcntl.LOCK_UN)
+
+        return held()
+
+    def start(self) -> "SampleRun":
+        """Start the first run unless a worker already did."""
+        with self._lock():
+            if not (self.base / "started").exists():
+                # The shell writes the exit code when the run ends, whichever process waits for it.
+                script = ('d=$1; shift; "$@" >"$d/first.stdout" 2>"$d/first.stderr"; echo $? >"$d/first.rc.tmp"; '
+                          'mv "$d/first.rc.tmp" "$d/first.rc"')
+                self._proc = subprocess.Popen(["sh", "-c", script, "sh", str(self.base), CLI, *SAMPLE_RUN, str(self.out)],
+                                              cwd=REPO, env=cli_env(), start_new_session=True)
+                (self.base / "started").write_text(str(self._proc.pid))
+        return self
+
+    def finish(self, timeout: float = 1800) -> "SampleRun":
         if self.first is None:
-            code = self._proc.wait()
-            out, err = (self._read(f) for f in self._streams)
-            self.first = subprocess.CompletedProcess(self._proc.args, code, out, err)
+            self.start()
+            rc, deadline = self.base / "first.rc", time.time() + timeout
+            while not rc.exists():
+                assert time.time() < deadline, f"the shared sample run did not end within {timeout:.0f} s"
+                time.sleep(0.5)
+            code = int(rc.read_text())
+            self.first = subprocess.CompletedProcess([CLI, *SAMPLE_RUN, str(self.out)], code,
+                                                     *(self._text(f"first.{s}") for s in ("stdout", "stderr")))
             if code == 0:
-                self.rerun, self.rerun_by_make = self._rerun()
+                with self._lock():
+                    done = self.base / "rerun.json"
+                    if not done.exists():
+                        proc, why = self._rerun()
+                        record = {"args": [str(a) for a in proc.args], "returncode": proc.returncode,
+                                  "stdout": proc.stdout, "stderr": proc.stderr, "why": why}
+                        done.write_text(json.dumps(record))
+                    record = json.loads(done.read_text())
+                self.rerun = subprocess.CompletedProcess(record["args"], record["returncode"], record["stdout"],
+                                                         record["stderr"])
+                self.rerun_by_make = record["why"]
         assert self.first.returncode == 0, (f"the shared sample run failed (exit {self.first.returncode}):\n"
                                             f"{self.first.stderr[-4000:]}")
         return self
 
-    @staticmethod
-    def _read(stream):
-        stream.seek(0)
-        text = stream.read()
-        stream.close()
-        return text
+    def _text(self, name: str) -> str:
+        return (self.base / name).read_text(errors="replace")
 
     def _rerun(self):
         venv = os.path.join(REPO, ".venv")
@@ -315,18 +377,41 @@ class SampleRun:
         return subprocess.run([CLI, *SAMPLE_RUN, str(self.out)], cwd=REPO, env=cli_env(), capture_output=True,
                               text=True, timeout=900), why
 
-    def stop(self):
-        if self._proc.poll() is None:
-            os.killpg(self._proc.pid, signal.SIGKILL)
-            self._proc.wait()
+    def stop(self, other_workers: bool):
+        """At the end of the session of the process that started the run: kill it, unless other workers may still
+        read it (they wait for it; it ends on its own)."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        if other_workers:
+            try:
+                self._proc.wait(timeout=1800)
+                return
+            except subprocess.TimeoutExpired:
+                pass
+        os.killpg(self._proc.pid, signal.SIGKILL)
+        self._proc.wait()
+
+
+def _xdist_workers(config) -> int:
+    """How many pytest-xdist workers share this session (0: none, this is the only process)."""
+    worker = getattr(config, "workerinput", None)
+    return int(worker["workercount"]) if worker else 0
+
+
+def shared_tmp(tmp_path_factory, config):
+    """A folder every pytest-xdist worker of this session sees (the session's own temp folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if _xdist_workers(config) else base
 
 
 @pytest.fixture(scope="session")
-def sample_run_pending(tmp_path_factory):
+def sample_run_pending(tmp_path_factory, request):
     """The shared sample run, possibly still running: call ``.finish()`` when its outputs are needed."""
-    run = SampleRun(tmp_path_factory.mktemp("sample_run"))
+    base = shared_tmp(tmp_path_factory, request.config) / "sample_run"
+    base.mkdir(exist_ok=True)
+    run = SampleRun(base).start()
     yield run
-    run.stop()
+    run.stop(other_workers=_xdist_workers(request.config) > 1)
 
 
 @pytest.fixture(scope="session")
@@ -337,7 +422,8 @@ def sample_run(sample_run_pending) -> SampleRun:
 
 @pytest.fixture(scope="session", autouse=True)
 def _start_sample_run_early(request):
-    """Start the shared sample run with the session's first test if any selected test needs it."""
+    """Start the shared sample run with the session's first test if any collected test needs it (under xdist
+    every worker collects every test; the first to get here starts the one run)."""
     if any("sample_run_pending" in getattr(item, "fixturenames", ()) for item in request.session.items):
         request.getfixturevalue("sample_run_pending")
 

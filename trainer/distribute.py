@@ -198,6 +198,32 @@ def barrier(strategy) -> None:
         all_tasks()
 
 
+LEAVE_WAIT_S = 60.0  # how long the chief waits, at the end of a run, for the other tasks to exit
+
+
+def leave_together(strategy, config: Optional[Dict[str, Any]], timeout_s: float) -> None:
+    """The last collective of a cluster run, then a shutdown in which no task leaves while another still needs it.
+
+    A task returns from an all-reduce once it has what it needs, while a peer may still be pulling this task's
+    share (TensorFlow's ring all-reduce receives by RecvBuf from the sender's server): a task that exits at once
+    fails that peer with "Socket closed" (seen under load, at the end of a run that had trained every step). So:
+    the all-reduce (:func:`barrier`), then the coordination service's barrier (every task has finished the
+    all-reduce, so no collective still needs anyone), and the chief, which hosts that service, waits until the
+    other tasks' servers have closed (at most ``LEAVE_WAIT_S``) so that their barrier replies reach them.
+    """
+    barrier(strategy)
+    if not is_multi_worker(strategy) or not config:
+        return
+    from tensorflow.python.eager import context  # the coordination service has no public Python API
+
+    context.context().wait_at_barrier("albert_tfx_leave", int(timeout_s * 1000))
+    if is_chief(config):
+        deadline = time.monotonic() + LEAVE_WAIT_S
+        for _, address in peers(config):
+            while reachable(address, timeout=0.5) and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+
 def split_cpu(n: int) -> None:
     """Make ``n`` logical CPU devices (``train.cpu_replicas``): the host CPU as ``n`` replicas of ``mirrored``."""
     import tensorflow as tf

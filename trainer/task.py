@@ -174,8 +174,10 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
                              None, info)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    # Workers leave only once the chief's export is written (TFX's executor then finds the model on every task).
-    distribute.barrier(result["strategy"])
+    # Workers leave only once the chief's export is written (TFX's executor then finds the model on every task),
+    # and no task leaves while another still needs it.
+    distribute.leave_together(result["strategy"], distribute.cluster_for(train.strategy),
+                              getattr(train, "peer_timeout_s", 600))
     log.info("pretraining done: %s", json.dumps(info["eval_metrics"]))
     return info
 
