@@ -54,16 +54,16 @@ def make_examples(out: str, data_dir: str, seed: int, overrides: List[str]) -> D
     facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed)
     inputs = [o for o in facts["overrides"] if o.startswith("corpus.")]
     cmd = [CLI, "run", "--preset", "small", "--output-dir", os.path.join(out, "dag")] + [
-        f"--set={o}" for o in inputs + NO_BENCHMARKS + ["train.num_train_steps=1"] + overrides]
+        f"--set={o}" for o in inputs + NO_BENCHMARKS + ["train.num_train_steps=1", "train.num_warmup_steps=0"] + overrides]
     t0 = time.time()
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"the data nodes failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    found = sorted(glob.glob(os.path.join(out, "dag", "pipeline_root", "PretrainingDataGen", "examples", "*",
-                                          "stats.json")))
-    with open(found[-1]) as f:
+    node = os.path.join(out, "dag", "pipeline_root", "PretrainingDataGen")
+    newest = max(glob.glob(os.path.join(node, "examples", "*")), key=lambda p: int(os.path.basename(p)))
+    with open(os.path.join(node, "statistics", os.path.basename(newest), "stats.json")) as f:
         stats = json.load(f)
-    return {"examples": os.path.dirname(found[-1]), "seconds": round(time.time() - t0, 1),
+    return {"examples": newest, "seconds": round(time.time() - t0, 1),
             "instances": {s: v["instances"] for s, v in stats["splits"].items()}}
 
 
@@ -78,7 +78,8 @@ def run_arm(name: str, examples: str, out: str, steps: int, overrides: List[str]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"arm {name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    info = json.loads(done.stdout)
+    with open(os.path.join(arm_dir, "model", "albert", "export_info.json")) as f:
+        info = json.load(f)
     evals = []
     with open(os.path.join(arm_dir, "model_run", "train_history.jsonl")) as f:
         for line in f:

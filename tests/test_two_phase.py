@@ -194,9 +194,16 @@ def _pretrain(examples_dir, output):
 @pytest.fixture(scope="module")
 def reference(examples, tmp_path_factory):
     """The uninterrupted two-phase run, with the dataset each phase opened (shape and stream position)."""
+    output = str(tmp_path_factory.mktemp("reference") / "run")
+    info, opened = _pretrain_recording_inputs(examples["on"], output)
+    return {"dir": output, "info": info, "opened": opened}
+
+
+def _pretrain_recording_inputs(examples_dir, output):
+    """``_pretrain``, recording each training dataset the Trainer opens: (split folder, max_seq_length,
+    max_predictions_per_seq, stream start)."""
     from trainer import input_pipeline
 
-    output = str(tmp_path_factory.mktemp("reference") / "run")
     opened = []
     original = input_pipeline.make_pretraining_dataset
 
@@ -208,10 +215,9 @@ def reference(examples, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(input_pipeline, "make_pretraining_dataset", recording)
     try:
-        info = _pretrain(examples["on"], output)
+        return _pretrain(examples_dir, output), opened
     finally:
         mp.undo()
-    return {"dir": output, "info": info, "opened": opened}
 
 
 def _history(output, split="train"):
@@ -256,8 +262,6 @@ def test_a_resume_across_the_switch_is_the_same_run(examples, reference, tmp_pat
     """The run's state as a process killed after checkpoint ``resume_at`` left it (the later checkpoints gone), then
     the same command again: before the switch (3) the resumed run crosses it, after it (6) it seeks into the long
     stream at (6 - 5) x 8. Every logged step and the exported weights equal the uninterrupted run's."""
-    from trainer import input_pipeline
-
     output = str(tmp_path / "run")
     shutil.copytree(reference["dir"], output)
     shutil.rmtree(os.path.join(output, "model"))
@@ -266,19 +270,8 @@ def test_a_resume_across_the_switch_is_the_same_run(examples, reference, tmp_pat
     for path in glob.glob(os.path.join(folder, "ckpt-*")):
         if int(os.path.basename(path).split("-")[1].split(".")[0]) > resume_at:
             os.remove(path)
-    opened = []
-    original = input_pipeline.make_pretraining_dataset
-
-    def recording(files, batch_size, max_seq_length, max_predictions_per_seq, **kw):
-        opened.append((os.path.basename(os.path.dirname(files[0])), kw["start"]))
-        return original(files, batch_size, max_seq_length, max_predictions_per_seq, **kw)
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(input_pipeline, "make_pretraining_dataset", recording)
-    try:
-        info = _pretrain(examples["on"], output)
-    finally:
-        mp.undo()
+    info, opened = _pretrain_recording_inputs(examples["on"], output)
+    opened = [(split, start) for split, _, _, start in opened]
     assert (info["start_step"], info["final_step"]) == (resume_at, STEPS)
     assert opened == ([("Split-train", resume_at * 8), ("Split-train_long", 0)] if resume_at < SWITCH
                       else [("Split-train_long", (resume_at - SWITCH) * 8)])
