@@ -62,9 +62,9 @@ from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
 from components.text.documents import parse_text_blocks
 from components.text.errors import CorruptInputError
-from trainer.files import LONG_SUFFIX, STATS_FILE  # noqa: F401 (the statistics file name, used by callers)
+from trainer.files import EVAL_SPLIT, LONG_SUFFIX, STATS_FILE, TRAIN_SPLIT  # noqa: F401 (STATS_FILE: for callers)
 
-SPLITS = ("train", "eval")
+SPLITS = (TRAIN_SPLIT, EVAL_SPLIT)
 # With BERT's two-phase sequence length (``long_params``): the same documents' instances at the long length, each
 # document in its short split's long twin ("train" → "train_long"), from seeds of their own (:func:`long_seed`).
 LONG_SPLITS = tuple(s + LONG_SUFFIX for s in SPLITS)

@@ -24,11 +24,11 @@ STATS_FILE = "stats.json"
 # the long length, which the Trainer reads from ``train.long_seq_from_step`` on.
 TRAIN_SPLIT, EVAL_SPLIT = "train", "eval"
 LONG_SUFFIX = "_long"
-TRAIN_LONG_SPLIT, EVAL_LONG_SPLIT = TRAIN_SPLIT + LONG_SUFFIX, EVAL_SPLIT + LONG_SUFFIX
+TRAIN_LONG_SPLIT = TRAIN_SPLIT + LONG_SUFFIX
 
 # One benchmark family's result (``BenchmarkResult`` artifact).
 METRICS_FILE = "metrics.json"
 
 __all__ = ["ALBERT_DIR", "CONFIG_FILE", "ENCODER_CKPT", "PRETRAINING_CKPT", "SPM_FILE", "EXPORT_INFO_FILE",
            "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE", "TRAIN_SPLIT", "EVAL_SPLIT", "LONG_SUFFIX",
-           "TRAIN_LONG_SPLIT", "EVAL_LONG_SPLIT"]
+           "TRAIN_LONG_SPLIT"]

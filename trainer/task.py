@@ -159,10 +159,8 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     }
     if long_phase:  # BERT's two-phase sequence length: which length trained which steps
         info["sequence_phases"] = [
-            {"from_step": 0, "max_seq_length": int(facts["max_seq_length"]),
-             "max_predictions_per_seq": int(facts["max_predictions_per_seq"])},
-            {"from_step": int(train.long_seq_from_step), "max_seq_length": long_phase["long_max_seq_length"],
-             "max_predictions_per_seq": long_phase["long_max_predictions_per_seq"]}]
+            {"from_step": p.first_step, "max_seq_length": p.max_seq_length,
+             "max_predictions_per_seq": p.max_predictions_per_seq} for p in train_lib.sequence_phases(job)]
     if chief:
         train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
         with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
