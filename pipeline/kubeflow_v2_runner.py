@@ -2,6 +2,7 @@
 
 The spec names a container image that has this package installed (``infra/Dockerfile``); every
 component, the Trainer's ``run_fn`` included, is referenced by module path inside that image.
+The runner is imported from its module, not through ``tfx.v1`` (see ``pipeline/pipeline.py``).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import os
 from typing import Dict
 
-from tfx import v1 as tfx
+from tfx.orchestration.kubeflow.v2.kubeflow_v2_dag_runner import KubeflowV2DagRunner, KubeflowV2DagRunnerConfig
 
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline, runtime_parameter_values
@@ -20,9 +21,9 @@ DEFAULT_IMAGE = "gcr.io/YOUR_PROJECT/albert-tfx:latest"
 def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFAULT_IMAGE) -> str:
     """Write the KFP v2 / Vertex pipeline spec JSON for ``config`` (from ``build_config``, with the pipeline root
     and Beam args it runs with) to ``output_path``; returns the path."""
-    runner_config = tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(default_image=image)
+    runner_config = KubeflowV2DagRunnerConfig(default_image=image)
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
-    runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
+    runner = KubeflowV2DagRunner(
         config=runner_config, output_dir=os.path.dirname(os.path.abspath(output_path)),
         output_filename=os.path.basename(output_path))
     pipeline = create_pipeline(config, image=image, runtime_parameters=True)

@@ -1,4 +1,7 @@
-"""Local orchestration: TFX's BeamDagRunner or LocalDagRunner with the embedded sqlite MLMD store."""
+"""Local orchestration: TFX's BeamDagRunner or LocalDagRunner with the embedded sqlite MLMD store.
+
+The runners are imported from their modules, not through ``tfx.v1`` (see ``pipeline/pipeline.py``).
+"""
 from __future__ import annotations
 
 import contextlib
@@ -8,9 +11,9 @@ import threading
 import time
 from typing import Dict, Iterator
 
-from tfx import v1 as tfx
-from tfx.orchestration.portable import launcher as tfx_launcher
 from tfx.orchestration.beam.beam_dag_runner import BeamDagRunner
+from tfx.orchestration.local.local_dag_runner import LocalDagRunner
+from tfx.orchestration.portable import launcher as tfx_launcher
 
 from pipeline import mlmd
 from pipeline.configs import PipelineConfig
@@ -34,7 +37,7 @@ def run_local(config: PipelineConfig, runner: str = "beam") -> Dict[str, str]:
         if runner == "beam":
             BeamDagRunner().run(pipeline)
         else:
-            tfx.orchestration.LocalDagRunner().run(pipeline)
+            LocalDagRunner().run(pipeline)
     return {"pipeline_root": config.pipeline_root, "metadata_path": config.metadata_path}
 
 

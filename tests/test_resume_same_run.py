@@ -149,3 +149,20 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
     assert info["final_step"] == STEPS
     assert info["start_step"] == (STEPS if accum == 1 else max(saved))
     _assert_same_run(reference, killed)
+    # The serving export the rerun wrote (for accum 1, after a kill in the middle of writing it) serves what the
+    # uninterrupted run's serves.
+    ref_out, got_out = _serve(reference), _serve(killed)
+    assert ref_out["pooled_output"].shape == (1, 128) and ref_out["sequence_output"].shape == (1, 6, 128)
+    for key in ref_out:
+        np.testing.assert_allclose(got_out[key], ref_out[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def _serve(output):
+    """The outputs of ``<output>/model/Format-Serving``'s ``serving_default`` on one fixed 6-token pair."""
+    import tensorflow as tf
+
+    ids = tf.constant([[2, 100, 200, 3, 300, 3]], tf.int32)
+    loaded = tf.saved_model.load(os.path.join(output, "model", "Format-Serving"))
+    out = loaded.signatures["serving_default"](input_ids=ids, input_mask=tf.ones_like(ids),
+                                               segment_ids=tf.constant([[0, 0, 0, 0, 1, 1]], tf.int32))
+    return {k: v.numpy() for k, v in out.items()}

@@ -1,11 +1,10 @@
-"""Pretraining on real bundled text: it learns, and a SIGKILLed run resumes to exactly the configured step."""
+"""Pretraining on real bundled text: it learns; a resume finds checkpoints the state file does not list yet.
+
+A SIGKILLed and rerun `albert-pipeline pretrain` (resume to the configured step, the history and the serving export
+written once): tests/test_resume_same_run.py."""
 import glob
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import apache_beam as beam
 import pytest
@@ -14,7 +13,6 @@ from components import corpus_beam
 from components.datagen_tool import make_pretraining_data
 from pipeline.configs import build_config
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # short_seq_prob=1.0 and pure SOP: see LEARN_OVERRIDES. eval_fraction 0.3 holds out ~2200 instances, so SOP accuracy
 # on them has a standard error of ~0.011 (at 0.1 only ~170 were held out: nothing could be told from chance).
 DATA_OVERRIDES = ["datagen.max_seq_length=64", "datagen.max_predictions_per_seq=10", "datagen.dupe_factor=2",
@@ -64,21 +62,22 @@ def _unigram_baseline(examples_dir, split="eval"):
     return counts.most_common(1)[0][1] / sum(counts.values())
 
 
-# Optimizer: without bias correction the first steps of Adam/LAMB are several times larger than lr suggests (v
-# starts at 0); at the sample preset's LAMB 0.005, or AdamW >= 1e-3, the tiny model sits on the unigram plateau.
+# Optimizer: AdamW with bias correction (train.bias_correction; the official optimizers have none, and without it
+# the first steps are several times larger than lr suggests since v starts at 0: AdamW >= 1e-3 then sat on the
+# unigram plateau and 5e-4 needed 1000 steps). At 2e-3 with it, 700 steps learn both heads; 4e-3 stayed on the MLM
+# plateau (MLM loss 5.69 at step 600).
 # SOP: with the default short_seq_prob 0.1 at L=64, chunks overshoot the target and truncation trims both segment
 # edges, so the order signal left is discourse-level and the tiny model stays at chance for 2000+ steps (even with
 # the SOP loss alone). With every target short, many chunks are one sentence split at a word, and real-text order
 # cues survive (where the sentence-final punctuation and the sentence-initial words sit: the single rule "the
-# segment ending in . ? ! came second" scores 0.69). The model then leaves the SOP plateau between steps 400 and
-# 1000. Measured (held-out SOP on 2221 instances / SOP on the last 100 training batches): seed 12345 at 1500 steps
-# 0.72 / 0.86; seeds 1, 3 at 1000 steps 0.71 / 0.95 and 0.65 / 0.94; seed 2 memorised instead (0.51 / 0.99 at 1500
-# steps). So the test asserts the training-side rise, which held for every seed, and not the held-out one. It runs
-# 1000 steps (a third less time than 1500): seed 12345 there measured 0.51 / 0.92, MLM loss 6.58 (step 100) -> 5.18,
-# held-out MLM accuracy 0.095 against the unigram guess's 0.057.
-LEARN_OVERRIDES = ["train.optimizer=adamw", "train.learning_rate=0.0005", "train.train_batch_size=64",
-                   "train.num_warmup_steps=50", "train.eval_steps=100", "train.num_train_steps=1000",
-                   "train.log_every=100"]
+# segment ending in . ? ! came second" scores 0.69).
+# Measured at 700 steps (`albert-pipeline pretrain` on this fixture's examples, --set seed=N; SOP on the last 100
+# training batches / held-out SOP on 2221 instances / SOP loss step 100 -> 700 / held-out MLM accuracy, the unigram
+# guess being 0.057): seed 12345 (the default) 0.86 / 0.67 / 0.695 -> 0.338 / 0.104; seed 1 0.80 / 0.68 / 0.696 ->
+# 0.439 / 0.099; seed 2 0.71 / 0.70 / 0.695 -> 0.571 / 0.090; seed 3 0.92 / 0.75 / 0.693 -> 0.206 / 0.097.
+LEARN_OVERRIDES = ["train.optimizer=adamw", "train.bias_correction=true", "train.learning_rate=0.002",
+                   "train.train_batch_size=64", "train.num_warmup_steps=50", "train.eval_steps=100",
+                   "train.num_train_steps=700", "train.log_every=100"]
 
 
 def test_pretraining_learns_on_real_text(examples, tmp_path):
@@ -86,7 +85,7 @@ def test_pretraining_learns_on_real_text(examples, tmp_path):
 
     config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES)
     info = pretrain_from_examples(examples, str(tmp_path / "run"), config)
-    assert info["final_step"] == 1000 and info["start_step"] == 0
+    assert info["final_step"] == 700 and info["start_step"] == 0
     train = [h for h in _history(str(tmp_path / "run")) if h["split"] == "train"]
     first, last = train[0], train[-1]
     assert last["mlm_loss"] < first["mlm_loss"] - 0.5, (first, last)
@@ -97,46 +96,11 @@ def test_pretraining_learns_on_real_text(examples, tmp_path):
     baseline = _unigram_baseline(examples)
     assert evaluation["mlm_accuracy"] > baseline + 0.01, (evaluation, baseline)
     # Sentence order: the SOP head learns it (mean accuracy over the last 100 batches of 64; a coin flip has a
-    # standard error of 0.006 there). Held-out SOP accuracy is reported, not asserted (see LEARN_OVERRIDES).
+    # standard error of 0.006 there), and it holds on held-out documents (2221 instances: 0.011).
     assert last["sentence_accuracy"] > 0.6 and last["sentence_loss"] < first["sentence_loss"] - 0.1, (first, last)
-    assert 0.0 <= evaluation["sentence_accuracy"] <= 1.0
+    assert evaluation["sentence_accuracy"] > 0.6, evaluation
     print(f"held-out: mlm_accuracy {evaluation['mlm_accuracy']:.3f} (unigram {baseline:.3f}), "
           f"sentence_accuracy {evaluation['sentence_accuracy']:.3f}")
-
-
-def test_sigkill_then_rerun_resumes_from_checkpoint(examples, tmp_path):
-    output = str(tmp_path / "killed")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "albert-pipeline"), "pretrain", "--examples", examples,
-           "--output", output] + [f"--set={o}" for o in DATA_OVERRIDES + TRAIN_OVERRIDES] + [
-           "--set=train.num_train_steps=80", "--set=train.checkpoint_every=20"]
-    env = {**os.environ, "PYTHONPATH": REPO}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while time.time() < deadline and not glob.glob(os.path.join(output, "checkpoints", "*", "ckpt-20.index")):
-        assert proc.poll() is None, "training ended before it could be killed"
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL
-    assert not os.path.exists(os.path.join(output, "model", "albert", "export_info.json"))
-    saved = sorted(int(p.split("ckpt-")[1].split(".")[0])
-                   for p in glob.glob(os.path.join(output, "checkpoints", "*", "ckpt-*.index")))
-    assert saved and saved[-1] < 80
-
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    info = json.loads(done.stdout)
-    assert info["start_step"] == saved[-1] and info["final_step"] == 80
-    steps = [h["step"] for h in _history(output) if h["split"] == "train"]
-    assert steps[-1] == 80 and steps.count(80) == 1
-
-    import tensorflow as tf
-
-    loaded = tf.saved_model.load(os.path.join(output, "model", "Format-Serving"))
-    ids = tf.constant([[2, 100, 200, 3, 300, 3]], tf.int32)
-    out = loaded.signatures["serving_default"](input_ids=ids, input_mask=tf.ones_like(ids),
-                                               segment_ids=tf.constant([[0, 0, 0, 0, 1, 1]]))
-    assert out["pooled_output"].shape == (1, 128)
 
 
 def test_resume_finds_a_checkpoint_the_state_file_does_not_list_yet(tmp_path):

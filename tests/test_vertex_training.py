@@ -159,6 +159,15 @@ def test_compiled_multi_host_job_runs_one_chief_and_workers(tmp_path):
     assert not distribute.is_chief(tf_config) and distribute.num_tasks(tf_config) == 3
 
 
+def test_training_args_key_is_tfx_own():
+    """``vertex_training`` spells TFX's key itself: TFX defines it only next to its aiplatform-importing executor."""
+    from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor
+
+    from pipeline import vertex_training
+
+    assert vertex_training.TRAINING_ARGS_KEY == vertex_executor.TRAINING_ARGS_KEY
+
+
 def test_create_pipeline_local_trainer_uses_metrics_executor():
     from pipeline.pipeline import create_pipeline
 
