@@ -174,6 +174,7 @@ SLOW = {
     "test_resume_same_run.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
     "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py",
     "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",
+    "test_eval_serving.py::test_tasks_with_the_same_key_build_the_transform_graph_once",
     "test_atomic_outputs.py::test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds",
     "test_environments.py::test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args",
     "test_optimization.py::test_pretraining_builds_its_optimizer_from_the_options",

@@ -159,6 +159,15 @@ def test_report_scores_are_the_benchmarks_rescored_from_their_prediction_files(s
     for name, (_, metrics) in benchmarks.items():
         assert results["results"][name] == metrics, name
     assert set(results["results"]["glue"]["tasks"]) == {"CoLA", "SST-2", "MRPC", "RTE"}
+    # One Beam-built Transform graph per (length, single/pair) in the node: SST-2 reuses CoLA's, RTE MRPC's; every
+    # task's graph gives the Python featurisation's ids and its serving model the in-memory model's predictions.
+    serving = {t: m for t, m in results["results"]["glue"]["tasks"].items()}
+    assert {t: m["transform_check"]["graph"] for t, m in serving.items()} == {
+        "CoLA": "built", "SST-2": "reused from CoLA", "MRPC": "built", "RTE": "reused from MRPC"}
+    for task, m in serving.items():
+        assert m["transform_check"]["rows_equal_python_featurisation"] == m["transform_check"]["rows"] == m["num_dev"]
+        assert m["serving_check"]["same_predictions"] == m["num_dev"], task
+        assert os.path.isdir(os.path.join(benchmarks["glue"][0].uri, task, "transform", "transform_fn")), task
 
     def rescored(benchmark, dataset, name, metrics, *flags):
         artifact = benchmarks[benchmark][0]

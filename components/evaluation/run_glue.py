@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from components.evaluation import glue as glue_lib
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record, single_class_runs
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder, classification_loss, regression_loss
 from components.evaluation.metrics import GLUE_METRICS, glue_metrics, majority_baseline, majority_share, selection_metric
+from components.evaluation.serving import TransformGraphs, export_glue_serving
 
 __all__ = ["run_glue"]
 
@@ -47,6 +48,7 @@ def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
     Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`.run_benchmark.run_benchmark`.
     """
     out: Dict[str, Any] = {"tasks": {}, "runs": {}, "hparams": {}, "skipped": {}, "timings": {}}
+    graphs = TransformGraphs()  # this run's Transform graphs: built once per key, reused by later tasks
     for name in settings.glue_tasks:
         task = glue_lib.get_task(name)
         folder = os.path.join(data_dir, task.name)
@@ -58,13 +60,14 @@ def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
         t0 = time.time()
         out["hparams"][task.name] = dataclasses.asdict(settings.hparams[task.name])
         out["tasks"].update(_run_task(task, data_dir, albert_dir, tokenizer, settings, seed, output_dir, out["runs"],
-                                      init))
+                                      init, graphs))
         out["timings"][task.name] = round(time.time() - t0, 3)
     return out
 
 
 def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer, settings, seed: int,
-              output_dir: str, runs_out: Dict[str, Any], init: str = "pretrained") -> Dict[str, Dict[str, Any]]:
+              output_dir: str, runs_out: Dict[str, Any], init: str = "pretrained",
+              graphs: Optional[TransformGraphs] = None) -> Dict[str, Dict[str, Any]]:
     hp = settings.hparams[task.name]
     dev_splits = ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
     names = {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm", "dev": task.name}
@@ -135,10 +138,8 @@ def _run_task(task: glue_lib.GlueTask, data_dir: str, albert_dir: str, tokenizer
         glue_lib.write_glue_predictions(task.name, [e.guid for e in ex], list(preds), path)
         result[names.get(split.replace("test", "dev"), task.name)]["test_predictions"] = os.path.relpath(path, output_dir)
     if export:
-        from components.evaluation.serving import export_glue_serving
-
         serving = export_glue_serving(task, hp, albert_dir, tokenizer, res, devs, dev_splits, output_dir,
-                                      run_tfma=bool(getattr(settings, "tfma", True)))
+                                      run_tfma=bool(getattr(settings, "tfma", True)), graphs=graphs)
         for split in dev_splits:
             result[names[split]].update(serving.get(split, {}))
     for r in run_results:

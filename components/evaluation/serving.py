@@ -3,8 +3,11 @@
 The selected run of a task becomes ``<output_dir>/<TASK>/serving_model``: a SavedModel whose
 ``serving_default`` signature takes raw ``text_a`` (and ``text_b``) strings, i.e. the tf.Transform graph of
 :mod:`components.evaluation.transform` (built with tf.Transform's Beam implementation, written to
-``<TASK>/transform``) in front of the classifier. Training and in-loop evaluation keep the NumPy featurisation;
-``transform_check`` records that the graph gives the same ids on the dev rows and ``serving_check`` that the
+``<TASK>/transform``) in front of the classifier. The preprocessing_fn has no analyzers, so the graph depends only
+on (SentencePiece model, max_seq_length, do_lower_case, has_text_b), not on the rows: within one node run it is
+built once per such key (:class:`TransformGraphs`) and copied into the other tasks' ``transform/``. Training and
+in-loop evaluation keep the NumPy featurisation; ``transform_check`` records that the graph gives the same ids on
+the dev rows (and ``graph``: built, or reused from which task) and ``serving_check`` that the
 exported model gives the in-memory model's logits. TFMA (:mod:`components.evaluation.tfma_eval`) then
 evaluates the exported model on each dev split of a classification task. Beam / tf.Transform / TFMA are
 imported only here, and only when an export runs.
@@ -16,11 +19,12 @@ staging folder and raises :class:`ServingExportError`, which fails the benchmark
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
 import tempfile
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
@@ -30,10 +34,11 @@ import tensorflow as tf
 from components.evaluation import glue as glue_lib
 from components.evaluation.finetune import EVAL_BATCH_SIZE, predict
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder
+from components.file_io import copy_tree
 
 log = logging.getLogger(__name__)
 
-__all__ = ["export_glue_serving", "ServingExportError", "SERVING_DIR", "TRANSFORM_DIR"]
+__all__ = ["export_glue_serving", "ServingExportError", "TransformGraphs", "SERVING_DIR", "TRANSFORM_DIR"]
 
 SERVING_DIR = "serving_model"  # <output_dir>/<TASK>/serving_model
 TRANSFORM_DIR = "transform"  # <output_dir>/<TASK>/transform: the tf.Transform output the serving model embeds
@@ -44,13 +49,43 @@ class ServingExportError(RuntimeError):
     """The raw-text serving model of a GLUE task could not be built, saved or checked."""
 
 
+class TransformGraphs:
+    """The Transform graphs exported so far in one GLUE node run: key → (task, its ``transform/`` folder).
+
+    No analyzers, so a graph depends only on the key, not on the rows: a later task with the same key copies the
+    folder instead of running Beam again. One instance per :func:`.run_glue.run_glue` call (nothing is shared
+    across runs); an entry is added only once its task's export has succeeded.
+    """
+
+    def __init__(self):
+        self._graphs: Dict[Tuple, Tuple[str, str]] = {}
+
+    @staticmethod
+    def key(model_proto: bytes, max_seq_length: int, do_lower_case: bool, has_text_b: bool) -> Tuple:
+        return (hashlib.sha256(bytes(model_proto)).hexdigest(), int(max_seq_length), bool(do_lower_case),
+                bool(has_text_b))
+
+    def get(self, key: Tuple) -> Optional[Tuple[str, str]]:
+        hit = self._graphs.get(key)
+        return hit if hit is not None and os.path.isdir(hit[1]) else None
+
+    def add(self, key: Tuple, task: str, transform_dir: str) -> None:
+        if self.get(key) is None:
+            self._graphs[key] = (task, transform_dir)
+
+    def __len__(self) -> int:
+        return len(self._graphs)
+
+
 def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, res, devs, dev_splits,
-                         output_dir: str, run_tfma: bool = True) -> Dict[str, Dict[str, Any]]:
+                         output_dir: str, run_tfma: bool = True,
+                         graphs: Optional[TransformGraphs] = None) -> Dict[str, Dict[str, Any]]:
     """Export ``<output_dir>/<task>/serving_model`` (tf.Transform graph + the selected classifier, raw
     text in) and, for classification tasks, run TFMA on it over each dev split.
 
-    The Transform graph is built by tf.Transform's Beam implementation over the first dev split;
-    its ids are compared with the Python featurisation used for training (``transform_check``), and
+    The Transform graph is built by tf.Transform's Beam implementation over the first dev split, or copied from
+    the task of ``graphs`` that built it for the same key (then run in process on those rows); its ids are
+    compared with the Python featurisation used for training (``transform_check``), and
     the exported model's logits on the raw dev text with the in-memory model's (``serving_check``).
     An export failure raises :class:`ServingExportError` and leaves neither folder behind; a TFMA failure is
     logged and recorded under ``tfma.error`` (the exported model stands).
@@ -60,10 +95,12 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
     has_b = task.splits["train"].text_b is not None
     result: Dict[str, Dict[str, Any]] = {s: {} for s in dev_splits}
     created, moved, staging = not os.path.isdir(task_dir), [], None
+    key = TransformGraphs.key(tokenizer.sp.serialized_model_proto(), hp.max_seq_length, tokenizer.do_lower_case, has_b)
     try:
         os.makedirs(task_dir, exist_ok=True)
         staging = tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=task_dir)
-        checks = _export_and_check(task, hp, albert_dir, tokenizer, res, devs, dev_splits[0], staging)
+        checks = _export_and_check(task, hp, albert_dir, tokenizer, res, devs, dev_splits[0], staging,
+                                   graphs.get(key) if graphs is not None else None)
         for name in (TRANSFORM_DIR, SERVING_DIR):
             final = os.path.join(task_dir, name)
             if os.path.exists(final):
@@ -78,6 +115,8 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
     finally:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
+    if graphs is not None:
+        graphs.add(key, task.name, os.path.join(task_dir, TRANSFORM_DIR))
     common = {"serving_model": os.path.relpath(serving_dir, output_dir), **checks}
     for split in dev_splits:
         result[split].update(common)
@@ -104,26 +143,34 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
 
 
 def _export_and_check(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, res, devs, split: str,
-                      staging: str) -> Dict[str, Any]:
-    """Build ``<staging>/transform`` and ``<staging>/serving_model`` from the selected run and check them on the
-    ``split`` rows: the Transform graph's ids against the Python featurisation, the served logits against the
-    in-memory model's. Raises on any failure (the caller removes ``staging``)."""
+                      staging: str, built: Optional[Tuple[str, str]] = None) -> Dict[str, Any]:
+    """Build ``<staging>/transform`` (Beam; or a copy of ``built = (task, transform dir)``) and
+    ``<staging>/serving_model`` from the selected run and check them on the ``split`` rows: the Transform graph's
+    ids against the Python featurisation, the served logits against the in-memory model's. Raises on any failure
+    (the caller removes ``staging``)."""
     from components.evaluation import transform as transform_lib
 
     transform_dir, serving_dir = os.path.join(staging, TRANSFORM_DIR), os.path.join(staging, SERVING_DIR)
     has_b = task.splits["train"].text_b is not None
     first_ex, first_arrays = devs[split]
     rows = [{"text_a": e.text_a, **({"text_b": e.text_b} if has_b else {})} for e in first_ex]
-    fn = transform_lib.make_preprocessing_fn(tokenizer.sp.serialized_model_proto(), hp.max_seq_length,
-                                             tokenizer.do_lower_case, has_text_b=has_b)
-    scratch = tempfile.mkdtemp(prefix="albert_tft_")
-    try:
-        transformed = transform_lib.analyze_and_transform(rows, fn, has_b, transform_dir, temp_dir=scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    if built is None:
+        fn = transform_lib.make_preprocessing_fn(tokenizer.sp.serialized_model_proto(), hp.max_seq_length,
+                                                 tokenizer.do_lower_case, has_text_b=has_b)
+        scratch = tempfile.mkdtemp(prefix="albert_tft_")
+        try:
+            transformed = transform_lib.analyze_and_transform(rows, fn, has_b, transform_dir, temp_dir=scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        graph = "built"
+    else:
+        copy_tree(built[1], transform_dir)
+        transformed = transform_lib.transform_rows(rows, transform_dir, has_b)
+        graph = f"reused from {built[0]}"
     equal = sum(all(np.array_equal(np.asarray(t[k]).reshape(-1), first_arrays[k][i]) for k in FEATURE_KEYS)
                 for i, t in enumerate(transformed))
-    transform_check = {"split": split, "rows": len(rows), "rows_equal_python_featurisation": int(equal)}
+    transform_check = {"split": split, "rows": len(rows), "rows_equal_python_featurisation": int(equal),
+                       "graph": graph}
     if equal != len(rows):
         log.warning("%s: the Transform graph's ids differ from the Python featurisation on %d of %d dev rows",
                     task.name, len(rows) - equal, len(rows))

@@ -56,6 +56,7 @@ __all__ = [
     "make_preprocessing_fn",
     "truncation_lengths",
     "analyze_and_transform",
+    "transform_rows",
     "export_serving_model",
     "encode_inputs",
 ]
@@ -263,8 +264,7 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
     spec[ROW_INDEX] = tf.io.FixedLenFeature([], tf.int64)
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
     keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
-    data = [dict({k: (r[k] if isinstance(r[k], bytes) else str(r[k]).encode("utf-8")) for k in keys},
-                 **{ROW_INDEX: i}) for i, r in enumerate(rows)]
+    data = [dict(r, **{ROW_INDEX: i}) for i, r in enumerate(_encoded_rows(rows, keys))]
 
     def indexed_fn(inputs):
         outputs = dict(preprocessing_fn({k: v for k, v in inputs.items() if k != ROW_INDEX}))
@@ -287,6 +287,28 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
             collected.extend(json.loads(line) for line in f if line.strip())
     collected.sort(key=lambda r: int(np.asarray(r[ROW_INDEX]).reshape(-1)[0]))
     return [{k: np.asarray(v) for k, v in r.items() if k != ROW_INDEX} for r in collected]
+
+
+def _encoded_rows(rows: Sequence[Mapping[str, str]], keys: Sequence[str]) -> List[Dict[str, bytes]]:
+    return [{k: (r[k] if isinstance(r[k], bytes) else str(r[k]).encode("utf-8")) for k in keys} for r in rows]
+
+
+def transform_rows(rows: Sequence[Mapping[str, str]], transform_output_dir: str, has_text_b: bool,
+                   batch_size: int = 1024) -> List[Dict[str, np.ndarray]]:
+    """Rows through a Transform graph already written (``TFTransformOutput.transform_raw_features``), in
+    process: what :func:`analyze_and_transform` returns for them, without a Beam pipeline."""
+    import tensorflow_transform as tft
+
+    tft_output = tft.TFTransformOutput(transform_output_dir)
+    keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
+    data = _encoded_rows(rows, keys)
+    out: List[Dict[str, np.ndarray]] = []
+    for start in range(0, len(data), batch_size):
+        chunk = data[start:start + batch_size]
+        feats = tft_output.transform_raw_features({k: tf.constant([r[k] for r in chunk]) for k in keys})
+        arrays = {k: feats[k].numpy() for k in FEATURE_KEYS}
+        out.extend({k: arrays[k][i] for k in FEATURE_KEYS} for i in range(len(chunk)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
