@@ -51,6 +51,7 @@ __all__ = [
     "TEXT_B",
     "FEATURE_KEYS",
     "raw_feature_spec",
+    "text_keys",
     "normalize_text",
     "AlbertTfTokenizer",
     "make_preprocessing_fn",
@@ -209,11 +210,13 @@ def encode_inputs(tokenizer: AlbertTfTokenizer, text_a: tf.Tensor, text_b: Optio
     }
 
 
+def text_keys(has_text_b: bool) -> List[str]:
+    """The raw string features, in order: ``text_a`` (and ``text_b`` for pair tasks)."""
+    return [TEXT_A] + ([TEXT_B] if has_text_b else [])
+
+
 def raw_feature_spec(has_text_b: bool) -> Dict[str, tf.io.FixedLenFeature]:
-    spec = {TEXT_A: tf.io.FixedLenFeature([], tf.string)}
-    if has_text_b:
-        spec[TEXT_B] = tf.io.FixedLenFeature([], tf.string)
-    return spec
+    return {k: tf.io.FixedLenFeature([], tf.string) for k in text_keys(has_text_b)}
 
 
 def make_preprocessing_fn(model_proto: bytes, max_seq_length: int, do_lower_case: bool = True,
@@ -263,8 +266,7 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
     spec = dict(raw_feature_spec(has_text_b))
     spec[ROW_INDEX] = tf.io.FixedLenFeature([], tf.int64)
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
-    keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
-    data = [dict(r, **{ROW_INDEX: i}) for i, r in enumerate(_encoded_rows(rows, keys))]
+    data = [dict(r, **{ROW_INDEX: i}) for i, r in enumerate(_encoded_rows(rows, has_text_b))]
 
     def indexed_fn(inputs):
         outputs = dict(preprocessing_fn({k: v for k, v in inputs.items() if k != ROW_INDEX}))
@@ -289,7 +291,8 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
     return [{k: np.asarray(v) for k, v in r.items() if k != ROW_INDEX} for r in collected]
 
 
-def _encoded_rows(rows: Sequence[Mapping[str, str]], keys: Sequence[str]) -> List[Dict[str, bytes]]:
+def _encoded_rows(rows: Sequence[Mapping[str, str]], has_text_b: bool) -> List[Dict[str, bytes]]:
+    keys = text_keys(has_text_b)
     return [{k: (r[k] if isinstance(r[k], bytes) else str(r[k]).encode("utf-8")) for k in keys} for r in rows]
 
 
@@ -300,8 +303,8 @@ def transform_rows(rows: Sequence[Mapping[str, str]], transform_output_dir: str,
     import tensorflow_transform as tft
 
     tft_output = tft.TFTransformOutput(transform_output_dir)
-    keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
-    data = _encoded_rows(rows, keys)
+    keys = text_keys(has_text_b)
+    data = _encoded_rows(rows, has_text_b)
     out: List[Dict[str, np.ndarray]] = []
     for start in range(0, len(data), batch_size):
         chunk = data[start:start + batch_size]
@@ -349,7 +352,7 @@ def export_serving_model(model, transform_output_dir: str, export_dir: str, has_
 
     tft_output = tft.TFTransformOutput(transform_output_dir)
     module = _ServingModule(model, tft_output.transform_features_layer(), has_text_b, num_labels)
-    keys = [TEXT_A] + ([TEXT_B] if has_text_b else [])
+    keys = text_keys(has_text_b)
     raw_spec = raw_feature_spec(has_text_b)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=k) for k in keys])

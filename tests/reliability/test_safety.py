@@ -161,7 +161,8 @@ _NO_NETWORK = textwrap.dedent("""
     for name in first:  # what `albert-pipeline run/plan/compile` import, and the sample DAG built
         importlib.import_module(name)
     from pipeline.configs import build_config
-    sys.modules["pipeline.local_runner"].create_pipeline(build_config("sample"))
+    from pipeline.pipeline import create_pipeline
+    create_pipeline(build_config("sample"))
     heavy_loaded = sorted(m for m in heavy if m in sys.modules)
     for name in modules:
         try:
