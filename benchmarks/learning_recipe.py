@@ -352,6 +352,7 @@ def main(argv=None) -> int:
     # Node progress (started / CACHED / finished in N s), Trainer steps and fine-tuning runs on stderr; the full
     # log, tracebacks included, in <output>/recipe.log.
     log_path = logs.setup(os.path.join(out, "recipe.log"))
+    logs.import_tensorflow(log_path)  # TensorFlow's start-up lines (cuInit on a machine without a GPU) go to the log
     from pipeline.configs import build_config
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
