@@ -374,8 +374,8 @@ def small_config() -> PipelineConfig:
     machine at hand and keeps the faster (on a quiet 2-core AVX512-BF16 AMD EPYC it chose bf16 at 0.40 vs 0.60
     s/step). LAMB 0.006 was picked on the pretraining held-out split
     (MLM loss at step 500: 6.376 at 0.002, 6.177 at 0.006, 6.204 at 0.012), never on a benchmark dev set. 7000
-    steps: about 60 % of the 90-minute budget at the measured bf16 step, now that fine-tuning cuts each batch to
-    its longest example. Fine-tuning: 3 seeds, median reported, the last checkpoint (no selection on dev), and
+    steps were sized from the probe's bf16 step (0.40 s); the loop ran at 0.53 s/step, so the measured DAG took
+    100.8 min of node time with pretraining 62 % of it (README, "Rerun"). Fine-tuning: 3 seeds, median reported, the last checkpoint (no selection on dev), and
     the ``random_init`` baseline arm on every task.
     """
     ft = dict(albert_dropout=0.0, classifier_dropout=0.1)
