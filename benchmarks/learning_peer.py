@@ -15,6 +15,9 @@
   ratio and weight decay on every variable but LayerNorm/bias), the same warmup + linear decay, global-norm
   clipping at ``train.clip_norm``, and evaluated on the same held-out records with the same token-weighted
   metrics. Only its optimizer steps are timed (its input is read outside the clock, which favours the peer).
+  It computes in the precision our run used (``precision`` in our ``eval_metrics.json``; ``auto`` measures it):
+  for ``mixed_bfloat16``, float32 weights and optimizer with the forward pass under
+  ``torch.autocast("cpu", torch.bfloat16)``, as Keras's policy keeps float32 variables and computes in bf16.
 
 Printed (and written to ``<output>/peer.md`` / ``peer.json``): held-out MLM and sentence-order accuracy at equal
 steps, and at equal wall time (each side's last evaluation whose cumulative training time is within the shorter
@@ -145,6 +148,12 @@ def run_peer(args) -> None:
         raise SystemExit("the peer's MLM decoder is not tied to its word embeddings")
     del ours
     optimizer = Lamb(hf.named_parameters(), t.weight_decay)
+    with open(os.path.join(args.ours, "model_run", "eval_metrics.json")) as f:
+        precision = json.load(f)["precision"]
+    if precision not in ("float32", "mixed_bfloat16"):
+        raise SystemExit(f"the peer runs float32 or mixed_bfloat16, not {precision!r}")
+    autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16")  # noqa: E731
+    print(f"peer precision: {precision} (our run's)", file=sys.stderr, flush=True)
 
     train = input_pipeline.make_pretraining_dataset(
         [os.path.join(args.examples, "Split-train", "*")], t.train_batch_size, seq_len, preds, seed=args.seed,
@@ -157,18 +166,18 @@ def run_peer(args) -> None:
     def evaluate() -> Dict[str, float]:
         hf.eval()
         hits = weight = s_hits = s_count = 0.0
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             for batch, pos, ids, w in eval_batches:
                 out = hf(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
                          token_type_ids=batch["token_type_ids"])
-                logits = out.prediction_logits.numpy()
+                logits = out.prediction_logits.float().numpy()
                 rows = np.arange(pos.shape[0])[:, None]
                 predicted = logits[rows, pos].argmax(-1)
                 real = batch["attention_mask"].numpy()[:, 0] > 0  # padding rows of the last batch are all zero
                 wr = w * real[:, None]
                 hits += float((wr * (predicted == ids)).sum())
                 weight += float(wr.sum())
-                s_pred = out.sop_logits.numpy().argmax(-1)
+                s_pred = out.sop_logits.float().numpy().argmax(-1)
                 s_hits += float((real * (s_pred == batch["sentence_order_label"].numpy())).sum())
                 s_count += float(real.sum())
         hf.train()
@@ -183,7 +192,8 @@ def run_peer(args) -> None:
         batch = _torch_batch(inputs, labels)[0]
         start = time.perf_counter()
         lr = learning_rate(step - 1, t.learning_rate, t.num_warmup_steps, t.num_train_steps)
-        loss = hf(**batch).loss
+        with autocast():
+            loss = hf(**batch).loss
         hf.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(hf.parameters(), t.clip_norm)
@@ -237,7 +247,8 @@ def markdown(results: List[Dict[str, Any]], command: str) -> str:
              f"CPU: {cpu_model()}; command: `{command}`", ""]
     for r in results:
         c = r["comparison"]
-        lines += [f"## seed {r['seed']}", "", "| step | MLM acc ours | MLM acc peer | SOP acc ours | SOP acc peer |",
+        lines += [f"## seed {r['seed']} (both in {r.get('precision', 'float32')})", "",
+                  "| step | MLM acc ours | MLM acc peer | SOP acc ours | SOP acc peer |",
                   "|---:|---:|---:|---:|---:|"]
         for s in c["equal_steps"]:
             lines.append(f"| {s['step']} | {pct(s['ours']['mlm_accuracy'])} | {pct(s['peer']['mlm_accuracy'])} | "
@@ -290,7 +301,10 @@ def main(argv=None) -> int:
         with open(peer_out) as f:
             peer = json.load(f)
         ours = ours_history(os.path.join(run, "ours"), config.train.train_batch_size)
-        results.append({"seed": seed, "ours": ours, "peer": peer, "comparison": compare(ours, peer)})
+        with open(os.path.join(run, "ours", "model_run", "eval_metrics.json")) as f:
+            precision = json.load(f)["precision"]
+        results.append({"seed": seed, "precision": precision, "ours": ours, "peer": peer,
+                        "comparison": compare(ours, peer)})
     command = " ".join(["benchmarks/learning_peer.py", *sys.argv[1:]])
     report = markdown(results, command)
     with open(os.path.join(args.output, "peer.md"), "w") as f:
