@@ -212,10 +212,11 @@ def find_run_artifacts(metadata_path: str, sop_mode: str) -> Dict[str, str]:
 
 
 def sentence_eval(model_uri: str, sentence_task: str, examples_uri: str, max_instances: int,
-                  batch_size: int = 64) -> Dict[str, Any]:
+                  batch_size: int = 64, split: str = "eval") -> Dict[str, Any]:
     """Sentence-task and MLM accuracy of a pretrained model (its full pretraining checkpoint, heads included) on
-    the eval split of an examples artifact. Both heads are 2-way with label 1 = not the natural continuation
-    (SOP: swapped; NSP: random next), so an NSP head can be scored on SOP instances and the reverse."""
+    a held-out split of an examples artifact (``eval``, or ``eval_long``: the two-phase long instances, at their
+    own length). Both heads are 2-way with label 1 = not the natural continuation (SOP: swapped; NSP: random
+    next), so an NSP head can be scored on SOP instances and the reverse."""
     import numpy as np
     import tensorflow as tf
 
@@ -224,14 +225,16 @@ def sentence_eval(model_uri: str, sentence_task: str, examples_uri: str, max_ins
     from trainer.train_lib import CONFIG_FILE, PRETRAINING_CKPT, build_pretraining_model
 
     info = _read_json(os.path.join(examples_uri, "dataset_info.json"))
-    seq, preds = int(info["max_seq_length"]), int(info["max_predictions_per_seq"])
+    prefix = "long_" if split.endswith("_long") else ""
+    seq, preds = int(info[prefix + "max_seq_length"]), int(info[prefix + "max_predictions_per_seq"])
     albert = os.path.join(model_uri, "albert")
     config = AlbertConfig.from_json_file(os.path.join(albert, CONFIG_FILE))
     if int(info.get("vocab_size") or config.vocab_size) != config.vocab_size:
         raise ValueError(f"{examples_uri} uses another vocabulary than {model_uri}")
     model = build_pretraining_model(config, sentence_task, seq, preds)
     tf.train.Checkpoint(model=model).read(os.path.join(albert, PRETRAINING_CKPT)).assert_existing_objects_matched()
-    ds = make_dataset([os.path.join(examples_uri, "Split-eval", "*")], batch_size, seq, preds, training=False, seed=0)
+    ds = make_dataset([os.path.join(examples_uri, f"Split-{split}", "*")], batch_size, seq, preds, training=False,
+                      seed=0)
     step = tf.function(lambda x: model(x, training=False))
     correct = total = 0
     mlm_correct = mlm_total = 0.0
