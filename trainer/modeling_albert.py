@@ -497,7 +497,9 @@ class _TiedDecoder(tf_keras.layers.Layer):
         # gradient for the embeddings sums over B (measured: ~2 % of a `small` step, benchmarks/step_profile.py).
         flat = tf.reshape(tf.cast(h, tf.float32), [-1, tf.shape(h)[-1]])
         logits = tf.matmul(flat, w, transpose_b=True) + self.output_bias
-        return tf.reshape(logits, tf.concat([tf.shape(h)[:-1], [self.vocab_size]], 0))
+        logits = tf.reshape(logits, tf.concat([tf.shape(h)[:-1], [self.vocab_size]], 0))
+        logits.set_shape(h.shape[:-1].concatenate([self.vocab_size]))  # keep the static shape the input had
+        return logits
 
 
 class AlbertMLMHead(tf_keras.layers.Layer):
