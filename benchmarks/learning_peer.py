@@ -148,8 +148,7 @@ def run_peer(args) -> None:
         raise SystemExit("the peer's MLM decoder is not tied to its word embeddings")
     del ours
     optimizer = Lamb(hf.named_parameters(), t.weight_decay)
-    with open(os.path.join(args.ours, "model_run", "eval_metrics.json")) as f:
-        precision = json.load(f)["precision"]
+    precision = our_precision(args.ours)
     if precision not in ("float32", "mixed_bfloat16"):
         raise SystemExit(f"the peer runs float32 or mixed_bfloat16, not {precision!r}")
     autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "mixed_bfloat16")  # noqa: E731
@@ -208,6 +207,12 @@ def run_peer(args) -> None:
 
 # ---------------------------------------------------------------------------------------------------------------
 # Ours, from its history
+
+
+def our_precision(run_dir: str) -> str:
+    """The precision our run trained in (``auto`` resolved), from its ``eval_metrics.json``."""
+    with open(os.path.join(run_dir, "model_run", "eval_metrics.json")) as f:
+        return json.load(f)["precision"]
 
 
 def ours_history(run_dir: str, batch_size: int) -> List[Dict[str, Any]]:
@@ -301,9 +306,7 @@ def main(argv=None) -> int:
         with open(peer_out) as f:
             peer = json.load(f)
         ours = ours_history(os.path.join(run, "ours"), config.train.train_batch_size)
-        with open(os.path.join(run, "ours", "model_run", "eval_metrics.json")) as f:
-            precision = json.load(f)["precision"]
-        results.append({"seed": seed, "precision": precision, "ours": ours, "peer": peer,
+        results.append({"seed": seed, "precision": our_precision(os.path.join(run, "ours")), "ours": ours, "peer": peer,
                         "comparison": compare(ours, peer)})
     command = " ".join(["benchmarks/learning_peer.py", *sys.argv[1:]])
     report = markdown(results, command)

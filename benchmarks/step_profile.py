@@ -111,18 +111,14 @@ def main(argv=None) -> int:
 
     from pipeline.configs import build_config
     from trainer.modeling_albert import AlbertConfig
-    from trainer.optimization import create_optimizer
-    from trainer.train_lib import _probe_batch, build_pretraining_model, make_train_step
+    from trainer.train_lib import _probe_batch, build_model_and_optimizer, make_train_step
 
     config = build_config(args.preset, None, args.overrides)
     t = config.train
     tf_keras.mixed_precision.set_global_policy(args.precision)
     tf_keras.utils.set_random_seed(config.seed)
     albert = AlbertConfig(**config.model.encoder_fields(args.vocab))
-    model = build_pretraining_model(albert, t.sentence_task, args.seq, args.predictions)
-    optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
-                                 weight_decay=t.weight_decay, **t.optimizer_options())
-    optimizer.build(model.trainable_variables)
+    model, optimizer = build_model_and_optimizer(albert, t, args.seq, args.predictions)
     step = make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=1,
                            clip_norm=t.clip_norm, seed=config.seed)
     batch = _probe_batch(t.train_batch_size, args.seq, args.predictions, args.vocab)

@@ -48,8 +48,7 @@ def main(argv=None) -> int:
     from pipeline.configs import build_config
     from trainer import examples_info, input_pipeline
     from trainer.modeling_albert import AlbertConfig
-    from trainer.optimization import create_optimizer
-    from trainer.train_lib import build_pretraining_model, make_train_step
+    from trainer.train_lib import build_model_and_optimizer, make_train_step
 
     config = build_config(args.preset, None, args.overrides)
     t = config.train
@@ -58,10 +57,7 @@ def main(argv=None) -> int:
     vocab = spm.SentencePieceProcessor(model_file=os.path.join(args.examples, "vocab", "spm.model")).get_piece_size()
     tf_keras.mixed_precision.set_global_policy(args.precision)
     tf_keras.utils.set_random_seed(config.seed)
-    model = build_pretraining_model(AlbertConfig(**config.model.encoder_fields(vocab)), t.sentence_task, seq, preds)
-    optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
-                                 weight_decay=t.weight_decay, **t.optimizer_options())
-    optimizer.build(model.trainable_variables)
+    model, optimizer = build_model_and_optimizer(AlbertConfig(**config.model.encoder_fields(vocab)), t, seq, preds)
     step = make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=1,
                            clip_norm=t.clip_norm, seed=config.seed)
     files = input_pipeline.expand_files([os.path.join(args.examples, "Split-train", "*")])

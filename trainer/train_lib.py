@@ -101,11 +101,8 @@ def resolve_precision(job: "PretrainJob", strategy: tf.distribute.Strategy, chie
              "jit_compile": jit}
 
     def build_step(_precision: str):
-        model = build_pretraining_model(job.albert_config, t.sentence_task, job.max_seq_length,
-                                        job.max_predictions_per_seq)
-        optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
-                                     weight_decay=t.weight_decay, **t.optimizer_options())
-        optimizer.build(model.trainable_variables)
+        model, optimizer = build_model_and_optimizer(job.albert_config, t, job.max_seq_length,
+                                                     job.max_predictions_per_seq)
         step = make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=1,
                                clip_norm=t.clip_norm, seed=precision.PROBE_SEED, semantics=semantics, jit_compile=jit)
         batch = _probe_batch(per_replica, job.max_seq_length, job.max_predictions_per_seq,
@@ -428,6 +425,16 @@ def build_pretraining_model(config: AlbertConfig, sentence_task: str, max_seq_le
     return model
 
 
+def build_model_and_optimizer(config: AlbertConfig, train, max_seq_length: int, max_predictions_per_seq: int):
+    """The pretraining model and its optimizer from the ``train`` settings, the optimizer built over the model's
+    variables (its slots exist before any checkpoint restore or step)."""
+    model = build_pretraining_model(config, train.sentence_task, max_seq_length, max_predictions_per_seq)
+    optimizer = create_optimizer(train.optimizer, train.learning_rate, train.num_warmup_steps, train.num_train_steps,
+                                 weight_decay=train.weight_decay, **train.optimizer_options())
+    optimizer.build(model.trainable_variables)
+    return model, optimizer
+
+
 def truncate_history(path: str, last_step: int) -> int:
     """Keep only the ``train_history.jsonl`` lines of steps <= ``last_step`` (atomic rewrite); returns lines kept.
 
@@ -708,11 +715,8 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
                          f"{num_replicas} replicas")
 
     with strategy.scope():
-        model = build_pretraining_model(job.albert_config, t.sentence_task, job.max_seq_length,
-                                        job.max_predictions_per_seq)
-        optimizer = create_optimizer(t.optimizer, t.learning_rate, t.num_warmup_steps, t.num_train_steps,
-                                     weight_decay=t.weight_decay, **t.optimizer_options())
-        optimizer.build(model.trainable_variables)
+        model, optimizer = build_model_and_optimizer(job.albert_config, t, job.max_seq_length,
+                                                     job.max_predictions_per_seq)
         train_metrics = TrainMetrics()
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, train_metrics=train_metrics)
     scratch = distribute.worker_scratch(cluster)
