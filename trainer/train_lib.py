@@ -107,7 +107,7 @@ def resolve_precision(job: "PretrainJob", strategy: tf.distribute.Strategy, chie
                                clip_norm=t.clip_norm, seed=precision.PROBE_SEED, semantics=semantics, jit_compile=jit)
         batch = _probe_batch(per_replica, job.max_seq_length, job.max_predictions_per_seq,
                              job.albert_config.vocab_size)
-        iterator = iter(tf.data.Dataset.from_tensors(batch).repeat())
+        iterator = iter(input_pipeline.short_lived(tf.data.Dataset.from_tensors(batch).repeat()))
         return lambda: step(iterator)
 
     combine = _mean_over_tasks(strategy) if distribute.is_multi_worker(strategy) else None

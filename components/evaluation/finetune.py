@@ -38,14 +38,15 @@ from components.evaluation.heads import FEATURE_KEYS, build_encoder, load_encode
 from components.evaluation.init_check import ARMS, check_encoder_init
 from trainer import precision as precision_lib
 from trainer.formatting import eta_text
+from trainer.input_pipeline import short_lived
 from trainer.optimization import clip_gradients, create_optimizer
 
 log = logging.getLogger(__name__)
 
 __all__ = ["WEIGHT_DECAY", "CLIP_NORM", "EVAL_BATCH_SIZE", "OPTIMIZER_RECORD", "PAD_MULTIPLE", "predict",
            "predict_batches", "dynamic_padding", "pad_length", "example_lengths", "trim_batch_fn", "make_train_step",
-           "fine_tune", "fine_tune_seeds", "median_run", "run_summary", "runs_record", "seed_everything",
-           "single_class_runs", "resolve_precision"]
+           "train_dataset", "fine_tune", "fine_tune_seeds", "median_run", "run_summary", "runs_record",
+           "seed_everything", "single_class_runs", "resolve_precision"]
 
 WEIGHT_DECAY = 0.01
 CLIP_NORM = 1.0
@@ -198,6 +199,23 @@ def _better(score, best_score) -> bool:
     return score > best_score
 
 
+def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], batch_size: int, seed: int,
+                  dynamic: bool = True) -> Tuple[tf.data.Dataset, Optional[Dict[str, tf.TensorSpec]]]:
+    """A run's endless training batches (shuffled with its seed; cut to the longest example when ``dynamic``
+    changes nothing) and the train step's input signature (None: the full static shape)."""
+    n = int(next(iter(train_arrays.values())).shape[0])
+    ds = (tf.data.Dataset.from_tensor_slices(train_arrays)
+          .shuffle(n, seed=seed, reshuffle_each_iteration=True)
+          .repeat()
+          .batch(batch_size, drop_remainder=True))
+    batch_spec = None
+    if dynamic and dynamic_padding(model, training=True):
+        keys = _sequence_keys(model, train_arrays)
+        ds = ds.map(trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1])))
+        batch_spec = _relaxed_spec(ds.element_spec, keys)
+    return short_lived(ds.prefetch(2)), batch_spec  # a run drops its iterator at its end: at once (short_lived)
+
+
 def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, np.ndarray], hp, seed: int,
               evaluate: Callable[[tf_keras.Model], Tuple[Dict[str, Any], Any]], selection: str = "last",
               eval_every: int = 0, label: str = "fine-tuning", dynamic: bool = True) -> Dict[str, Any]:
@@ -208,22 +226,15 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
     selection metric; ``score`` when absent). ``dynamic``: cut each training batch to its longest example where
     that changes nothing (:func:`dynamic_padding`); same examples in the same order either way. Returns
     ``{"metrics", "payload", "step", "history", "train_seconds", "eval_seconds", "final_loss",
-    "mean_train_length"}`` (the last: the training batches' mean padded length).
+    "mean_train_length", "setup_seconds"}``: the training batches' mean padded length, and the seconds spent
+    before the loop (input pipeline and step built) and in the first step (its trace).
     """
     n = int(next(iter(train_arrays.values())).shape[0])
     if n == 0:
         raise ValueError("no training examples")
+    t_input = time.time()
     steps = int(hp.train_steps)
-    ds = (tf.data.Dataset.from_tensor_slices(train_arrays)
-          .shuffle(n, seed=seed, reshuffle_each_iteration=True)
-          .repeat()
-          .batch(int(hp.batch_size), drop_remainder=True))
-    batch_spec = None
-    if dynamic and dynamic_padding(model, training=True):
-        keys = _sequence_keys(model, train_arrays)
-        ds = ds.map(trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1])))
-        batch_spec = _relaxed_spec(ds.element_spec, keys)
-    ds = ds.prefetch(2)
+    ds, batch_spec = train_dataset(model, train_arrays, int(hp.batch_size), seed, dynamic)
     train_step = make_train_step(model, loss_fn, float(hp.learning_rate), int(hp.warmup_steps), steps, batch_spec)
 
     periodic = selection == "best" and eval_every > 0
@@ -232,6 +243,7 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
     train_seconds = eval_seconds = 0.0
     losses: List[float] = []
     iterator = iter(ds)
+    setup = {"input_and_step": time.time() - t_input}
     t0 = time.time()
     log_every = max(1, steps // 10)
     started = time.time()
@@ -240,6 +252,8 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
         batch = next(iterator)
         lengths.append(int(batch["input_ids"].shape[-1]))
         losses.append(float(train_step(batch)))
+        if step == 1:
+            setup["first_step"] = time.time() - t0  # tracing the step, and the first batch
         if step % log_every == 0 or step == steps:
             log.info("%s", finetune_progress(label, step, steps, losses, time.time() - started))
         if (periodic and step % eval_every == 0) or step == steps:
@@ -262,7 +276,7 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
         model.set_weights(best["weights"])  # the best checkpoint on dev, for test predictions
     return {"metrics": best["metrics"], "payload": best["payload"], "step": best["step"], "history": history,
             "train_seconds": train_seconds, "eval_seconds": eval_seconds, "final_loss": losses[-1],
-            "mean_train_length": float(np.mean(lengths))}
+            "mean_train_length": float(np.mean(lengths)), "setup_seconds": setup}
 
 
 def finetune_progress(label: str, step: int, steps: int, losses: List[float], elapsed: float) -> str:
@@ -297,13 +311,18 @@ def fine_tune_seeds(albert_dir: str, hp, train: Dict[str, np.ndarray],
     runs: List[Dict[str, Any]] = []
     for i in range(num_seeds):
         run_seed = seed + i
+        t0 = time.time()
         seed_everything(run_seed)
         encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=init == "pretrained")
         model = make_head(encoder, run_seed)
         model({k: train[k][:1] for k in _input_keys(model)}, training=False)
+        t1 = time.time()
         init_check = check_encoder_init(encoder, albert_dir, init)  # step 0: raises if the arm is not what it says
         label = f"{task or 'fine-tuning'} {init} seed {run_seed} ({i + 1}/{num_seeds})"
+        setup = {"build": t1 - t0, "init_check": time.time() - t1}
         res = fine_tune(model, loss_fn, train, hp, run_seed, evaluate, selection, eval_every, label=label)
+        res["setup_seconds"] = {**setup, **res.pop("setup_seconds")}
+        log.info("%s: set up in %s", label, ", ".join(f"{k} {v:.1f} s" for k, v in res["setup_seconds"].items()))
         res["seed"] = run_seed
         res["init_check"] = init_check
         res["precision"] = decision.record()
@@ -370,4 +389,5 @@ def runs_record(run_results) -> List[Dict[str, Any]]:
     return [{"seed": r["seed"], "selected_step": r["step"], "metrics": r["metrics"], "history": r["history"],
              "final_train_loss": r["final_loss"], "train_seconds": round(r["train_seconds"], 3),
              "eval_seconds": round(r["eval_seconds"], 3), "init_check": r.get("init_check"),
+             "setup_seconds": {k: round(v, 3) for k, v in r.get("setup_seconds", {}).items()},
              "precision": r.get("precision")} for r in run_results]
