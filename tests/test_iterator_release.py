@@ -13,8 +13,9 @@ import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
 
-from components.evaluation.finetune import train_dataset  # noqa: E402
-from components.evaluation.heads import ClassifierModel  # noqa: E402
+from components.evaluation.finetune import fine_tune, train_dataset  # noqa: E402
+from components.evaluation.heads import ClassifierModel, classification_loss  # noqa: E402
+from pipeline.configs import FinetuneHParams  # noqa: E402
 from trainer import input_pipeline  # noqa: E402
 from trainer.modeling_albert import AlbertConfig, AlbertModel  # noqa: E402
 
@@ -68,3 +69,12 @@ def test_heldout_evaluation_and_fine_tuning_read_short_lived_pipelines(tmp_path)
     assert ds.options().autotune.enabled is False
     batch = next(iter(ds))
     assert batch["input_ids"].shape == (4, 16) and spec["input_ids"].shape.as_list() == [4, None]
+    assert train_dataset(model, arrays, 4, seed=0, autotune=True)[0].options().autotune.enabled is not False
+
+    # A run times what it spends outside its steps, the iterator's drop included (metrics.json: overhead_seconds).
+    hp = FinetuneHParams(1e-3, 4, 0.0, 0.1, train_steps=6, warmup_steps=1, max_seq_length=16)
+    res = fine_tune(model, classification_loss, arrays, hp, seed=0,
+                    evaluate=lambda m: ({"score": 1.0}, None), selection="last")
+    overhead = res["overhead_seconds"]
+    assert sorted(overhead) == ["first_step", "input_and_step", "input_release"]
+    assert 0.0 <= overhead["input_release"] < 1.0 and overhead["first_step"] > 0.0

@@ -200,9 +200,12 @@ def _better(score, best_score) -> bool:
 
 
 def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], batch_size: int, seed: int,
-                  dynamic: bool = True) -> Tuple[tf.data.Dataset, Optional[Dict[str, tf.TensorSpec]]]:
+                  dynamic: bool = True, autotune: bool = False
+                  ) -> Tuple[tf.data.Dataset, Optional[Dict[str, tf.TensorSpec]]]:
     """A run's endless training batches (shuffled with its seed; cut to the longest example when ``dynamic``
-    changes nothing) and the train step's input signature (None: the full static shape)."""
+    changes nothing) and the train step's input signature (None: the full static shape). ``autotune``: leave
+    tf.data's autotuner on, TensorFlow's default, which makes dropping the iterator wait (``short_lived``;
+    ``benchmarks/iterator_release.py`` times both)."""
     n = int(next(iter(train_arrays.values())).shape[0])
     ds = (tf.data.Dataset.from_tensor_slices(train_arrays)
           .shuffle(n, seed=seed, reshuffle_each_iteration=True)
@@ -213,7 +216,8 @@ def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], ba
         keys = _sequence_keys(model, train_arrays)
         ds = ds.map(trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1])))
         batch_spec = _relaxed_spec(ds.element_spec, keys)
-    return short_lived(ds.prefetch(2)), batch_spec  # a run drops its iterator at its end: at once (short_lived)
+    ds = ds.prefetch(2)
+    return (ds if autotune else short_lived(ds)), batch_spec  # a run drops its iterator at its end: at once
 
 
 def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, np.ndarray], hp, seed: int,
@@ -226,8 +230,9 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
     selection metric; ``score`` when absent). ``dynamic``: cut each training batch to its longest example where
     that changes nothing (:func:`dynamic_padding`); same examples in the same order either way. Returns
     ``{"metrics", "payload", "step", "history", "train_seconds", "eval_seconds", "final_loss",
-    "mean_train_length", "setup_seconds"}``: the training batches' mean padded length, and the seconds spent
-    before the loop (input pipeline and step built) and in the first step (its trace).
+    "mean_train_length", "overhead_seconds"}``: the training batches' mean padded length, and the seconds spent
+    outside the steps: building the input pipeline and step, the first step (its trace) and dropping the input
+    iterator at the end (``short_lived`` says why that is timed).
     """
     n = int(next(iter(train_arrays.values())).shape[0])
     if n == 0:
@@ -243,7 +248,7 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
     train_seconds = eval_seconds = 0.0
     losses: List[float] = []
     iterator = iter(ds)
-    setup = {"input_and_step": time.time() - t_input}
+    overhead = {"input_and_step": time.time() - t_input}
     t0 = time.time()
     log_every = max(1, steps // 10)
     started = time.time()
@@ -253,7 +258,7 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
         lengths.append(int(batch["input_ids"].shape[-1]))
         losses.append(float(train_step(batch)))
         if step == 1:
-            setup["first_step"] = time.time() - t0  # tracing the step, and the first batch
+            overhead["first_step"] = time.time() - t0  # tracing the step, and the first batch
         if step % log_every == 0 or step == steps:
             log.info("%s", finetune_progress(label, step, steps, losses, time.time() - started))
         if (periodic and step % eval_every == 0) or step == steps:
@@ -274,9 +279,12 @@ def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, 
         log.warning("fine-tuning loss is not finite at the last step: %s", losses[-1])
     if best["weights"] is not None:
         model.set_weights(best["weights"])  # the best checkpoint on dev, for test predictions
+    t_release = time.time()
+    del iterator, ds
+    overhead["input_release"] = time.time() - t_release
     return {"metrics": best["metrics"], "payload": best["payload"], "step": best["step"], "history": history,
             "train_seconds": train_seconds, "eval_seconds": eval_seconds, "final_loss": losses[-1],
-            "mean_train_length": float(np.mean(lengths)), "setup_seconds": setup}
+            "mean_train_length": float(np.mean(lengths)), "overhead_seconds": overhead}
 
 
 def finetune_progress(label: str, step: int, steps: int, losses: List[float], elapsed: float) -> str:
@@ -319,10 +327,11 @@ def fine_tune_seeds(albert_dir: str, hp, train: Dict[str, np.ndarray],
         t1 = time.time()
         init_check = check_encoder_init(encoder, albert_dir, init)  # step 0: raises if the arm is not what it says
         label = f"{task or 'fine-tuning'} {init} seed {run_seed} ({i + 1}/{num_seeds})"
-        setup = {"build": t1 - t0, "init_check": time.time() - t1}
+        built = {"build": t1 - t0, "init_check": time.time() - t1}
         res = fine_tune(model, loss_fn, train, hp, run_seed, evaluate, selection, eval_every, label=label)
-        res["setup_seconds"] = {**setup, **res.pop("setup_seconds")}
-        log.info("%s: set up in %s", label, ", ".join(f"{k} {v:.1f} s" for k, v in res["setup_seconds"].items()))
+        res["overhead_seconds"] = {**built, **res["overhead_seconds"]}
+        log.info("%s: outside the steps: %s", label,
+                 ", ".join(f"{k} {v:.1f} s" for k, v in res["overhead_seconds"].items()))
         res["seed"] = run_seed
         res["init_check"] = init_check
         res["precision"] = decision.record()
@@ -389,5 +398,5 @@ def runs_record(run_results) -> List[Dict[str, Any]]:
     return [{"seed": r["seed"], "selected_step": r["step"], "metrics": r["metrics"], "history": r["history"],
              "final_train_loss": r["final_loss"], "train_seconds": round(r["train_seconds"], 3),
              "eval_seconds": round(r["eval_seconds"], 3), "init_check": r.get("init_check"),
-             "setup_seconds": {k: round(v, 3) for k, v in r.get("setup_seconds", {}).items()},
+             "overhead_seconds": {k: round(v, 3) for k, v in r.get("overhead_seconds", {}).items()},
              "precision": r.get("precision")} for r in run_results]
