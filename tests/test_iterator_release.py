@@ -69,7 +69,6 @@ def test_heldout_evaluation_and_fine_tuning_read_short_lived_pipelines(tmp_path)
     assert ds.options().autotune.enabled is False
     batch = next(iter(ds))
     assert batch["input_ids"].shape == (4, 16) and spec["input_ids"].shape.as_list() == [4, None]
-    assert train_dataset(model, arrays, 4, seed=0, autotune=True)[0].options().autotune.enabled is not False
 
     # A run times what it spends outside its steps, the iterator's drop included (metrics.json: overhead_seconds).
     hp = FinetuneHParams(1e-3, 4, 0.0, 0.1, train_steps=6, warmup_steps=1, max_seq_length=16)

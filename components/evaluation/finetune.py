@@ -200,12 +200,10 @@ def _better(score, best_score) -> bool:
 
 
 def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], batch_size: int, seed: int,
-                  dynamic: bool = True, autotune: bool = False
-                  ) -> Tuple[tf.data.Dataset, Optional[Dict[str, tf.TensorSpec]]]:
+                  dynamic: bool = True) -> Tuple[tf.data.Dataset, Optional[Dict[str, tf.TensorSpec]]]:
     """A run's endless training batches (shuffled with its seed; cut to the longest example when ``dynamic``
-    changes nothing) and the train step's input signature (None: the full static shape). ``autotune``: leave
-    tf.data's autotuner on, TensorFlow's default, which makes dropping the iterator wait (``short_lived``;
-    ``benchmarks/iterator_release.py`` times both)."""
+    changes nothing) and the train step's input signature (None: the full static shape). Without tf.data's
+    autotuner (``short_lived``): the run drops the iterator at its end, at once."""
     n = int(next(iter(train_arrays.values())).shape[0])
     ds = (tf.data.Dataset.from_tensor_slices(train_arrays)
           .shuffle(n, seed=seed, reshuffle_each_iteration=True)
@@ -216,8 +214,7 @@ def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], ba
         keys = _sequence_keys(model, train_arrays)
         ds = ds.map(trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1])))
         batch_spec = _relaxed_spec(ds.element_spec, keys)
-    ds = ds.prefetch(2)
-    return (ds if autotune else short_lived(ds)), batch_spec  # a run drops its iterator at its end: at once
+    return short_lived(ds.prefetch(2)), batch_spec
 
 
 def fine_tune(model: tf_keras.Model, loss_fn: Callable, train_arrays: Dict[str, np.ndarray], hp, seed: int,
