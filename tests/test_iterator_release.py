@@ -1,6 +1,6 @@
 """Iterators that are opened again and again are dropped at once (trainer.input_pipeline.short_lived).
 
-tf.data's autotuner makes dropping an iterator wait until its thread's current sleep ends, and the sleep grows
+tf.data's autotuner makes dropping an iterator wait until its thread's current sleep ends, and the sleep appears to grow
 with the iterator's age: fine-tuning runs stalled 0-60 s between seeds, held-out evaluations a few seconds. The
 held-out evaluation and every fine-tuning run read through ``short_lived`` pipelines.
 """

@@ -55,7 +55,7 @@ def short_lived(ds: tf.data.Dataset) -> tf.data.Dataset:
     (each held-out evaluation, each fine-tuning run, the precision probe's constant batch).
 
     Why: dropping an iterator waits for the autotuner's thread, which sees the cancellation only when its current
-    sleep ends, and that sleep grows with the iterator's age (towards a minute). Measured: a fine-tuning run's
+    sleep ends, and that sleep appears to grow with the iterator's age (waits up to a minute). Measured: a fine-tuning run's
     iterator took 33-39 s to drop after 80 RACE steps, a held-out evaluation's 4 s; with the autotuner off, 0.00 s
     (README, "Measured numbers"). These pipelines need no tuning: the work
     per element is a slice, or a parse of a few hundred records. The training stream keeps the tuner: it is
