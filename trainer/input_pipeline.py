@@ -55,12 +55,11 @@ def short_lived(ds: tf.data.Dataset) -> tf.data.Dataset:
     (each held-out evaluation, each fine-tuning run, the precision probe's constant batch).
 
     Why: dropping an iterator waits for the autotuner's thread, which sees the cancellation only when its current
-    sleep ends, and that sleep appears to grow with the iterator's age (waits up to a minute). Measured: a fine-tuning run's
-    iterator took 33-39 s to drop after 80 RACE steps, a held-out evaluation's 4 s; with the autotuner off, 0.00 s
-    (README, "Measured numbers"). These pipelines need no tuning: the work
-    per element is a slice, or a parse of a few hundred records. The training stream keeps the tuner: it is
-    opened once per phase, its throughput matters on accelerator hosts, and its drop measured 0.01 s after 5 and
-    30 s of use."""
+    sleep ends, and that sleep appears to grow with the iterator's age (waits up to a minute). Measured: a
+    fine-tuning run's iterator took 33-39 s to drop after 80 RACE steps, a held-out evaluation's 4 s; with the
+    autotuner off, 0.00 s (README, "Measured numbers"). These pipelines need no tuning: the work per element is a
+    slice, or a parse of a few hundred records. The training stream keeps the tuner: it is opened once per phase,
+    its throughput matters on accelerator hosts, and its drop measured 0.01 s after 5 and 30 s of use."""
     options = tf.data.Options()
     options.autotune.enabled = False
     return ds.with_options(options)
