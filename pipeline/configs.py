@@ -376,8 +376,8 @@ def small_config() -> PipelineConfig:
     6.376 at 0.002, 6.177 at 0.006, 6.204 at 0.012), never on a benchmark dev set. 6000 steps: the 7000-step run
     took 100.8 min of node time at the loop's 0.53 s/step, and 3.7 of its 38 fine-tuning minutes were runs waiting
     for their input iterator to close (fixed since); at 6000 steps the DAG took 81.7 min, 59.9 % of it pretraining
-    (README, "Rerun at 6000 steps"). Fine-tuning: 3 seeds, median reported, the last checkpoint (no selection on dev), and the
-    ``random_init`` baseline arm on every task.
+    (README, "Rerun at 6000 steps"). Fine-tuning: 3 seeds, median reported, the last checkpoint (no selection on
+    dev), and the ``random_init`` baseline arm on every task.
     """
     ft = dict(albert_dropout=0.0, classifier_dropout=0.1)
     # Fine-tuning lengths are set by the budget (42 runs: 7 tasks x 2 arms x 3 seeds, about 45 s of training each

@@ -1,8 +1,9 @@
 """Iterators that are opened again and again are dropped at once (trainer.input_pipeline.short_lived).
 
-tf.data's autotuner makes dropping an iterator wait until its thread's current sleep ends, and the sleep appears to grow
-with the iterator's age: fine-tuning runs stalled 0-60 s between seeds, held-out evaluations a few seconds. The
-held-out evaluation and every fine-tuning run read through ``short_lived`` pipelines.
+tf.data's autotuner makes dropping an iterator wait until its thread's current sleep ends, and the sleep appears to
+grow with the iterator's age: fine-tuning runs stalled 0-60 s between seeds, held-out evaluations a few seconds.
+The held-out evaluation and every fine-tuning run read through ``short_lived`` pipelines; the training stream keeps
+the autotuner.
 """
 import time
 
@@ -16,6 +17,7 @@ tf = pytest.importorskip("tensorflow")
 from components.evaluation.finetune import fine_tune, train_dataset  # noqa: E402
 from components.evaluation.heads import ClassifierModel, classification_loss  # noqa: E402
 from pipeline.configs import FinetuneHParams  # noqa: E402
+from tests.test_input_order import L, P, SIZES, _write  # noqa: E402  (its pretraining records: ids 1000 * file + row)
 from trainer import input_pipeline  # noqa: E402
 from trainer.modeling_albert import AlbertConfig, AlbertModel  # noqa: E402
 
@@ -38,25 +40,18 @@ def test_a_short_lived_iterator_is_dropped_at_once_after_seconds_of_use():
     # depending on where in the sleep it falls (measured 0-16 s after 4-25 s of use), so only this side is timed.
     assert _drop_seconds(input_pipeline.short_lived(ds), 3.0) < 1.0
     assert input_pipeline.short_lived(ds).options().autotune.enabled is False
-    assert ds.options().autotune.enabled is not False  # the training stream keeps the autotuner
-
-
-def _write_records(path, n, spec):
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for i in range(n):
-            feats = {k: (tf.train.Feature(float_list=tf.train.FloatList(value=[1.0] * f.shape[0]))
-                         if f.dtype == tf.float32 else
-                         tf.train.Feature(int64_list=tf.train.Int64List(value=[i + 1] * f.shape[0])))
-                     for k, f in spec.items()}
-            writer.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
 
 
 def test_heldout_evaluation_and_fine_tuning_read_short_lived_pipelines(tmp_path):
-    _write_records(tmp_path / "eval.tfrecord", 16, input_pipeline.feature_spec(16, 4))
-    files = [str(tmp_path / "eval.tfrecord")]
-    ev = input_pipeline.make_eval_dataset(files, 4, 16, 4, num_records=10, global_batch_size=4)
+    _, files = _write(str(tmp_path), gzip=True)
+    ev = input_pipeline.make_eval_dataset(files, 4, L, P, num_records=10, global_batch_size=4)
     assert ev.options().autotune.enabled is False
-    assert sum(int(labels["row_weights"].numpy().sum()) for _, labels in ev) == 10
+    batches = list(ev)
+    ids = np.concatenate([inputs["input_ids"][:, 0].numpy() for inputs, _ in batches])
+    assert ids.tolist() == list(range(7)) + [1000, 1001, 1002, 0, 0]  # file order, padded to whole batches
+    assert sum(int(labels["row_weights"].numpy().sum()) for _, labels in batches) == 10
+    train = input_pipeline.make_pretraining_dataset(files, 4, L, P, seed=0, counts=list(SIZES))
+    assert train.options().autotune.enabled is not False  # the training stream keeps the autotuner
 
     model = ClassifierModel(AlbertModel(AlbertConfig.named("albert-tiny", vocab_size=50)), 2, 0.1, seed=0)
     rng = np.random.default_rng(0)
