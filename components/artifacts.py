@@ -8,7 +8,6 @@ Values about an artifact (counts, vocabulary size, benchmark name) are MLMD *cus
 the Kubeflow v2 compiler only accepts schema-less custom types.
 """
 from tfx.types import artifact
-from tfx.types import standard_artifacts  # noqa: F401  (re-exported for callers)
 
 
 class RawCorpus(artifact.Artifact):

@@ -62,7 +62,7 @@ from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
 from components.text.documents import parse_text_blocks
 from components.text.errors import CorruptInputError
-from trainer.files import EVAL_SPLIT, LONG_SUFFIX, STATS_FILE, TRAIN_SPLIT  # noqa: F401 (STATS_FILE: for callers)
+from trainer.files import EVAL_SPLIT, LONG_SUFFIX, TRAIN_SPLIT
 
 SPLITS = (TRAIN_SPLIT, EVAL_SPLIT)
 # With BERT's two-phase sequence length (``long_params``): the same documents' instances at the long length, each

@@ -20,6 +20,7 @@ from components import datagen_beam
 from components.text.errors import CorruptInputError
 from components.vocab_lib import validate_model
 from trainer import examples_info
+from trainer.files import STATS_FILE
 
 LOG = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     try:
         p = beam.Pipeline(options=options)
         datagen_beam.build_pretraining_data(
-            p, files, spm_model, dirs, os.path.join(tmp, datagen_beam.STATS_FILE),
+            p, files, spm_model, dirs, os.path.join(tmp, STATS_FILE),
             params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
             num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
             compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
@@ -99,7 +100,7 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     LOG.info("datagen: %s", ", ".join(f"{k} {v:,}" for k, v in sorted(found.items())))
     if counters is not None:
         counters.update(found)
-    with open(os.path.join(output, datagen_beam.STATS_FILE)) as f:
+    with open(os.path.join(output, STATS_FILE)) as f:
         return json.load(f)
 
 

@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from config import schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
-from config.sections import (GLUE_TASKS, PAPER_FINETUNE, RELEASE_V2_RACE, SQUAD_TASKS, TPU_ACCELERATORS,  # noqa: F401 (re-exported)
-                             TPU_MACHINE_PREFIXES, BenchmarkConfig, CorpusConfig, DataGenConfig, FinetuneHParams,
-                             ModelConfig, ReportConfig, TrainConfig, VertexTrainingConfig, VocabConfig)
+from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataGenConfig,
+                             FinetuneHParams, ModelConfig, ReportConfig, TrainConfig, VertexTrainingConfig,
+                             VocabConfig)
 from config.trainer_settings import trainer_settings
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

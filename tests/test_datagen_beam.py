@@ -194,7 +194,6 @@ def _disjoint_corpus(path, n_docs, split_for_index, seed=0):
 
 def _original_tokens(out, split):
     """Per instance, the ids before masking (masked positions get their masked_lm_ids back)."""
-    import numpy as np
     import tensorflow as tf
 
     from trainer.input_pipeline import feature_spec

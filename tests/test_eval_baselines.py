@@ -24,8 +24,7 @@ from components.evaluation.init_check import EncoderInitError, check_encoder_ini
 from components.evaluation.metrics import compare_arms  # noqa: E402
 from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
 from config import ConfigError  # noqa: E402
-from pipeline.configs import SAMPLE_DATA, build_config, sample_config  # noqa: E402
-from trainer import train_lib  # noqa: E402
+from pipeline.configs import build_config, sample_config  # noqa: E402
 
 TINY_VARIABLES = 25  # albert-tiny, all shared: embeddings 7, one block 16, pooler 2
 

@@ -1,5 +1,4 @@
 """GLUE registry, readers (bundled samples always, full files when staged), featurization, submissions."""
-import os
 from pathlib import Path
 
 import numpy as np

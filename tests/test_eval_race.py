@@ -1,6 +1,5 @@
 """RACE reader (bundled sample always, full dev/test when staged), featurization, metrics, scoring."""
 import json
-import os
 from pathlib import Path
 
 import numpy as np

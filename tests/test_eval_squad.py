@@ -1,7 +1,6 @@
 """SQuAD reader, alignment, windows, decoding and EM/F1 (hand-worked + official scripts when staged)."""
 import copy
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -8,7 +8,6 @@ same real examples with a tiny random encoder.
 """
 import collections
 import copy
-import json
 import re
 import string
 

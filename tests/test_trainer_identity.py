@@ -1,6 +1,4 @@
 """Checkpoints are keyed by what defines a pretraining run, not by artifact URIs (issue 13)."""
-import json
-
 import pytest
 
 from config import ConfigError, ModelConfig, TrainConfig

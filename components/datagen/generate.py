@@ -6,7 +6,6 @@ generator per pass from (global seed, document id, pass), so results do not depe
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
