@@ -2,9 +2,11 @@
 
 Everything is real (the ALBERT pretraining / fine-tuning steps are built and run) except the probe's clock: a fake
 clock reads the precision being timed and advances by a scripted step time, so the tests decide which precision is
-"faster". Covered: the choice follows the times, a cache hit skips the probe (the clock is never read), the cache is
-keyed by CPU model and shape, a resumed run keeps its recorded precision, the probe leaves the run's initial weights
-and random streams alone, fine-tuning sets its precision explicitly, and the setting reaches only its nodes.
+"faster". Covered: the choice follows the times, rounds that disagree (a noisy host) get more rounds and an
+inconclusive choice is kept for the process but not cached, a cache hit skips the probe (the clock is never read),
+the cache is keyed by CPU model and shape, a resumed run keeps its recorded precision, the probe leaves the run's
+initial weights and random streams alone, fine-tuning sets its precision explicitly, and the setting reaches only its
+nodes.
 """
 import json
 import os
@@ -39,6 +41,23 @@ class FakeClock:
         return self.now
 
 
+class ScriptedClock:
+    """Like FakeClock, but round k's step times are ``rounds[k]`` = (float32, mixed_bfloat16): a host whose speed
+    swings between (and within) rounds."""
+
+    def __init__(self, rounds):
+        self.rounds, self.now, self.calls, self._open, self._timed = list(rounds), 0.0, 0, False, 0
+
+    def __call__(self):
+        self.calls += 1
+        if self._open:
+            name = tf_keras.mixed_precision.global_policy().name
+            self.now += self.rounds[self._timed // 2][precision.PRECISIONS.index(name)]
+            self._timed += 1
+        self._open = not self._open
+        return self.now
+
+
 class NoClock:
     def __call__(self):
         raise AssertionError("the probe ran: the timer was read")
@@ -48,6 +67,7 @@ class NoClock:
 def cache_file(tmp_path, monkeypatch):
     path = tmp_path / "cache" / "precision.json"
     monkeypatch.setenv(precision.CACHE_ENV, str(path))
+    monkeypatch.setattr(precision, "_PROCESS", {})  # each test starts as a new process
     yield path
     tf_keras.mixed_precision.set_global_policy("float32")
 
@@ -81,6 +101,35 @@ def test_probe_picks_the_precision_whose_real_step_is_faster(tmp_path, monkeypat
     # Recorded in the run's checkpoint folder (what a resumed run reuses).
     with open(os.path.join(_job(tmp_path).checkpoint_dir, precision.RECORD_FILE)) as f:
         assert json.load(f)["precision"] == want
+
+
+def test_rounds_that_disagree_get_more_rounds_and_a_choice_they_never_agree_on_is_not_cached(tmp_path, monkeypatch,
+                                                                                           cache_file, caplog):
+    # One round falls in a slow spell of the host: the probe times rounds until 4 of 5 (80 %) side with the medians.
+    noisy = [(1.0, 0.5), (0.2, 2.0), (1.0, 0.5), (1.0, 0.5), (1.0, 0.5)]
+    clock = ScriptedClock(noisy + [(9.0, 9.0)] * 4)  # rounds it must not reach
+    decision = _resolve(_job(tmp_path, name="a"), clock, monkeypatch)
+    assert (decision.precision, decision.agreement, clock.calls) == ("mixed_bfloat16", 0.8, 2 * 2 * 5)
+    assert decision.seconds == {"float32": 1.0, "mixed_bfloat16": 0.5}  # medians: the slow round is outvoted
+    assert [e["choice"] for e in json.loads(cache_file.read_text()).values()] == ["mixed_bfloat16"]
+    cache_file.unlink()
+
+    # Rounds that keep contradicting each other: nine at most, the medians decide, nothing is cached on disk.
+    clock = ScriptedClock([(1.0, 0.5), (0.5, 1.0)] * 4 + [(1.0, 0.5)])
+    job = _job(tmp_path, name="b")
+    decision = _resolve(job, clock, monkeypatch)
+    assert (decision.precision, decision.source, clock.calls) == ("mixed_bfloat16", "probe", 2 * 2 * 9)
+    assert decision.agreement == pytest.approx(5 / 9) and not cache_file.exists()
+    assert "only 56% of the probe's rounds agree" in caplog.text
+    with open(os.path.join(job.checkpoint_dir, precision.RECORD_FILE)) as f:
+        assert json.load(f)["round_agreement"] == pytest.approx(5 / 9)
+    # The rest of this process keeps that choice (a node's other arm must not run in the other precision) ...
+    same = _resolve(_job(tmp_path, name="c"), NoClock(), monkeypatch)
+    assert (same.precision, same.source, same.agreement) == ("mixed_bfloat16", "process", decision.agreement)
+    # ... and the next process measures again.
+    monkeypatch.setattr(precision, "_PROCESS", {})
+    rerun = _resolve(_job(tmp_path, name="d"), FakeClock(0.5, 1.0), monkeypatch)
+    assert (rerun.precision, rerun.source) == ("float32", "probe")
 
 
 def test_cache_hit_skips_the_probe_and_another_shape_probes_again(tmp_path, monkeypatch):

@@ -3,9 +3,11 @@
 Why measured, not read from CPU flags: bf16 pays only where the bf16 dot products save more than the casts around
 every op cost, which depends on the matrix unit *and* the model's width. On a 2-core AMD EPYC with AVX512-BF16 and
 no AMX, bf16 was 1.66x faster at albert-base but 1.9x slower at H 256 (README: "Measured numbers", the ``small``
-preset); on Intel Xeons with AMX it was reported to win at both. So on a CPU ``auto`` builds the real step (forward, loss, gradients, clipping, optimizer
-update, same shapes and batch) once per precision on a throwaway model, times a few interleaved steps and keeps the
-faster; on TPU/GPU it is bf16 without probing.
+preset); on Intel Xeons with AMX it was reported to win at both. So on a CPU ``auto`` builds the real step
+(forward, loss, gradients, clipping, optimizer update, same shapes and batch) once per precision on a throwaway
+model, times a few interleaved steps and keeps the faster; on TPU/GPU it is bf16 without probing. A noisy host
+gets more rounds, and a choice its rounds do not agree on is kept for the process but not cached
+(:data:`PROBE_AGREEMENT`).
 
 The result is cached per CPU model, TensorFlow version, thread count and shape (:func:`probe_key`) in a JSON file
 (``ALBERT_TFX_PRECISION_CACHE``, default ``$XDG_CACHE_HOME/albert-tfx/precision.json``), outside every pipeline
@@ -23,7 +25,7 @@ import logging
 import os
 import statistics
 import time
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,15 @@ PRECISIONS = ("float32", "mixed_bfloat16")
 CACHE_ENV = "ALBERT_TFX_PRECISION_CACHE"
 PROBE_SEED = 0x9B0BE
 PROBE_ROUNDS = 3  # timed steps per precision (interleaved, median), after one warm-up step each
+# A host whose speed swings between rounds (seen: a shared 2-core VM running 10-1000x slower for seconds at a
+# time) can make the rounds disagree on which precision is faster. Then the probe times more rounds, up to
+# PROBE_MAX_ROUNDS, until PROBE_AGREEMENT of them side with the medians' choice; a choice that never gets there
+# is used for this run but not cached, so the next run measures again instead of inheriting a coin flip.
+PROBE_MAX_ROUNDS = 9
+PROBE_AGREEMENT = 0.8
+# Inconclusive probes of this process, by cache key: later resolutions in the process (a benchmark node's other
+# arm, its other tasks of the same shape) reuse the choice, so one node never mixes precisions.
+_PROCESS: Dict[str, Dict[str, Any]] = {}
 RECORD_FILE = "precision.json"  # in a pretraining run's checkpoint folder: what a resumed run reuses
 
 # The probe's timer; tests replace it (and nothing else) to decide the choice.
@@ -40,14 +51,19 @@ clock: Callable[[], float] = time.perf_counter
 @dataclasses.dataclass
 class Decision:
     """The precision of a run and how it was decided (``setting`` | ``accelerator`` | ``cache`` | ``probe`` |
-    ``resumed``); ``seconds``: median step time per precision when measured (now or when cached)."""
+    ``process``: an inconclusive probe earlier in this process | ``resumed``); ``seconds``: median step time per
+    precision when measured (now or when cached)."""
 
     precision: str
     source: str
     seconds: Dict[str, float] = dataclasses.field(default_factory=dict)
+    agreement: Optional[float] = None  # measured now: the share of rounds that side with the choice
 
     def record(self) -> Dict[str, Any]:
-        return {"precision": self.precision, "source": self.source, "step_seconds": dict(self.seconds)}
+        out = {"precision": self.precision, "source": self.source, "step_seconds": dict(self.seconds)}
+        if self.agreement is not None:
+            out["round_agreement"] = self.agreement
+        return out
 
 
 def cpu_model() -> str:
@@ -122,10 +138,20 @@ def choose(seconds: Mapping[str, float]) -> str:
     return "mixed_bfloat16" if seconds["mixed_bfloat16"] < seconds["float32"] else "float32"
 
 
-def time_steps(build_step: Callable[[str], Callable[[], Any]], rounds: int = PROBE_ROUNDS) -> Dict[str, float]:
-    """Median seconds of one step per precision. ``build_step(precision)`` is called with that precision's
-    policy set and returns a zero-argument step whose result has ``.numpy()`` (to wait for it). Each step is run
-    once untimed (tracing, first-touch), then the precisions alternate so that load on a shared host falls on both.
+def agreement(times: Mapping[str, Sequence[float]]) -> float:
+    """The share of rounds (one timed step per precision, side by side) that rank the precisions as the medians do."""
+    choice = choose({p: statistics.median(v) for p, v in times.items()})
+    sides = [choose({"float32": f, "mixed_bfloat16": b}) == choice
+             for f, b in zip(times["float32"], times["mixed_bfloat16"])]
+    return sum(sides) / len(sides)
+
+
+def time_steps(build_step: Callable[[str], Callable[[], Any]], rounds: int = PROBE_ROUNDS,
+               max_rounds: int = PROBE_MAX_ROUNDS) -> Tuple[Dict[str, float], float]:
+    """(median seconds of one step per precision, :func:`agreement` of the rounds). ``build_step(precision)`` is
+    called with that precision's policy set and returns a zero-argument step whose result has ``.numpy()`` (to wait
+    for it). Each step is run once untimed (tracing, first-touch), then the precisions alternate so that load on a
+    shared host falls on both; rounds are added while fewer than :data:`PROBE_AGREEMENT` of them agree.
     """
     import tf_keras
 
@@ -136,15 +162,17 @@ def time_steps(build_step: Callable[[str], Callable[[], Any]], rounds: int = PRO
             tf_keras.mixed_precision.set_global_policy(precision)
             steps[precision] = build_step(precision)
             steps[precision]().numpy()
-        for _ in range(rounds):
+        done = 0
+        while done < rounds or (done < max_rounds and agreement(times) < PROBE_AGREEMENT):
             for precision in PRECISIONS:
                 tf_keras.mixed_precision.set_global_policy(precision)  # in force while it is timed
                 start = clock()
                 steps[precision]().numpy()
                 times[precision].append(clock() - start)
+            done += 1
     finally:
         tf_keras.mixed_precision.set_global_policy(previous)
-    return {p: float(statistics.median(v)) for p, v in times.items()}
+    return {p: float(statistics.median(v)) for p, v in times.items()}, agreement(times)
 
 
 def resolve(setting: str, *, kind: str, shape: Mapping[str, Any],
@@ -164,19 +192,27 @@ def resolve(setting: str, *, kind: str, shape: Mapping[str, Any],
     path, key = cache_path(), probe_key(kind, shape)
     entry = _read_cache(path).get(key)
     if isinstance(entry, dict) and set(PRECISIONS) <= set(entry.get("step_seconds", {})):
-        seconds, source = {p: float(entry["step_seconds"][p]) for p in PRECISIONS}, "cache"
+        seconds, source, agreed = {p: float(entry["step_seconds"][p]) for p in PRECISIONS}, "cache", None
+    elif key in _PROCESS:
+        seconds, source, agreed = dict(_PROCESS[key]["step_seconds"]), "process", _PROCESS[key]["agreement"]
     else:
         tf_keras.utils.set_random_seed(PROBE_SEED)  # the throwaway model's own seed; callers reseed the run after
-        seconds, source = time_steps(build_step), "probe"
-        _write_cache(path, key, {"step_seconds": seconds, "choice": choose(seconds),
-                                 "measured": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        (seconds, agreed), source = time_steps(build_step), "probe"
+        if agreed >= PROBE_AGREEMENT:
+            _write_cache(path, key, {"step_seconds": seconds, "choice": choose(seconds),
+                                     "measured": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        else:
+            _PROCESS[key] = {"step_seconds": dict(seconds), "agreement": agreed}
+            log.warning("mixed_precision=auto: only %.0f%% of the probe's rounds agree on the faster precision (a "
+                        "noisy host or a near tie); this process uses the medians' choice, which is not cached",
+                        100 * agreed)
     if combine is not None:
         seconds = combine(seconds)
-    decision = Decision(choose(seconds), source, seconds)
+    decision = Decision(choose(seconds), source, seconds, agreed)
     shape_text = " ".join(f"{k} {v}" for k, v in sorted(shape.items()) if not isinstance(v, (dict, list)))
     log.info("mixed_precision=auto (%s, %s): float32 %.4f s/step, mixed_bfloat16 %.4f s/step -> %s (%s, %s)",
              kind, shape_text, seconds["float32"], seconds["mixed_bfloat16"], decision.precision,
-             "measured now" if source == "probe" else "cached", path)
+             {"probe": "measured now", "process": "measured earlier in this process"}.get(source, "cached"), path)
     return decision
 
 
