@@ -36,7 +36,7 @@ PROBE_ROUNDS = 3  # timed steps per precision (interleaved, median), after one w
 # A host whose speed swings between rounds (seen: a shared 2-core VM running 10-1000x slower for seconds at a
 # time) can make the rounds disagree on which precision is faster. Then the probe times more rounds, up to
 # PROBE_MAX_ROUNDS, until PROBE_AGREEMENT of them side with the medians' choice; a choice that never gets there
-# is used for this run but not cached, so the next run measures again instead of inheriting a coin flip.
+# is kept for this process but not cached, so the next process measures again instead of inheriting a coin flip.
 PROBE_MAX_ROUNDS = 9
 PROBE_AGREEMENT = 0.8
 # Inconclusive probes of this process, by cache key: later resolutions in the process (a benchmark node's other
@@ -57,7 +57,7 @@ class Decision:
     precision: str
     source: str
     seconds: Dict[str, float] = dataclasses.field(default_factory=dict)
-    agreement: Optional[float] = None  # measured now: the share of rounds that side with the choice
+    agreement: Optional[float] = None  # probe or process: the share of the probe's rounds that side with the choice
 
     def record(self) -> Dict[str, Any]:
         out = {"precision": self.precision, "source": self.source, "step_seconds": dict(self.seconds)}
