@@ -429,6 +429,39 @@ def _start_sample_run_early(request):
         request.getfixturevalue("sample_run_pending")
 
 
+# -------------------------------------------------------------------------------------- progress, as it happens
+# `--durations` prints the slowest tests only when the session ends; a CI run stopped at its time limit prints
+# nothing of the kind, and `-q` shows one character per test. So every test phase that takes at least
+# REPORT_AFTER_S seconds, and every failure (with its one-line reason), is printed when it ends, with the time
+# since the session began: where the time went and what failed stay visible even in a run that never finishes.
+REPORT_AFTER_S = 30.0
+_SESSION = {}  # "config", "start": set by pytest_configure
+
+
+def pytest_runtest_logreport(report):
+    config = _SESSION.get("config")
+    if config is None or getattr(config, "workerinput", None) is not None:
+        return  # a pytest-xdist worker: the controller prints its reports
+    if report.duration < REPORT_AFTER_S and not report.failed:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    elapsed = int(time.monotonic() - _SESSION["start"])
+    line = (f"[{elapsed // 60:d}:{elapsed % 60:02d}] {report.nodeid} ({report.when}): {report.outcome}, "
+            f"{report.duration:.0f} s")
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    if report.failed and crash is not None:
+        line += f": {crash.message.splitlines()[0][:200] if crash.message else ''}"
+    if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+        reporter.write("\n")  # after -q's progress characters
+    reporter.write_line(line)
+
+
+def pytest_configure(config):
+    _SESSION.update(config=config, start=time.monotonic())
+
+
 # tf.Transform / TensorFlow processes can segfault during interpreter teardown (a protobuf upb bug) after
 # every test has finished and the summary is printed. Leave with pytest's own status instead, so the exit
 # code reports the tests. ALBERT_TFX_HARD_EXIT=0 restores normal teardown (e.g. for coverage tools).

@@ -26,33 +26,18 @@ L, P, V = 16, 4, 60
 
 
 class FakeClock:
-    """Advances by ``seconds[policy]`` between the two reads around each timed step (``precision.time_steps`` sets
-    the policy being timed); ``calls`` counts reads."""
+    """Advances by the step time of the policy being timed (``precision.time_steps`` sets it) between the two reads
+    around each timed step. Round k's step times are ``rounds[k]`` = (float32, mixed_bfloat16), the last repeating:
+    one pair is a steady host, several a host whose speed swings between (and within) rounds. ``calls`` counts reads."""
 
-    def __init__(self, float32, mixed_bfloat16):
-        self.seconds = {"float32": float32, "mixed_bfloat16": mixed_bfloat16}
-        self.now, self.calls, self._open = 0.0, 0, False
-
-    def __call__(self):
-        self.calls += 1
-        if self._open:
-            self.now += self.seconds[tf_keras.mixed_precision.global_policy().name]
-        self._open = not self._open
-        return self.now
-
-
-class ScriptedClock:
-    """Like FakeClock, but round k's step times are ``rounds[k]`` = (float32, mixed_bfloat16): a host whose speed
-    swings between (and within) rounds."""
-
-    def __init__(self, rounds):
-        self.rounds, self.now, self.calls, self._open, self._timed = list(rounds), 0.0, 0, False, 0
+    def __init__(self, *rounds):
+        self.rounds, self.now, self.calls, self._open, self._timed = rounds, 0.0, 0, False, 0
 
     def __call__(self):
         self.calls += 1
         if self._open:
             name = tf_keras.mixed_precision.global_policy().name
-            self.now += self.rounds[self._timed // 2][precision.PRECISIONS.index(name)]
+            self.now += self.rounds[min(self._timed // 2, len(self.rounds) - 1)][precision.PRECISIONS.index(name)]
             self._timed += 1
         self._open = not self._open
         return self.now
@@ -88,7 +73,7 @@ def _resolve(job, clock, monkeypatch, chief=True):
 
 @pytest.mark.parametrize("f32,bf16,want", [(1.0, 0.5, "mixed_bfloat16"), (0.5, 1.0, "float32")])
 def test_probe_picks_the_precision_whose_real_step_is_faster(tmp_path, monkeypatch, cache_file, f32, bf16, want):
-    clock = FakeClock(f32, bf16)
+    clock = FakeClock((f32, bf16))
     decision = _resolve(_job(tmp_path), clock, monkeypatch)
     assert (decision.precision, decision.source) == (want, "probe")
     assert decision.seconds == {"float32": f32, "mixed_bfloat16": bf16}
@@ -107,7 +92,7 @@ def test_rounds_that_disagree_get_more_rounds_and_a_choice_they_never_agree_on_i
                                                                                            cache_file, caplog):
     # One round falls in a slow spell of the host: the probe times rounds until 4 of 5 (80 %) side with the medians.
     noisy = [(1.0, 0.5), (0.2, 2.0), (1.0, 0.5), (1.0, 0.5), (1.0, 0.5)]
-    clock = ScriptedClock(noisy + [(9.0, 9.0)] * 4)  # rounds it must not reach
+    clock = FakeClock(*noisy, (9.0, 9.0))  # rounds it must not reach
     decision = _resolve(_job(tmp_path, name="a"), clock, monkeypatch)
     assert (decision.precision, decision.agreement, clock.calls) == ("mixed_bfloat16", 0.8, 2 * 2 * 5)
     assert decision.seconds == {"float32": 1.0, "mixed_bfloat16": 0.5}  # medians: the slow round is outvoted
@@ -115,7 +100,7 @@ def test_rounds_that_disagree_get_more_rounds_and_a_choice_they_never_agree_on_i
     cache_file.unlink()
 
     # Rounds that keep contradicting each other: nine at most, the medians decide, nothing is cached on disk.
-    clock = ScriptedClock([(1.0, 0.5), (0.5, 1.0)] * 4 + [(1.0, 0.5)])
+    clock = FakeClock(*[(1.0, 0.5), (0.5, 1.0)] * 4, (1.0, 0.5))
     job = _job(tmp_path, name="b")
     decision = _resolve(job, clock, monkeypatch)
     assert (decision.precision, decision.source, clock.calls) == ("mixed_bfloat16", "probe", 2 * 2 * 9)
@@ -128,26 +113,26 @@ def test_rounds_that_disagree_get_more_rounds_and_a_choice_they_never_agree_on_i
     assert (same.precision, same.source, same.agreement) == ("mixed_bfloat16", "process", decision.agreement)
     # ... and the next process measures again.
     monkeypatch.setattr(precision, "_PROCESS", {})
-    rerun = _resolve(_job(tmp_path, name="d"), FakeClock(0.5, 1.0), monkeypatch)
+    rerun = _resolve(_job(tmp_path, name="d"), FakeClock((0.5, 1.0)), monkeypatch)
     assert (rerun.precision, rerun.source) == ("float32", "probe")
 
 
 def test_cache_hit_skips_the_probe_and_another_shape_probes_again(tmp_path, monkeypatch):
-    first = _resolve(_job(tmp_path, name="a"), FakeClock(1.0, 0.5), monkeypatch)
+    first = _resolve(_job(tmp_path, name="a"), FakeClock((1.0, 0.5)), monkeypatch)
     hit = _resolve(_job(tmp_path, name="b"), NoClock(), monkeypatch)  # same machine and shape, a new run
     assert (hit.precision, hit.source, hit.seconds) == (first.precision, "cache", first.seconds)
-    clock = FakeClock(0.5, 1.0)
+    clock = FakeClock((0.5, 1.0))
     other = _resolve(_job(tmp_path, batch=8, name="c"), clock, monkeypatch)  # another batch: measured again
     assert (other.precision, other.source, clock.calls) == ("float32", "probe", 2 * 2 * precision.PROBE_ROUNDS)
 
 
 def test_cache_is_keyed_by_cpu_model(tmp_path, monkeypatch, cache_file):
-    _resolve(_job(tmp_path, name="a"), FakeClock(1.0, 0.5), monkeypatch)
+    _resolve(_job(tmp_path, name="a"), FakeClock((1.0, 0.5)), monkeypatch)
     (key, entry), = json.loads(cache_file.read_text()).items()
     moved = json.loads(key)
     moved["cpu"] = "Some Other CPU @ 2.0GHz"
     cache_file.write_text(json.dumps({json.dumps(moved, sort_keys=True): entry}))  # only another CPU's entry
-    clock = FakeClock(0.5, 1.0)
+    clock = FakeClock((0.5, 1.0))
     decision = _resolve(_job(tmp_path, name="b"), clock, monkeypatch)
     assert (decision.precision, decision.source) == ("float32", "probe") and clock.calls > 0
 
@@ -156,14 +141,14 @@ def test_a_broken_cache_is_measured_again_and_rewritten_and_only_the_chief_recor
     cache_file.parent.mkdir(parents=True)
     cache_file.write_text("{not json")
     job = _job(tmp_path)
-    decision = _resolve(job, FakeClock(1.0, 0.5), monkeypatch, chief=False)
+    decision = _resolve(job, FakeClock((1.0, 0.5)), monkeypatch, chief=False)
     assert decision.source == "probe" and len(json.loads(cache_file.read_text())) == 1
     assert not os.path.exists(os.path.join(job.checkpoint_dir, precision.RECORD_FILE))  # a cluster's other tasks
 
 
 def test_resumed_run_keeps_the_recorded_precision(tmp_path, monkeypatch):
     job = _job(tmp_path)
-    first = _resolve(job, FakeClock(1.0, 0.5), monkeypatch)
+    first = _resolve(job, FakeClock((1.0, 0.5)), monkeypatch)
     assert first.precision == "mixed_bfloat16"
     os.remove(os.environ[precision.CACHE_ENV])  # even with the cache gone and the machine now favouring float32
     resumed = _resolve(job, NoClock(), monkeypatch)
@@ -179,7 +164,7 @@ def test_probe_leaves_the_runs_weights_and_random_streams_alone(tmp_path, monkey
 
     def start(probe):
         if probe:
-            _resolve(job, FakeClock(0.5, 1.0), monkeypatch)
+            _resolve(job, FakeClock((0.5, 1.0)), monkeypatch)
         tf_keras.utils.set_random_seed(job.seed)  # what pretrain() does right after resolving
         model = train_lib.build_pretraining_model(job.albert_config, "sop", L, P)
         return [w.copy() for w in model.get_weights()], tf.random.uniform([3]).numpy(), np.random.rand(3)
@@ -213,7 +198,7 @@ def test_finetuning_auto_is_measured_cached_and_recorded(tmp_path, monkeypatch):
     albert_dir, hp, train, make_head = _finetune_setup(tmp_path)
     evaluate = lambda m: ({"score": 1.0, "selection_score": 1.0}, None)  # noqa: E731
     kw = dict(seed=3, num_seeds=1, selection="last", eval_every=0, task="RTE")
-    monkeypatch.setattr(precision, "clock", FakeClock(1.0, 0.5))
+    monkeypatch.setattr(precision, "clock", FakeClock((1.0, 0.5)))
     runs, _ = fine_tune_seeds(albert_dir, hp, train, make_head, classification_loss, evaluate, precision="auto", **kw)
     record = runs_record(runs)[0]["precision"]
     assert (record["precision"], record["source"]) == ("mixed_bfloat16", "probe")
