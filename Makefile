@@ -7,6 +7,11 @@
 export UV_PYTHON_DOWNLOADS := never
 export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
+# Python's default: cache compiled modules (__pycache__, git-ignored). CI images and sandboxes often set
+# PYTHONDONTWRITEBYTECODE; then every process that imports TensorFlow, Beam or TFX (CLI runs, Beam workers,
+# component launches: hundreds in `make test`) compiles thousands of modules from source again, minutes each on a
+# slow host. With the cache, the first import of a module compiles it and every later process reads it.
+unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 
 # uv: the one on PATH, else a private copy in $(UV_BOOTSTRAP) (a venv of its own). Nothing is ever installed
