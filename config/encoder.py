@@ -8,6 +8,13 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping
 
 SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
+# Where each block normalises: "post" (the paper and the official code: LN(x + F(x))) or "pre" (x + F(LN(x)) and
+# one LayerNorm after the last layer, Xiong et al. 2020), a named deviation for small models on small budgets.
+LAYER_NORM_CHOICES = ("post", "pre")
+# How the learned position embeddings start: "normal" (official: truncated normal, initializer_range) or
+# "sinusoidal" (Vaswani et al. 2017's table scaled to the same RMS), a named deviation: a shift by k positions is a
+# linear map of sinusoids, so attention can find neighbours from step 0 (README "Position embeddings").
+POSITION_INIT_CHOICES = ("normal", "sinusoidal")
 
 _V2_COMMON = dict(vocab_size=30000, max_position_embeddings=512, type_vocab_size=2, hidden_dropout_prob=0.0,
                   attention_probs_dropout_prob=0.0, hidden_act="gelu_new", initializer_range=0.02,
@@ -109,6 +116,11 @@ def encoder_errors(c: Mapping[str, Any]) -> List[str]:
         errors.append(f"initializer_range must be > 0, got {c['initializer_range']!r}")
     if c["layer_norm_eps"] <= 0:
         errors.append(f"layer_norm_eps must be > 0, got {c['layer_norm_eps']!r}")
+    if c.get("layer_norm_position", "post") not in LAYER_NORM_CHOICES:
+        errors.append(f"layer_norm_position must be one of {LAYER_NORM_CHOICES}, got {c['layer_norm_position']!r}")
+    if c.get("position_embedding_init", "normal") not in POSITION_INIT_CHOICES:
+        errors.append(f"position_embedding_init must be one of {POSITION_INIT_CHOICES}, "
+                      f"got {c['position_embedding_init']!r}")
     projection = c.get("embedding_projection")
     if projection not in (None, True, False):
         errors.append(f"embedding_projection must be None, True or False, got {projection!r}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from config.references import REFERENCE_ROWS  # report.reference: the published rows, with their numbers
-from config.encoder import SHARING_CHOICES, encoder_errors, named_fields
+from config.encoder import LAYER_NORM_CHOICES, POSITION_INIT_CHOICES, SHARING_CHOICES, encoder_errors, named_fields
 from config.schema import ConfigError, Section, check
 
 
@@ -169,11 +169,19 @@ class ModelConfig(Section):
     num_hidden_groups: Optional[int] = None
     inner_group_num: Optional[int] = None
     dropout: Optional[float] = None  # hidden and attention dropout (v1 models: 0.1, v2 release: 0)
+    # Named deviations (README "Encoder settings beyond the official model"), left out of the section's JSON at
+    # their official values, so a model that does not set them keeps its cache key and its checkpoint folder.
+    layer_norm_position: str = field(default="post", metadata={"choices": LAYER_NORM_CHOICES})
+    position_embedding_init: str = field(default="normal", metadata={"choices": POSITION_INIT_CHOICES})
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _without_defaults(self, super().to_dict(), ("layer_norm_position", "position_embedding_init"))
 
     def overrides(self) -> Dict[str, Any]:
         """The AlbertConfig fields this section sets (None = the named size's value)."""
         keys = ("embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                "sharing", "num_hidden_groups", "inner_group_num")
+                "sharing", "num_hidden_groups", "inner_group_num", "layer_norm_position",
+                "position_embedding_init")
         out = {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
         if self.dropout is not None:
             out["hidden_dropout_prob"] = self.dropout
@@ -189,6 +197,10 @@ class ModelConfig(Section):
         """Checks the size name and the encoder it gives, so a bad model fails before any node runs."""
         check(self.sharing is None or self.sharing in SHARING_CHOICES, "model.sharing", self.sharing,
               "|".join(SHARING_CHOICES))
+        check(self.layer_norm_position in LAYER_NORM_CHOICES,
+              "model.layer_norm_position", self.layer_norm_position, "|".join(LAYER_NORM_CHOICES))
+        check(self.position_embedding_init in POSITION_INIT_CHOICES,
+              "model.position_embedding_init", self.position_embedding_init, "|".join(POSITION_INIT_CHOICES))
         check(self.dropout is None or 0 <= self.dropout < 1, "model.dropout", self.dropout, "in [0, 1)")
         try:
             errors = encoder_errors(self.encoder_fields())
@@ -208,7 +220,7 @@ TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eva
 # Optimizer deviations from the official recipe (README "Optimizer settings beyond the official recipe"), named as
 # ``trainer.optimization.create_optimizer``'s keywords. Left out of the section's JSON while at their official
 # defaults, so a Trainer that does not set them keeps its cache key and its checkpoint folder.
-OPTIMIZER_OPTIONS = ("bias_correction", "no_decay_lr_multiplier", "end_learning_rate_fraction")
+OPTIMIZER_OPTIONS = ("bias_correction", "no_decay_lr_multiplier", "end_learning_rate_fraction", "beta_1")
 # BERT's two-phase sequence length (README "Two-phase sequence length"), off at the defaults and then left out of
 # the sections' JSON the same way: datagen's ``long_*`` fields and the Trainer's switch step.
 LONG_PHASE_OPTIONS = ("long_max_seq_length", "long_max_predictions_per_seq")
@@ -252,6 +264,7 @@ class TrainConfig(Section):
     bias_correction: bool = False  # LAMB/AdamW with Adam's m/(1-b1^t), v/(1-b2^t) (official: none)
     no_decay_lr_multiplier: float = 1.0  # lr multiplier of the variables excluded from weight decay (LayerNorm, biases)
     end_learning_rate_fraction: float = 0.0  # the linear decay ends at this fraction of the peak (official: 0)
+    beta_1: float = 0.9  # Adam's first-moment decay (official 0.9); higher averages batch-32 gradient noise longer
     # BERT's two-phase sequence length: 0 = one phase (ALBERT). N > 0: steps [N, num_train_steps) read the long
     # examples (``datagen.long_max_seq_length``), step s at records [(s - N) * B, (s - N + 1) * B) of their stream.
     long_seq_from_step: int = 0
@@ -292,6 +305,7 @@ class TrainConfig(Section):
         check(t.weight_decay >= 0, "train.weight_decay", t.weight_decay, ">= 0")
         check(t.clip_norm > 0, "train.clip_norm", t.clip_norm, "> 0")
         check(t.no_decay_lr_multiplier > 0, "train.no_decay_lr_multiplier", t.no_decay_lr_multiplier, "> 0")
+        check(0 <= t.beta_1 < 1, "train.beta_1", t.beta_1, "in [0, 1)")
         check(0 <= t.end_learning_rate_fraction <= 1, "train.end_learning_rate_fraction",
               t.end_learning_rate_fraction, "in [0, 1]")
         check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",

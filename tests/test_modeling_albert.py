@@ -123,7 +123,7 @@ def test_group_sharing_count():
     dict(sharing="all"), dict(sharing="attention"), dict(sharing="ffn"), dict(sharing="none"),
     dict(sharing="groups", num_hidden_groups=2), dict(sharing="groups", num_hidden_groups=2, inner_group_num=2),
     dict(sharing="all", inner_group_num=2), dict(sharing="none", embedding_size=128),
-    dict(embedding_size=128, embedding_projection=True),
+    dict(embedding_size=128, embedding_projection=True), dict(layer_norm_position="pre"),
 ])
 def test_built_count_equals_analytic_tiny(overrides):
     config = tiny(num_hidden_layers=4, **overrides)
@@ -299,19 +299,26 @@ def _np_forward(model, config, inputs):
     bias = (1.0 - mask[:, None, None, :]) * -10000.0
     N, D = config.num_attention_heads, config.head_size
     B = ids.shape[0]
+    pre = config.layer_norm_position == "pre"
+    norm = lambda t, layer: _np_layer_norm(t, *[w.numpy() for w in layer.weights])
     for i in range(config.num_hidden_layers):
         for block in model.albert.encoder.groups[config.group_index(i)].blocks:
             att = block.attention
             split = lambda t: t.reshape(B, T, N, D).transpose(0, 2, 1, 3)
-            q, k, v = (split(_np_dense(x, l)) for l in (att.query, att.key, att.value))
+            a = norm(x, att.LayerNorm) if pre else x
+            q, k, v = (split(_np_dense(a, l)) for l in (att.query, att.key, att.value))
             s = q @ k.transpose(0, 1, 3, 2) / math.sqrt(D) + bias
             p = np.exp(s - s.max(-1, keepdims=True))
             p /= p.sum(-1, keepdims=True)
             ctx = (p @ v).transpose(0, 2, 1, 3).reshape(B, T, N * D)
-            x = _np_layer_norm(x + _np_dense(ctx, att.dense), *[w.numpy() for w in att.LayerNorm.weights])
+            x = x + _np_dense(ctx, att.dense)
+            x = x if pre else norm(x, att.LayerNorm)
             ffn = block.ffn
-            y = _np_dense(_np_gelu(_np_dense(x, ffn.intermediate)), ffn.output_dense)
-            x = _np_layer_norm(x + y, *[w.numpy() for w in ffn.LayerNorm_1.weights])
+            y = _np_dense(_np_gelu(_np_dense(norm(x, ffn.LayerNorm_1) if pre else x, ffn.intermediate)),
+                          ffn.output_dense)
+            x = x + y if pre else norm(x + y, ffn.LayerNorm_1)
+    if pre:
+        x = norm(x, model.albert.encoder.final_LayerNorm)
     pooled = np.tanh(_np_dense(x[:, 0], model.albert.pooler))
     gathered = np.take_along_axis(x, inputs["masked_lm_positions"][..., None], axis=1)
     head = model.predictions
@@ -324,6 +331,8 @@ def _np_forward(model, config, inputs):
 @pytest.mark.parametrize("overrides", [
     dict(), dict(sharing="groups", num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2),
     dict(sharing="none", embedding_size=128, num_hidden_layers=3),
+    dict(layer_norm_position="pre", num_hidden_layers=3),
+    dict(layer_norm_position="pre", sharing="none", num_hidden_layers=2),
 ])
 def test_matches_numpy_reference(overrides):
     config = tiny(**overrides)
@@ -409,3 +418,21 @@ def test_loss_decreases_on_tiny_batch():
 
     history = [float(step()) for _ in range(40)]
     assert history[-1] < 0.5 * history[0], history
+
+
+def test_pre_ln_is_named_and_stays_out_of_official_files(tmp_path):
+    """post-LN configs serialise as before the option existed; pre-LN round-trips but has no official layout."""
+    assert "layer_norm_position" not in tiny().to_dict()
+    pre = tiny(layer_norm_position="pre")
+    assert AlbertConfig.from_dict(pre.to_dict()).layer_norm_position == "pre"
+    assert pre.to_dict(official=True)["layer_norm_position"] == "pre"  # the albert dir's file keeps it
+    assert "position_embedding_init" not in pre.to_dict()
+    assert AlbertConfig.from_dict(tiny(position_embedding_init="sinusoidal").to_dict()).position_embedding_init \
+        == "sinusoidal"
+    with pytest.raises(ValueError, match="layer_norm_position must be one of"):
+        tiny(layer_norm_position="sandwich")
+    model = AlbertForPreTraining(pre)
+    model(make_inputs())
+    from trainer.checkpoint_interop import hf_variable_map
+    with pytest.raises(ValueError, match="no official / Hugging Face checkpoint layout"):
+        hf_variable_map(model)

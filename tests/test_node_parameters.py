@@ -29,6 +29,12 @@ def _changed_nodes(override):
     ("train.num_train_steps=400", {"Trainer"}),
     ("train.eval_steps=3", {"Trainer"}),
     ("model.size=albert-base", {"Trainer"}),
+    ("model.layer_norm_position=pre", {"Trainer"}),
+    ("model.position_embedding_init=sinusoidal", {"Trainer"}),
+    ("train.beta_1=0.95", {"Trainer"}),
+    # The official values of the named deviations are their defaults: setting them moves no cache key.
+    ("model.layer_norm_position=post", set()),
+    ("model.position_embedding_init=normal", set()),
     ("datagen.dupe_factor=3", {"PretrainingDataGen"}),
     ("vocab.vocab_size=2000", {"VocabGen"}),
     ("corpus.min_doc_chars=10", {"CorpusGen"}),
@@ -97,6 +103,9 @@ def test_sharing_none_is_a_value_not_null():
                               "num_attention_heads (2)"),
     ("model.num_hidden_groups=2", "num_hidden_groups=2 is only meaningful with sharing='groups'"),
     ("model.dropout=1.5", "config model.dropout=1.5 is invalid: expected in [0, 1)"),
+    ("model.layer_norm_position=middle", "config model.layer_norm_position='middle' is invalid: expected post|pre"),
+    ("model.position_embedding_init=zeros", "config model.position_embedding_init='zeros' is invalid: expected "
+                                             "normal|sinusoidal"),
     ("train.learning_rate=0", "config train.learning_rate=0.0 is invalid: expected > 0"),
     ("benchmarks.hparams.RTE.max_seq_length=4096", "config benchmarks.hparams.RTE.max_seq_length=4096 is invalid"),
     ("datagen.max_predictions_per_seq=0", "config datagen.max_predictions_per_seq=0 is invalid"),

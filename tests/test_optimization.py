@@ -388,7 +388,8 @@ def test_real_model_exclusions_by_name_and_by_value():
 # ---------------------------------------------------------------------------------------------------------------------
 # The opt-in settings in the config: named train.* fields, in the Trainer's parameters only when set
 # ---------------------------------------------------------------------------------------------------------------------
-OPTIONS_SET = {"bias_correction": True, "no_decay_lr_multiplier": 0.1, "end_learning_rate_fraction": 0.1}
+OPTIONS_SET = {"bias_correction": True, "no_decay_lr_multiplier": 0.1, "end_learning_rate_fraction": 0.1,
+               "beta_1": 0.98}
 
 
 def test_train_section_carries_the_options_only_when_set():
@@ -397,7 +398,7 @@ def test_train_section_carries_the_options_only_when_set():
 
     assert set(OPTIMIZER_OPTIONS) == set(OPTIONS_SET)
     default, explicit = TrainConfig(), TrainConfig(bias_correction=False, no_decay_lr_multiplier=1,
-                                                   end_learning_rate_fraction=0)
+                                                   end_learning_rate_fraction=0, beta_1=0.9)
     assert not set(OPTIMIZER_OPTIONS) & set(default.to_dict())
     assert default.to_json() == explicit.to_json() and default.identity() == explicit.identity()
     albert = AlbertConfig.named("albert-tiny", vocab_size=500)
@@ -413,6 +414,7 @@ def test_train_section_carries_the_options_only_when_set():
     opt = create_optimizer("lamb", 0.006, 10, 100, **TrainConfig(**OPTIONS_SET).optimizer_options())
     assert (opt.bias_correction, opt.no_decay_lr_multiplier) == (True, 0.1)
     assert opt._learning_rate.end_learning_rate_fraction == 0.1
+    assert float(opt.beta_1) == pytest.approx(0.98)
 
 
 def _train_section(params):
@@ -441,7 +443,8 @@ def test_options_reach_only_the_trainer_node_parameters():
     base_train = _train_section(base["Trainer"])
     assert base_train["learning_rate"] == 0.005 and not set(OPTIMIZER_OPTIONS) & set(base_train)
     explicit = build_config("sample", overrides=["train.bias_correction=false", "train.no_decay_lr_multiplier=1",
-                                                 "train.end_learning_rate_fraction=0"]).node_parameters()
+                                                 "train.end_learning_rate_fraction=0",
+                                                 "train.beta_1=0.9"]).node_parameters()
     assert explicit == base  # the official values are the defaults: no cache key moves
     for name, value in OPTIONS_SET.items():
         new = build_config("sample", overrides=[f"train.{name}={str(value).lower()}"]).node_parameters()
@@ -454,6 +457,7 @@ def test_options_reach_only_the_trainer_node_parameters():
     ("train.end_learning_rate_fraction=1.5", "train.end_learning_rate_fraction=1.5 is invalid: expected in"),
     ("train.end_learning_rate_fraction=-0.1", "train.end_learning_rate_fraction=-0.1 is invalid"),
     ("train.bias_correction=maybe", "train.bias_correction='maybe' is not a valid bool"),
+    ("train.beta_1=1", "train.beta_1=1.0 is invalid: expected in [0, 1)"),
 ])
 def test_bad_option_values_are_config_errors(override, needle):
     from pipeline.configs import build_config
@@ -489,3 +493,30 @@ def test_pretraining_builds_its_optimizer_from_the_options(resume_examples, tmp_
     with open(os.path.join(str(tmp_path), "model_run", task.RUN_CONFIG_FILE)) as f:
         recorded = json.load(f)["train"]
     assert {k: recorded[k] for k in OPTIMIZER_OPTIONS} == {**OPTIONS_SET, "end_learning_rate_fraction": 0.5}
+
+
+@pytest.mark.parametrize("name,cls", [("lamb", Lamb), ("adamw", AdamWeightDecay)])
+def test_beta_1_setting_reaches_the_update(name, cls):
+    """``train.beta_1`` goes from the config through ``create_optimizer`` into every step (NumPy restatement of 3)."""
+    options = TrainConfig(beta_1=0.99).optimizer_options()
+    assert options["beta_1"] == 0.99 and "beta_1" not in TrainConfig().to_dict()  # official 0.9 stays out of keys
+    rng = np.random.RandomState(2)
+    values = _initial_values(rng)
+    grads_per_step = [{k: rng.randn(*v.shape) for k, v in values.items()} for _ in range(3)]
+    optimizer = create_optimizer(name, peak_lr=0.05, warmup_steps=0, total_steps=6, jit_compile=False, **options)
+    assert isinstance(optimizer, cls)
+    lrs = [0.05 * (1 - i / 6) for i in range(3)]
+    variables = [tf.Variable(values[k].astype(np.float32), name=k) for k in VARIABLES]
+
+    @tf.function
+    def apply(grads):
+        optimizer.apply_gradients(zip(grads, variables))
+
+    for grads in grads_per_step:
+        apply([tf.constant(grads[k], tf.float32) for k in VARIABLES])
+    trust = cls is Lamb
+    expected = _np_official(values, grads_per_step, lrs, trust_ratio=trust, b1=0.99)
+    official = _np_official(values, grads_per_step, lrs, trust_ratio=trust)
+    for var, key in zip(variables, VARIABLES):
+        np.testing.assert_allclose(var.numpy(), expected[key], rtol=1e-5, atol=1e-6, err_msg=key)
+    assert max(np.abs(expected[k] - official[k]).max() for k in VARIABLES) > 1e-3

@@ -154,3 +154,23 @@ def test_resume_ignores_a_checkpoint_killed_while_it_was_written(tmp_path):
     assert newest_checkpoint(str(tmp_path / "run"), manager.latest_checkpoint) == saved
     tf.train.Checkpoint(step=restored).restore(saved).assert_existing_objects_matched()
     assert int(restored.numpy()) == 20
+
+
+def test_pre_ln_model_trains_and_exports_through_the_trainer(examples, tmp_path):
+    """``model.layer_norm_position=pre`` (a named deviation) runs through the product's pretraining entry point:
+    the albert dir records it, reloads as a pre-LN model, and its final LayerNorm was trained."""
+    import numpy as np
+
+    from trainer.convert import load_albert_dir
+    from trainer.task import pretrain_from_examples
+
+    config = build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + [
+        "model.layer_norm_position=pre", "train.num_train_steps=30", "train.mixed_precision=float32"])
+    info = pretrain_from_examples(examples, str(tmp_path / "run"), config)
+    assert info["final_step"] == 30
+    albert_dir = os.path.join(str(tmp_path / "run"), "model", "albert")
+    with open(os.path.join(albert_dir, "albert_config.json")) as f:
+        assert json.load(f)["layer_norm_position"] == "pre"
+    model = load_albert_dir(albert_dir)
+    gamma = model.albert.encoder.final_LayerNorm.gamma.numpy()
+    assert model.config.layer_norm_position == "pre" and np.abs(gamma - 1.0).max() > 1e-4

@@ -98,7 +98,10 @@ def _parts(model: AnyAlbert):
     raise TypeError(f"Expected AlbertModel or AlbertForPreTraining, got {type(model).__name__}")
 
 
-def _check_sharing(config: AlbertConfig) -> None:
+def _check_layout(config: AlbertConfig) -> None:
+    if config.layer_norm_position != "post":
+        raise ValueError(f"layer_norm_position={config.layer_norm_position!r} has no official / Hugging Face "
+                         "checkpoint layout (both are post-LN)")
     if config.sharing not in ("all", "groups", "none"):
         raise ValueError(f"sharing={config.sharing!r} has no official / Hugging Face checkpoint layout "
                          "(supported: 'all', 'groups', 'none')")
@@ -146,7 +149,7 @@ def tf1_variable_map(model: AnyAlbert) -> VariableMap:
     _ensure_built(model)
     albert, pretraining = _parts(model)
     config = albert.config
-    _check_sharing(config)
+    _check_layout(config)
     m: VariableMap = {}
 
     def dense(prefix, layer, transpose=False):
@@ -267,7 +270,7 @@ def hf_variable_map(model: AnyAlbert) -> VariableMap:
     identity for it because ``transformers`` always has one."""
     _ensure_built(model)
     albert, pretraining = _parts(model)
-    _check_sharing(albert.config)
+    _check_layout(albert.config)
     base = "albert." if pretraining is not None else ""
     m: VariableMap = {}
 
@@ -349,7 +352,7 @@ def load_hf_state_dict(model: AnyAlbert, tensors: Mapping[str, np.ndarray], stri
 
 def config_to_hf_dict(config: AlbertConfig) -> Dict[str, Any]:
     """``transformers`` ``AlbertConfig`` dict (``config.json``); our own config is kept under ``albert_tfx``."""
-    _check_sharing(config)
+    _check_layout(config)
     if config.hidden_act not in _HF_ACT_FROM_OURS:
         raise ValueError(f"hidden_act {config.hidden_act!r} has no Hugging Face name")
     return {

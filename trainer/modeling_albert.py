@@ -16,7 +16,8 @@ Names follow the paper and the official release (google-research/ALBERT):
   The attention sub-layer owns ``LayerNorm`` (after the attention residual) and the FFN sub-layer owns
   ``LayerNorm_1`` (after the FFN residual), so "share attention" shares the first LayerNorm too.
 * The block is post-LN: ``x = LN(x + Attn(x)); x = LN_1(x + FFN(x))`` with the official additive mask
-  ``(1 - input_mask) * -10000``.
+  ``(1 - input_mask) * -10000``. ``layer_norm_position="pre"`` (not in the paper; README "Pre-LN encoder") gives
+  ``x = x + Attn(LN(x)); x = x + FFN(LN_1(x))`` with the same variables plus the encoder's ``final_LayerNorm``.
 * Heads: MLM (dense H -> E, GELU, LayerNorm, decoder tied to the word embeddings + ``output_bias``, only at
   ``masked_lm_positions``) and a 2-way sentence head (SOP or NSP) on the tanh pooler of ``[CLS]``.
 
@@ -47,7 +48,7 @@ import tensorflow as tf
 import tf_keras
 
 from config.encoder import NAMED_CONFIGS, RELEASE_OVERRIDES, encoder_errors, named_fields  # noqa: F401
-from config.encoder import SHARING_CHOICES
+from config.encoder import LAYER_NORM_CHOICES, SHARING_CHOICES  # noqa: F401
 
 __all__ = [
     "AlbertConfig",
@@ -88,8 +89,9 @@ _OFFICIAL_UNUSED_KEYS = {
 class AlbertConfig:
     """Hyper-parameters of an ALBERT (or BERT-style) encoder. Field names are the official albert_config.json keys.
 
-    Extra fields (not in the official json): ``layer_norm_eps``, ``sharing`` and ``embedding_projection``
-    (None = official behaviour: project E -> H iff E != H; True/False force it).
+    Extra fields (not in the official json): ``layer_norm_eps``, ``sharing``, ``embedding_projection``
+    (None = official behaviour: project E -> H iff E != H; True/False force it) and ``layer_norm_position``
+    (``post``, official; ``pre``: see the module docstring), written only when not ``post``.
     """
 
     vocab_size: int = 30000
@@ -109,6 +111,8 @@ class AlbertConfig:
     num_hidden_groups: int = 1
     inner_group_num: int = 1
     embedding_projection: Optional[bool] = None
+    layer_norm_position: str = "post"
+    position_embedding_init: str = "normal"
 
     def __post_init__(self):
         self.validate()
@@ -168,8 +172,14 @@ class AlbertConfig:
     # ---- (de)serialisation ------------------------------------------------------------------------------------
     def to_dict(self, official: bool = False) -> Dict[str, Any]:
         """Plain dict with the official key names. ``official=True`` also writes the official-only keys
-        (``net_structure_type`` ...) at their defaults so that the original ALBERT code can read the file."""
+        (``net_structure_type`` ...) at their defaults so that the original ALBERT code can read the file. The
+        named deviations appear only when set; a pre-LN model has no official checkpoint layout
+        (``trainer/checkpoint_interop.py`` refuses it)."""
         out = dataclasses.asdict(self)
+        if self.layer_norm_position == "post":
+            del out["layer_norm_position"]  # the official layout: files stay as they were before the option
+        if self.position_embedding_init == "normal":
+            del out["position_embedding_init"]  # only the start differs; the trained weights are official-shaped
         if official:
             out.update(copy.deepcopy(_OFFICIAL_UNUSED_KEYS))
         return out
@@ -251,6 +261,17 @@ def _layer_norm(config: AlbertConfig, name: str):
     return tf_keras.layers.LayerNormalization(axis=-1, epsilon=config.layer_norm_eps, name=name, dtype="float32")
 
 
+def sinusoidal_table(positions: int, width: int, rms: float) -> "np.ndarray":
+    """[positions, width] sin/cos table (Vaswani et al. 2017, section 3.5) scaled to root-mean-square ``rms``."""
+    import numpy as np
+    pos = np.arange(positions, dtype=np.float64)[:, None]
+    freq = 1.0 / 10000.0 ** (np.arange(0, width, 2, dtype=np.float64) / width)
+    table = np.zeros([positions, width])
+    table[:, 0::2] = np.sin(pos * freq)
+    table[:, 1::2] = np.cos(pos * freq[: width // 2])
+    return (table * rms / np.sqrt(np.mean(table ** 2))).astype(np.float32)
+
+
 def attention_bias_from_mask(input_mask: tf.Tensor) -> tf.Tensor:
     """[B, T] 0/1 mask -> [B, 1, 1, T] float32 additive bias ``(1 - mask) * -10000`` (official)."""
     mask = tf.cast(input_mask, tf.float32)
@@ -286,8 +307,12 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
             "word_embeddings", shape=[c.vocab_size, c.embedding_size], initializer=_initializer(c))
         self.token_type_embeddings = self.add_weight(
             "token_type_embeddings", shape=[c.type_vocab_size, c.embedding_size], initializer=_initializer(c))
+        position_init = _initializer(c)
+        if c.position_embedding_init == "sinusoidal":  # same RMS as the official init, see config/encoder.py
+            table = sinusoidal_table(c.max_position_embeddings, c.embedding_size, c.initializer_range)
+            position_init = tf_keras.initializers.Constant(table)
         self.position_embeddings = self.add_weight(
-            "position_embeddings", shape=[c.max_position_embeddings, c.embedding_size], initializer=_initializer(c))
+            "position_embeddings", shape=[c.max_position_embeddings, c.embedding_size], initializer=position_init)
         super().build(input_shape)
 
     def call(self, input_ids, segment_ids=None, training=False):
@@ -327,22 +352,36 @@ class AlbertAttention(tf_keras.layers.Layer):
         x = tf.reshape(x, [batch, seq_len, self.config.num_attention_heads, self.config.head_size])
         return tf.transpose(x, [0, 2, 1, 3])  # [B, N, T, D]
 
-    def call(self, hidden_states, attention_bias=None, training=False):
-        shape = tf.shape(hidden_states)
-        batch, seq_len = shape[0], shape[1]
-        q = self._split_heads(self.query(hidden_states), batch, seq_len)
-        k = self._split_heads(self.key(hidden_states), batch, seq_len)
-        v = self._split_heads(self.value(hidden_states), batch, seq_len)
+    def _probs(self, x, attention_bias, batch, seq_len):
+        """float32 [B, N, T, T] attention probabilities of the sub-layer's (normalised, if pre-LN) input ``x``."""
+        q = self._split_heads(self.query(x), batch, seq_len)
+        k = self._split_heads(self.key(x), batch, seq_len)
         q = q * tf.cast(1.0 / math.sqrt(self.config.head_size), q.dtype)
         scores = tf.cast(tf.einsum("bntd,bnsd->bnts", q, k), tf.float32)  # softmax in float32
         if attention_bias is not None:
             scores += tf.cast(attention_bias, tf.float32)
-        probs = tf.nn.softmax(scores, axis=-1)
+        return tf.nn.softmax(scores, axis=-1)
+
+    def attention_probs(self, hidden_states, attention_bias=None):
+        """The [B, N, T, T] probabilities this sub-layer applies to the block input ``hidden_states`` (inference;
+        ``trainer/diagnostics.py`` reads them)."""
+        shape = tf.shape(hidden_states)
+        x = self.LayerNorm(hidden_states) if self.config.layer_norm_position == "pre" else hidden_states
+        return self._probs(x, attention_bias, shape[0], shape[1])
+
+    def call(self, hidden_states, attention_bias=None, training=False):
+        shape = tf.shape(hidden_states)
+        batch, seq_len = shape[0], shape[1]
+        pre_ln = self.config.layer_norm_position == "pre"
+        x = self.LayerNorm(hidden_states) if pre_ln else hidden_states
+        probs = self._probs(x, attention_bias, batch, seq_len)
+        v = self._split_heads(self.value(x), batch, seq_len)
         probs = self.attention_dropout(probs, training=training)
         context = tf.einsum("bnts,bnsd->bntd", tf.cast(probs, v.dtype), v)
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch, seq_len, self.config.hidden_size])
         out = self.output_dropout(self.dense(context), training=training)
-        return self.LayerNorm(tf.cast(hidden_states, tf.float32) + tf.cast(out, tf.float32))
+        residual = tf.cast(hidden_states, tf.float32) + tf.cast(out, tf.float32)
+        return residual if pre_ln else self.LayerNorm(residual)
 
 
 class AlbertFeedForward(tf_keras.layers.Layer):
@@ -361,9 +400,11 @@ class AlbertFeedForward(tf_keras.layers.Layer):
         self.dropout = tf_keras.layers.Dropout(config.hidden_dropout_prob)
 
     def call(self, hidden_states, training=False):
-        out = self.output_dense(self.intermediate(hidden_states))
+        pre_ln = self.config.layer_norm_position == "pre"
+        out = self.output_dense(self.intermediate(self.LayerNorm_1(hidden_states) if pre_ln else hidden_states))
         out = self.dropout(out, training=training)
-        return self.LayerNorm_1(tf.cast(hidden_states, tf.float32) + tf.cast(out, tf.float32))
+        residual = tf.cast(hidden_states, tf.float32) + tf.cast(out, tf.float32)
+        return residual if pre_ln else self.LayerNorm_1(residual)
 
 
 class AlbertTransformerBlock(tf_keras.layers.Layer):
@@ -417,6 +458,10 @@ class AlbertEncoder(tf_keras.layers.Layer):
                 AlbertLayerGroup(config, name=f"group_{g}", blocks=[AlbertTransformerBlock(
                     config, attention=shared_attention, ffn=shared_ffn, name="inner_group_0")])
                 for g in range(config.num_groups)]
+        # Pre-LN leaves the residual stream unnormalised; this LayerNorm makes the last layer's output what the
+        # heads and fine-tuning read (Xiong et al. 2020).
+        self.final_LayerNorm = (_layer_norm(config, "final_LayerNorm") if config.layer_norm_position == "pre"
+                                else None)
 
     @property
     def blocks(self):
@@ -428,6 +473,8 @@ class AlbertEncoder(tf_keras.layers.Layer):
         for i in range(self.config.num_hidden_layers):
             hidden_states = self.groups[self.config.group_index(i)](hidden_states, attention_bias, training=training)
             all_layers.append(hidden_states)
+        if self.final_LayerNorm is not None:
+            all_layers[-1] = hidden_states = self.final_LayerNorm(hidden_states)
         return all_layers if return_all_layers else hidden_states
 
 
@@ -630,6 +677,8 @@ def count_parameters(config: AlbertConfig, include_heads: bool = False) -> Dict[
         encoder = ffn + c.num_hidden_layers * attn
     else:
         encoder = n_blocks * (attn + ffn)
+    if c.layer_norm_position == "pre":
+        encoder += 2 * h  # final_LayerNorm
     pooler = h * h + h
     heads = (h * e + e) + 2 * e + c.vocab_size + (h * 2 + 2)
     total = embedding + encoder + pooler + (heads if include_heads else 0)
