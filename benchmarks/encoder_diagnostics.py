@@ -8,7 +8,8 @@ artifact); ``MODEL_DIR``: a Trainer ``model`` artifact or ``albert-pipeline pret
 Prints one JSON line for the examples (the neighbour-count table's held-out accuracy, fitted on the whole training
 split, scored on the first ``--instances`` held-out instances: the floor an encoder that reads its neighbours
 passes) and one per model (attention from masked positions per layer and head, against the uniform distribution,
-and position-embedding similarity). The measures are defined in ``trainer/diagnostics.py``.
+position-embedding similarity, and each encoder kernel's norm against its expected norm at initialisation). The
+measures are defined in ``trainer/diagnostics.py``.
 """
 from __future__ import annotations
 
@@ -69,7 +70,9 @@ def main(argv=None) -> int:
         model = load_albert_dir(os.path.join(model_dir, "albert"))
         layers = diagnostics.attention_profile(model, sample)
         similarity = diagnostics.position_similarity(model.albert.embeddings.position_embeddings.numpy(), length)
-        print(json.dumps({"model": model_dir, "attention": layers, "position_cosine": similarity}), flush=True)
+        growth = diagnostics.kernel_growth(model)
+        print(json.dumps({"model": model_dir, "attention": layers, "position_cosine": similarity,
+                          "kernel_growth": growth}), flush=True)
         for i, layer in enumerate(layers):
             heads = " | ".join(" ".join(f"{m:.3f}" for m in head) + f" H {e:.2f}"
                                for head, e in zip(layer["mass"], layer["entropy"]))

@@ -504,3 +504,20 @@ def test_convert_errors(tmp_path):
     write_albert_dir(model, str(tmp_path / "albert_attn"), serving=False)
     with pytest.raises(ValueError, match="sharing='attention'"):
         convert("albert-to-hf", str(tmp_path / "albert_attn"), str(tmp_path / "hf_attn"))
+
+
+def test_pre_ln_has_no_foreign_layout_and_leaves_nothing_behind(tmp_path):
+    """``model.layer_norm_position=pre`` has no Hugging Face / official layout: converting it fails before any
+    file of the destination exists, and the TF1 writer refuses it the same way."""
+    from trainer.checkpoint_interop import save_tf1_checkpoint
+    from trainer.convert import convert, write_albert_dir
+
+    model = AlbertForPreTraining(tiny(layer_norm_position="pre"))
+    model(inputs())
+    write_albert_dir(model, str(tmp_path / "albert_pre"), serving=False)
+    with pytest.raises(ValueError, match="layer_norm_position='pre' has no official / Hugging Face"):
+        convert("albert-to-hf", str(tmp_path / "albert_pre"), str(tmp_path / "hf_pre"))
+    assert not (tmp_path / "hf_pre").exists()
+    with pytest.raises(ValueError, match="layer_norm_position='pre'"):
+        save_tf1_checkpoint(model, str(tmp_path / "tf1_pre" / "model.ckpt"))
+    assert not (tmp_path / "tf1_pre").exists()

@@ -99,3 +99,19 @@ def test_sinusoidal_position_init_and_similarity():
     # Closed form: for sinusoids the cosine of two rows d apart is the mean of cos(d * frequency).
     freq = 1.0 / 10000.0 ** (np.arange(0, 64, 2) / 64)
     assert smooth[1] == pytest.approx(float(np.mean(np.cos(freq))), abs=1e-5)
+
+
+def test_kernel_growth_is_one_at_initialisation_and_follows_the_weights():
+    """A fresh model's kernels sit at the truncated normal's expected norm; doubling one doubles its ratio."""
+    model = _tiny_model(embedding_size=32)
+    growth = diagnostics.kernel_growth(model)
+    assert sorted(growth) == ["block_0/attention/dense", "block_0/attention/key", "block_0/attention/query",
+                              "block_0/attention/value", "block_0/ffn/intermediate", "block_0/ffn/output",
+                              "embedding_hidden_mapping_in"]
+    for name, g in growth.items():  # 128 x 128 and larger: the norm of ~16k draws is within a few % of expected
+        assert g["ratio"] == pytest.approx(1.0, abs=0.03), name
+    assert growth["block_0/attention/query"]["init_norm"] == pytest.approx(0.02 * 0.8796256610342398 * 128)
+    query = model.albert.encoder.blocks[0].attention.query.kernel
+    query.assign(query * 2.0)
+    assert diagnostics.kernel_growth(model)["block_0/attention/query"]["ratio"] == pytest.approx(
+        2 * growth["block_0/attention/query"]["ratio"], rel=1e-6)

@@ -411,13 +411,15 @@ def save_hf_pretrained(model: AnyAlbert, directory: str) -> Dict[str, str]:
     """Write ``config.json`` + ``model.safetensors`` (``transformers`` names, float32, metadata format "pt")."""
     from safetensors.numpy import save_file
 
+    tensors = hf_state_dict(model)  # first: a model with no Hugging Face layout fails before any file is written
+    hf_config = config_to_hf_dict(_parts(model)[0].config)
     tf.io.gfile.makedirs(directory)
     config_path = os.path.join(directory, "config.json")
     weights_path = os.path.join(directory, "model.safetensors")
     with open(config_path, "w") as f:
-        json.dump(config_to_hf_dict(_parts(model)[0].config), f, indent=2, sort_keys=True)
+        json.dump(hf_config, f, indent=2, sort_keys=True)
         f.write("\n")
-    save_file(hf_state_dict(model), weights_path, metadata={"format": "pt"})
+    save_file(tensors, weights_path, metadata={"format": "pt"})
     return {"config": config_path, "weights": weights_path}
 
 

@@ -9,12 +9,15 @@ Held-out MLM accuracy alone does not say whether an encoder reads its context. T
   -2..+2 and the attention's entropy, beside the uniform distribution's (``1 / n`` per position, entropy ``ln n``).
   Attention at uniform means every position sees the same average of its sequence: a bag of words.
 * :func:`position_similarity`: mean cosine between the position embeddings of positions ``d`` apart.
+* :func:`kernel_growth`: each encoder kernel's norm over its expected norm at initialisation. Near 1 after
+  training means the steps mostly cancelled out.
 
 Instances are dicts of numpy arrays with the pretraining features' names (``input_ids``, ``input_mask``,
 ``masked_lm_positions``, ``masked_lm_ids``, ``masked_lm_weights``; ``[N, T]`` / ``[N, P]``).
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Mapping, Sequence
 
 import numpy as np
@@ -120,6 +123,32 @@ def attention_profile(model, instances: Mapping[str, np.ndarray], offsets: Seque
                            "uniform_mass": float((1.0 / lengths[rows]).mean()), "uniform_entropy": uniform_entropy})
             hidden = block(hidden, bias)
     return layers
+
+
+# Standard deviation of a normal truncated at two standard deviations, per unit of its ``stddev`` parameter
+# (tf_keras' TruncatedNormal): sqrt(1 - 2 * 2 * pdf(2) / (2 * cdf(2) - 1)).
+TRUNCATED_NORMAL_STD = 0.8796256610342398
+
+
+def kernel_growth(model) -> Dict[str, Dict[str, float]]:
+    """For every kernel of the encoder's blocks and the embedding projection: its Frobenius norm, the expected norm
+    of the official initialisation (``TRUNCATED_NORMAL_STD * initializer_range * sqrt(size)``) and their ratio."""
+    albert = getattr(model, "albert", model)
+    init_std = TRUNCATED_NORMAL_STD * albert.config.initializer_range
+    layers = {}
+    if albert.embeddings.embedding_hidden_mapping_in is not None:
+        layers["embedding_hidden_mapping_in"] = albert.embeddings.embedding_hidden_mapping_in
+    for b, block in enumerate(albert.encoder.blocks):
+        for name in ("query", "key", "value", "dense"):
+            layers[f"block_{b}/attention/{name}"] = getattr(block.attention, name)
+        layers[f"block_{b}/ffn/intermediate"] = block.ffn.intermediate
+        layers[f"block_{b}/ffn/output"] = block.ffn.output_dense
+    out = {}
+    for name, layer in layers.items():
+        kernel = layer.kernel.numpy()
+        norm, expected = float(np.linalg.norm(kernel)), init_std * math.sqrt(kernel.size)
+        out[name] = {"norm": norm, "init_norm": expected, "ratio": norm / expected}
+    return out
 
 
 def position_similarity(position_embeddings: np.ndarray, length: int,
