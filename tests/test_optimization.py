@@ -65,6 +65,19 @@ def _np_official(values, grads_per_step, lrs, wd=0.01, trust_ratio=True, b1=0.9,
     return w
 
 
+def _apply_steps(optimizer, values, grads_per_step):
+    """float32 variables started at ``values``, after one ``apply_gradients`` per entry of ``grads_per_step``."""
+    variables = [tf.Variable(values[k].astype(np.float32), name=k) for k in VARIABLES]
+
+    @tf.function
+    def apply(grads):
+        optimizer.apply_gradients(zip(grads, variables))
+
+    for grads in grads_per_step:
+        apply([tf.constant(grads[k], tf.float32) for k in VARIABLES])
+    return variables
+
+
 @pytest.mark.parametrize("cls,jit", [(Lamb, False), (AdamWeightDecay, False), (Lamb, True)])
 def test_optimizer_matches_numpy_reference(cls, jit):
     rng = np.random.RandomState(0)
@@ -101,15 +114,8 @@ def test_opt_in_settings_match_numpy_restatement(cls, settings):
     schedule = WarmupLinearDecay(0.05, warmup_steps=0, total_steps=4)
     lrs = [float(schedule(i)) for i in range(2)]
     np.testing.assert_allclose(lrs, [0.05, 0.0375], rtol=1e-6)
-    variables = [tf.Variable(values[k].astype(np.float32), name=k) for k in VARIABLES]
     optimizer = cls(learning_rate=schedule, weight_decay_rate=0.01, jit_compile=False, **settings)
-
-    @tf.function
-    def apply(grads):
-        optimizer.apply_gradients(zip(grads, variables))
-
-    for grads in grads_per_step:
-        apply([tf.constant(grads[k], tf.float32) for k in VARIABLES])
+    variables = _apply_steps(optimizer, values, grads_per_step)
     trust = cls is Lamb
     expected = _np_official(values, grads_per_step, lrs, trust_ratio=trust, **settings)
     official = _np_official(values, grads_per_step, lrs, trust_ratio=trust)
@@ -506,14 +512,7 @@ def test_beta_1_setting_reaches_the_update(name, cls):
     optimizer = create_optimizer(name, peak_lr=0.05, warmup_steps=0, total_steps=6, jit_compile=False, **options)
     assert isinstance(optimizer, cls)
     lrs = [0.05 * (1 - i / 6) for i in range(3)]
-    variables = [tf.Variable(values[k].astype(np.float32), name=k) for k in VARIABLES]
-
-    @tf.function
-    def apply(grads):
-        optimizer.apply_gradients(zip(grads, variables))
-
-    for grads in grads_per_step:
-        apply([tf.constant(grads[k], tf.float32) for k in VARIABLES])
+    variables = _apply_steps(optimizer, values, grads_per_step)
     trust = cls is Lamb
     expected = _np_official(values, grads_per_step, lrs, trust_ratio=trust, b1=0.99)
     official = _np_official(values, grads_per_step, lrs, trust_ratio=trust)
