@@ -9,11 +9,12 @@ from typing import Any, Dict, List, Mapping
 
 SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
 # Where each block normalises: "post" (the paper and the official code: LN(x + F(x))) or "pre" (x + F(LN(x)) and
-# one LayerNorm after the last layer, Xiong et al. 2020), a named deviation for small models on small budgets.
+# one LayerNorm after the last layer, Xiong et al. 2020), a named deviation.
 LAYER_NORM_CHOICES = ("post", "pre")
 # How the learned position embeddings start: "normal" (official: truncated normal, initializer_range) or
-# "sinusoidal" (Vaswani et al. 2017's table scaled to the same RMS), a named deviation: a shift by k positions is a
-# linear map of sinusoids, so attention can find neighbours from step 0 (README "Position embeddings").
+# "sinusoidal" (Vaswani et al. 2017's table at RMS initializer_range), a named deviation: a shift by k positions is
+# a linear map of sinusoids, so attention can find neighbours from step 0. Both: README "Encoder settings beyond the
+# official model".
 POSITION_INIT_CHOICES = ("normal", "sinusoidal")
 
 _V2_COMMON = dict(vocab_size=30000, max_position_embeddings=512, type_vocab_size=2, hidden_dropout_prob=0.0,

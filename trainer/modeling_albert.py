@@ -16,8 +16,9 @@ Names follow the paper and the official release (google-research/ALBERT):
   The attention sub-layer owns ``LayerNorm`` (after the attention residual) and the FFN sub-layer owns
   ``LayerNorm_1`` (after the FFN residual), so "share attention" shares the first LayerNorm too.
 * The block is post-LN: ``x = LN(x + Attn(x)); x = LN_1(x + FFN(x))`` with the official additive mask
-  ``(1 - input_mask) * -10000``. ``layer_norm_position="pre"`` (not in the paper; README "Pre-LN encoder") gives
-  ``x = x + Attn(LN(x)); x = x + FFN(LN_1(x))`` with the same variables plus the encoder's ``final_LayerNorm``.
+  ``(1 - input_mask) * -10000``. ``layer_norm_position="pre"`` (not in the paper; README "Encoder settings beyond the
+  official model") gives ``x = x + Attn(LN(x)); x = x + FFN(LN_1(x))`` with the same variables plus the encoder's
+  ``final_LayerNorm``; ``position_embedding_init="sinusoidal"`` starts the learned position table as sinusoids.
 * Heads: MLM (dense H -> E, GELU, LayerNorm, decoder tied to the word embeddings + ``output_bias``, only at
   ``masked_lm_positions``) and a 2-way sentence head (SOP or NSP) on the tanh pooler of ``[CLS]``.
 
@@ -44,6 +45,7 @@ import json
 import math
 from typing import Any, Dict, Mapping, Optional
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -90,8 +92,9 @@ class AlbertConfig:
     """Hyper-parameters of an ALBERT (or BERT-style) encoder. Field names are the official albert_config.json keys.
 
     Extra fields (not in the official json): ``layer_norm_eps``, ``sharing``, ``embedding_projection``
-    (None = official behaviour: project E -> H iff E != H; True/False force it) and ``layer_norm_position``
-    (``post``, official; ``pre``: see the module docstring), written only when not ``post``.
+    (None = official behaviour: project E -> H iff E != H; True/False force it), and the named deviations
+    ``layer_norm_position`` (``post``, official, or ``pre``) and ``position_embedding_init`` (``normal``, official,
+    or ``sinusoidal``), each written only when not official.
     """
 
     vocab_size: int = 30000
@@ -261,9 +264,8 @@ def _layer_norm(config: AlbertConfig, name: str):
     return tf_keras.layers.LayerNormalization(axis=-1, epsilon=config.layer_norm_eps, name=name, dtype="float32")
 
 
-def sinusoidal_table(positions: int, width: int, rms: float) -> "np.ndarray":
+def sinusoidal_table(positions: int, width: int, rms: float) -> np.ndarray:
     """[positions, width] sin/cos table (Vaswani et al. 2017, section 3.5) scaled to root-mean-square ``rms``."""
-    import numpy as np
     pos = np.arange(positions, dtype=np.float64)[:, None]
     freq = 1.0 / 10000.0 ** (np.arange(0, width, 2, dtype=np.float64) / width)
     table = np.zeros([positions, width])
@@ -308,7 +310,7 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
         self.token_type_embeddings = self.add_weight(
             "token_type_embeddings", shape=[c.type_vocab_size, c.embedding_size], initializer=_initializer(c))
         position_init = _initializer(c)
-        if c.position_embedding_init == "sinusoidal":  # same RMS as the official init, see config/encoder.py
+        if c.position_embedding_init == "sinusoidal":  # RMS initializer_range (the truncated normal's: 0.88 x)
             table = sinusoidal_table(c.max_position_embeddings, c.embedding_size, c.initializer_range)
             position_init = tf_keras.initializers.Constant(table)
         self.position_embeddings = self.add_weight(
