@@ -174,3 +174,9 @@ def test_pre_ln_model_trains_and_exports_through_the_trainer(examples, tmp_path)
     model = load_albert_dir(albert_dir)
     gamma = model.albert.encoder.final_LayerNorm.gamma.numpy()
     assert model.config.layer_norm_position == "pre" and np.abs(gamma - 1.0).max() > 1e-4
+    # Fine-tuning builds its encoder from the same albert dir: pre-LN, with the trained final LayerNorm restored.
+    from components.evaluation.heads import build_encoder
+
+    encoder = build_encoder(albert_dir, dropout=0.0, max_seq_length=64)
+    assert encoder.config.layer_norm_position == "pre"
+    np.testing.assert_array_equal(encoder.encoder.final_LayerNorm.gamma.numpy(), gamma)
