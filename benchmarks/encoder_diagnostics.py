@@ -7,7 +7,8 @@
 artifact); ``MODEL_DIR``: a Trainer ``model`` artifact or ``albert-pipeline pretrain``'s ``<output>/model``.
 Prints one JSON line for the examples (the neighbour-count table's held-out accuracy, fitted on the whole training
 split, scored on the first ``--instances`` held-out instances: the floor an encoder that reads its neighbours
-passes) and one per model (attention from masked positions per layer and head, against the uniform distribution,
+passes) and one per model (attention from masked positions to their neighbours, [CLS] and [SEP], per layer and
+head, against the uniform distribution,
 position-embedding similarity, and each encoder kernel's norm against its expected norm at initialisation). The
 measures are defined in ``trainer/diagnostics.py``.
 """
@@ -77,7 +78,10 @@ def main(argv=None) -> int:
             heads = " | ".join(" ".join(f"{m:.3f}" for m in head) + f" H {e:.2f}"
                                for head, e in zip(layer["mass"], layer["entropy"]))
             print(f"  layer {i}: mass at offsets {layer['offsets']} per head: {heads} "
-                  f"(uniform {layer['uniform_mass']:.3f}, H {layer['uniform_entropy']:.2f})", file=sys.stderr)
+                  f"(uniform {layer['uniform_mass']:.3f}, H {layer['uniform_entropy']:.2f}); [CLS] "
+                  + " ".join(f"{m:.3f}" for m in layer["cls_mass"]) + ", [SEP] "
+                  + " ".join(f"{m:.3f}" for m in layer["sep_mass"])
+                  + f" (uniform {layer['uniform_sep_mass']:.3f})", file=sys.stderr)
     return 0
 
 

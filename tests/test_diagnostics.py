@@ -71,6 +71,7 @@ def test_attention_profile_of_uniform_attention(layer_norm_position):
         block.attention.query.kernel.assign(tf.zeros_like(block.attention.query.kernel))
         block.attention.query.bias.assign(tf.zeros_like(block.attention.query.bias))
     inst = _instances([[2, 11, 12, 13, 14, 3], [2, 15, 16, 3]], [[(0, MASK), (3, MASK)], [(2, MASK)]])
+    inst["segment_ids"][0, 3:6] = 1  # [CLS] a [SEP] / b c [SEP]; the second instance is one segment, one [SEP]
     layers = diagnostics.attention_profile(model, inst)
     assert len(layers) == 2  # one shared block, used by both layers
     n = np.array([6, 6, 4])                                      # the lengths behind the three masked positions
@@ -82,6 +83,10 @@ def test_attention_profile_of_uniform_attention(layer_norm_position):
             assert layer["entropy"][head] == pytest.approx(np.log(n).mean(), abs=1e-5)
         assert layer["uniform_entropy"] == pytest.approx(np.log(n).mean())
         assert layer["uniform_mass"] == pytest.approx(np.mean(1 / n))
+        np.testing.assert_allclose(layer["cls_mass"], [np.mean(1 / n)] * 2, atol=1e-6)
+        seps = np.array([2, 2, 1])  # [SEP] tokens seen from each masked position
+        np.testing.assert_allclose(layer["sep_mass"], [np.mean(seps / n)] * 2, atol=1e-6)
+        assert layer["uniform_sep_mass"] == pytest.approx(np.mean(seps / n))
 
 
 def test_sinusoidal_position_init_and_similarity():

@@ -6,7 +6,8 @@ Held-out MLM accuracy alone does not say whether an encoder reads its context. T
   counts: the most frequent token between the visible left and right neighbours, else after the left one, else
   before the right one, else the most frequent token. An encoder below this table has not learned local context.
 * :func:`attention_profile`: per layer and head, the attention that masked positions pay to the tokens at offsets
-  -2..+2 and the attention's entropy, beside the uniform distribution's (``1 / n`` per position, entropy ``ln n``).
+  -2..+2, to ``[CLS]`` and to the two ``[SEP]`` tokens, and the attention's entropy, beside the uniform
+  distribution's (``1 / n`` per position, entropy ``ln n``).
   Attention at uniform means every position sees the same average of its sequence: a bag of words.
 * :func:`position_similarity`: mean cosine between the position embeddings of positions ``d`` apart.
 * :func:`kernel_growth`: each encoder kernel's norm over its expected norm at initialisation. Near 1 after
@@ -93,8 +94,10 @@ def neighbour_table_accuracy(train: Mapping[str, np.ndarray], heldout: Mapping[s
 
 def attention_profile(model, instances: Mapping[str, np.ndarray], offsets: Sequence[int] = OFFSETS) -> List[Dict]:
     """Per layer (in order, shared blocks included once per use): for each head, the mean attention from masked
-    positions to ``offsets`` (0 where the offset leaves the sequence) and the mean entropy, with the uniform
-    distribution's values over the same positions. ``model``: an ``AlbertModel`` or ``AlbertForPreTraining``."""
+    positions to ``offsets`` (0 where the offset leaves the sequence), to ``[CLS]`` (position 0) and to the
+    ``[SEP]`` tokens (the last token of each segment of ``[CLS] A [SEP] B [SEP]``), and the mean entropy, with the
+    uniform distribution's values over the same positions. ``model``: an ``AlbertModel`` or
+    ``AlbertForPreTraining``."""
     import tensorflow as tf
 
     from trainer.modeling_albert import attention_bias_from_mask
@@ -108,6 +111,12 @@ def attention_profile(model, instances: Mapping[str, np.ndarray], offsets: Seque
     hidden = albert.embeddings(tf.constant(instances["input_ids"]), tf.constant(instances["segment_ids"]))
     bias = attention_bias_from_mask(tf.constant(mask))
     uniform_entropy = float(np.log(lengths[rows]).mean())
+    segments = np.asarray(instances["segment_ids"])
+    has_b = segments.max(1) > 0
+    sep_a = np.where(has_b, segments.argmax(1) - 1, lengths - 1)[rows]  # last token of segment A
+    sep_b = (lengths - 1)[rows]
+    second = (sep_a != sep_b).astype(np.float64)  # a one-segment instance has one [SEP]
+    k = np.arange(len(pos))
     layers = []
     for i in range(config.num_hidden_layers):
         for block in albert.encoder.groups[config.group_index(i)].blocks:
@@ -119,8 +128,12 @@ def attention_profile(model, instances: Mapping[str, np.ndarray], offsets: Seque
                 at = probs[np.arange(len(pos)), :, np.clip(target, 0, probs.shape[-1] - 1)]  # [K, N]
                 mass.append((at * valid[:, None]).mean(0))
             entropy = -(probs * np.log(np.where(probs > 0, probs, 1.0))).sum(-1).mean(0)
+            sep = probs[k, :, sep_a] * second[:, None] + probs[k, :, sep_b]
             layers.append({"offsets": list(offsets), "mass": np.stack(mass, 1).tolist(), "entropy": entropy.tolist(),
-                           "uniform_mass": float((1.0 / lengths[rows]).mean()), "uniform_entropy": uniform_entropy})
+                           "cls_mass": probs[:, :, 0].mean(0).tolist(), "sep_mass": sep.mean(0).tolist(),
+                           "uniform_mass": float((1.0 / lengths[rows]).mean()),
+                           "uniform_sep_mass": float(((1.0 + second) / lengths[rows]).mean()),
+                           "uniform_entropy": uniform_entropy})
             hidden = block(hidden, bias)
     return layers
 
