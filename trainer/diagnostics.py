@@ -11,7 +11,7 @@ Held-out MLM accuracy alone does not say whether an encoder reads its context. T
   Attention at uniform means every position sees the same average of its sequence: a bag of words.
 * :func:`position_similarity`: mean cosine between the position embeddings of positions ``d`` apart.
 * :func:`kernel_growth`: each encoder kernel's norm over its expected norm at initialisation. Near 1 after
-  training means the steps mostly cancelled out.
+  training means the kernels kept their initial scale, and with it small attention logits.
 
 Instances are dicts of numpy arrays with the pretraining features' names (``input_ids``, ``input_mask``,
 ``masked_lm_positions``, ``masked_lm_ids``, ``masked_lm_weights``; ``[N, T]`` / ``[N, P]``).
@@ -59,8 +59,7 @@ def neighbour_table_accuracy(train: Mapping[str, np.ndarray], heldout: Mapping[s
     frequent training token's; ``contexts`` splits the positions by the neighbours the prediction used."""
     tokens = original_tokens(train)
     lengths = np.asarray(train["input_mask"]).sum(1)
-    n, t = tokens.shape
-    col = np.arange(1, t - 1)
+    col = np.arange(1, tokens.shape[1] - 1)
     inside = col[None, :] < (lengths[:, None] - 1)  # positions with a real token on both sides
     left, mid, right = tokens[:, :-2][inside], tokens[:, 1:-1][inside], tokens[:, 2:][inside]
     v = int(vocab_size)
@@ -125,7 +124,7 @@ def attention_profile(model, instances: Mapping[str, np.ndarray], offsets: Seque
             for d in offsets:
                 target = pos + d
                 valid = (target >= 0) & (target < lengths[rows])
-                at = probs[np.arange(len(pos)), :, np.clip(target, 0, probs.shape[-1] - 1)]  # [K, N]
+                at = probs[k, :, np.clip(target, 0, probs.shape[-1] - 1)]  # [K, N]
                 mass.append((at * valid[:, None]).mean(0))
             entropy = -(probs * np.log(np.where(probs > 0, probs, 1.0))).sum(-1).mean(0)
             sep = probs[k, :, sep_a] * second[:, None] + probs[k, :, sep_b]

@@ -50,7 +50,7 @@ import tensorflow as tf
 import tf_keras
 
 from config.encoder import NAMED_CONFIGS, RELEASE_OVERRIDES, encoder_errors, named_fields  # noqa: F401
-from config.encoder import LAYER_NORM_CHOICES, SHARING_CHOICES  # noqa: F401
+from config.encoder import SHARING_CHOICES
 
 __all__ = [
     "AlbertConfig",
