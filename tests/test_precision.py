@@ -4,7 +4,8 @@ Everything is real (the ALBERT pretraining / fine-tuning steps are built and run
 clock reads the precision being timed and advances by a scripted step time, so the tests decide which precision is
 "faster". Covered: the choice follows the times, rounds that disagree (a noisy host) get more rounds and an
 inconclusive choice is kept for the process but not cached, a cache hit skips the probe (the clock is never read),
-the cache is keyed by CPU model and shape, a resumed run keeps its recorded precision, the probe leaves the run's
+the cache is keyed by CPU model, ISA flags, thread count and shape, a CPU without bf16 arithmetic gets float32 however the
+timer reads (and a cluster task on one still joins the collective), a resumed run keeps its recorded precision, the probe leaves the run's
 initial weights and random streams alone, fine-tuning sets its precision explicitly, and the setting reaches only its
 nodes.
 """
@@ -135,6 +136,63 @@ def test_cache_is_keyed_by_cpu_model(tmp_path, monkeypatch, cache_file):
     clock = FakeClock((0.5, 1.0))
     decision = _resolve(_job(tmp_path, name="b"), clock, monkeypatch)
     assert (decision.precision, decision.source) == ("float32", "probe") and clock.calls > 0
+
+
+def test_cache_is_keyed_by_isa_flags_and_thread_count(tmp_path, monkeypatch, cache_file):
+    """Two hosts with one model name ("AMD EPYC") but other ISA flags or threads do not share a cached choice."""
+    monkeypatch.setattr(precision, "cpu_model", lambda: "AMD EPYC")
+    monkeypatch.setattr(precision, "cpu_flags", lambda: ("avx512_bf16", "avx512f"))
+    first = _resolve(_job(tmp_path, name="a"), FakeClock((1.0, 0.5)), monkeypatch)
+    assert (first.precision, first.source) == ("mixed_bfloat16", "probe")
+    (key,) = json.loads(cache_file.read_text())
+    assert json.loads(key)["isa"] == ["avx512_bf16", "avx512f"] and json.loads(key)["cpu"] == "AMD EPYC"
+    assert _resolve(_job(tmp_path, name="b"), NoClock(), monkeypatch).source == "cache"  # same host: a hit
+    # Same name, AMX on top: measured again (and here float32 wins), not read from the other host's entry.
+    monkeypatch.setattr(precision, "cpu_flags", lambda: ("amx_bf16", "avx512_bf16", "avx512f"))
+    clock = FakeClock((0.5, 1.0))
+    other = _resolve(_job(tmp_path, name="c"), clock, monkeypatch)
+    assert (other.precision, other.source, clock.calls) == ("float32", "probe", 2 * 2 * precision.PROBE_ROUNDS)
+    # Same name and flags, another thread count: measured again too.
+    monkeypatch.setattr(precision, "thread_count", lambda: 64)
+    clock = FakeClock((1.0, 0.5))
+    more = _resolve(_job(tmp_path, name="d"), clock, monkeypatch)
+    assert (more.precision, more.source, clock.calls) == ("mixed_bfloat16", "probe", 2 * 2 * precision.PROBE_ROUNDS)
+    threads = json.loads(key)["threads"]
+    assert sorted(json.loads(k)["threads"] for k in json.loads(cache_file.read_text())) == sorted([threads, threads, 64])
+
+
+@pytest.mark.parametrize("flags", [(), ("avx512f",)])
+def test_a_cpu_without_bf16_arithmetic_gets_float32_however_the_timer_reads(tmp_path, monkeypatch, cache_file, flags):
+    """AVX2-only or AVX-512F without BF16: float32 without probing, even with a timer that makes bf16 twice as fast and
+    a cache entry written on a bf16 host of the same name under the old key (model name only)."""
+    monkeypatch.setattr(precision, "cpu_model", lambda: "AMD EPYC")
+    monkeypatch.setattr(precision, "cpu_flags", lambda: ("avx512_bf16", "avx512f"))
+    _resolve(_job(tmp_path, name="bf16-host"), FakeClock((1.0, 0.5)), monkeypatch)
+    (key, entry), = json.loads(cache_file.read_text()).items()
+    old_key = {k: v for k, v in json.loads(key).items() if k != "isa"}  # what a cache written before the flags holds
+    cache_file.write_text(json.dumps({key: entry, json.dumps(old_key, sort_keys=True): entry}))
+    monkeypatch.setattr(precision, "cpu_flags", lambda: flags)
+    clock = FakeClock((1.0, 0.5))
+    decision = _resolve(_job(tmp_path, name="avx2-host"), clock, monkeypatch)
+    assert (decision.precision, decision.source, clock.calls) == ("float32", "cpu_flags", 0)
+    assert len(json.loads(cache_file.read_text())) == 2  # nothing measured, nothing cached
+    with open(os.path.join(_job(tmp_path, name="avx2-host").checkpoint_dir, precision.RECORD_FILE)) as f:
+        assert json.load(f) == {"precision": "float32", "source": "cpu_flags", "step_seconds": {}}
+    # A cluster task on such a host still joins the collective that averages the step times, voting bf16 out.
+    votes = []
+    monkeypatch.setattr(precision, "clock", NoClock())
+    decided = precision.resolve("auto", kind="pretrain", shape={"batch": 4}, build_step=None,
+                                combine=lambda s: votes.append(s) or s)
+    assert (decided.precision, votes) == ("float32", [{"float32": 0.0, "mixed_bfloat16": float("inf")}])
+
+
+def test_bf16_arithmetic_from_flags():
+    assert not precision.bf16_arithmetic(()) and not precision.bf16_arithmetic(("avx512f",))
+    assert precision.bf16_arithmetic(("avx512_bf16",)) and precision.bf16_arithmetic(("amx_bf16",))
+    assert precision.bf16_arithmetic(("bf16",))  # Arm
+    assert precision.bf16_arithmetic(None)  # no flags to read (another OS): the probe decides
+    flags = precision.cpu_flags()
+    assert flags is None or set(flags) <= set(precision.ISA_FLAGS)
 
 
 def test_a_broken_cache_is_measured_again_and_rewritten_and_only_the_chief_records(tmp_path, monkeypatch, cache_file):

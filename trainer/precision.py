@@ -9,9 +9,17 @@ model, times a few interleaved steps and keeps the faster; on TPU/GPU it is bf16
 gets more rounds, and a choice its rounds do not agree on is kept for the process but not cached
 (:data:`PROBE_AGREEMENT`).
 
-The result is cached per CPU model, TensorFlow version, thread count and shape (:func:`probe_key`) in a JSON file
+A CPU whose flags show no bf16 arithmetic (x86 without AVX512-BF16 or AMX-BF16, Arm without BF16) gets float32
+without probing (:func:`bf16_arithmetic`): there bf16 is emulated through casts (measured 0.35x float32 on an AVX2-only
+2-core AMD EPYC, ``benchmarks/model_step.py``), so a probe could only pick it by noise.
+
+The result is cached per CPU model, the ISA flags the timing depends on (:data:`ISA_FLAGS`), TensorFlow version,
+thread count and shape (:func:`probe_key`) in a JSON file
 (``ALBERT_TFX_PRECISION_CACHE``, default ``$XDG_CACHE_HOME/albert-tfx/precision.json``), outside every pipeline
 artifact and parameter, so no node's cache key depends on it; the decision itself is recorded in the run's outputs.
+The model name alone says too little: hosts sold under one name ("AMD EPYC") differ in AVX-512 and BF16 support, and a
+cache shared between them (a shared home folder, a reused image layer, a node pool of mixed hosts) would carry a
+choice to a host where it is three times slower.
 
 Determinism: the probe draws its throwaway weights and inputs from its own seed (:data:`PROBE_SEED`); callers seed
 the run *after* resolving (the Trainer and the fine-tuning loop both do), so the run's weights and random streams are
@@ -22,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import statistics
 import time
@@ -48,9 +57,16 @@ RECORD_FILE = "precision.json"  # in a pretraining run's checkpoint folder: what
 clock: Callable[[], float] = time.perf_counter
 
 
+# /proc/cpuinfo flags that decide bf16 and float32 matmul speed on x86 (AVX-512 float32 kernels, the AVX512-BF16 dot
+# product, the AMX tile unit's bf16), and the Arm feature with bf16 dot products; part of the cache key.
+ISA_FLAGS = ("avx512f", "avx512_bf16", "amx_bf16", "bf16")
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+
 @dataclasses.dataclass
 class Decision:
-    """The precision of a run and how it was decided (``setting`` | ``accelerator`` | ``cache`` | ``probe`` |
+    """The precision of a run and how it was decided (``setting`` | ``accelerator`` | ``cpu_flags``: no bf16
+    arithmetic on this CPU | ``cache`` | ``probe`` |
     ``process``: an inconclusive probe earlier in this process | ``resumed``); ``seconds``: median step time per
     precision when measured (now or when cached)."""
 
@@ -73,6 +89,25 @@ def cpu_model() -> str:
             return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "unknown")
     except OSError:
         return "unknown"
+
+
+def cpu_flags() -> Optional[Tuple[str, ...]]:
+    """The :data:`ISA_FLAGS` this CPU has (sorted), from the ``flags`` (x86) or ``Features`` (Arm) line of
+    /proc/cpuinfo; None where there is no such line (another OS), i.e. unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name.strip() in ("flags", "Features"):
+                    return tuple(sorted(set(value.split()) & set(ISA_FLAGS)))
+    except OSError:
+        pass
+    return None
+
+
+def bf16_arithmetic(flags: Optional[Sequence[str]]) -> bool:
+    """Whether the CPU computes in bf16 natively (unknown flags: assumed yes, and the probe decides)."""
+    return flags is None or any(flag in flags for flag in BF16_FLAGS)
 
 
 def thread_count() -> int:
@@ -100,11 +135,14 @@ def cache_path() -> str:
 
 
 def probe_key(kind: str, shape: Mapping[str, Any]) -> str:
-    """The cache key: what the timing depends on (machine, runtime, threads, what is trained and its shape)."""
+    """The cache key: what the timing depends on (CPU model and its :data:`ISA_FLAGS`, runtime, threads, what is
+    trained and its shape)."""
     import tensorflow as tf
 
     intra = tf.config.threading.get_intra_op_parallelism_threads()
-    return json.dumps({"cpu": cpu_model(), "tensorflow": tf.__version__, "threads": thread_count(),
+    flags = cpu_flags()
+    return json.dumps({"cpu": cpu_model(), "isa": None if flags is None else list(flags),
+                       "tensorflow": tf.__version__, "threads": thread_count(),
                        "intra_op_threads": intra, "kind": kind, "shape": dict(shape)}, sort_keys=True)
 
 
@@ -187,6 +225,13 @@ def resolve(setting: str, *, kind: str, shape: Mapping[str, Any],
         return Decision(setting, "setting")
     if on_accelerator(strategy):
         return Decision("mixed_bfloat16", "accelerator")
+    flags = cpu_flags()
+    if not bf16_arithmetic(flags):
+        if combine is not None:  # a cluster's other tasks wait in the collective: join it, voting bf16 out
+            combine({"float32": 0.0, "mixed_bfloat16": math.inf})
+        log.info("mixed_precision=auto (%s): float32 without probing: this CPU has no bf16 arithmetic (ISA flags "
+                 "of interest: %s; none of %s)", kind, ", ".join(flags) or "none", ", ".join(BF16_FLAGS))
+        return Decision("float32", "cpu_flags")
     import tf_keras
 
     path, key = cache_path(), probe_key(kind, shape)
