@@ -5,41 +5,61 @@ workers). Documents are deduplicated by :func:`doc_fingerprint` (the lowest ``do
 result does not depend on worker order), assigned to a shard by a hash of their id and written in the
 official text format, sorted by id inside each shard: the same inputs give the same bytes however
 many workers ran. All file access goes through ``apache_beam.io.filesystems`` so ``gs://`` works.
+
+Wikipedia files are MediaWiki XML exports or WikiExtractor output (``wikipedia_format``: ``auto`` detects each file's
+format from its decompressed first bytes and logs it); books are plain, gzip or bz2 text (magic bytes).
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import posixpath
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from components.text.books import book_document_from_bytes
+from components.text.compression import MAGIC_BYTES, decompress_bytes, open_decompressed, sniff
 from components.text.documents import Document, doc_fingerprint, to_text_block
 from components.text.errors import CorruptInputError
-from components.text.wiki import iter_pages, page_to_document
+from components.text.wiki import (WIKIPEDIA_FORMATS, extracted_to_document, iter_extracted, iter_pages,
+                                  page_to_document, sniff_wikipedia_format)
 
+LOG = logging.getLogger(__name__)
 SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
 COUNTS_FILE = "counts.json"
 
 
-def list_inputs(wikipedia_dir: Optional[str], wikipedia_glob: str, books_dir: Optional[str],
-                books_glob: str) -> List[Tuple[str, str, str]]:
-    """(kind, path, root) for every input file, sorted; a configured folder with no match is an error."""
+# What `albert-pipeline ingest` reads when no glob is given: both Wikipedia formats (pages-articles dumps and
+# WikiExtractor's AA/wiki_NN files) and plain or compressed books.
+INGEST_WIKIPEDIA_GLOBS = ("*pages-articles*.xml*", "**/wiki_*")
+INGEST_BOOKS_GLOBS = ("**/*.txt", "**/*.txt.gz", "**/*.txt.bz2")
+
+Globs = Union[str, Sequence[str]]
+
+
+def list_inputs(wikipedia_dir: Optional[str], wikipedia_glob: Globs, books_dir: Optional[str],
+                books_glob: Globs) -> List[Tuple[str, str, str]]:
+    """(kind, path, root) for every input file, sorted; a configured folder with no match is an error. A glob may be
+    one pattern or several (a file matched by more than one is listed once)."""
     inputs: List[Tuple[str, str, str]] = []
-    for kind, root, pattern in (("wikipedia", wikipedia_dir, wikipedia_glob), ("books", books_dir, books_glob)):
+    for kind, root, globs in (("wikipedia", wikipedia_dir, wikipedia_glob), ("books", books_dir, books_glob)):
         if not root:
             continue
-        # The glob must stay inside the imported folder: MLMD lineage records only the folder.
-        if pattern.startswith("/") or "://" in pattern or ".." in pattern.split("/"):
-            raise ValueError(f"{kind} glob {pattern!r} must be relative to {root!r} without '..' segments")
-        paths = _match(root, pattern)
+        patterns = [globs] if isinstance(globs, str) else list(globs)
+        paths = set()
+        for pattern in patterns:
+            # The glob must stay inside the imported folder: MLMD lineage records only the folder.
+            if pattern.startswith("/") or "://" in pattern or ".." in pattern.split("/"):
+                raise ValueError(f"{kind} glob {pattern!r} must be relative to {root!r} without '..' segments")
+            paths.update(_match(root, pattern))
         if not paths:
-            raise FileNotFoundError(f"no {kind} input files match {posixpath.join(root, pattern)!r}")
-        inputs.extend((kind, p, root) for p in paths)
+            shown = " or ".join(repr(posixpath.join(root, p)) for p in patterns)
+            raise FileNotFoundError(f"no {kind} input files match {shown}")
+        inputs.extend((kind, p, root) for p in sorted(paths))
     return sorted(inputs)
 
 
@@ -59,38 +79,68 @@ def _match(root: str, pattern: str) -> List[str]:
 SKIP_KEYS = ("empty_files", "short_documents", "duplicate_documents")
 
 
+def wikipedia_file_format(path: str) -> str:
+    """``xml`` or ``wikiextractor``, from the first decompressed bytes of ``path`` (read through Beam's filesystems);
+    an empty file, a truncated archive or a file of neither format raises :class:`CorruptInputError` naming it."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+        stream = open_decompressed(raw)
+        try:
+            prefix = stream.read(256)
+        except (EOFError, OSError) as exc:
+            raise CorruptInputError(path, f"corrupt or truncated compressed data (nothing readable: after 0 pages or "
+                                          f"documents, compressed byte offset ~{raw.tell()}): {exc}") from exc
+        finally:
+            if stream is not raw:
+                stream.close()
+    return sniff_wikipedia_format(prefix, path)
+
+
 def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallback: Optional[str],
-                    skipped: Optional[Dict[str, int]] = None) -> Iterator[Document]:
+                    skipped: Optional[Dict[str, int]] = None, wikipedia_format: str = "auto") -> Iterator[Document]:
     """One raw file → documents. Corrupt input raises :class:`CorruptInputError` naming the file.
 
-    Dropped on purpose and counted in ``skipped`` (when given): an empty (0-byte) book file
-    (``empty_files``), and pages/books that are empty or shorter than ``min_chars`` after cleaning
-    (``short_documents``). An empty Wikipedia dump is corrupt input (a dump always has a root element).
+    Dropped on purpose and counted in ``skipped`` (when given): an empty book file, 0 bytes or a compressed archive
+    of nothing (``empty_files``), and pages/books that are empty or shorter than ``min_chars`` after cleaning
+    (``short_documents``). An empty Wikipedia file is corrupt input (a dump always has a root element, WikiExtractor
+    never writes a file without a ``<doc>``).
     """
     kind, path, root = item
     skipped = {} if skipped is None else skipped
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        if kind == "wikipedia":
-            for page in iter_pages(f, name=path):
-                doc = page_to_document(page, min_chars)
+    if kind == "wikipedia":
+        if wikipedia_format not in WIKIPEDIA_FORMATS:
+            raise ValueError(f"wikipedia_format must be one of {'|'.join(WIKIPEDIA_FORMATS)}, got {wikipedia_format!r}")
+        fmt = wikipedia_format
+        if fmt == "auto":
+            fmt = wikipedia_file_format(path)
+            LOG.info("%s: %s (detected from its content)", path,
+                     "WikiExtractor output" if fmt == "wikiextractor" else "MediaWiki XML export")
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            if fmt == "xml":
+                docs = (page_to_document(page, min_chars) for page in iter_pages(f, name=path))
+            else:
+                docs = (extracted_to_document(doc, min_chars) for doc in iter_extracted(f, name=path))
+            for doc in docs:
                 if doc is None:
                     skipped["short_documents"] = skipped.get("short_documents", 0) + 1
                 else:
                     yield doc
-        else:
-            rel = path[len(root):].lstrip("/") if path.startswith(root) else posixpath.basename(path)
-            data = f.read()
-            if not data.strip():
-                skipped["empty_files"] = skipped.get("empty_files", 0) + 1
-                return
-            try:
-                doc = book_document_from_bytes(data, rel, encoding_fallback, min_chars)
-            except CorruptInputError as exc:  # name the full path, not only the relative one
-                raise CorruptInputError(path, exc.detail) from exc.__cause__
-            if doc is None:
-                skipped["short_documents"] = skipped.get("short_documents", 0) + 1
-            else:
-                yield doc
+        return
+    rel = path[len(root):].lstrip("/") if path.startswith(root) else posixpath.basename(path)
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        data = f.read()
+    compressed = sniff(data[:MAGIC_BYTES])
+    data = decompress_bytes(data, path)
+    if not data.strip():
+        skipped["empty_files"] = skipped.get("empty_files", 0) + 1
+        return
+    try:
+        doc = book_document_from_bytes(data, rel, encoding_fallback, min_chars, compressed=compressed or "")
+    except CorruptInputError as exc:  # name the full path, not only the relative one
+        raise CorruptInputError(path, exc.detail) from exc.__cause__
+    if doc is None:
+        skipped["short_documents"] = skipped.get("short_documents", 0) + 1
+    else:
+        yield doc
 
 
 # Live progress in the Dataflow UI / the runner's metrics (namespace "albert.corpus", per source): input files,
@@ -103,15 +153,16 @@ def _counter(source: str, name: str):
 class _ReadFiles(beam.DoFn):
     """Documents as the main output; per-file skip counts ({source: {key: n}}) on the "skipped" output."""
 
-    def __init__(self, min_chars: int, encoding_fallback: Optional[str]):
+    def __init__(self, min_chars: int, encoding_fallback: Optional[str], wikipedia_format: str = "auto"):
         self._min_chars = min_chars
         self._encoding_fallback = encoding_fallback
+        self._wikipedia_format = wikipedia_format
 
     def process(self, item: Tuple[str, str, str]):
         skipped: Dict[str, int] = {}
         source = item[0]
         documents = _counter(source, "documents_read")
-        for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped):
+        for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped, self._wikipedia_format):
             documents.inc()
             yield doc
         _counter(source, "files").inc()
@@ -178,15 +229,19 @@ def _dedupe(element: Tuple[str, Iterable[Document]]):
 
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
                  num_shards: int, min_chars: int, dedupe: bool = True,
-                 encoding_fallback: Optional[str] = None) -> None:
-    """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir``."""
+                 encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto") -> None:
+    """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir``.
+    ``wikipedia_format``: one of :data:`~components.text.wiki.WIKIPEDIA_FORMATS` (``auto``: per file, from its
+    content)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
+    if wikipedia_format not in WIKIPEDIA_FORMATS:
+        raise ValueError(f"wikipedia_format must be one of {'|'.join(WIKIPEDIA_FORMATS)}, got {wikipedia_format!r}")
     read = (
         pipeline
         | "ListFiles" >> beam.Create(inputs)
         | "SpreadFiles" >> beam.Reshuffle()
-        | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback)).with_outputs("skipped", main="docs")
+        | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback, wikipedia_format)).with_outputs("skipped", main="docs")
     )
     docs, skipped_parts = read.docs, [read.skipped]
     if dedupe:

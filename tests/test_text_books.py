@@ -153,3 +153,86 @@ def test_shared_gutenberg_files(tmp_path, shared_data):
     moby = read_book(tmp_path / "moby.txt")
     assert moby.title == "Moby Dick" and not any("\r" in s for s in moby.sentences)
     assert "Call me Ishmael." in moby.sentences
+
+
+# ------------------------------------------------------------------------------ compressed books (gzip, bz2)
+CUTS = ROOT / "tests" / "fixtures" / "corpus" / "books"  # real cuts; sources and licence in its README.md
+DICKENS = "pg924_dickens-charles__to-be-read-at-dusk-cut.txt.gz"
+THOREAU = "pg71_thoreau-henry-david__on-the-duty-of-civil-disobedience-cut.txt.bz2"
+
+
+def test_gzip_and_bz2_books_give_exactly_their_sentences():
+    docs = {d.doc_id: d for d in book_documents(CUTS)}
+    assert list(docs) == [f"book:{THOREAU}", f"book:{DICKENS}"]  # sorted by path
+    dickens, thoreau = docs[f"book:{DICKENS}"], docs[f"book:{THOREAU}"]
+    # "[Picture: Book cover]" is not a title; the title page lines and the transcriber's line are not sentences.
+    assert dickens.title == "pg924_dickens-charles__to-be-read-at-dusk-cut"
+    assert dickens.sentences == [
+        "ONE, two, three, four, five.",
+        "There were five of them.",
+        "Five couriers, sitting on a bench outside the convent on the summit of the Great St. Bernard in Switzerland, "
+        "looking at the remote heights, stained by the setting sun as if a mighty quantity of red wine had been "
+        "broached upon the mountain top, and had not yet had time to sink into the snow.",
+        "This is not my simile.",
+        "It was made for the occasion by the stoutest courier, who was a German.",
+        "None of the others took any more notice of it than they took of me, sitting on another bench on the other "
+        "side of the convent door, smoking my cigar, like them, and—also like them—looking at the reddened snow, and at "
+        "the lonely shed hard by, where the bodies of belated travellers, dug out of it, slowly wither away, knowing no "
+        "corruption in that cold region.",
+        "The wine upon the mountain top soaked in as we looked; the mountain became white; the sky, a very dark blue; "
+        "the wind rose; and the air turned piercing cold.",
+        "The five couriers buttoned their rough coats.",
+        "There being no safer man to imitate in all such proceedings than a courier, I buttoned mine.",
+    ]
+    assert thoreau.title == "pg71_thoreau-henry-david__on-the-duty-of-civil-disobedience-cut"
+    assert thoreau.sentences == [
+        "I heartily accept the motto,—“That government is best which governs least;” and I should like to see it "
+        "acted up to more rapidly and systematically.",
+        "Carried out, it finally amounts to this, which also I believe—“That government is best which governs not at "
+        "all;” and when men are prepared for it, that will be the kind of government which they will have.",
+        "Government is at best but an expedient; but most governments are usually, and all governments are sometimes, "
+        "inexpedient.",
+        "The objections which have been brought against a standing army, and they are many and weighty, and deserve to "
+        "prevail, may also at last be brought against a standing government.",
+        "The standing army is only an arm of the standing government.",
+        "The government itself, which is only the mode which the people have chosen to execute their will, is equally "
+        "liable to be abused and perverted before the people can act through it.",
+        "Witness the present Mexican war, the work of comparatively a few individuals using the standing government as "
+        "their tool; for, in the outset, the people would not have consented to this measure.",
+    ]
+
+
+def test_compression_is_read_from_magic_bytes_not_the_name(tmp_path):
+    import bz2
+    import gzip
+
+    text = gzip.decompress((CUTS / DICKENS).read_bytes())
+    (tmp_path / "looks-plain.txt").write_bytes(bz2.compress(text))
+    (tmp_path / "BZh-start.txt").write_bytes(b"BZh, said the bee. " + text)  # plain text that starts like bz2
+    docs = {d.doc_id: d for d in book_documents(tmp_path)}
+    assert docs["book:looks-plain.txt"].sentences == read_book(CUTS / DICKENS).sentences
+    assert docs["book:BZh-start.txt"].sentences[0] == "BZh, said the bee."
+
+
+def test_broken_compressed_books_name_the_file(tmp_path):
+    import bz2
+    import gzip
+
+    text = gzip.decompress((CUTS / DICKENS).read_bytes())
+    (tmp_path / "cut-short.txt.gz").write_bytes((CUTS / DICKENS).read_bytes()[:300])
+    (tmp_path / "cut-short.txt.bz2").write_bytes((CUTS / THOREAU).read_bytes()[:300])
+    for name, kind in (("cut-short.txt.gz", "gzip"), ("cut-short.txt.bz2", "bz2")):
+        with pytest.raises(CorruptInputError) as info:
+            read_book(tmp_path / name, tmp_path)
+        assert str(info.value).startswith(f"{tmp_path / name}: corrupt or truncated {kind} data (300 compressed bytes)")
+    # Invalid UTF-8 inside the archive: the offset and line are those of the decompressed text.
+    at = text.index(b"There were five")
+    (tmp_path / "latin.txt.gz").write_bytes(gzip.compress(text[:at] + b"\xe9" + text[at:]))
+    with pytest.raises(CorruptInputError) as info:
+        read_book(tmp_path / "latin.txt.gz", tmp_path)
+    assert str(info.value).startswith(f"{tmp_path / 'latin.txt.gz'}: not valid UTF-8 at byte offset {at} of the "
+                                      f"gzip-decompressed text (line 17, byte 0xe9)")
+    assert text[:at].count(b"\n") + 1 == 17  # grep -n agrees: "There were five" is on line 17
+    # An archive of nothing is an empty book (skipped and counted by CorpusGen), like a 0-byte .txt.
+    (tmp_path / "nothing.txt.bz2").write_bytes(bz2.compress(b""))
+    assert read_book(tmp_path / "nothing.txt.bz2") is None

@@ -5,6 +5,10 @@ document, and a whole book is the natural coherent unit (BookCorpus was used the
 are read whole (they are megabytes, not gigabytes); the core, :func:`book_document_from_bytes`, takes
 bytes so a Beam step can read files through its own filesystem layer.
 
+Books may be gzip- or bz2-compressed (``.txt.gz`` / ``.txt.bz2``, or any name): the compression is detected from
+magic bytes, as for Wikipedia dumps (``components/text/compression.py``), and a truncated archive is an error naming
+the file, never a silently shorter book.
+
 Decoding is strict UTF-8: a wrong guess silently corrupts every accented letter, so non-UTF-8 input
 is an error naming the file and byte offset unless a fallback encoding is chosen explicitly.
 
@@ -22,6 +26,7 @@ import re
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, Union
 
+from components.text.compression import MAGIC_BYTES, decompress_bytes, sniff
 from components.text.documents import Document, make_document
 from components.text.errors import CorruptInputError
 
@@ -42,7 +47,10 @@ _HEADER_TITLE = re.compile(r"^Title:[ \t]*(.+)$", re.MULTILINE)
 # "[Title by Author 1818]": no "]" inside, so a 10 MB first paragraph cannot make the lazy groups backtrack.
 _NLTK_TITLE = re.compile(r"^\[([^\]]+?)(?: by ([^\]]+?))?(?: (\d{3,4}))?\][ \t]*$")
 _MAX_TITLE_CHARS = 300
-_PRODUCED_BY = re.compile(r"^(?:Produced by|This e-?text was prepared by|E-?text prepared by)\b", re.IGNORECASE)
+_PRODUCED_BY = re.compile(r"^(?:Produced by|This e-?text was prepared by|E-?text prepared by|Typed by"
+                          r"|Transcribed (?:from|by))\b", re.IGNORECASE)
+# An image placeholder in the first line ("[Picture: Book cover]", "[Illustration]") is not a title.
+_PICTURE = re.compile(r"^\[(?:Picture|Illustration)\b", re.IGNORECASE)
 _HEADING = re.compile(
     r"^(?:chapter|book|volume|part|act|scene|canto|stave)[ \t]+(?:[ivxlcdm]+|\d+|[a-z]+)\b[.:]?$", re.IGNORECASE
 )
@@ -50,18 +58,26 @@ _SENTENCE_END = ".!?\"'”’:;,)]"
 _BOM = codecs.BOM_UTF8
 
 
-def decode_book(data: bytes, path: str, encoding_fallback: Optional[str] = None) -> str:
+BOOK_SUFFIXES = (".txt", ".txt.gz", ".txt.bz2")
+
+
+def decode_book(data: bytes, path: str, encoding_fallback: Optional[str] = None, compressed: Optional[str] = None
+                ) -> str:
     """Strict UTF-8 (BOM allowed); on failure ``encoding_fallback`` (e.g. "latin-1") if given, else
-    :class:`CorruptInputError` with the byte offset of the first bad byte."""
+    :class:`CorruptInputError` with the byte offset and line of the first bad byte (in the decompressed text when
+    ``compressed`` names the archive type)."""
     offset = len(_BOM) if data.startswith(_BOM) else 0
     try:
         return data[offset:].decode("utf-8")
     except UnicodeDecodeError as exc:
         if encoding_fallback is None:
-            bad = data[offset + exc.start : offset + exc.start + 1]
+            at = offset + exc.start
+            bad = data[at : at + 1]
+            of = f" of the {compressed}-decompressed text" if compressed else ""
+            line = data.count(b"\n", 0, at) + 1
             raise CorruptInputError(
                 path,
-                f"not valid UTF-8 at byte offset {offset + exc.start} (byte 0x{bad.hex()}); "
+                f"not valid UTF-8 at byte offset {at}{of} (line {line}, byte 0x{bad.hex()}); "
                 "pass encoding_fallback='latin-1' to read such files as Latin-1",
             ) from exc
     try:
@@ -124,29 +140,46 @@ def _is_heading(paragraph: str) -> bool:
 
 
 def book_document_from_bytes(
-    data: bytes, rel_path: str, encoding_fallback: Optional[str] = None, min_chars: int = DEFAULT_MIN_CHARS
+    data: bytes, rel_path: str, encoding_fallback: Optional[str] = None, min_chars: int = DEFAULT_MIN_CHARS,
+    compressed: Optional[str] = None,
 ) -> Optional[Document]:
-    """Bytes of one ``.txt`` book → ``book:<rel_path>`` document, or None for empty/too-short text."""
-    text = decode_book(data, rel_path, encoding_fallback).replace("\r\n", "\n").replace("\r", "\n")
+    """Bytes of one book (plain, gzip or bz2) → ``book:<rel_path>`` document, or None for empty/too-short text.
+
+    ``compressed``: None to detect and decompress here; otherwise ``data`` is already the text, decompressed by the
+    caller from that archive type ("" for none), which error messages name."""
+    if compressed is None:
+        compressed = sniff(data[:MAGIC_BYTES]) or ""
+        data = decompress_bytes(data, rel_path)
+    text = decode_book(data, rel_path, encoding_fallback, compressed or None).replace("\r\n", "\n").replace("\r", "\n")
     body, title = strip_gutenberg(text)
     paragraphs = _paragraphs(body)
     if paragraphs:
         nltk_title = _NLTK_TITLE.match(paragraphs[0]) if len(paragraphs[0]) <= _MAX_TITLE_CHARS else None
         if nltk_title:
-            title = title or nltk_title.group(1).strip()
+            if not _PICTURE.match(paragraphs[0]):
+                title = title or nltk_title.group(1).strip()
             paragraphs = paragraphs[1:]
     if paragraphs and _PRODUCED_BY.match(paragraphs[0]):
         paragraphs = paragraphs[1:]
     paragraphs = [p for p in paragraphs if not _is_heading(p)]
-    title = title or Path(rel_path).stem
+    title = title or book_stem(rel_path)
     doc = make_document(f"book:{rel_path}", "books", title, paragraphs)
     return doc if doc.sentences and doc.num_chars >= min_chars else None
 
 
+def book_stem(rel_path: str) -> str:
+    """The file name without ``.txt`` and a compression suffix: the title of a book that states none."""
+    name = Path(rel_path).name
+    for suffix in sorted(BOOK_SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return Path(name).stem
+
+
 def iter_book_files(root: PathLike) -> List[Path]:
-    """``.txt`` files under ``root`` (recursively), sorted by relative path for determinism."""
+    """Book files under ``root`` (recursively: ``.txt``, ``.txt.gz``, ``.txt.bz2``), sorted by relative path."""
     root = Path(root)
-    files = [p for p in root.rglob("*") if p.is_file() and p.suffix.lower() == ".txt"]
+    files = [p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(BOOK_SUFFIXES)]
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
