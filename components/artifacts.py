@@ -4,6 +4,10 @@ Each type names what a directory holds, so MLMD lineage reads like the paper's p
 RawCorpus → Documents → SentencePieceModel → Examples (masked TFRecords) → Model → BenchmarkResult
 → BenchmarkReport. Pretraining data uses TFX's standard ``Examples`` so the stock Trainer takes it.
 
+Each ``TYPE_NAME`` is also the type's schema title in a compiled Kubeflow v2 / Vertex spec, which the container
+entrypoint imports as ``<module>.<Class>``: the top-level package :mod:`albert` re-exports these classes under
+those titles (``tests/test_install_check.py`` resolves every title in an installed environment).
+
 Values about an artifact (counts, vocabulary size, benchmark name) are MLMD *custom* properties:
 the Kubeflow v2 compiler only accepts schema-less custom types.
 """
@@ -44,3 +48,7 @@ class BenchmarkReport(artifact.Artifact):
     """``report.md`` / ``report.html`` / ``results.json`` / curves in the shape of the paper's Table 2."""
 
     TYPE_NAME = "albert.BenchmarkReport"
+
+
+# Every custom type, in DAG order (the package ``albert`` re-exports exactly these).
+ALL_TYPES = (RawCorpus, Documents, SentencePieceModel, DataGenStatistics, BenchmarkResult, BenchmarkReport)

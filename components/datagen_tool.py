@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from components import datagen_beam
+from components import beam_options, datagen_beam
 from components.text.errors import CorruptInputError
 from components.vocab_lib import validate_model
 from trainer import examples_info
@@ -73,9 +73,7 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
         os.makedirs(path)
     os.makedirs(os.path.join(tmp, "vocab"))
     shutil.copyfile(spm_model, os.path.join(tmp, "vocab", "spm.model"))
-    mode = "multi_processing" if workers > 1 else "in_memory"
-    options = PipelineOptions(["--runner=DirectRunner", f"--direct_num_workers={workers}",
-                               f"--direct_running_mode={mode}"])
+    options = PipelineOptions(beam_options.local_args(workers))
     try:
         p = beam.Pipeline(options=options)
         datagen_beam.build_pretraining_data(

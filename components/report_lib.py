@@ -473,7 +473,8 @@ def _data_section(highlights: Mapping[str, Mapping[str, Any]]) -> _Section:
 
 
 def _artifacts_section(artifact_ids: Mapping[str, Any]) -> Optional[_Section]:
-    """The MLMD ids (and types and URIs) of the artifacts the report was built from."""
+    """The MLMD ids (and types and URIs) of the artifacts the report was built from: the local store's integer ids,
+    or the backend's resource names on Kubeflow / Vertex AI (:mod:`components.backend_names`)."""
     if not artifact_ids:
         return None
     rows = []

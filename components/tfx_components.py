@@ -247,17 +247,20 @@ def BenchmarkReport(
     ``config``: presentation settings only; the run's settings shown in the report are read from the
     artifacts (the Trainer's ``run_config.json``, each benchmark result's ``settings``).
     """
-    from components import report_lib
+    from components import backend_names, report_lib
 
     cfg = ReportConfig.from_json(config, "report.")
+    # On Kubeflow / Vertex AI an artifact is known by the backend's resource name, not by TFX's hashed id.
+    names = backend_names.artifact_names()
     results = {name: art for name, art in (("glue", glue), ("squad", squad), ("squad2", squad2), ("race", race))
                if art is not None}
     summary = report_lib.write_report(
         report.uri, cfg,
         results={name: report_lib.load_result(art.uri) for name, art in results.items()},
         model_dir=model.uri, model_run_dir=model_run.uri, stats_dir=statistics.uri,
-        artifact_ids={name: {"id": art.id, "type": art.type_name, "uri": art.uri} for name, art in (
-            ("model", model), ("model_run", model_run), ("statistics", statistics), *results.items())})
+        artifact_ids={name: {"id": names.get(art.id, art.id), "type": art.type_name, "uri": art.uri}
+                      for name, art in (("model", model), ("model_run", model_run), ("statistics", statistics),
+                                        *results.items())})
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
 

@@ -6,16 +6,20 @@ Each action is split into *build* (construct the request object, offline, testab
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from pipeline import spec
+from pipeline.home import IMAGE_HOME
+
 # Where a pipeline's files must live for each target: the machines that run it cannot read the folders of the
 # machine that compiled the spec.
 REMOTE_SCHEMES = {"Vertex AI": ("gs://",), "Kubeflow Pipelines": ("gs://", "s3://", "minio://")}
-# The pipeline image's own copy of the bundled sample (infra/Dockerfile: WORKDIR, COPY data/sample): folders under
-# it exist in every container of the image, so a spec may name them wherever it was compiled.
-IMAGE_DATA_ROOT = "/opt/albert-tfx/data/"
+# The pipeline image's own copy of the bundled sample (infra/Dockerfile: COPY data/sample): folders under it exist
+# in every container of the image, so a spec may name them wherever it was compiled.
+IMAGE_DATA_ROOT = IMAGE_HOME + "/data/"
 AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service "
              "account key file")
 
@@ -29,33 +33,21 @@ class CloudAuthError(CloudConfigError):
 
 
 def _spec_values(spec_path: str):
-    """(compiled pipeline root, Trainer ``checkpoint_root``, {data parameter: default}) of a compiled spec.
+    """(compiled pipeline root, Trainer ``checkpoint_root``, {data parameter: default}, data parameter names).
 
     Data parameters are those feeding an Importer's ``artifact_uri``: the raw data folders.
     """
-    with open(spec_path) as f:
-        text = f.read()
-    if spec_path.endswith((".yaml", ".yml")):
-        import yaml
-
-        data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
-    pipeline_spec = data.get("pipelineSpec", data)
+    data, pipeline_spec = spec.load(spec_path)
     runtime = data.get("runtimeConfig", {})
     root = runtime.get("gcsOutputDirectory") or pipeline_spec.get("defaultPipelineRoot")
     tasks = pipeline_spec.get("root", {}).get("dag", {}).get("tasks", {})
     uri_params = {task["inputs"]["parameters"]["artifact_uri"].get("componentInputParameter")
                   for task in tasks.values() if "artifact_uri" in task.get("inputs", {}).get("parameters", {})}
-    defaults = {name: value["stringValue"] for name, value in (runtime.get("parameters") or {}).items()
-                if name in uri_params and "stringValue" in value}
-    for name, declared in pipeline_spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {}).items():
-        if name in uri_params and isinstance(declared.get("defaultValue"), str):
-            defaults.setdefault(name, declared["defaultValue"])
+    defaults = {name: value for name, value in spec.parameter_defaults(data).items()
+                if name in uri_params and isinstance(value, str)}
     checkpoint_root = None
     if "Trainer" in tasks:
-        raw = tasks["Trainer"]["inputs"]["parameters"].get("custom_config", {})
-        text = raw.get("runtimeValue", {}).get("constantValue", {}).get("stringValue")
+        text = spec.constant(tasks["Trainer"]["inputs"]["parameters"].get("custom_config", {}))
         checkpoint_root = json.loads(text).get("checkpoint_root") if text else None
     return root, checkpoint_root, defaults, uri_params
 
@@ -259,23 +251,33 @@ def kfp_package(spec_path: str, output_path: Optional[str] = None, pipeline_root
     """A KFP v2 package (IR YAML) for ``spec_path``; returns its path.
 
     ``compile`` writes a Vertex ``PipelineJob`` JSON (``{"displayName", "pipelineSpec", "runtimeConfig"}``); the KFP
-    API and ``kfp run create`` take the bare ``PipelineSpec`` as ``.yaml``. The pipeline root
-    (``runtimeConfig.gcsOutputDirectory`` or ``pipeline_root``) becomes the spec's ``defaultPipelineRoot``. A
-    ``.yaml``/``.yml`` package is returned unchanged.
+    API and ``kfp run create`` take the bare ``PipelineSpec`` as ``.yaml``. The package is that same spec with two
+    facts of the job moved into it, as KFP expects them: the pipeline root (``runtimeConfig.gcsOutputDirectory`` or
+    ``pipeline_root``) becomes ``defaultPipelineRoot``, and each compiled parameter value becomes the parameter's
+    ``defaultValue`` (so a run given no arguments runs the compiled configuration, as on Vertex AI). A
+    ``.yaml``/``.yml`` package is returned unchanged. Either must be schema 2.1 (:mod:`pipeline.spec`): the
+    open-source KFP v2 driver gives a 2.0 spec's tasks no parameters at all.
     """
     import yaml
 
-    if spec_path.endswith((".yaml", ".yml", ".tar.gz", ".tgz", ".zip")):
+    if spec_path.endswith((".tar.gz", ".tgz", ".zip")):
         return spec_path
-    with open(spec_path) as f:
-        data = json.load(f)
-    pipeline_spec = data.get("pipelineSpec", data)
-    if "root" not in pipeline_spec or "deploymentSpec" not in pipeline_spec:
-        raise CloudConfigError(f"{spec_path} is not a compiled pipeline spec (no pipelineSpec.root/deploymentSpec)")
-    pipeline_spec = dict(pipeline_spec)
+    try:
+        data, pipeline_spec = spec.load(spec_path)
+        spec.check_schema(spec_path, pipeline_spec, "open-source Kubeflow Pipelines passes no parameters to "
+                                                    "the tasks of an older schema")
+    except spec.SpecError as exc:
+        raise CloudConfigError(str(exc)) from None
+    if spec_path.endswith((".yaml", ".yml")):
+        return spec_path
+    pipeline_spec = copy.deepcopy(pipeline_spec)
     root = pipeline_root or data.get("runtimeConfig", {}).get("gcsOutputDirectory")
     if root and not pipeline_spec.get("defaultPipelineRoot"):
         pipeline_spec["defaultPipelineRoot"] = root
+    declared = pipeline_spec["root"].get("inputDefinitions", {}).get("parameters", {})
+    for name, value in spec.parameter_defaults(data).items():
+        if name in declared:
+            declared[name].update(defaultValue=value, isOptional=True)
     if output_path is None:
         base = spec_path[:-5] if spec_path.endswith(".json") else spec_path
         output_path = base + ".kfp.yaml"

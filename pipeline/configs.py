@@ -25,8 +25,9 @@ from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, C
                              VocabConfig)
 from config.trainer_settings import trainer_settings
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE_DATA = os.path.join(REPO_ROOT, "data", "sample")
+from pipeline.home import PROJECT_HOME
+
+SAMPLE_DATA = os.path.join(PROJECT_HOME, "data", "sample")
 
 # Node ids of the DAG (``pipeline/pipeline.py``) whose parameters come from this config.
 BENCHMARK_NODE_IDS = {"glue": "GlueBenchmark", "squad": "SquadBenchmark", "squad2": "Squad2Benchmark",

@@ -15,9 +15,9 @@ values such as ``YOUR_PROJECT`` are rejected for cloud environments) and turns i
 
 Beam runners (``beam.runner``) and the args they produce
 -------------------------------------------------------
-``DirectRunner`` (local)::
+``DirectRunner`` (local; Beam's FnApiRunner, named directly: :mod:`components.beam_options` says why)::
 
-    --runner=DirectRunner --direct_running_mode=multi_processing --direct_num_workers=0   # 0 = one per core
+    --runner=FnApiRunner --direct_running_mode=multi_processing --direct_num_workers=0   # 0 = one per core
 
 ``DataflowRunner``::
 
@@ -53,11 +53,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import yaml
 
+from components.beam_options import LOCAL_RUNNER
 from config.schema import deep_merge
 from pipeline.cloud import CloudConfigError, ScheduleSpec, VertexTarget
+from pipeline.home import PROJECT_HOME
 
-DEFAULT_ENVIRONMENTS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "infra",
-                                         "environments.yaml")
+DEFAULT_ENVIRONMENTS_FILE = os.path.join(PROJECT_HOME, "infra", "environments.yaml")
 KINDS = ("local", "vertex", "kfp")
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner", "PortableRunner")
 # Placeholders that must never reach a cloud request.
@@ -317,7 +318,7 @@ def beam_args(env: Environment) -> List[str]:
     where = f"environment {env.name!r}: beam"
     if runner not in RUNNERS:
         raise EnvironmentConfigError(f"{where}.runner must be one of {', '.join(RUNNERS)}, got {runner!r}")
-    args = [f"--runner={runner}"]
+    args = [f"--runner={LOCAL_RUNNER if runner == 'DirectRunner' else runner}"]
 
     if runner == "DirectRunner":
         mode = beam.pop("direct_running_mode", "multi_processing")

@@ -6,12 +6,12 @@ The runner is imported from its module, not through ``tfx.v1`` (see ``pipeline/p
 """
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict
 
 from tfx.orchestration.kubeflow.v2.kubeflow_v2_dag_runner import KubeflowV2DagRunner, KubeflowV2DagRunnerConfig
 
+from pipeline import spec
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline, runtime_parameter_values
 
@@ -21,7 +21,9 @@ DEFAULT_IMAGE = "gcr.io/YOUR_PROJECT/albert-tfx:latest"
 def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFAULT_IMAGE) -> str:
     """Write the KFP v2 / Vertex pipeline spec JSON for ``config`` (from ``build_config``, with the pipeline root
     and Beam args it runs with) to ``output_path``; returns the path."""
-    runner_config = KubeflowV2DagRunnerConfig(default_image=image)
+    # Schema 2.1: parameters travel as typed `parameterValues`, the only field the open-source KFP v2 driver fills
+    # (with 2.0 its tasks get none); Vertex AI runs both.
+    runner_config = KubeflowV2DagRunnerConfig(default_image=image, use_pipeline_spec_2_1=True)
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     runner = KubeflowV2DagRunner(
         config=runner_config, output_dir=os.path.dirname(os.path.abspath(output_path)),
@@ -34,14 +36,13 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
 
 def spec_summary(path: str) -> Dict[str, object]:
     """Tasks, their upstream tasks, and images of a compiled spec (for checks and ``compile`` output)."""
-    with open(path) as f:
-        spec = json.load(f)
-    pipeline_spec = spec.get("pipelineSpec", spec)
+    _, pipeline_spec = spec.load(path)
     tasks = pipeline_spec["root"]["dag"]["tasks"]
     executors = pipeline_spec["deploymentSpec"]["executors"]
     declared = pipeline_spec["root"].get("inputDefinitions", {}).get("parameters", {})
     return {
         "name": pipeline_spec["pipelineInfo"]["name"],
+        "schema_version": spec.schema_version(pipeline_spec),
         "parameters": sorted(declared),
         "tasks": {name: sorted(t.get("dependentTasks", [])) for name, t in tasks.items()},
         "images": sorted({e["container"]["image"] for e in executors.values() if "container" in e}),

@@ -1,0 +1,253 @@
+"""What ships is what runs: the image's Python environment, built outside Docker, and the compiled spec run in it the
+way Vertex AI Pipelines and Kubeflow Pipelines v2 start tasks.
+
+There is no Docker engine here, so the image is emulated from ``infra/Dockerfile`` itself:
+
+* the build context is the checkout's files (tracked and not git-ignored) less ``infra/Dockerfile.dockerignore``;
+* its build stage runs ``infra/build_env.sh deps`` and ``project``, the same script the Dockerfile runs, into a
+  fresh virtualenv outside the checkout (uv's cache makes that seconds, not minutes);
+* its final stage's ``COPY`` lines fill an image home (``ALBERT_TFX_HOME``, as the Dockerfile sets it), which is
+  the working folder of every command: no source package is importable from there.
+
+The spec test runs ``albert-pipeline rehearse`` (``pipeline/rehearsal.py``) from that environment rather than
+``kfp.local``: kfp's local runners run KFP-SDK components (``SubprocessRunner`` only lightweight Python
+components, ``DockerRunner`` needs a Docker engine); neither executes a TFX-compiled container spec without Docker.
+"""
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, cli_env
+
+DOCKERFILE = os.path.join(REPO, "infra", "Dockerfile")
+# What the checkout holds besides the product's packages (never installed).
+NOT_PRODUCT = {"tests", "benchmarks", "experiments", "third_party"}
+
+
+def _uv() -> str:
+    out = subprocess.run(["make", "-s", "uv"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    path = out.strip().splitlines()[-1]
+    return path if os.path.isabs(path) else os.path.join(REPO, path)
+
+
+def _ignored(path: str, patterns) -> bool:
+    parts = path.split("/")
+    for pattern in patterns:
+        bare = pattern[3:] if pattern.startswith("**/") else pattern
+        if any(fnmatch.fnmatch("/".join(parts[:i]), pattern) or fnmatch.fnmatch(parts[i - 1], bare)
+               for i in range(1, len(parts) + 1)):
+            return True
+    return False
+
+
+def build_context(dest: str) -> str:
+    """The Docker build context: the checkout's files less what ``Dockerfile.dockerignore`` keeps out."""
+    with open(DOCKERFILE + ".dockerignore") as f:
+        patterns = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for rel in files:
+        if rel and os.path.isfile(os.path.join(REPO, rel)) and not _ignored(rel, patterns):
+            os.makedirs(os.path.dirname(os.path.join(dest, rel)), exist_ok=True)
+            shutil.copy2(os.path.join(REPO, rel), os.path.join(dest, rel))
+    return dest
+
+
+def final_stage_copies():
+    """(source, destination) of the final stage's ``COPY`` lines that take files from the build context."""
+    from tests.test_infra import instructions
+
+    with open(DOCKERFILE) as f:
+        steps = instructions(f.read())
+    last_from = max(i for i, (kw, _) in enumerate(steps) if kw == "FROM")
+    workdir, copies = "/", []
+    for kw, arg in steps[last_from:]:
+        if kw == "WORKDIR":
+            workdir = arg
+        elif kw == "COPY" and not arg.startswith("--from"):
+            *sources, dest = arg.split()
+            copies += [(src, os.path.normpath(os.path.join(workdir, dest))) for src in sources]
+    return copies
+
+
+def image_env_vars(home: str):
+    """The Dockerfile's ``ENV ALBERT_TFX_HOME`` pointed at the emulated image home, without ``PYTHONPATH``."""
+    env = {k: v for k, v in cli_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["ALBERT_TFX_HOME"] = home
+    return env
+
+
+class ImageEnv:
+    def __init__(self, root: str, context: str, venv: str, home: str):
+        self.root, self.context, self.venv, self.home = root, context, venv, home
+        self.python = os.path.join(venv, "bin", "python")
+        self.cli = os.path.join(venv, "bin", "albert-pipeline")
+
+    def run(self, *argv, timeout=900):
+        return subprocess.run(list(argv), cwd=self.home, env=image_env_vars(self.home), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def install_check(self):
+        done = self.run(self.python, "-m", "pipeline.install_check", timeout=600)
+        return done.returncode, json.loads(done.stdout) if done.stdout.strip() else None, done.stderr
+
+
+def build_env(context: str, venv: str, uv: str) -> None:
+    for phase in ("deps", "project"):
+        subprocess.run([os.path.join(context, "infra", "build_env.sh"), phase, context, venv], check=True,
+                       env={**os.environ, "UV": uv}, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def image_env(tmp_path_factory) -> ImageEnv:
+    root = str(tmp_path_factory.mktemp("image"))
+    context = build_context(os.path.join(root, "context"))
+    venv, home = os.path.join(root, "opt", ".venv"), os.path.join(root, "opt", "albert-tfx")
+    build_env(context, venv, _uv())
+    image_home = next(dest for src, dest in final_stage_copies() if src == "data/sample").rsplit("/data/", 1)[0]
+    for src, dest in final_stage_copies():
+        target = os.path.join(home, os.path.relpath(dest, image_home))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        (shutil.copytree if os.path.isdir(os.path.join(context, src)) else shutil.copy2)(
+            os.path.join(context, src), target)
+    return ImageEnv(root, context, venv, home)
+
+
+def product_packages():
+    """The checkout's top-level Python packages that are the product (what the image must hold)."""
+    return sorted(name for name in os.listdir(REPO) if name not in NOT_PRODUCT
+                  and os.path.isfile(os.path.join(REPO, name, "__init__.py")))
+
+
+def test_the_image_environment_holds_every_package_and_resolves_every_artifact_title(image_env):
+    from components.artifacts import ALL_TYPES
+
+    code, report, stderr = image_env.install_check()
+    assert code == 0, report["failures"] if report else stderr[-2000:]
+    assert report["failures"] == []
+    assert report["packages"] == product_packages() == ["albert", "components", "config", "pipeline", "trainer"]
+    assert report["location"] == os.path.realpath(os.path.join(image_env.venv, "lib", "python3.11", "site-packages"))
+    assert report["artifact_types"] == {cls.TYPE_NAME: f"components.artifacts.{cls.__name__}" for cls in ALL_TYPES}
+    assert set(report["artifact_types"]) == {"albert.RawCorpus", "albert.Documents", "albert.SentencePieceModel",
+                                             "albert.DataGenStatistics", "albert.BenchmarkResult",
+                                             "albert.BenchmarkReport"}
+
+
+@pytest.mark.parametrize("package", ["albert", "config"])
+def test_the_smoke_check_fails_when_the_metadata_leaves_a_package_out(image_env, tmp_path, package):
+    """``config`` is the package the image once lacked; ``albert`` the one the artifact titles need."""
+    context = build_context(str(tmp_path / "context"))  # not a copy of a built one: setuptools leaves build/ there
+    pyproject = os.path.join(context, "pyproject.toml")
+    with open(pyproject) as f:
+        text = f.read()
+    assert f'"{package}*", ' in text
+    with open(pyproject, "w") as f:
+        f.write(text.replace(f'"{package}*", ', ""))
+    build_env(context, str(tmp_path / "venv"), _uv())
+    broken = ImageEnv(str(tmp_path), context, str(tmp_path / "venv"), image_env.home)
+    code, report, _ = broken.install_check()
+    assert code == 1
+    assert package not in report["packages"]
+    named = [line for line in report["failures"] if f"'{package}'" in line or f"{package}." in line]
+    assert named, report["failures"]
+
+
+def test_the_dataflow_setup_file_ships_every_module_the_workers_unpickle(image_env, tmp_path):
+    """``--setup_file=./setup.py``: Beam's stager builds an sdist of the project, and every Dataflow worker
+    installs it. Built here by Beam's own function and installed into the image environment in place of the wheel,
+    it passes the same check."""
+    from apache_beam.runners.portability.stager import Stager
+
+    context = build_context(str(tmp_path / "context"))
+    sdist = Stager._build_setup_package(os.path.join(context, "setup.py"), str(tmp_path))
+    venv = str(tmp_path / "venv")
+    subprocess.run([_uv(), "venv", "--python", image_env.python, venv], check=True, capture_output=True)
+    # The image's dependencies, then the sdist (not the wheel) as the project.
+    site = os.path.join("lib", "python3.11", "site-packages")
+    with open(os.path.join(venv, site, "_deps.pth"), "w") as f:
+        f.write(f"import site; site.addsitedir({os.path.join(image_env.venv, site)!r})\n")
+    subprocess.run([_uv(), "pip", "install", "--python", os.path.join(venv, "bin", "python"), "--no-deps", sdist],
+                   check=True, capture_output=True, text=True)
+    workers = ImageEnv(str(tmp_path), image_env.context, venv, image_env.home)
+    code, report, stderr = workers.install_check()
+    assert code == 0, report["failures"] if report else stderr[-2000:]
+    assert report["packages"] == product_packages()
+    assert report["location"] == os.path.realpath(os.path.join(venv, site))
+
+
+# results.json values that differ between two runs of the same configuration: how long things took, and where the
+# run's files are. Everything else (1,500 values: scores, losses, counts, settings, fingerprints) must be equal.
+TIMING_KEYS = ("seconds", "overhead_seconds", "wall_seconds")
+
+
+def differences(local, remote, path=""):
+    """Paths (``/a/b/0``) whose values differ, besides timings and absolute paths."""
+    if isinstance(local, dict) and isinstance(remote, dict):
+        out = [f"{path}/{k}: only in one" for k in sorted(set(local) ^ set(remote))]
+        for key in sorted(set(local) & set(remote)):
+            if not any(word in key for word in TIMING_KEYS):
+                out += differences(local[key], remote[key], f"{path}/{key}")
+        return out
+    if isinstance(local, list) and isinstance(remote, list) and len(local) == len(remote):
+        return [d for i, (a, b) in enumerate(zip(local, remote)) for d in differences(a, b, f"{path}/{i}")]
+    if isinstance(local, str) and isinstance(remote, str) and local.startswith("/") and remote.startswith("/"):
+        return []
+    return [] if local == remote else [f"{path}: {local!r} != {remote!r}"]
+
+
+def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(image_env, sample_run, tmp_path):
+    """``compile`` inside the image environment (as ``infra/cloudbuild.yaml`` does), then every task of the spec
+    run by ``albert-pipeline rehearse`` from that environment: Importers recorded, each container's exact command
+    given an ``ExecutorInput`` with parameters only in ``parameterValues``. The report equals the shared local
+    sample run's (``tests/conftest.py``), and names its artifacts by the backend's resource names."""
+    spec_path = str(tmp_path / "sample.json")
+    done = image_env.run(image_env.cli, "compile", "--preset", "sample", "--output", spec_path,
+                         "--pipeline-root", str(tmp_path / "compiled_root"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(spec_path) as f:
+        spec = json.load(f)
+    assert spec["pipelineSpec"]["schemaVersion"] == "2.1.0"
+    assert "parameters" not in spec["runtimeConfig"]
+    assert spec["runtimeConfig"]["parameterValues"]["books_dir"] == os.path.join(image_env.home, "data", "sample",
+                                                                                 "books")
+    args = [a for e in spec["pipelineSpec"]["deploymentSpec"]["executors"].values() for a in e.get("container", {})
+            .get("args", [])]
+    assert args.count("--runner=FnApiRunner") == 8  # each container task names the local Beam runner itself
+
+    done = image_env.run(image_env.cli, "rehearse", "--spec", spec_path, "--output-dir", str(tmp_path / "out"),
+                         timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["python"] == image_env.python and summary["schema_version"] == "2.1.0"
+    assert list(summary["tasks"]) == ["BooksImporter", "GlueDataImporter", "RaceDataImporter", "SquadDataImporter",
+                                      "WikipediaImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer",
+                                      "GlueBenchmark", "RaceBenchmark", "SquadBenchmark", "BenchmarkReport"]
+    assert {t["kind"] for t in summary["tasks"].values()} == {"importer", "container"}
+
+    report_dir = summary["tasks"]["BenchmarkReport"]["outputs"]["report"]
+    with open(os.path.join(report_dir, "results.json")) as f:
+        remote = json.load(f)
+    with open(os.path.join(_local_report_dir(sample_run), "results.json")) as f:
+        local = json.load(f)
+    ids = remote["summary"].pop("artifact_ids")
+    local_ids = local["summary"].pop("artifact_ids")
+    assert differences(local, remote) == []
+    assert all(isinstance(value["id"], int) for value in local_ids.values())  # a local run: MLMD ids
+    # The report names artifacts as the backend knows them: its resource names, not TFX's hash of them.
+    assert ids["model"]["id"] == summary["tasks"]["Trainer"]["artifacts"]["model"]
+    assert ids["model"]["id"].startswith("projects/rehearsal/locations/local/metadataStores/default/artifacts/")
+    assert {name: value["type"] for name, value in ids.items()} == {
+        "model": "Model", "model_run": "ModelRun", "statistics": "albert.DataGenStatistics",
+        "glue": "albert.BenchmarkResult", "squad": "albert.BenchmarkResult", "race": "albert.BenchmarkResult"}
+
+
+def _local_report_dir(sample_run) -> str:
+    import glob
+
+    (path,) = glob.glob(os.path.join(sample_run.pipeline_root, "BenchmarkReport", "report", "*", "results.json"))
+    return os.path.dirname(path)
