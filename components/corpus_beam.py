@@ -79,6 +79,9 @@ def _match(root: str, pattern: str) -> List[str]:
 SKIP_KEYS = ("empty_files", "short_documents", "duplicate_documents")
 
 
+_LOGGED_FORMATS = set()
+
+
 def wikipedia_file_format(path: str) -> str:
     """``xml`` or ``wikiextractor``, from the first decompressed bytes of ``path`` (read through Beam's filesystems);
     an empty file, a truncated archive or a file of neither format raises :class:`CorruptInputError` naming it."""
@@ -112,8 +115,11 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
         fmt = wikipedia_format
         if fmt == "auto":
             fmt = wikipedia_file_format(path)
-            LOG.info("%s: %s (detected from its content)", path,
-                     "WikiExtractor output" if fmt == "wikiextractor" else "MediaWiki XML export")
+            if fmt not in _LOGGED_FORMATS:  # once per process and format; the per-format file counts are counters
+                _LOGGED_FORMATS.add(fmt)
+                LOG.info("%s: %s (detected from its content; counter wikipedia_files_%s counts such files)", path,
+                         "WikiExtractor output" if fmt == "wikiextractor" else "MediaWiki XML export", fmt)
+        _counter("wikipedia", f"files_{fmt}").inc()
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             if fmt == "xml":
                 docs = (page_to_document(page, min_chars) for page in iter_pages(f, name=path))

@@ -8,6 +8,7 @@
     albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
     albert-pipeline env [show] [NAME] | schedules list|pause|resume --env NAME
     albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
+    albert-pipeline ingest --wikipedia DIR --books DIR --output DIR [--workers N] [--set corpus.x=y]
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
@@ -149,6 +150,22 @@ def cmd_make_pretraining_data(args) -> int:
 
     summary = make_pretraining_data(args.input, args.spm_model, args.output, config, workers=args.workers)
     print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_ingest(args) -> int:
+    """CorpusGen's Beam code without TFX: raw Wikipedia and book folders → documents (``components/ingest_tool.py``)."""
+    from config import CorpusConfig
+
+    corpus = _config(args).corpus
+    from components.ingest_tool import ingest, input_globs
+
+    summary = ingest(args.wikipedia, args.books, args.output, corpus, workers=args.workers,
+                     wikipedia_format=args.wikipedia_format, beam_args=args.beam_arg or (),
+                     wikipedia_globs=input_globs(args.wikipedia_glob, corpus.wikipedia_glob,
+                                                 CorpusConfig.wikipedia_glob),
+                     books_globs=input_globs(args.books_glob, corpus.books_glob, CorpusConfig.books_glob))
+    print(json.dumps({"output": args.output, **summary}, indent=2, sort_keys=True))
     return 0
 
 
@@ -345,6 +362,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True)
     p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
     p.set_defaults(func=cmd_make_pretraining_data)
+
+    p = sub.add_parser("ingest", help="raw Wikipedia (XML dumps or WikiExtractor output) and book folders → "
+                                      "documents (CorpusGen's Beam code, no TFX); per-source counts as JSON")
+    _add_config_args(p)  # corpus.min_doc_chars, corpus.dedupe, corpus.num_shards, corpus.book_encoding_fallback
+    p.add_argument("--wikipedia", help="folder of pages-articles*.xml[.bz2|.gz] dumps or WikiExtractor AA/wiki_NN files")
+    p.add_argument("--books", help="folder tree of books: *.txt, *.txt.gz, *.txt.bz2")
+    p.add_argument("--output", required=True, help="documents folder (must not exist or be empty); local or gs://")
+    p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
+    p.add_argument("--wikipedia-format", default="auto", choices=["auto", "xml", "wikiextractor"],
+                   help="auto: each file's format from its content (logged)")
+    p.add_argument("--wikipedia-glob", action="append", help="pattern under --wikipedia (repeatable; default: "
+                                                             "*pages-articles*.xml* and **/wiki_*)")
+    p.add_argument("--books-glob", action="append", help="pattern under --books (repeatable; default: **/*.txt, "
+                                                         "**/*.txt.gz, **/*.txt.bz2)")
+    p.add_argument("--beam-arg", action="append", help="Beam pipeline option, e.g. --beam-arg=--runner=DataflowRunner "
+                                                       "(write the '='; replaces the DirectRunner)")
+    p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("pretrain", help="pretrain from make-pretraining-data output (the Trainer's run_fn, no TFX)")
     _add_config_args(p)

@@ -1,0 +1,119 @@
+"""``albert-pipeline ingest``: CorpusGen's Beam code (``components/corpus_beam.py``) outside TFX.
+
+Reads Wikipedia (pages-articles XML dumps or WikiExtractor output, plain or compressed) and book folders (plain,
+gzip or bz2 text) and writes the documents in the official format (one sentence per line, a blank line after each
+document) as ``documents-NNNNN-of-NNNNN.txt`` shards with ``counts.json``: the layout of the DAG's ``Documents``
+artifact, so ``make-pretraining-data --input`` takes the folder as it is.
+
+Nothing partial is published: the job writes into a sibling staging folder (``<output>.tmp-<pid>``) that is moved into
+place only when the whole job succeeded, and deleted when it fails. Local folders and ``gs://`` URIs both go
+through Beam's filesystems, so the same command runs on Dataflow with ``--beam-arg=--runner=DataflowRunner ...``.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import shutil
+from typing import Dict, List, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from components import corpus_beam
+
+LOG = logging.getLogger(__name__)
+
+
+def _is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def _is_nonempty_folder(path: str) -> bool:
+    if not _is_uri(path):
+        return os.path.exists(path) and (not os.path.isdir(path) or bool(os.listdir(path)))
+    return bool(FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list)
+
+
+def _delete(path: str) -> None:
+    if not _is_uri(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list:
+        FileSystems.delete([path.rstrip("/") + "/"])
+
+
+def _publish(staging: str, output: str) -> None:
+    """Move the finished staging folder to ``output`` (an atomic rename locally; per file on object stores)."""
+    if not _is_uri(output):
+        if os.path.isdir(output):
+            os.rmdir(output)  # empty (checked before the job)
+        os.replace(staging, output)
+        return
+    files = sorted(m.path for m in FileSystems.match([staging.rstrip("/") + "/*"])[0].metadata_list)
+    FileSystems.rename(files, [posixpath.join(output, posixpath.basename(f)) for f in files])
+    _delete(staging)
+
+
+def pipeline_options(workers: int, beam_args: Sequence[str] = ()) -> PipelineOptions:
+    """DirectRunner with ``workers`` processes, unless ``beam_args`` name a runner (Dataflow, Flink...)."""
+    args = list(beam_args)
+    if not any(a.startswith("--runner") for a in args):
+        mode = "multi_processing" if workers > 1 else "in_memory"
+        args = ["--runner=DirectRunner", f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"] + args
+    return PipelineOptions(args)
+
+
+def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, *, workers: int = 1,
+           wikipedia_format: str = "auto", wikipedia_globs: Optional[Sequence[str]] = None,
+           books_globs: Optional[Sequence[str]] = None, beam_args: Sequence[str] = (),
+           counters: Optional[Dict[str, int]] = None) -> Dict:
+    """Run the ingestion job; returns ``counts.json`` (per-source documents, sentences, characters and skips).
+
+    ``corpus``: a :class:`config.CorpusConfig` for ``min_doc_chars``, ``dedupe``, ``num_shards`` and
+    ``book_encoding_fallback`` (its folders are replaced by ``wikipedia`` / ``books``). Globs default to
+    :data:`corpus_beam.INGEST_WIKIPEDIA_GLOBS` / :data:`corpus_beam.INGEST_BOOKS_GLOBS` (both Wikipedia formats,
+    plain and compressed books).
+    """
+    if not wikipedia and not books:
+        raise ValueError("ingest needs --wikipedia DIR and/or --books DIR")
+    if workers < 1:
+        raise ValueError(f"--workers must be >= 1, got {workers}")
+    output = output.rstrip("/") or output
+    if _is_nonempty_folder(output):
+        raise FileExistsError(f"output folder {output} exists and is not empty")
+    for flag, folder in (("--wikipedia", wikipedia), ("--books", books)):
+        if folder and not _is_uri(folder) and not os.path.isdir(folder):
+            raise FileNotFoundError(f"{flag} {folder} is not a folder")
+    inputs = corpus_beam.list_inputs(wikipedia, list(wikipedia_globs or corpus_beam.INGEST_WIKIPEDIA_GLOBS),
+                                     books, list(books_globs or corpus_beam.INGEST_BOOKS_GLOBS))
+    LOG.info("ingest: %d input files (%d Wikipedia, %d books)", len(inputs),
+             sum(kind == "wikipedia" for kind, _, _ in inputs), sum(kind == "books" for kind, _, _ in inputs))
+    staging = f"{output}.tmp-{os.getpid()}"
+    _delete(staging)
+    try:
+        p = beam.Pipeline(options=pipeline_options(workers, beam_args))
+        corpus_beam.build_corpus(p, inputs, staging, num_shards=corpus.num_shards, min_chars=corpus.min_doc_chars,
+                                 dedupe=corpus.dedupe, encoding_fallback=corpus.book_encoding_fallback,
+                                 wikipedia_format=wikipedia_format)
+        result = p.run()
+        result.wait_until_finish()
+    except BaseException:
+        _delete(staging)
+        raise
+    _publish(staging, output)
+    from components.datagen_tool import beam_counters
+
+    found = beam_counters(result, "albert.corpus")
+    LOG.info("ingest: %s", ", ".join(f"{k} {v:,}" for k, v in sorted(found.items())))
+    if counters is not None:
+        counters.update(found)
+    return corpus_beam.read_counts(output)
+
+
+def input_globs(flag_globs: Optional[List[str]], configured: str, default_configured: str) -> Optional[List[str]]:
+    """The globs ``ingest`` reads: ``--*-glob`` flags if given, else a ``corpus.*_glob`` the user set (one that
+    differs from the DAG's default), else None (:func:`ingest`'s defaults, which cover both formats)."""
+    if flag_globs:
+        return flag_globs
+    return [configured] if configured != default_configured else None

@@ -1,0 +1,196 @@
+"""``albert-pipeline ingest``: CorpusGen's Beam code without TFX, on the cut fixtures of tests/fixtures/corpus (real
+WikiExtractor output, plain and bz2; real gzip and bz2 books; sources in its README.md).
+
+Real Beam (DirectRunner), real files: the exact documents and counts each input gives, the CLI in a real process,
+one test per class of broken input (exit 2, one line naming the file and line or byte, nothing left under the
+output), and the same job on ``gs://`` paths through a local stand-in of the object store."""
+import bz2
+import gzip
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components import corpus_beam
+from components.ingest_tool import ingest
+from components.text.books import read_book
+from components.text.documents import parse_text_blocks
+from components.text.wiki import wiki_documents
+from config import CorpusConfig
+from tests.conftest import CLI, REPO, cli_env
+from tests.test_cli_errors import _check_clean_failure
+from tests.test_text_wikiextractor import BRUNEI, CENTILLION, CONJUNCTION, DISJUNCTION
+
+FIXTURES = Path(REPO) / "tests" / "fixtures" / "corpus"
+WIKI, BOOKS = FIXTURES / "wikiextractor", FIXTURES / "books"
+DICKENS = "pg924_dickens-charles__to-be-read-at-dusk-cut.txt.gz"
+THOREAU = "pg71_thoreau-henry-david__on-the-duty-of-civil-disobedience-cut.txt.bz2"
+XML_DUMP = Path(REPO) / "data" / "sample" / "wikipedia" / "enwiki-sample-pages-articles.xml.bz2"
+ONE_SHARD = CorpusConfig(books_dir="x", num_shards=1)
+
+
+def _documents(out):
+    docs = []
+    for path in corpus_beam.document_shards(str(out)):
+        with open(path, encoding="utf-8") as f:
+            docs.extend(parse_text_blocks(f))
+    return docs
+
+
+def _expected_documents():
+    """In shard order (sorted by id): the two books, then wiki:3663, 6563, 7498, 8528."""
+    books = [read_book(BOOKS / name, BOOKS).sentences for name in (THOREAU, DICKENS)]
+    return books + [BRUNEI, CONJUNCTION, CENTILLION, DISJUNCTION]
+
+
+def test_fixtures_give_exactly_their_documents_and_counts(tmp_path):
+    counters = {}
+    counts = ingest(str(WIKI), str(BOOKS), str(tmp_path / "out"), ONE_SHARD, counters=counters)
+    expected = _expected_documents()
+    assert _documents(tmp_path / "out") == expected
+    wiki, books = expected[2:], expected[:2]
+    assert counts["per_source"] == {
+        "wikipedia": {"documents": 4, "sentences": 54, "characters": sum(len(s) for d in wiki for s in d)},
+        "books": {"documents": 2, "sentences": 16, "characters": sum(len(s) for d in books for s in d)}}
+    assert counts["skipped"]["wikipedia"] == {"empty_files": 0, "short_documents": 1, "duplicate_documents": 0}
+    assert counts["num_input_files"] == 4 and sorted(os.listdir(tmp_path / "out")) == [
+        "counts.json", "documents-00000-of-00001.txt"]
+    assert counters["wikipedia_files_wikiextractor"] == 2 and "wikipedia_files_xml" not in counters
+
+
+def test_both_wikipedia_formats_in_one_folder_each_detected(tmp_path):
+    wiki = tmp_path / "wiki"
+    shutil.copytree(WIKI, wiki)
+    shutil.copy(XML_DUMP, wiki / XML_DUMP.name)
+    counters = {}
+    counts = ingest(str(wiki), None, str(tmp_path / "out"), ONE_SHARD, counters=counters)
+    xml_docs = list(wiki_documents(XML_DUMP))
+    assert counts["per_source"]["wikipedia"]["documents"] == len(xml_docs) + 4
+    assert (counters["wikipedia_files_xml"], counters["wikipedia_files_wikiextractor"]) == (1, 2)
+    assert xml_docs[0].sentences in _documents(tmp_path / "out")
+    # The named setting instead of detection: each reader refuses the other format, naming the file.
+    with pytest.raises(Exception, match=r"wiki_00: not a MediaWiki export \(root element 'doc'\)"):
+        ingest(str(wiki), None, str(tmp_path / "xml"), ONE_SHARD, wikipedia_format="xml")
+    with pytest.raises(Exception, match=r"enwiki-sample-pages-articles.xml.bz2: text outside <doc> ... </doc> at "
+                                        r"line 1"):
+        ingest(str(wiki), None, str(tmp_path / "we"), ONE_SHARD, wikipedia_format="wikiextractor")
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(("xml", "we"))]
+
+
+def test_an_empty_book_archive_is_skipped_and_counted(tmp_path):
+    books = tmp_path / "books"
+    shutil.copytree(BOOKS, books)
+    (books / "empty.txt.gz").write_bytes(gzip.compress(b""))
+    (books / "blank.txt.bz2").write_bytes(bz2.compress(b"\n \n"))
+    counts = ingest(None, str(books), str(tmp_path / "out"), ONE_SHARD)
+    assert counts["per_source"]["books"]["documents"] == 2
+    assert counts["skipped"]["books"]["empty_files"] == 2
+
+
+def test_ingest_through_the_cli_with_two_workers(tmp_path):
+    """The real command: per-source counts as JSON on stdout, the same bytes as one in-process worker."""
+    done = subprocess.run([CLI, "ingest", "--wikipedia", str(WIKI), "--books", str(BOOKS), "--output", "out",
+                           "--workers", "2", "--set", "corpus.num_shards=1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, env=cli_env(ALBERT_TFX_LOG_DIR=str(tmp_path / "logs")))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["output"] == "out" and summary["documents"] == 6 and summary["sentences"] == 70
+    assert {s: c["documents"] for s, c in summary["per_source"].items()} == {"wikipedia": 4, "books": 2}
+    assert summary == {"output": "out", **json.loads((tmp_path / "out" / "counts.json").read_text())}
+    ingest(str(WIKI), str(BOOKS), str(tmp_path / "one"), ONE_SHARD)
+    name = "documents-00000-of-00001.txt"
+    assert (tmp_path / "out" / name).read_bytes() == (tmp_path / "one" / name).read_bytes()
+
+
+# ------------------------------------------------------------------------------- broken input, one per class
+TEXT = (WIKI / "AA" / "wiki_00").read_bytes()
+BOOK = gzip.decompress((BOOKS / DICKENS).read_bytes())
+AT = BOOK.index(b"There were five")  # line 17 of the book
+
+
+def _truncated(data):
+    return data[: len(data) // 2]
+
+
+CLASSES = {
+    # name: (file under the input folder, its bytes, what the one line must say besides the file name)
+    "truncated-wikiextractor-archive": ("wiki/AA/wiki_01.bz2", _truncated(bz2.compress(TEXT * 40)),
+                                        ["corrupt or truncated compressed data"]),
+    "doc-without-end": ("wiki/AA/wiki_01", TEXT[: TEXT.index(b"</doc>", TEXT.index(b'id="6563"'))],
+                        ["<doc id=6563", "opened at line 15 has no </doc>"]),
+    "nested-doc": ("wiki/AA/wiki_01", TEXT.replace(b"Short scale.\n", b'<doc id="5" url="u" title="T">\n', 1),
+                   ["<doc> at line 5 inside <doc id=7498>"]),
+    "neither-format": ("wiki/AA/wiki_01", b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n",
+                       ["neither a MediaWiki XML export nor WikiExtractor output"]),
+    "empty-wikipedia-archive": ("wiki/AA/wiki_01.bz2", bz2.compress(b""), ["empty input"]),
+    "invalid-utf8-in-wikiextractor-archive": ("wiki/AA/wiki_01.bz2", bz2.compress(TEXT.replace(b"One centillion",
+                                                                                              b"\xffOne", 1)),
+                                              ["not valid UTF-8 at line 4 (byte offset 93 of the decompressed text)"]),
+    "truncated-book-archive": ("books/cut.txt.gz", _truncated(gzip.compress(BOOK)),
+                               ["corrupt or truncated gzip data"]),
+    "invalid-utf8-in-compressed-book": ("books/latin.txt.bz2", bz2.compress(BOOK[:AT] + b"\xe9" + BOOK[AT:]),
+                                        [f"not valid UTF-8 at byte offset {AT} of the bz2-decompressed text (line 17, "
+                                         "byte 0xe9)"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLASSES))
+def test_each_broken_input_class_exits_2_naming_the_file_and_publishes_nothing(cli, tmp_path, monkeypatch, case):
+    relative, data, details = CLASSES[case]
+    shutil.copytree(WIKI, tmp_path / "wiki")  # good files beside the broken one: they must not be published either
+    shutil.copytree(BOOKS, tmp_path / "books")
+    (tmp_path / relative).write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    done = cli("ingest", "--wikipedia", "wiki", "--books", "books", "--output", "out")
+    line = _check_clean_failure(done, tmp_path, [relative, *details], "out")
+    assert "[while running" not in line
+
+
+def test_neither_folder_nor_an_existing_output(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _check_clean_failure(cli("ingest", "--output", "out"), tmp_path, ["needs --wikipedia DIR and/or --books DIR"])
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep.txt").write_text("mine")
+    _check_clean_failure(cli("ingest", "--books", str(BOOKS), "--output", "out"), tmp_path,
+                         ["output folder out exists and is not empty"])
+    assert (tmp_path / "out" / "keep.txt").read_text() == "mine"
+    _check_clean_failure(cli("ingest", "--books", "no-such-dir", "--output", "new"), tmp_path,
+                         ["--books no-such-dir is not a folder"], "new")
+
+
+# ---------------------------------------------------------------------------------------------- gs:// paths
+@pytest.fixture
+def gcs(tmp_path, monkeypatch):
+    """``gs://`` served from ``tmp_path/gcs`` by :class:`tests.gcs_standin.GcsStandIn` for the test's duration."""
+    from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
+
+    from tests.gcs_standin import GcsStandIn
+
+    root = tmp_path / "gcs"
+    root.mkdir()
+    monkeypatch.setattr(GCSFileSystem, "scheme", classmethod(lambda cls: "gs-real-unregistered"))
+    monkeypatch.setattr(GcsStandIn, "root", str(root))
+    return root
+
+
+def test_every_reader_works_on_gs_paths(tmp_path, gcs):
+    shutil.copytree(WIKI, gcs / "bkt" / "raw" / "wikipedia")
+    shutil.copy(XML_DUMP, gcs / "bkt" / "raw" / "wikipedia" / XML_DUMP.name)  # the XML reader too
+    shutil.copytree(BOOKS, gcs / "bkt" / "raw" / "books")
+    counts = ingest("gs://bkt/raw/wikipedia", "gs://bkt/raw/books", "gs://bkt/docs", ONE_SHARD)
+    local_wiki = tmp_path / "wikipedia"
+    shutil.copytree(gcs / "bkt" / "raw" / "wikipedia", local_wiki)
+    local = ingest(str(local_wiki), str(BOOKS), str(tmp_path / "local"), ONE_SHARD)
+    assert counts == local and counts["per_source"]["books"]["documents"] == 2
+    name = "documents-00000-of-00001.txt"
+    assert (gcs / "bkt" / "docs" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert sorted(os.listdir(gcs / "bkt")) == ["docs", "raw"]  # the staging prefix is gone
+    # A failure on gs:// publishes nothing either.
+    (gcs / "bkt" / "raw" / "books" / "cut.txt.gz").write_bytes(_truncated(gzip.compress(BOOK)))
+    with pytest.raises(Exception, match="gs://bkt/raw/books/cut.txt.gz: corrupt or truncated gzip data"):
+        ingest("gs://bkt/raw/wikipedia", "gs://bkt/raw/books", "gs://bkt/docs2", ONE_SHARD)
+    assert sorted(os.listdir(gcs / "bkt")) == ["docs", "raw"]
