@@ -157,6 +157,10 @@ def cmd_ingest(args) -> int:
     """CorpusGen's Beam code without TFX: raw Wikipedia and book folders → documents (``components/ingest_tool.py``)."""
     from config import CorpusConfig
 
+    # The folders enter the configuration too, so a preset without corpus folders (paper) validates, and a missing
+    # folder is named as the setting's error.
+    args.overrides = [f"corpus.{key}_dir={value}" for key, value in (("wikipedia", args.wikipedia),
+                                                                      ("books", args.books)) if value] + args.overrides
     corpus = _config(args).corpus
     from components.ingest_tool import ingest, input_globs
 

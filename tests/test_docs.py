@@ -177,6 +177,19 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
             config = cli._config(args)
             ran.append((argv, config))
             continue
+        if argv[0] == "ingest" and any(a.startswith("--beam-arg=--runner=") for a in argv):
+            # A Dataflow job: its parsed settings and Beam options only; the job is tests/test_ingest.py (gs:// too).
+            from components.ingest_tool import pipeline_options
+
+            args = cli.build_parser().parse_args(argv)
+            ran.append((argv, cli._config(args), pipeline_options(args.workers, args.beam_arg).get_all_options()))
+            continue
+        if argv[0] == "make-pretraining-data" and not os.path.exists(argv[argv.index("--input") + 1]):
+            # Documents an earlier line of the block downloads from a bucket: configuration only (the command is
+            # tests/test_cli_errors.py, tests/test_datagen_memory.py).
+            args = cli.build_parser().parse_args(argv)
+            ran.append((argv, cli._config(args)))
+            continue
         calls_before = len(vertex_rpcs)
         capsys.readouterr()
         code = cli.run_cli(argv)
@@ -196,6 +209,15 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     args = [a for e in paper_spec["pipelineSpec"]["deploymentSpec"]["executors"].values() if "container" in e
             for a in e["container"].get("args", [])]
     assert "--runner=DataflowRunner" in args and "--temp_location=gs://albert-bkt/tmp" in args
+    # infra/README: ingest on Dataflow replaces the DirectRunner with the documented options; datagen on one VM.
+    (argv, config, options), = by_cmd["ingest --wikipedia"]
+    assert (options["runner"], options["region"], options["max_num_workers"]) == ("DataflowRunner", "europe-west4", 32)
+    assert options["temp_location"] == "gs://albert-bkt/albert-tfx/dataflow/temp" and "direct_num_workers" not in [
+        a.split("=")[0].lstrip("-") for a in argv]
+    assert options["sdk_container_image"] == os.environ["IMAGE"] and config.corpus.num_shards == 256
+    assert argv[argv.index("--output") + 1] == "gs://albert-bkt/documents/enwiki"
+    (_, datagen), = [item for item in by_cmd["make-pretraining-data --input"] if "enwiki" in item[0]]
+    assert (datagen.datagen.max_seq_length, datagen.datagen.num_shards) == (512, 1024)
     # infra/README: env show (the documented form) resolves vertex-dev.
     shown = json.loads(by_cmd["env show"][0][1])
     assert shown["project"] == "my-albert-project" and shown["name"] == "vertex-dev"

@@ -194,3 +194,12 @@ def test_every_reader_works_on_gs_paths(tmp_path, gcs):
     with pytest.raises(Exception, match="gs://bkt/raw/books/cut.txt.gz: corrupt or truncated gzip data"):
         ingest("gs://bkt/raw/wikipedia", "gs://bkt/raw/books", "gs://bkt/docs2", ONE_SHARD)
     assert sorted(os.listdir(gcs / "bkt")) == ["docs", "raw"]
+
+
+def test_a_preset_without_corpus_folders_takes_them_from_the_flags(cli, tmp_path, monkeypatch):
+    """--preset paper names no corpus folder; --books is the one, and the preset's corpus settings apply (corpus.num_shards=256)."""
+    monkeypatch.chdir(tmp_path)
+    done = cli("ingest", "--preset", "paper", "--books", str(BOOKS), "--output", "out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["num_shards"] == 256 and summary["per_source"]["books"]["documents"] == 2
