@@ -1,25 +1,30 @@
 """Which Beam runner runs a pipeline on this machine (or in a pipeline container) when its args name none.
 
-Beam's ``DirectRunner`` (the default when ``--runner`` is absent) is a switch: since Beam 2.6x it first tries
-``PrismRunner``, which downloads a Go binary from GitHub at run time, and only when that fails falls back to the
-``FnApiRunner`` for a batch pipeline. Offline (CI, a private Vertex AI network) every Beam step then logs a failed
-download and falls back; online, the steps run on a different runner than the one tested. Every local Beam
-pipeline of this project therefore names :data:`LOCAL_RUNNER` (the batch runner DirectRunner ends up on) itself:
-the local DAG, the compiled spec's container tasks, ``make-pretraining-data`` and ``ingest``. Dataflow and the
-portable runners are named explicitly by their environments (``pipeline/environments.py``) and are left alone.
+Beam's default runner, ``DirectRunner``, is a switch: since Beam 2.6x it first tries ``PrismRunner``, which
+downloads a Go binary from GitHub at run time, and only when that fails falls back to the ``FnApiRunner`` for a
+batch pipeline. Offline (CI, a private Vertex AI network) every Beam step then logs a failed download and falls
+back; online, the steps would run on a different runner than the one tested. So :data:`LOCAL_RUNNER`, the batch
+runner DirectRunner ends up on, is what this project runs locally:
+
+* a pipeline whose args name no runner (the local DAG's and the compiled spec's container tasks: the presets'
+  ``beam_args`` name none) gets it as Beam's default, set by :func:`use_local_runner_by_default` when
+  ``components.tfx_components`` (every executor's module) is imported. The args themselves are unchanged, so the
+  nodes' cache keys (TFX hashes the Beam args into the executor spec) and compiled specs stay as they were;
+* ``make-pretraining-data`` and ``ingest`` name it (:func:`local_args`), and the ``local`` environment's
+  ``runner: DirectRunner`` produces ``--runner=FnApiRunner`` (``pipeline/environments.py``).
+
+Dataflow and the portable runners are always named explicitly and are left alone.
 """
-from typing import List, Sequence
+from typing import List
 
 LOCAL_RUNNER = "FnApiRunner"
 
 
-def names_runner(args: Sequence[str]) -> bool:
-    return any(a == "--runner" or a.startswith("--runner=") for a in args)
+def use_local_runner_by_default() -> None:
+    """Make :data:`LOCAL_RUNNER` the runner of every Beam pipeline this process builds without naming one."""
+    from apache_beam.options.pipeline_options import StandardOptions
 
-
-def with_default_runner(args: Sequence[str]) -> List[str]:
-    """``args`` with ``--runner=FnApiRunner`` in front when they name no runner; otherwise unchanged."""
-    return list(args) if names_runner(args) else [f"--runner={LOCAL_RUNNER}", *args]
+    StandardOptions.DEFAULT_RUNNER = LOCAL_RUNNER
 
 
 def local_args(workers: int) -> List[str]:

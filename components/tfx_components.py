@@ -29,10 +29,14 @@ from tfx.dsl.component.experimental.annotations import (BeamComponentParameter, 
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
-from components import artifacts
+from components import artifacts, beam_options
 from components.file_io import copy_tree
 from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, VocabConfig
 from trainer.files import ALBERT_DIR, SPM_FILE, STATS_FILE
+
+# Every executor below runs in a process that imported this module: Beam pipelines whose args name no runner run on
+# the FnApiRunner, never a PrismRunner downloaded at run time (components/beam_options.py).
+beam_options.use_local_runner_by_default()
 
 
 # ------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
     albert-pipeline run [--preset sample|paper] [--config FILE.yaml] [--set section.key=value ...] [--output-dir D]
     albert-pipeline plan [same flags as run]   (CACHED / WILL RUN per node, and why; runs nothing)
     albert-pipeline compile --output spec.json --image IMAGE [...]
+    albert-pipeline rehearse --spec spec.json [--output-dir D] [--parameters JSON] [--python ENV/bin/python]
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
     albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
@@ -97,6 +98,32 @@ def _vertex_target(args):
     labels = dict(item.split("=", 1) for item in args.label) if args.label else None
     return VertexTarget(project=args.project, region=args.region, pipeline_root=args.pipeline_root,
                         service_account=args.service_account, network=args.network, labels=labels).validate()
+
+
+def cmd_rehearse(args) -> int:
+    from pipeline import rehearsal
+
+    params = json.loads(args.parameters) if args.parameters else {}
+    if not isinstance(params, dict):
+        raise ValueError(f"--parameters must be a JSON object, got {args.parameters!r}")
+    try:
+        summary = rehearsal.rehearse(args.spec, args.output_dir, parameter_values=params, python=args.python,
+                                     log=lambda line: print(f"albert-pipeline rehearse: {line}", file=sys.stderr))
+    except rehearsal.TaskFailed as exc:
+        print(f"albert-pipeline rehearse: failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
+def _hint_rehearsal(spec_path: str) -> None:
+    """A hint, not a gate: `submit`/`schedule` of a spec that never passed `rehearse` on this machine. Printed after
+    the command succeeded, so a refused submission still ends with its one error line."""
+    from pipeline import rehearsal
+
+    if os.path.exists(spec_path) and not rehearsal.was_rehearsed(spec_path):
+        print(f"albert-pipeline: hint: {spec_path} has not been rehearsed; `albert-pipeline rehearse --spec "
+              f"{spec_path}` runs its tasks here the way the backend starts them", file=sys.stderr)
 
 
 def cmd_submit(args) -> int:
@@ -334,6 +361,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_env_arguments(p)
     p.set_defaults(func=cmd_compile)
 
+    p = sub.add_parser("rehearse", help="run a compiled spec's tasks here, the way Vertex AI / Kubeflow Pipelines "
+                                        "start them (before submit)")
+    p.add_argument("--spec", required=True, help="compiled pipeline spec (compile's JSON or a KFP .yaml package)")
+    p.add_argument("--output-dir", default=os.path.join("outputs", "rehearsal"),
+                   help="the rehearsal's pipeline root goes under D/pipeline_root")
+    p.add_argument("--parameters", help="JSON object of pipeline parameter values (e.g. local data folders)")
+    p.add_argument("--python", help="interpreter of the environment the tasks run in (default: this one's); "
+                                    "e.g. a virtualenv built like the image by infra/build_env.sh")
+    p.set_defaults(func=cmd_rehearse)
+
     for name, func, helptext in (("submit", cmd_submit, "submit a compiled spec to Vertex AI or a KFP endpoint"),
                                  ("schedule", cmd_schedule, "create a Vertex AI cron schedule for a compiled spec")):
         p = sub.add_parser(name, help=helptext)
@@ -445,7 +482,10 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
         args.image = DEFAULT_IMAGE
     LOG.debug("albert-pipeline %s", " ".join(sys.argv[1:] if argv is None else argv))
     try:
-        return args.func(args)
+        code = args.func(args)
+        if code == 0 and args.command in ("submit", "schedule"):
+            _hint_rehearsal(args.spec)
+        return code
     except KeyboardInterrupt:
         print(f"albert-pipeline {args.command}: interrupted (log: {log_path})", file=sys.stderr)
         return 130

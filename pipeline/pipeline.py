@@ -26,7 +26,7 @@ from tfx.dsl.components.common.importer import Importer
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
 
-from components import artifacts, beam_options
+from components import artifacts
 from components.tfx_components import BenchmarkEval, BenchmarkReport, CorpusGen, PretrainingDataGen, VocabGen
 from config import canonical_json
 from pipeline.configs import BENCHMARK_NODE_IDS, IMPORTER_OUTPUT_KEY, IMPORTERS, PipelineConfig
@@ -121,5 +121,5 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
         components=nodes,
         enable_cache=config.enable_cache,
         metadata_connection_config=metadata_connection_config,
-        beam_pipeline_args=beam_options.with_default_runner(config.beam_args),
+        beam_pipeline_args=list(config.beam_args),
     )

@@ -379,9 +379,13 @@ def test_compiled_spec_declares_runtime_parameters_with_the_config_as_defaults(c
     declared = spec["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]
     assert set(declared) == {"num_train_steps", "finetune_seeds", "wikipedia_dir", "books_dir", "glue_dir",
                              "squad_dir", "race_dir"}
-    defaults = spec["runtimeConfig"]["parameters"]
-    assert defaults["num_train_steps"] == {"intValue": "300"} and defaults["finetune_seeds"] == {"intValue": "1"}
-    assert defaults["glue_dir"]["stringValue"].endswith("data/sample/glue")
+    # Schema 2.1: typed values in `parameterValues` (the deprecated `parameters` field is not written at all).
+    assert spec["pipelineSpec"]["schemaVersion"] == "2.1.0" and set(spec["runtimeConfig"]) == {
+        "gcsOutputDirectory", "parameterValues"}
+    defaults = spec["runtimeConfig"]["parameterValues"]
+    assert defaults["num_train_steps"] == 300 and defaults["finetune_seeds"] == 1
+    assert declared["num_train_steps"] == {"parameterType": "NUMBER_INTEGER"}
+    assert defaults["glue_dir"].endswith("data/sample/glue")
     tasks = spec["pipelineSpec"]["root"]["dag"]["tasks"]
     assert tasks["Trainer"]["inputs"]["parameters"]["num_train_steps"] == {"componentInputParameter": "num_train_steps"}
     for node in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"):
@@ -429,8 +433,9 @@ def test_submit_with_parameters_on_the_compiled_spec(gs_spec, vertex_rpcs, monke
                                                   "--parameters", json.dumps(params)))
     assert args.func(args) == 0
     sent = _only(vertex_rpcs, "create_pipeline_job")["pipeline_job"]
-    # TFX writes a schema-2.0.0 spec, for which the SDK sends typed `runtimeConfig.parameters`.
-    values = {k: getattr(v, v._pb.WhichOneof("value")) for k, v in sent.runtime_config.parameters.items()}
+    # A schema-2.1.0 spec: the SDK sends `runtimeConfig.parameterValues` (protobuf Values) and no `parameters`.
+    assert len(sent.runtime_config.parameters) == 0
+    values = dict(sent.runtime_config.parameter_values)
     assert values["num_train_steps"] == 1000 and values["finetune_seeds"] == 3 and values["glue_dir"] == "gs://b/glue"
     assert values["race_dir"] == "gs://b/data/race_dir"
     with pytest.raises(ValueError, match="learning_rate"):

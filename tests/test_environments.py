@@ -73,11 +73,12 @@ def test_committed_file_has_the_three_environments_and_all_resolve():
 def test_local_is_direct_runner_multi_processing():
     env = envs.get_environment("local")
     args = envs.beam_args(env)
-    assert args == ["--runner=DirectRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=0"]
+    # `runner: DirectRunner` names Beam's FnApiRunner itself: Beam's DirectRunner would first try to download Prism.
+    assert args == ["--runner=FnApiRunner", "--direct_running_mode=multi_processing", "--direct_num_workers=0"]
     from apache_beam.options.pipeline_options import DirectOptions, StandardOptions
 
     opts = options(args)
-    assert opts.view_as(StandardOptions).runner == "DirectRunner"
+    assert opts.view_as(StandardOptions).runner == "FnApiRunner"
     assert opts.view_as(DirectOptions).direct_running_mode == "multi_processing"
     assert_all_known_to_beam(args)
 

@@ -41,30 +41,45 @@ def run_commands(dockerfile):
     return [cmd.strip() for kw, arg in dockerfile if kw == "RUN" for cmd in re.split(r"&&|;", arg)]
 
 
+def build_env_commands():
+    """The uv commands of infra/build_env.sh by phase (the recipe the Dockerfile runs)."""
+    text = read("infra", "build_env.sh")
+    return {phase: shlex.split(cmd.replace('"${UV:-uv}"', "uv"))
+            for phase, cmd in re.findall(r"^\s*(deps|project)\)\s+(.+?)\s*;;", text, re.M)}
+
+
 def test_dockerfile_installs_with_uv_sync_frozen_from_the_committed_lock(dockerfile):
-    copies = [arg for kw, arg in dockerfile if kw == "COPY"]
-    lock_copy = next(c for c in copies if "uv.lock" in c.split())
-    assert "pyproject.toml" in lock_copy.split()
-    syncs = [c for c in run_commands(dockerfile) if c.startswith("uv sync")]
-    assert syncs, "the image must install with uv sync"
-    for cmd in syncs:
-        words = shlex.split(cmd)
-        assert "--frozen" in words, f"{cmd!r}: the image must use the committed lock unchanged (--frozen)"
+    """The build stage runs infra/build_env.sh: the lock's dependencies first, then the project as a wheel from the
+    whole build context; the image copies only the virtualenv (tests/test_install_check.py builds it and checks
+    what it holds)."""
+    commands = build_env_commands()
+    assert set(commands) == {"deps", "project"}
+    for phase, words in commands.items():
+        assert words[:3] == ["uv", "sync", "--frozen"], f"{phase}: the image must use the committed lock unchanged"
+        assert "--no-editable" in words and "--no-dev" in words, phase
         assert not {"--upgrade", "-U", "--upgrade-package", "--refresh"} & set(words)
-    assert shlex.split(syncs[-1])[:3] == ["uv", "sync", "--frozen"]
+    assert "--no-install-project" in commands["deps"] and "--no-install-project" not in commands["project"]
     # No other installer sneaks packages past the lock (pip only installs uv itself).
     for cmd in run_commands(dockerfile):
         if re.search(r"\bpip\b.*\binstall\b", cmd):
             assert re.fullmatch(r"pip install --no-cache-dir \"?uv[^\s\"]*\"?", cmd), cmd
-    # The lock is copied before the first sync; the project sources before the last one.
-    order = [(kw, arg) for kw, arg in dockerfile if kw in ("COPY", "RUN")]
-    first_sync = next(i for i, (kw, arg) in enumerate(order) if kw == "RUN" and "uv sync" in arg)
-    assert any("uv.lock" in arg for kw, arg in order[:first_sync] if kw == "COPY")
-    last_sync = max(i for i, (kw, arg) in enumerate(order) if kw == "RUN" and "uv sync" in arg)
-    sources_before = {src.rstrip("/") for kw, arg in order[:last_sync] if kw == "COPY"
-                      for src in arg.split()[:-1]}
-    for package in ("pipeline", "components", "trainer"):
-        assert package in sources_before, f"{package}/ must be in the image before the project is installed"
+    runs = [arg for kw, arg in dockerfile if kw == "RUN" and "build_env.sh" in arg]
+    assert [shlex.split(r)[:2] for r in runs] == [["infra/build_env.sh", "deps"], ["infra/build_env.sh", "project"]]
+    # The lock is copied before the dependencies are installed, the whole context (no list of packages) before the
+    # project, and the final stage takes the virtualenv, not source folders.
+    order = [(kw, arg) for kw, arg in dockerfile if kw in ("COPY", "RUN", "FROM")]
+    deps = next(i for i, (kw, arg) in enumerate(order) if kw == "RUN" and "build_env.sh deps" in arg)
+    project = next(i for i, (kw, arg) in enumerate(order) if kw == "RUN" and "build_env.sh project" in arg)
+    assert any("uv.lock" in arg.split() for kw, arg in order[:deps] if kw == "COPY")
+    assert ("COPY", ". .") in order[deps:project]
+    final = max(i for i, (kw, _) in enumerate(order) if kw == "FROM")
+    final_copies = [arg for kw, arg in order[final:] if kw == "COPY"]
+    assert "--from=build /opt/albert-tfx/.venv /opt/albert-tfx/.venv" in final_copies
+    for arg in final_copies:
+        for package in ("albert", "config", "pipeline", "components", "trainer"):
+            assert not arg.startswith(package), f"COPY {arg}: the image installs packages from the wheel only"
+    assert any(c == "python -m pipeline.install_check" for c in run_commands(dockerfile))
+    assert "ALBERT_TFX_HOME=/opt/albert-tfx" in read("infra", "Dockerfile")
 
 
 def test_make_install_and_ci_use_the_same_lock_and_command():

@@ -197,20 +197,16 @@ def compiled(tmp_path_factory):
     return out
 
 
-def _spec_parameters(spec):
+def _spec_parameters(data):
     """Task → {parameter → value}, a pipeline parameter read as the default the spec declares for it."""
-    defaults = spec["runtimeConfig"]["parameters"]
+    from pipeline import spec
 
-    def scalar(value):
-        (kind, raw), = value.items()
-        return {"stringValue": str, "intValue": int, "doubleValue": float}[kind](raw)
+    defaults = spec.parameter_defaults(data)
 
     def value(v):
-        if "componentInputParameter" in v:
-            return scalar(defaults[v["componentInputParameter"]])
-        return scalar(v["runtimeValue"]["constantValue"])
+        return defaults[v["componentInputParameter"]] if "componentInputParameter" in v else spec.constant(v)
 
-    tasks = spec["pipelineSpec"]["root"]["dag"]["tasks"]
+    tasks = data["pipelineSpec"]["root"]["dag"]["tasks"]
     return {task: {k: value(v) for k, v in t["inputs"].get("parameters", {}).items()} for task, t in tasks.items()}
 
 
@@ -236,7 +232,7 @@ def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
             assert found[node]["config"] == canonical_json(params["config"]), node
     trainer = json.loads(found["Trainer"]["custom_config"])
     assert trainer["albert"] == expected["Trainer"]["custom_config"]["albert"]  # the exact text run_fn parses
-    assert spec["runtimeConfig"]["parameters"]["num_train_steps"] == {"intValue": str(cfg.train.num_train_steps)}
+    assert spec["runtimeConfig"]["parameterValues"]["num_train_steps"] == cfg.train.num_train_steps
 
 
 def test_paper_dag_scores_both_squad_versions_and_pretrains_on_their_dev_articles(compiled):

@@ -266,3 +266,27 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     assert resource.runtime_config.gcs_output_directory == "gs://example-bucket/albert"
     assert resource.labels["team"] == "nlp"
     assert set(resource.pipeline_spec["root"]["dag"]["tasks"]) == NODES
+    # Vertex's client loads the schema-2.1 spec offline: typed parameterValues, no deprecated `parameters`.
+    assert resource.pipeline_spec["schemaVersion"] == "2.1.0"
+    assert dict(resource.runtime_config.parameter_values)["num_train_steps"] == 300
+    assert len(resource.runtime_config.parameters) == 0
+
+
+def test_no_beam_step_tries_prism(sample_run):
+    """Beam 2.77's DirectRunner first tries PrismRunner, which downloads a binary at run time. The presets' Beam args
+    name no runner (unchanged, so are the nodes' cache keys); the executors' module makes FnApiRunner Beam's default
+    (components/beam_options.py), so the run's log never mentions Prism."""
+    import glob
+
+    from apache_beam.options.pipeline_options import StandardOptions
+
+    from components import tfx_components  # noqa: F401  (sets the default, as in every executor's process)
+    from pipeline.pipeline import create_pipeline
+
+    assert create_pipeline(sample_run.config).beam_pipeline_args == [
+        "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+    assert StandardOptions.DEFAULT_RUNNER == "FnApiRunner"
+    logs = sorted(glob.glob(os.path.join(sample_run.out, "logs", "run-*.log")))  # the run, then its cached rerun
+    assert logs
+    text = "".join(open(log, errors="replace").read() for log in logs)
+    assert "CorpusGen" in text and "prism" not in text.lower()

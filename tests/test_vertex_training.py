@@ -105,8 +105,8 @@ def test_compiled_vertex_spec_has_vertex_trainer(tmp_path):
     args = " ".join(trainer_exec[0]["container"]["args"])
     assert "pipeline.vertex_training.VertexMetricsGenericExecutor" in args
     task_params = pipeline_spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
-    assert task_params["run_fn"]["runtimeValue"]["constantValue"]["stringValue"] == "trainer.task.run_fn"
-    custom = json.loads(task_params["custom_config"]["runtimeValue"]["constantValue"]["stringValue"])
+    assert task_params["run_fn"]["runtimeValue"]["constant"] == "trainer.task.run_fn"
+    custom = json.loads(task_params["custom_config"]["runtimeValue"]["constant"])
     ext = tfx.extensions.google_cloud_ai_platform
     assert custom[ext.ENABLE_VERTEX_KEY] is True and custom[ext.VERTEX_REGION_KEY] == "europe-west4"
     assert custom[ext.TRAINING_ARGS_KEY] == {
@@ -138,7 +138,7 @@ def test_compiled_multi_host_job_runs_one_chief_and_workers(tmp_path):
     with open(path) as f:
         spec = json.load(f)
     params = spec["pipelineSpec"]["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
-    custom = json.loads(params["custom_config"]["runtimeValue"]["constantValue"]["stringValue"])
+    custom = json.loads(params["custom_config"]["runtimeValue"]["constant"])
     assert json.loads(custom["albert"])["train"]["strategy"] == "multi_worker"
     client = training_clients.VertexJobClient.__new__(training_clients.VertexJobClient)  # no credentials offline
     job = client.create_training_job({}, {}, {"run_fn": "trainer.task.run_fn"},

@@ -97,10 +97,15 @@ def test_image_build_context_excludes_credentials():
     for pattern in ("**/*.pem", "**/.env", "**/*credentials*.json", "**/*-key.json", ".git", ".venv", "outputs"):
         assert pattern in ignore, pattern
     dockerfile = open(os.path.join(REPO, "infra", "Dockerfile"), encoding="utf-8").read()
-    copied = re.findall(r"^COPY (?!--from)(.+) \S+$", dockerfile, re.MULTILINE)
+    build, final = dockerfile.rsplit("\nFROM ", 1)
+    # The whole (filtered) context enters the build stage only, to build the wheel; the image itself gets the
+    # virtualenv, the sample data and the environments file: no "COPY . ." of the tree, nothing from outputs/.
+    assert "\nCOPY . .\n" in build
+    copied = re.findall(r"^COPY (?!--from)(.+) \S+$", final, re.MULTILINE)
     sources = [s for line in copied for s in line.split()]
-    # Only source, lock files and the sample data enter the image: no "COPY . ." of the whole tree.
-    assert "." not in sources and all(not s.startswith(("outputs", ".")) for s in sources), sources
+    assert sources == ["infra/environments.yaml", "data/sample"], sources
+    assert re.findall(r"^COPY --from=(\S+) (\S+)", final, re.MULTILINE) == [
+        ("beam_sdk", "/opt/apache/beam"), ("build", "/opt/albert-tfx/.venv")]
     assert not re.search(r"^\s*(?:ENV|ARG)\s+\S*(?:KEY|TOKEN|SECRET|PASSWORD)\S*[ =]\S", dockerfile,
                          re.MULTILINE | re.IGNORECASE)
 
