@@ -229,7 +229,9 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     # submit --env vertex-dev: one CreatePipelineJob with the documented parameter, root and account.
     submits = [rpcs for argv, _, rpcs in by_cmd["submit --env"] if "vertex-dev" in argv]
     job = [kw for n, kw in submits[0] if n == "create_pipeline_job"][0]["pipeline_job"]
-    assert dict(job.runtime_config.parameter_values) == {}  # the compiled pipeline declares no parameters
+    # Schema 2.1: the job carries the compiled values (the documented line passes no --parameters).
+    assert dict(job.runtime_config.parameter_values) == spec["runtimeConfig"]["parameterValues"]
+    assert len(job.runtime_config.parameters) == 0
     assert job.display_name == "albert-tfx-vertex-dev"
     assert job.runtime_config.gcs_output_directory == (
         "gs://my-albert-project-albert-tfx/albert-tfx/vertex-dev/pipeline_root")
