@@ -9,7 +9,7 @@ and the largest relative difference between the two arms' logged losses (the run
     python benchmarks/multi_worker.py --examples outputs/examples --steps 60 --batch 32 --output outputs/mw
 
 On one machine the two workers share its cores, so this measures correctness and the all-reduce overhead, not a
-speed-up; README "Running at scale" turns gradient bytes into all-reduce time for real interconnects.
+speed-up; docs/running-at-scale.md "Running at scale" turns gradient bytes into all-reduce time for real interconnects.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@
 3. **Score**: the held-out split of the pretraining data only (never a benchmark dev set): MLM loss, MLM and SOP
    accuracy at every ``train.eval_every`` step, from each arm's ``train_history.jsonl``; training wall time.
 
-Writes ``<output>/ablation.json`` and ``ablation.md`` and prints the table. README, "Optimizer settings beyond the
+Writes ``<output>/ablation.json`` and ``ablation.md`` and prints the table. docs/fidelity.md, "Optimizer settings beyond the
 official recipe", has the measured table.
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
 LAYER_NORM_CHOICES = ("post", "pre")
 # How the learned position embeddings start: "normal" (official: truncated normal, initializer_range) or
 # "sinusoidal" (Vaswani et al. 2017's table at RMS initializer_range), a named deviation: a shift by k positions is
-# a linear map of sinusoids, so attention can find neighbours from step 0. Both: README "Encoder settings beyond the
+# a linear map of sinusoids, so attention can find neighbours from step 0. Both: docs/fidelity.md "Encoder settings beyond the
 # official model".
 POSITION_INIT_CHOICES = ("normal", "sinusoidal")
 

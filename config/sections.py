@@ -102,7 +102,7 @@ class DataGenConfig(Section):
     # stays bounded on any corpus.
     random_pool_documents: int = 2000
     random_pool_max_chars: int = 10_000_000
-    # BERT's two-phase sequence length (README "Two-phase sequence length"), off by default: ALBERT trains at one
+    # BERT's two-phase sequence length (docs/fidelity.md "Two-phase sequence length"), off by default: ALBERT trains at one
     # length throughout. > 0: from the same documents and the same train/eval document split, datagen also writes
     # instances of this length (with seeds of their own) into the ``train_long`` / ``eval_long`` splits, which the
     # Trainer reads from ``train.long_seq_from_step`` on. Must exceed ``max_seq_length``.
@@ -169,7 +169,7 @@ class ModelConfig(Section):
     num_hidden_groups: Optional[int] = None
     inner_group_num: Optional[int] = None
     dropout: Optional[float] = None  # hidden and attention dropout (v1 models: 0.1, v2 release: 0)
-    # Named deviations (README "Encoder settings beyond the official model"), left out of the section's JSON at
+    # Named deviations (docs/fidelity.md "Encoder settings beyond the official model"), left out of the section's JSON at
     # their official values, so a model that does not set them keeps its cache key and its checkpoint folder.
     layer_norm_position: str = field(default="post", metadata={"choices": LAYER_NORM_CHOICES})
     position_embedding_init: str = field(default="normal", metadata={"choices": POSITION_INIT_CHOICES})
@@ -217,11 +217,11 @@ class ModelConfig(Section):
 # pretraining run's identity (checkpoint folder key), so changing them resumes the same run.
 TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eval_steps", "eval_batch_size",
                        "log_every", "strategy", "jit_compile", "cpu_replicas", "steps_per_loop", "peer_timeout_s")
-# Optimizer deviations from the official recipe (README "Optimizer settings beyond the official recipe"), named as
+# Optimizer deviations from the official recipe (docs/fidelity.md "Optimizer settings beyond the official recipe"), named as
 # ``trainer.optimization.create_optimizer``'s keywords. Left out of the section's JSON while at their official
 # defaults, so a Trainer that does not set them keeps its cache key and its checkpoint folder.
 OPTIMIZER_OPTIONS = ("bias_correction", "no_decay_lr_multiplier", "end_learning_rate_fraction", "beta_1")
-# BERT's two-phase sequence length (README "Two-phase sequence length"), off at the defaults and then left out of
+# BERT's two-phase sequence length (docs/fidelity.md "Two-phase sequence length"), off at the defaults and then left out of
 # the sections' JSON the same way: datagen's ``long_*`` fields and the Trainer's switch step.
 LONG_PHASE_OPTIONS = ("long_max_seq_length", "long_max_predictions_per_seq")
 TRAIN_LONG_PHASE_OPTIONS = ("long_seq_from_step",)

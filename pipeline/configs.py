@@ -367,7 +367,7 @@ def sample_config() -> PipelineConfig:
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
     ``benchmarks/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
-    dev cuts) to the bundled sample; README, "CPU-scale recipe", has its measured table.
+    dev cuts) to the bundled sample; docs/experiments/cpu-recipe.md, "CPU-scale recipe", has its measured table.
 
     Choices: a trained 8k SentencePiece vocabulary (a 30k vocabulary's softmax would dominate a model this size on
     a few million tokens); H 256, L 4, E 128, 4 heads, FFN 1024, all layers shared (ALBERT's default), sequence
@@ -376,7 +376,7 @@ def small_config() -> PipelineConfig:
     bf16 at 0.40 vs 0.60 s/step). LAMB 0.006 was picked on the pretraining held-out split (MLM loss at step 500:
     6.376 at 0.002, 6.177 at 0.006, 6.204 at 0.012), never on a benchmark dev set. 6500 steps: at 6000 the DAG
     took 81.7 min of node time, 59.9 % of it pretraining, so 500 more steps give pretraining over 60 % within the
-    90 minutes (README, "Rerun at 6500 steps"). Fine-tuning: 3 seeds, median reported, the last checkpoint (no
+    90 minutes (docs/experiments/cpu-recipe.md, "Rerun at 6500 steps"). Fine-tuning: 3 seeds, median reported, the last checkpoint (no
     selection on dev), and the ``random_init`` baseline arm on every task.
     """
     ft = dict(albert_dropout=0.0, classifier_dropout=0.1)

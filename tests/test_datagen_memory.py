@@ -2,7 +2,7 @@
 
 The command needs neither TensorFlow nor TFX; loading TensorFlow for nothing (the CLI's start-up and the examples
 fingerprint) put ~0.6 GB on its peak RSS, and Beam's copies of the random-document pool another 0.1-0.2 GB.
-``benchmarks/datagen_memory.py`` measures the same against corpus size (README, "Pretraining-data generation at
+``benchmarks/datagen_memory.py`` measures the same against corpus size (docs/data.md, "Pretraining-data generation at
 corpus scale")."""
 import glob
 import os

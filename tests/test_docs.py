@@ -1,4 +1,5 @@
-"""Docs that run: every command line in the ```bash blocks of README.md and infra/README.md is executed here.
+"""Docs that run: every command line in the ```bash blocks of README.md, infra/README.md and docs/**/*.md is executed
+here.
 
 How each kind of line is executed:
 
@@ -32,7 +33,9 @@ import pytest
 from test_cloud import kfp_client, no_network, vertex_rpcs  # noqa: F401  (fixtures)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("README.md", os.path.join("infra", "README.md"))
+DOCS = ("README.md", os.path.join("infra", "README.md"), *sorted(
+    os.path.relpath(os.path.join(d, f), REPO) for d, _, files in os.walk(os.path.join(REPO, "docs"))
+    for f in files if f.endswith(".md")))
 EXTERNAL = ("gcloud", "docker", "kubectl", "kfp", "for", "done", "DOCKER_BUILDKIT=1")
 PLACEHOLDERS = [(r"\bgs://B/", "gs://albert-bkt/"), (r"\bgs://BUCKET/", "gs://albert-bkt/"), (r"^P$", "albert-proj"),
                 (r"^SCHEDULE_ID$", "42")]
@@ -200,11 +203,11 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     by_cmd = {}
     for item in ran:
         by_cmd.setdefault(" ".join(item[0][:2]), []).append(item)
-    # README: the two run examples build the configurations they describe.
+    # docs/architecture.md: the two run examples build the configurations they describe.
     runs = [item for key, items in by_cmd.items() if key.startswith("run") for item in items]
     assert [c.train.num_train_steps for _, c in runs[:1]] == [500] and runs[0][1].datagen.sop_mode == "pure"
     assert runs[1][1].preset == "paper" and runs[1][1].corpus.min_doc_chars == 300
-    # README: compile with --beam-arg writes the Dataflow args into the spec.
+    # docs/running-at-scale.md: compile with --beam-arg writes the Dataflow args into the spec.
     paper_spec = json.load(open("outputs/albert_pipeline.json"))
     args = [a for e in paper_spec["pipelineSpec"]["deploymentSpec"]["executors"].values() if "container" in e
             for a in e["container"].get("args", [])]

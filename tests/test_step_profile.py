@@ -1,6 +1,6 @@
 """``benchmarks/step_profile.py`` reads TensorFlow's own profile: op events, their name scopes and kinds.
 
-The benchmark's table (README, "Measured numbers") is only as good as its reading of the XPlane file, whose layout
+The benchmark's table (docs/performance.md, "Measured numbers") is only as good as its reading of the XPlane file, whose layout
 belongs to TensorFlow; this profiles a small known graph with the installed TensorFlow and checks what is read."""
 import collections
 

@@ -1,6 +1,6 @@
 """Bad raw corpus input (CorpusGen's Beam job on real-looking broken copies of the bundled samples).
 
-Policy (README "Failure modes"): a broken *file* stops the run with :class:`CorruptInputError` naming the
+Policy (docs/cli.md "Failure modes"): a broken *file* stops the run with :class:`CorruptInputError` naming the
 file and the position; content that is legitimately useless (empty book file, empty or too-short page or
 book, duplicate) is skipped and counted in ``counts.json["skipped"]`` and the Documents artifact's MLMD
 properties. Over-long lines are cut into bounded sentences.
