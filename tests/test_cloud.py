@@ -523,3 +523,23 @@ def test_the_image_data_root_is_where_the_dockerfile_puts_the_sample():
         dockerfile = f.read()
     assert cloud.IMAGE_DATA_ROOT == "/opt/albert-tfx/data/"
     assert "WORKDIR /opt/albert-tfx\n" in dockerfile and "COPY data/sample ./data/sample" in dockerfile
+
+
+def test_the_kfp_package_is_the_compiled_spec_with_the_jobs_root_and_values_moved_in(gs_spec, tmp_path):
+    """What `submit --endpoint` sends is what `compile` wrote (and what Vertex AI runs): schema 2.1, every task and
+    executor unchanged; the job's pipeline root and parameter values become the spec's defaults."""
+    import copy
+
+    import yaml
+
+    with open(gs_spec) as f:
+        job = json.load(f)
+    with open(cloud.kfp_package(gs_spec, str(tmp_path / "spec.kfp.yaml"))) as f:
+        package = yaml.safe_load(f)
+    expected = copy.deepcopy(job["pipelineSpec"])
+    expected["defaultPipelineRoot"] = "gs://b/root"
+    for name, value in job["runtimeConfig"]["parameterValues"].items():
+        declared = expected["root"]["inputDefinitions"]["parameters"][name]
+        declared.update(defaultValue=int(value) if declared["parameterType"] == "NUMBER_INTEGER" else value,
+                        isOptional=True)
+    assert package == expected and package["schemaVersion"] == "2.1.0"
