@@ -2,7 +2,7 @@
 
 Why measured, not read from CPU flags: bf16 pays only where the bf16 dot products save more than the casts around
 every op cost, which depends on the matrix unit *and* the model's width. On a 2-core AMD EPYC with AVX512-BF16 and
-no AMX, bf16 was 1.66x faster at albert-base but 1.9x slower at H 256 (README: "Measured numbers", the ``small``
+no AMX, bf16 was 1.66x faster at albert-base but 1.9x slower at H 256 (docs/performance.md: "Measured numbers", the ``small``
 preset); on Intel Xeons with AMX it was reported to win at both. So on a CPU ``auto`` builds the real step
 (forward, loss, gradients, clipping, optimizer update, same shapes and batch) once per precision on a throwaway
 model, times a few interleaved steps and keeps the faster; on TPU/GPU it is bf16 without probing. A noisy host
