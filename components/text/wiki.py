@@ -549,8 +549,9 @@ _DOC_ID = re.compile(r'\bid="(\d+)"')
 _DOC_TITLE = re.compile(r'\btitle="(.*)"')  # greedy: WikiExtractor does not escape quotes inside the title
 _FORMULA = re.compile(r'"formula_\d+"|\bformula_\d+\b')  # with the quotes WikiExtractor sometimes leaves around it
 # A heading is a line of at most this many words ending in the "." WikiExtractor appends, with no other sentence end
-# inside: measured on AA/wiki_10..19 of the large corpus, about 1 in 14 such 4-7 word lines is a one-sentence
-# paragraph ("The single failed to chart."), which also gives no sentence pair; the rest are headings.
+# inside (the book reader's bound for short title lines). Such lines are nearly all headings: in a sample of 40
+# lines of 4 to 7 words from AA/wiki_10..19 of the large corpus, 3 were one-sentence paragraphs ("The single failed
+# to chart."), which are lost with the headings; a paragraph of one short sentence gives little for sentence pairs.
 HEADING_MAX_WORDS = 8
 _INNER_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z])")
 
