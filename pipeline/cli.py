@@ -92,14 +92,6 @@ def cmd_compile(args) -> int:
     return 0
 
 
-def _vertex_target(args):
-    from pipeline.cloud import VertexTarget
-
-    labels = dict(item.split("=", 1) for item in args.label) if args.label else None
-    return VertexTarget(project=args.project, region=args.region, pipeline_root=args.pipeline_root,
-                        service_account=args.service_account, network=args.network, labels=labels).validate()
-
-
 def cmd_rehearse(args) -> int:
     from pipeline import rehearsal
 
@@ -126,43 +118,56 @@ def _hint_rehearsal(spec_path: str) -> None:
               f"{spec_path}` runs its tasks here the way the backend starts them", file=sys.stderr)
 
 
-def cmd_submit(args) -> int:
+def _deployment(args):
+    """The target of ``submit``/``schedule``: from ``--env`` or from the flags (one object either way)."""
+    from pipeline import deploy
+
     if args.env:
-        from pipeline.cli_env import cmd_submit_env
+        from pipeline.cli_env import env_from_args
 
-        return cmd_submit_env(args)
-    from pipeline import cloud
+        given = [f"--{name.replace('_', '-')}" for name in TARGET_FLAGS if getattr(args, name, None)]
+        if given:
+            raise deploy.CloudConfigError(f"{', '.join(given)} cannot be combined with --env {args.env}: the "
+                                          f"environment sets the target (change a field with --env-set FIELD=VALUE)")
+        return deploy.from_environment(env_from_args(args), args.run_name, deploy.parse_parameters(args.parameters),
+                                       enable_caching=False if args.no_cache else None)
+    return deploy.from_flags(args)
 
-    params = json.loads(args.parameters) if args.parameters else {}
-    if args.endpoint:
-        result = cloud.submit_kfp(args.spec, args.endpoint, run_name=args.run_name,
-                                  experiment_name=args.experiment, arguments=params,
-                                  pipeline_root=args.pipeline_root, service_account=args.service_account)
+
+# The flags that name a target; with --env the environment names it (see `_deployment`).
+TARGET_FLAGS = ("project", "region", "pipeline_root", "service_account", "network", "label", "endpoint", "experiment")
+
+
+def cmd_submit(args) -> int:
+    from pipeline import deploy
+
+    deployment = _deployment(args)
+    result = deploy.submit(deployment, args.spec)
+    if deployment.kind == "kfp":
         print(f"submitted KFP run: {getattr(result, 'run_id', result)}")
-        return 0
-    target = _vertex_target(args)
-    job = cloud.build_pipeline_job(args.spec, target, display_name=args.run_name, parameter_values=params)
-    cloud.submit_vertex(job, target)
-    print(f"submitted Vertex AI PipelineJob: {job.resource_name}")
+    else:
+        print(f"submitted Vertex AI PipelineJob: {result.resource_name}")
     return 0
 
 
 def cmd_schedule(args) -> int:
+    from pipeline import cloud, deploy
+
+    deployment = _deployment(args)
     if args.env:
-        from pipeline.cli_env import cmd_schedule_env
+        from pipeline.cli_env import env_from_args
 
-        return cmd_schedule_env(args)
-    if not args.cron:
-        raise ValueError("schedule needs --cron (or --env with a schedule.cron)")
-    from pipeline import cloud
-
-    target = _vertex_target(args)
-    job = cloud.build_pipeline_job(args.spec, target, display_name=args.run_name,
-                                   parameter_values=json.loads(args.parameters) if args.parameters else {})
-    schedule, kwargs = cloud.build_schedule(job, cloud.ScheduleSpec(
-        cron=args.cron, display_name=args.run_name, max_concurrent_run_count=args.max_concurrent or 1,
-        max_run_count=args.max_runs, start_time=args.start_time, end_time=args.end_time))
-    cloud.create_schedule(schedule, kwargs, service_account=target.service_account)
+        spec = env_from_args(args).schedule_spec(deployment.run_name, cron=args.cron,
+                                                 max_concurrent_run_count=args.max_concurrent,
+                                                 max_run_count=args.max_runs, start_time=args.start_time,
+                                                 end_time=args.end_time)
+    else:
+        if not args.cron:
+            raise cloud.CloudConfigError("schedule needs --cron (or --env with a schedule.cron)")
+        spec = cloud.ScheduleSpec(cron=args.cron, display_name=deployment.run_name,
+                                  max_concurrent_run_count=args.max_concurrent or 1, max_run_count=args.max_runs,
+                                  start_time=args.start_time, end_time=args.end_time)
+    schedule, _ = deploy.schedule(deployment, args.spec, spec)
     print(f"created schedule: {schedule.resource_name}")
     return 0
 
@@ -375,8 +380,11 @@ def build_parser() -> argparse.ArgumentParser:
                                  ("schedule", cmd_schedule, "create a Vertex AI cron schedule for a compiled spec")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--spec", required=True, help="compiled pipeline spec JSON")
-        p.add_argument("--run-name", default="albert-tfx")
+        p.add_argument("--run-name", help="display name (default: albert-tfx, or albert-tfx-ENV with --env)")
         p.add_argument("--parameters", help="JSON object of pipeline parameter values")
+        p.add_argument("--no-cache", action="store_true", help="run every task even where the backend has a cached "
+                                                               "result (default: the environment's enable_caching, "
+                                                               "else caching on)")
         p.add_argument("--project")
         p.add_argument("--region")
         p.add_argument("--pipeline-root")
@@ -385,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--label", action="append", help="key=value (repeatable)")
         if name == "submit":
             p.add_argument("--endpoint", help="KFP API host: submit there instead of Vertex AI (`kfp run submit` path)")
-            p.add_argument("--experiment", default="albert-tfx")
+            p.add_argument("--experiment", help="KFP experiment (default: albert-tfx)")
         else:
             p.add_argument("--cron", help='cron expression, e.g. "TZ=Europe/Paris 0 3 * * 1" (default: the --env schedule)')
             p.add_argument("--max-concurrent", type=int, default=None)

@@ -1,35 +1,22 @@
 """The environment subcommands of ``albert-pipeline``: argument parsing and printing, wired in by ``pipeline/cli.py``.
 
-``compile|submit|schedule --env NAME``, ``env [show] [NAME]`` and ``schedules list|pause|resume --env NAME``. The
-environment model, its validation and the requests live in :mod:`pipeline.environments`; this module only turns
-command-line arguments into calls of it and prints the results (JSON on stdout, human lines on stderr).
+``compile --env NAME``, ``env [show] [NAME]`` and ``schedules list|pause|resume --env NAME``. The environment model
+and its validation live in :mod:`pipeline.environments`; ``submit``/``schedule --env`` go through
+:mod:`pipeline.deploy` like their flag form (``pipeline/cli.py``). This module only turns command-line arguments into
+calls and prints the results (JSON on stdout, human lines on stderr).
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from pipeline.cloud import CloudConfigError
 from pipeline.environments import (Environment, beam_args, compile_for_env, environment_names, get_environment,
-                                   list_env_schedules, pause_env_schedule, resume_env_schedule, schedule_env,
-                                   submit_env)
+                                   list_env_schedules, pause_env_schedule, resume_env_schedule)
 
 
-def _env_from_args(args) -> Environment:
+def env_from_args(args) -> Environment:
     return get_environment(args.env, getattr(args, "environments", None), getattr(args, "env_set", None) or [])
-
-
-def _json_params(args) -> Dict[str, Any]:
-    text = getattr(args, "parameters", None)
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CloudConfigError(f"--parameters is not valid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise CloudConfigError("--parameters must be a JSON object")
-    return value
 
 
 def env_name_from_words(words: List[str]) -> Optional[str]:
@@ -49,13 +36,13 @@ def cmd_env_show(args) -> int:
     if not args.env:
         print(json.dumps(environment_names(getattr(args, "environments", None))))
         return 0
-    env = _env_from_args(args)
+    env = env_from_args(args)
     print(json.dumps({**env.to_dict(), "beam_pipeline_args": beam_args(env)}, indent=2, sort_keys=True))
     return 0
 
 
 def cmd_compile_env(args) -> int:
-    env = _env_from_args(args)
+    env = env_from_args(args)
     from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE, spec_summary
 
     image = getattr(args, "image", None)
@@ -66,28 +53,9 @@ def cmd_compile_env(args) -> int:
     return 0
 
 
-def cmd_submit_env(args) -> int:
-    env = _env_from_args(args)
-    result = submit_env(env, args.spec, run_name=_run_name(args), parameters=_json_params(args))
-    if env.kind == "kfp":
-        print(f"submitted KFP run: {getattr(result, 'run_id', result)}")
-    else:
-        print(f"submitted Vertex AI PipelineJob: {result.resource_name}")
-    return 0
-
-
-def cmd_schedule_env(args) -> int:
-    env = _env_from_args(args)
-    schedule, _ = schedule_env(env, args.spec, run_name=_run_name(args), parameters=_json_params(args),
-                               cron=args.cron, max_concurrent_run_count=args.max_concurrent,
-                               max_run_count=args.max_runs, start_time=args.start_time, end_time=args.end_time)
-    print(f"created schedule: {schedule.resource_name}")
-    return 0
-
-
 def cmd_schedules(args) -> int:
     """``albert-pipeline schedules list|pause|resume --env NAME [SCHEDULE]``."""
-    env = _env_from_args(args)
+    env = env_from_args(args)
     if args.action == "list":
         rows = [{"name": s.resource_name, "display_name": s.display_name, "state": getattr(s.state, "name", s.state),
                  "cron": s.cron} for s in list_env_schedules(env, display_name=args.display_name)]
@@ -101,11 +69,6 @@ def cmd_schedules(args) -> int:
         s = resume_env_schedule(env, args.schedule, catch_up=args.catch_up)
     print(f"{args.action}d schedule: {s.resource_name}")
     return 0
-
-
-def _run_name(args) -> Optional[str]:
-    name = getattr(args, "run_name", None)
-    return None if name in (None, "", "albert-tfx") else name
 
 
 def add_env_arguments(p) -> None:

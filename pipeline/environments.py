@@ -406,27 +406,12 @@ def compile_for_env(env: Environment, output: str, *, config_file: Optional[str]
 
 def submit_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
                parameters: Optional[Dict[str, Any]] = None, credentials=None, client=None, send: bool = True):
-    """Submit ``spec`` to ``env`` (Vertex AI PipelineJob or a KFP run). Everything is validated before sending.
+    """Submit ``spec`` to ``env`` (Vertex AI PipelineJob or a KFP run) through :func:`pipeline.deploy.submit`, the
+    path the flag form takes too. Returns the PipelineJob (``send=False``: built, not sent) or the KFP result."""
+    from pipeline import deploy
 
-    Returns the PipelineJob (vertex) or the KFP RunPipelineResult (kfp). ``send=False`` returns the built Vertex
-    job without sending it.
-    """
-    from pipeline import cloud
-
-    env.validate()
-    if env.kind == "local":
-        raise EnvironmentConfigError(f"environment {env.name!r} is local: use `albert-pipeline run`, not submit")
-    _check_spec(spec)
-    params = {**env.parameters, **(parameters or {})}
-    run_name = run_name or f"albert-tfx-{env.name}"
-    if env.kind == "kfp":
-        return cloud.submit_kfp(spec, env.kfp_endpoint, run_name=run_name, experiment_name=env.experiment,
-                                arguments=params, enable_caching=env.enable_caching,
-                                pipeline_root=env.pipeline_root, client=client)
-    target = vertex_target(env)
-    job = cloud.build_pipeline_job(spec, target, display_name=run_name, parameter_values=params,
-                                   enable_caching=env.enable_caching, credentials=credentials)
-    return cloud.submit_vertex(job, target) if send else job
+    return deploy.submit(deploy.from_environment(env, run_name, parameters), spec, credentials=credentials,
+                         client=client, send=send)
 
 
 def schedule_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
@@ -434,22 +419,15 @@ def schedule_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
                  max_concurrent_run_count: Optional[int] = None, max_run_count: Optional[int] = None,
                  start_time: Optional[str] = None, end_time: Optional[str] = None, credentials=None,
                  send: bool = True):
-    """Create a Vertex AI schedule for ``spec`` in ``env`` (env ``schedule:`` settings, overridable here)."""
-    from pipeline import cloud
+    """A Vertex AI schedule of ``spec`` in ``env`` (its ``schedule:`` settings, overridable here), through
+    :func:`pipeline.deploy.schedule`."""
+    from pipeline import deploy
 
-    env.validate()
-    target = vertex_target(env)
-    _check_spec(spec)
-    run_name = run_name or f"albert-tfx-{env.name}"
-    spec_obj = env.schedule_spec(run_name, cron=cron, max_concurrent_run_count=max_concurrent_run_count,
-                                 max_run_count=max_run_count, start_time=start_time, end_time=end_time)
-    job = cloud.build_pipeline_job(spec, target, display_name=run_name,
-                                   parameter_values={**env.parameters, **(parameters or {})},
-                                   enable_caching=env.enable_caching, credentials=credentials)
-    schedule, kwargs = cloud.build_schedule(job, spec_obj, credentials=credentials)
-    if send:
-        cloud.create_schedule(schedule, kwargs, service_account=target.service_account, network=target.network)
-    return schedule, kwargs
+    deployment = deploy.from_environment(env, run_name, parameters)
+    schedule_spec = env.schedule_spec(deployment.run_name, cron=cron, max_run_count=max_run_count,
+                                      max_concurrent_run_count=max_concurrent_run_count, start_time=start_time,
+                                      end_time=end_time)
+    return deploy.schedule(deployment, spec, schedule_spec, credentials=credentials, send=send)
 
 
 def list_env_schedules(env: Environment, *, display_name: Optional[str] = None, state: Optional[str] = None,
@@ -474,8 +452,3 @@ def resume_env_schedule(env: Environment, schedule: str, catch_up: bool = False,
     target = vertex_target(env.validate())
     return cloud.resume_schedule(schedule, target.project, target.region, catch_up=catch_up,
                                  credentials=credentials)
-
-
-def _check_spec(spec: str) -> None:
-    if not os.path.exists(spec):
-        raise FileNotFoundError(f"compiled spec not found: {spec} (run `albert-pipeline compile --env ...` first)")

@@ -367,9 +367,11 @@ def test_cli_handlers(capsys, spec_path, vertex_rpcs, monkeypatch):
     from google.cloud import aiplatform
 
     monkeypatch.setattr(aiplatform.initializer.global_config, "_credentials", AnonymousCredentials())
-    args = argparse.Namespace(env="vertex-dev", environments=None, env_set=[], spec=spec_path,
-                              run_name="albert-tfx", parameters='{"num_train_steps": 5}')
-    assert cli_env.cmd_submit_env(args) == 0
+    from pipeline.cli import build_parser
+
+    args = build_parser().parse_args(["submit", "--env", "vertex-dev", "--spec", spec_path,
+                                      "--parameters", '{"num_train_steps": 5}'])
+    assert args.func(args) == 0
     assert "submitted Vertex AI PipelineJob: projects/albert-proj" in capsys.readouterr().out
     args = argparse.Namespace(env="vertex-dev", environments=None, env_set=[], action="pause", schedule="9",
                               display_name=None, catch_up=False)
