@@ -121,7 +121,7 @@ def run_peer(args) -> None:
     from trainer import examples_info, input_pipeline
     from trainer.checkpoint_interop import config_to_hf_dict, hf_state_dict
     from trainer.modeling_albert import AlbertConfig
-    from trainer.train_lib import build_pretraining_model
+    from trainer.train_step import build_pretraining_model
 
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -104,7 +104,8 @@ def worker_ours(args) -> Dict[str, object]:
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     import tf_keras
 
-    from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, pretraining_losses
+    from trainer.losses import pretraining_losses
+    from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
     from trainer.optimization import clip_gradients, create_optimizer
 
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if args.precision == "bf16" else "float32")

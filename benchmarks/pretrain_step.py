@@ -45,9 +45,10 @@ def run_variant(size: str, seq: int, batch: int, preds: int, steps: int, warmup:
     import tensorflow as tf
     import tf_keras
 
-    from trainer.modeling_albert import AlbertConfig, pretraining_losses
+    from trainer.losses import pretraining_losses
+    from trainer.modeling_albert import AlbertConfig
     from trainer.optimization import clip_gradients, create_optimizer
-    from trainer.train_lib import build_pretraining_model
+    from trainer.train_step import build_pretraining_model
 
     tf_keras.mixed_precision.set_global_policy(precision)
     tf.random.set_seed(0)

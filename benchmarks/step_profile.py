@@ -111,7 +111,8 @@ def main(argv=None) -> int:
 
     from pipeline.configs import build_config
     from trainer.modeling_albert import AlbertConfig
-    from trainer.train_lib import _probe_batch, build_model_and_optimizer, make_train_step
+    from trainer.precision_probe import probe_batch as _probe_batch
+    from trainer.train_step import build_model_and_optimizer, make_train_step
 
     config = build_config(args.preset, None, args.overrides)
     t = config.train

@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     from pipeline.configs import build_config
     from trainer import examples_info, input_pipeline
     from trainer.modeling_albert import AlbertConfig
-    from trainer.train_lib import build_model_and_optimizer, make_train_step
+    from trainer.train_step import build_model_and_optimizer, make_train_step
 
     config = build_config(args.preset, None, args.overrides)
     t = config.train

@@ -320,7 +320,7 @@ def _serve(serving_dir):
 
 
 def _check_albert_dir(dst, reference_model, spm=True):
-    """dst holds what train_lib.export writes; each part reproduces reference_model."""
+    """dst holds what trainer.export.export writes; each part reproduces reference_model."""
     from trainer.convert import load_albert_dir
     from trainer.modeling_albert import AlbertModel as _AlbertModel
 

@@ -97,16 +97,16 @@ def test_rendezvous_meets_peers_that_start_later_and_names_the_missing_one():
 # -- the TPU's loop and compiler, on CPU --------------------------------------------------------------------------
 def _run(strategy, steps_per_call, calls):
     from tests.test_train_step import B, L, P, make_batches, tiny_config
-    from trainer import train_lib
     from trainer.optimization import create_optimizer
+    from trainer.train_step import build_pretraining_model, make_train_step
     import tf_keras
 
     tf_keras.utils.set_random_seed(3)
     with strategy.scope():
-        model = train_lib.build_pretraining_model(tiny_config(0.1), "sop", L, P)
+        model = build_pretraining_model(tiny_config(0.1), "sop", L, P)
         optimizer = create_optimizer("lamb", 0.01, 1, 10)
         optimizer.build(model.trainable_variables)
-    step = train_lib.make_train_step(model, optimizer, strategy, grad_accum_steps=2, clip_norm=0.05, seed=7)
+    step = make_train_step(model, optimizer, strategy, grad_accum_steps=2, clip_norm=0.05, seed=7)
     inputs, labels = make_batches(steps_per_call * calls)
     ds = tf.data.Dataset.from_tensor_slices((inputs, labels)).batch(B // 2)
     iterator = iter(strategy.experimental_distribute_dataset(ds))

@@ -1,7 +1,7 @@
 """Issue 16: the "no pretraining" arm and the step-0 proof that fine-tuning starts from the pretrained encoder.
 
 Tiny exported ALBERT dirs as in ``tests/test_eval_run_benchmark.py`` (an untrained albert-tiny written the way
-``trainer.train_lib.export`` writes it); no DAG run. The check compares every encoder variable with
+``trainer.export.export`` writes it); no DAG run. The check compares every encoder variable with
 ``<albert_dir>/encoder/ckpt``; the negative cases are a partial restore (one variable off), a checkpoint with
 variables the configured model does not hold, and a random-init encoder presented as pretrained.
 """

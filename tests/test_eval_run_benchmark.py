@@ -1,6 +1,6 @@
 """components/evaluation/run_benchmark.py: fine-tune a tiny random ALBERT on the bundled benchmark samples.
 
-The encoder is exported the way ``trainer.train_lib.export`` does (official-key config json,
+The encoder is exported the way ``trainer.export.export`` does (official-key config json,
 ``tf.train.Checkpoint(encoder=model.albert)``, the SentencePiece model). Scores on random weights
 mean nothing; the tests check the structure, ranges, agreement with the prediction files written
 (re-scored with ``components.evaluation.score``) and, on a synthetic task, that the loop learns.

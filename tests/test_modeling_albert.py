@@ -14,8 +14,8 @@ from trainer.modeling_albert import (
     AlbertForPreTraining,
     AlbertModel,
     count_parameters,
-    pretraining_losses,
 )
+from trainer.losses import pretraining_losses
 
 VOCAB = 97
 

@@ -349,7 +349,7 @@ def _real_model_with_nonzero_weights():
     """albert-tiny as the trainer builds it, every variable set to seeded values away from 0 (so a zero bias or
     beta cannot hide the trust ratio behind its ``||w|| = 0`` rule)."""
     from trainer.modeling_albert import AlbertConfig
-    from trainer.train_lib import build_pretraining_model
+    from trainer.train_step import build_pretraining_model
 
     model = build_pretraining_model(AlbertConfig.named("albert-tiny", vocab_size=60), "sop", 16, 4)
     rng = np.random.RandomState(4)

@@ -20,8 +20,11 @@ import tensorflow as tf
 import tf_keras
 
 from config import ConfigError, TrainConfig
-from trainer import precision, train_lib
+from trainer import precision
 from trainer.modeling_albert import AlbertConfig
+from trainer.precision_probe import resolve_precision
+from trainer.train_lib import PretrainJob
+from trainer.train_step import build_pretraining_model
 
 L, P, V = 16, 4, 60
 
@@ -62,14 +65,14 @@ def _job(tmp_path, batch=4, setting="auto", name="run"):
     train = TrainConfig(train_batch_size=batch, num_train_steps=10, num_warmup_steps=1, mixed_precision=setting,
                         strategy="cpu").validate()
     config = AlbertConfig.named("albert-tiny", vocab_size=V, max_position_embeddings=L)
-    return train_lib.PretrainJob(albert_config=config, train=train, seed=1, train_files=[], eval_files=[],
-                                 max_seq_length=L, max_predictions_per_seq=P,
-                                 checkpoint_dir=str(tmp_path / name / "ckpt"), log_dir=str(tmp_path / name / "log"))
+    return PretrainJob(albert_config=config, train=train, seed=1, train_files=[], eval_files=[], max_seq_length=L,
+                       max_predictions_per_seq=P, checkpoint_dir=str(tmp_path / name / "ckpt"),
+                       log_dir=str(tmp_path / name / "log"))
 
 
 def _resolve(job, clock, monkeypatch, chief=True):
     monkeypatch.setattr(precision, "clock", clock)
-    return train_lib.resolve_precision(job, tf.distribute.get_strategy(), chief)
+    return resolve_precision(job, tf.distribute.get_strategy(), chief)
 
 
 @pytest.mark.parametrize("f32,bf16,want", [(1.0, 0.5, "mixed_bfloat16"), (0.5, 1.0, "float32")])
@@ -224,7 +227,7 @@ def test_probe_leaves_the_runs_weights_and_random_streams_alone(tmp_path, monkey
         if probe:
             _resolve(job, FakeClock((0.5, 1.0)), monkeypatch)
         tf_keras.utils.set_random_seed(job.seed)  # what pretrain() does right after resolving
-        model = train_lib.build_pretraining_model(job.albert_config, "sop", L, P)
+        model = build_pretraining_model(job.albert_config, "sop", L, P)
         return [w.copy() for w in model.get_weights()], tf.random.uniform([3]).numpy(), np.random.rand(3)
 
     plain, probed = start(False), start(True)

@@ -51,7 +51,7 @@ def test_datagen_counters_match_stats_json(tmp_path, spm_model_path):
 
 
 def test_trainer_progress_line_has_losses_throughput_and_eta():
-    from trainer.train_lib import progress_line
+    from trainer.run_state import progress_line
 
     line = progress_line(100, 1000, {"loss": 3.2, "mlm_loss": 2.9, "sentence_loss": 0.69, "learning_rate": 1e-3,
                                      "sequences_per_sec": 64.0, "_batch": 32})

@@ -19,8 +19,9 @@ import tensorflow as tf
 import tf_keras
 
 from tests.conftest import REPO
-from trainer import train_lib
-from trainer.modeling_albert import AlbertConfig, pretraining_losses
+from trainer import losses, run_state, train_step
+from trainer.dropout import DropoutSeeds, use_stateless_dropout
+from trainer.modeling_albert import AlbertConfig
 from trainer.optimization import create_optimizer
 
 L, P, V, B = 16, 4, 60, 8
@@ -51,11 +52,11 @@ def run_steps(k, steps=2, semantics="global_batch", clip_norm=0.05, dropout=0.0,
     strategy = strategy or tf.distribute.get_strategy()
     tf_keras.utils.set_random_seed(3)
     with strategy.scope():
-        model = train_lib.build_pretraining_model(tiny_config(dropout), "sop", L, P)
+        model = train_step.build_pretraining_model(tiny_config(dropout), "sop", L, P)
         optimizer = create_optimizer("lamb", 0.01, 0, 10)
         optimizer.build(model.trainable_variables)
-    step_fn = train_lib.make_train_step(model, optimizer, strategy, grad_accum_steps=k, clip_norm=clip_norm,
-                                        seed=7, semantics=semantics)
+    step_fn = train_step.make_train_step(model, optimizer, strategy, grad_accum_steps=k, clip_norm=clip_norm,
+                                         seed=7, semantics=semantics)
     if start_step:
         optimizer.iterations.assign(start_step)
     inputs, labels = make_batches(steps)
@@ -79,14 +80,25 @@ def max_diff(a, b):
 
 
 def test_metrics_from_sums_equal_the_official_losses():
+    """The Trainer's sums give the official ALBERT losses of a batch (MLM ``sum(w * nll) / (sum(w) + 1e-5)``, the
+    mean sentence cross entropy, their accuracies), here computed in NumPy from the real model's outputs; and
+    ``pretraining_losses`` is that same arithmetic by name."""
     inputs, labels = make_batches(1)
     tf_keras.utils.set_random_seed(3)
-    model = train_lib.build_pretraining_model(tiny_config(), "sop", L, P)
+    model = train_step.build_pretraining_model(tiny_config(), "sop", L, P)
     outputs = model(inputs, training=False)
-    official = pretraining_losses(outputs, labels["masked_lm_ids"], labels["masked_lm_weights"],
-                                  labels["next_sentence_labels"])
-    ours = train_lib.metrics_from_sums(train_lib.loss_sums(outputs, labels)).numpy()
-    np.testing.assert_allclose(ours, [float(official[n]) for n in train_lib.METRIC_NAMES], rtol=1e-6)
+    logits, sent = outputs["mlm_logits"].numpy().astype(np.float64), outputs["sentence_logits"].numpy()
+    ids, w, sl = labels["masked_lm_ids"], labels["masked_lm_weights"], labels["next_sentence_labels"][:, 0]
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    mlm = (w * -np.take_along_axis(logp, ids[..., None], -1)[..., 0]).sum() / (w.sum() + 1e-5)
+    slogp = sent - np.log(np.exp(sent).sum(-1, keepdims=True))
+    sentence = -slogp[np.arange(len(sl)), sl].mean()
+    official = [mlm + sentence, mlm, sentence, (w * (logits.argmax(-1) == ids)).sum() / (w.sum() + 1e-5),
+                (sent.argmax(-1) == sl).mean()]
+    ours = losses.metrics_from_sums(losses.loss_sums(outputs, labels)).numpy()
+    np.testing.assert_allclose(ours, official, rtol=1e-5)
+    by_name = losses.pretraining_losses(outputs, ids, w, labels["next_sentence_labels"])
+    np.testing.assert_allclose([float(by_name[n]) for n in losses.METRIC_NAMES], ours, rtol=1e-6)
 
 
 def test_accumulation_gives_the_update_of_the_full_batch():
@@ -115,11 +127,11 @@ def test_dropout_resumes_from_a_checkpoint_with_the_same_masks(tmp_path):
 
     def setup():
         tf_keras.utils.set_random_seed(3)
-        model = train_lib.build_pretraining_model(tiny_config(0.1), "sop", L, P)
+        model = train_step.build_pretraining_model(tiny_config(0.1), "sop", L, P)
         optimizer = create_optimizer("lamb", 0.01, 0, 10)
         optimizer.build(model.trainable_variables)
-        step_fn = train_lib.make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=2,
-                                            clip_norm=1.0, seed=7)
+        step_fn = train_step.make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=2,
+                                             clip_norm=1.0, seed=7)
         return model, optimizer, step_fn
 
     def batches(start_step):
@@ -142,11 +154,11 @@ def test_dropout_resumes_from_a_checkpoint_with_the_same_masks(tmp_path):
 
     # Dropout really is on: the same initial model without it has another step-0 loss.
     tf_keras.utils.set_random_seed(3)
-    plain = train_lib.build_pretraining_model(tiny_config(0.0), "sop", L, P)
-    plain_loss = train_lib.metrics_from_sums(train_lib.loss_sums(
+    plain = train_step.build_pretraining_model(tiny_config(0.0), "sop", L, P)
+    plain_loss = losses.metrics_from_sums(losses.loss_sums(
         plain({k: v[:B] for k, v in inputs.items()}, training=True), {k: v[:B] for k, v in labels.items()}))
     assert abs(float(plain_loss[0]) - straight[0][0]) > 1e-4
-    assert train_lib.use_stateless_dropout(model, train_lib.DropoutSeeds()) >= 4  # every Dropout layer rerouted
+    assert use_stateless_dropout(model, DropoutSeeds()) >= 4  # every Dropout layer rerouted
 
 
 _REPLICAS_SCRIPT = r"""
@@ -185,11 +197,11 @@ def test_history_is_cut_back_to_the_checkpoint_step(tmp_path):
         {"step": 5, "split": "eval", "loss": 0.5}, {"step": 7, "split": "eval", "loss": 0.4}]
     with open(path, "w") as f:
         f.write("".join(json.dumps(x) + "\n" for x in lines) + '{"step": 8, "spl')  # torn by the kill
-    assert train_lib.truncate_history(path, 5) == 6
+    assert run_state.truncate_history(path, 5) == 6
     kept = [json.loads(x) for x in open(path)]
     assert [(x["step"], x["split"]) for x in kept] == [(s, "train") for s in range(1, 6)] + [(5, "eval")]
-    assert train_lib.truncate_history(path, 0) == 0 and open(path).read() == ""
-    assert train_lib.truncate_history(str(tmp_path / "missing.jsonl"), 3) == 0
+    assert run_state.truncate_history(path, 0) == 0 and open(path).read() == ""
+    assert run_state.truncate_history(str(tmp_path / "missing.jsonl"), 3) == 0
 
 
 def test_tensorboard_events_are_cut_back_and_merged(tmp_path):
@@ -213,10 +225,10 @@ def test_tensorboard_events_are_cut_back_and_merged(tmp_path):
         return sorted(out)
 
     write(range(1, 9))  # the killed attempt logged to step 8; its checkpoint is step 5
-    train_lib.truncate_event_files(folder, 5)
+    run_state.truncate_event_files(folder, 5)
     write(range(6, 11))  # the resumed run
-    train_lib.truncate_event_files(folder, 7)  # killed again after step 7's checkpoint... and resumed
+    run_state.truncate_event_files(folder, 7)  # killed again after step 7's checkpoint... and resumed
     write(range(8, 11))
     assert scalars() == [(s, float(s)) for s in range(1, 11)]
     assert len(tf.io.gfile.glob(os.path.join(folder, "events.out.tfevents.*"))) == 2
-    train_lib.truncate_event_files(str(tmp_path / "none"), 3)  # no folder: nothing to do
+    run_state.truncate_event_files(str(tmp_path / "none"), 3)  # no folder: nothing to do

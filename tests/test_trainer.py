@@ -107,7 +107,7 @@ def test_resume_finds_a_checkpoint_the_state_file_does_not_list_yet(tmp_path):
     """A kill between writing ckpt-N and updating the ``checkpoint`` state file must not lose ckpt-N."""
     import tensorflow as tf
 
-    from trainer.train_lib import newest_checkpoint
+    from trainer.run_state import newest_checkpoint
 
     step = tf.Variable(0)
     ckpt = tf.train.Checkpoint(step=step)
@@ -133,7 +133,7 @@ def test_resume_ignores_a_checkpoint_killed_while_it_was_written(tmp_path):
 
     import tensorflow as tf
 
-    from trainer.train_lib import newest_checkpoint
+    from trainer.run_state import newest_checkpoint
 
     step = tf.Variable(0)
     ckpt = tf.train.Checkpoint(step=step)

@@ -221,7 +221,7 @@ def _pretrain_recording_inputs(examples_dir, output):
 
 
 def _history(output, split="train"):
-    from trainer.train_lib import read_history
+    from trainer.run_state import read_history
 
     return [h for h in read_history(os.path.join(output, "model_run")) if h["split"] == split]
 

@@ -11,7 +11,7 @@ Kinds (``convert(kind, src, dst)``):
                    ``*.model`` SentencePiece file; TF-Hub ``module/`` prefixes are detected) -> this project's
                    format in ``dst``.
 
-"This project's format" is what :func:`trainer.train_lib.export` writes for the pipeline's ``albert`` directory:
+"This project's format" is what :func:`trainer.export.export` writes for the pipeline's ``albert`` directory:
 ``albert_config.json`` (official keys), ``encoder/ckpt`` (what fine-tuning restores), ``pretraining/ckpt`` (the
 whole pretraining model), ``spm.model`` and ``export_info.json``; plus the serving SavedModel (token ids in;
 sequence/pooled outputs, MLM and sentence logits out), written to ``dst/serving`` here (the pipeline keeps it in
@@ -74,7 +74,7 @@ def write_albert_dir(model, dst: str, spm_model_path: Optional[str] = None, serv
                      extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Write ``model`` (:class:`AlbertForPreTraining`, or :class:`AlbertModel` for encoder-only) as an albert dir.
 
-    The files are the ones :func:`trainer.train_lib.export` writes; the SavedModel goes to ``dst/serving``.
+    The files are the ones :func:`trainer.export.export` writes; the SavedModel goes to ``dst/serving``.
     """
     pretraining = model if isinstance(model, AlbertForPreTraining) else None
     encoder = model.albert if pretraining is not None else model
@@ -88,7 +88,7 @@ def write_albert_dir(model, dst: str, spm_model_path: Optional[str] = None, serv
         tf.train.Checkpoint(model=pretraining).write(os.path.join(dst, PRETRAINING_CKPT))
         files.append(PRETRAINING_CKPT)
         if serving:
-            from trainer.train_lib import ServingModule
+            from trainer.export import ServingModule
 
             module = ServingModule(pretraining)
             tf.saved_model.save(module, os.path.join(dst, SERVING_DIR), signatures={"serving_default": module.serve})

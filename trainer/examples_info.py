@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any, Dict, Iterable, List
 
+from config.sections import DataGenConfig
+
 INFO_FILE = "dataset_info.json"
 _CHUNK = 1 << 20
 
@@ -81,15 +83,15 @@ def fingerprint(root: str, names: Iterable[str], workers: int = 8) -> str:
     return h.hexdigest()
 
 
-def make_info(datagen, do_lower_case: bool, vocab_size: int, fingerprint_hex: str) -> Dict[str, Any]:
-    """The facts of an examples folder built with the ``datagen`` section (``config.DataGenConfig``).
+def make_info(datagen: DataGenConfig, do_lower_case: bool, vocab_size: int, fingerprint_hex: str) -> Dict[str, Any]:
+    """The facts of an examples folder built with the ``datagen`` section.
 
     With BERT's two-phase sequence length on, also the long splits' ``long_max_seq_length`` and
     ``long_max_predictions_per_seq`` (absent otherwise, so a one-phase folder's facts are what they were)."""
     info = {"fingerprint": fingerprint_hex, "max_seq_length": int(datagen.max_seq_length),
             "max_predictions_per_seq": int(datagen.max_predictions_per_seq), "do_lower_case": bool(do_lower_case),
             "sop_mode": datagen.sop_mode, "vocab_size": int(vocab_size)}
-    if getattr(datagen, "long_max_seq_length", 0):
+    if datagen.long_max_seq_length:
         info["long_max_seq_length"] = int(datagen.long_max_seq_length)
         info["long_max_predictions_per_seq"] = int(datagen.long_predictions())
     return info

@@ -4,7 +4,7 @@ Light on purpose (no TensorFlow): the trainer writes these files, and the benchm
 CLI read them; importing the training loop just for a file name would load TensorFlow into light modules.
 """
 
-# The pretrained model as the Trainer exports it (``trainer.train_lib.export``): ``<model>/albert/...``.
+# The pretrained model as the Trainer exports it (``trainer.export.export``): ``<model>/albert/...``.
 ALBERT_DIR = "albert"
 CONFIG_FILE = "albert_config.json"  # official key names
 ENCODER_CKPT = "encoder/ckpt"  # what fine-tuning restores

@@ -40,9 +40,12 @@ import tensorflow as tf
 
 from config import ConfigError, TrainConfig, canonical_json
 from config.trainer_settings import parse_settings, trainer_settings
-from trainer import distribute, examples_info, train_lib
+from trainer import distribute, examples_info
+from trainer.export import export
 from trainer.files import RUN_CONFIG_FILE, TRAIN_LONG_SPLIT
 from trainer.modeling_albert import AlbertConfig, count_parameters
+from trainer.sequence_phases import sequence_phases
+from trainer.train_lib import PretrainJob, pretrain
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +90,7 @@ def long_phase_facts(facts: Dict[str, Any], train: TrainConfig, albert_config, e
     """BERT's two-phase sequence length: the ``PretrainJob`` fields of the long phase ({} when
     ``train.long_seq_from_step`` is 0). The long examples are the ``train_long`` split of the same examples folder;
     a folder without them, or a length the encoder's position embeddings do not cover, is a :class:`ConfigError`."""
-    switch = int(getattr(train, "long_seq_from_step", 0) or 0)
+    switch = train.long_seq_from_step
     if not switch:
         return {}
     info_path = posixpath.join(examples_root, examples_info.INFO_FILE)
@@ -131,7 +134,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         resumed = claim_checkpoint_dir(checkpoint_dir, identity)
         log.info("pretraining run %s: %s", posixpath.basename(checkpoint_dir),
                  "resuming from its checkpoints" if resumed else "new run (no checkpoints for this identity)")
-    job = train_lib.PretrainJob(
+    job = PretrainJob(
         albert_config=albert_config, train=train, seed=seed,
         train_files=list(train_files), eval_files=list(eval_files or []),
         max_seq_length=int(facts["max_seq_length"]), max_predictions_per_seq=int(facts["max_predictions_per_seq"]),
@@ -143,7 +146,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
             f.write(json.dumps({"model": model.to_dict(), "train": train.to_dict(), "seed": seed, "examples": facts,
                                 "checkpoint_dir": checkpoint_dir, "run_key": posixpath.basename(checkpoint_dir)},
                                indent=2, sort_keys=True))
-    result = train_lib.pretrain(job)
+    result = pretrain(job)
     info = {
         "eval_metrics": result["eval_metrics"],
         "start_step": result["start_step"],
@@ -160,22 +163,21 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     if long_phase:  # BERT's two-phase sequence length: which length trained which steps
         info["sequence_phases"] = [
             {"from_step": p.first_step, "max_seq_length": p.max_seq_length,
-             "max_predictions_per_seq": p.max_predictions_per_seq} for p in train_lib.sequence_phases(job)]
+             "max_predictions_per_seq": p.max_predictions_per_seq} for p in sequence_phases(job)]
     if chief:
-        train_lib.export(result["model"], serving_dir, albert_dir, spm_path, info)
+        export(result["model"], serving_dir, albert_dir, spm_path, info)
         with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
             f.write(json.dumps(info, indent=2, sort_keys=True, default=str))
     else:  # TensorFlow's contract: every task saves (saves may be collective); the others' copies are thrown away
         scratch = tempfile.mkdtemp(prefix="albert-export-")
         try:
-            train_lib.export(result["model"], posixpath.join(scratch, "serving"), posixpath.join(scratch, "albert"),
-                             None, info)
+            export(result["model"], posixpath.join(scratch, "serving"), posixpath.join(scratch, "albert"), None,
+                   info)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     # Workers leave only once the chief's export is written (TFX's executor then finds the model on every task),
     # and no task leaves while another still needs it.
-    distribute.leave_together(result["strategy"], distribute.cluster_for(train.strategy),
-                              getattr(train, "peer_timeout_s", 600))
+    distribute.leave_together(result["strategy"], distribute.cluster_for(train.strategy), train.peer_timeout_s)
     log.info("pretraining done: %s", json.dumps(info["eval_metrics"]))
     return info
 
