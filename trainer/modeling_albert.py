@@ -1,4 +1,4 @@
-"""ALBERT (Lan et al., 2020) in tf_keras (Keras 2): config, layers, pretraining model and losses.
+"""ALBERT (Lan et al., 2020) in tf_keras (Keras 2): config, layers and pretraining model (losses: ``trainer.losses``).
 
 Names follow the paper and the official release (google-research/ALBERT):
 
@@ -63,7 +63,6 @@ __all__ = [
     "AlbertModel",
     "AlbertMLMHead",
     "AlbertForPreTraining",
-    "pretraining_losses",
     "count_parameters",
     "get_activation",
     "SHARING_STRATEGIES",
@@ -612,41 +611,6 @@ class AlbertForPreTraining(tf_keras.Model):
         ids = tf.ones([batch_size, seq_len], tf.int32)
         return {"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids),
                 "masked_lm_positions": tf.zeros([batch_size, num_predictions], tf.int32)}
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Losses
-# --------------------------------------------------------------------------------------------------------------------
-def pretraining_losses(outputs: Mapping[str, tf.Tensor], masked_lm_ids, masked_lm_weights,
-                       next_sentence_labels=None) -> Dict[str, tf.Tensor]:
-    """Official ALBERT pretraining losses (float32 scalars).
-
-    mlm_loss = sum(w * nll) / (sum(w) + 1e-5); sentence_loss = mean cross entropy of the 2-way head;
-    loss = mlm_loss + sentence_loss. Accuracies are weighted by ``masked_lm_weights`` (MLM) / unweighted (sentence).
-    Missing sentence logits or labels give a zero sentence loss (and accuracy 0).
-    """
-    logits = tf.cast(outputs["mlm_logits"], tf.float32)  # [B, P, V]
-    ids = tf.cast(masked_lm_ids, tf.int32)
-    weights = tf.cast(masked_lm_weights, tf.float32)
-    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=logits)
-    denominator = tf.reduce_sum(weights) + 1e-5
-    mlm_loss = tf.reduce_sum(weights * nll) / denominator
-    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), ids), tf.float32)
-    mlm_accuracy = tf.reduce_sum(weights * correct) / denominator
-
-    sentence_logits = outputs.get("sentence_logits")
-    if sentence_logits is not None and next_sentence_labels is not None:
-        sentence_logits = tf.cast(sentence_logits, tf.float32)
-        labels = tf.reshape(tf.cast(next_sentence_labels, tf.int32), [-1])
-        sentence_loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=sentence_logits))
-        sentence_accuracy = tf.reduce_mean(tf.cast(
-            tf.equal(tf.argmax(sentence_logits, axis=-1, output_type=tf.int32), labels), tf.float32))
-    else:
-        sentence_loss = tf.constant(0.0)
-        sentence_accuracy = tf.constant(0.0)
-    return {"loss": mlm_loss + sentence_loss, "mlm_loss": mlm_loss, "sentence_loss": sentence_loss,
-            "mlm_accuracy": mlm_accuracy, "sentence_accuracy": sentence_accuracy}
 
 
 # --------------------------------------------------------------------------------------------------------------------

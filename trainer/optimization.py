@@ -27,7 +27,7 @@ noisiest steps of the model, and linear decay to 0 spends the run's second half 
 * ``end_learning_rate_fraction=f`` (:class:`WarmupLinearDecay`): the decay ends at ``f * peak``, not 0 (the
   official ``polynomial_decay``'s ``end_learning_rate``, there fixed at 0).
 
-Gradient semantics (``trainer/train_lib.py``, setting ``train.gradient_semantics``):
+Gradient semantics (``trainer/train_step.py``, setting ``train.gradient_semantics``):
 
 * ``global_batch`` (default): the gradient of the *global-batch* loss is clipped once. Each micro-batch on each
   replica contributes ``sum(w * nll) / W + sum(sentence ce) / N``, where ``W`` (real masked tokens) and ``N``
