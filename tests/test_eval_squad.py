@@ -8,7 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.evaluation import squad as S
+from components.evaluation.squad.alignment import SPIECE_UNDERLINE, normalize_with_offsets, piece_char_spans
+from components.evaluation.squad.decoding import (apply_null_threshold, postprocess_squad, write_null_odds,
+                                                  write_squad_predictions)
+from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.reading import SquadFormatError, read_squad
+from components.evaluation.squad.scoring import (best_null_threshold, exact_match, f1_score, normalize_answer,
+                                                 squad_v1_metrics, squad_v2_metrics)
 from components.evaluation.score import score
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,21 +52,38 @@ def _ans(context, text, nth=0):
 # --- metrics ------------------------------------------------------------------------------------
 
 
+PURE = ("squad.reading", "squad.alignment", "squad.features", "squad.decoding", "squad.scoring", "glue", "metrics",
+        "race", "score")
+
+
+def test_pure_cores_import_neither_tensorflow_beam_nor_tfx():
+    """The SQuAD stages and the other NumPy cores of components/evaluation load no framework (a fresh interpreter,
+    so nothing another test imported counts)."""
+    code = ("import importlib, sys\n"
+            f"for name in {PURE!r}:\n"
+            "    importlib.import_module('components.evaluation.' + name)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'apache_beam', 'tfx', 'keras',"
+            " 'tf_keras')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_normalize_answer():
-    assert S.normalize_answer("The  Cat's hat!") == "cats hat"
-    assert S.normalize_answer("An apple, a day.") == "apple day"
-    assert S.normalize_answer("Theater THE  end") == "theater end"   # whole words only
-    assert S.normalize_answer("  A  ") == ""
-    assert S.normalize_answer("U.S.A.") == "usa"
+    assert normalize_answer("The  Cat's hat!") == "cats hat"
+    assert normalize_answer("An apple, a day.") == "apple day"
+    assert normalize_answer("Theater THE  end") == "theater end"   # whole words only
+    assert normalize_answer("  A  ") == ""
+    assert normalize_answer("U.S.A.") == "usa"
 
 
 def test_em_f1_hand_cases():
-    assert S.exact_match("the Broncos!", "Broncos") == 1
-    assert S.f1_score("the big red dog", "red dog") == pytest.approx(0.8)  # P 2/3, R 1
-    assert S.f1_score("in 1990", "1990") == pytest.approx(2 / 3)
-    assert S.f1_score("dog dog", "dog") == pytest.approx(2 / 3)            # counts are clipped
-    assert S.f1_score("", "") == 1.0 and S.f1_score("", "x") == 0.0        # v2.0 rule
-    assert S.f1_score("", "", empty_matches_empty=False) == 0.0           # v1.1 rule
+    assert exact_match("the Broncos!", "Broncos") == 1
+    assert f1_score("the big red dog", "red dog") == pytest.approx(0.8)  # P 2/3, R 1
+    assert f1_score("in 1990", "1990") == pytest.approx(2 / 3)
+    assert f1_score("dog dog", "dog") == pytest.approx(2 / 3)            # counts are clipped
+    assert f1_score("", "") == 1.0 and f1_score("", "x") == 0.0        # v2.0 rule
+    assert f1_score("", "", empty_matches_empty=False) == 0.0           # v1.1 rule
 
 
 def test_v1_metrics_multiple_gold_and_missing():
@@ -70,7 +93,7 @@ def test_v1_metrics_multiple_gold_and_missing():
         _qa("q2", "When?", [_ans(ctx, "1990")]),
         _qa("q3", "Where?", [_ans(ctx, "the stadium")]),
     ]}])
-    out = S.squad_v1_metrics(data, {"q1": "the Broncos!", "q2": "in 1990"})
+    out = squad_v1_metrics(data, {"q1": "the Broncos!", "q2": "in 1990"})
     assert out["exact_match"] == pytest.approx(100 / 3)
     assert out["f1"] == pytest.approx(100 * (1 + 2 / 3) / 3)
     assert out["total"] == 3 and out["missing"] == 1
@@ -92,7 +115,7 @@ def _v2_hand():
 
 def test_v2_metrics_hand_worked():
     data, preds, odds = _v2_hand()
-    out = S.squad_v2_metrics(data, preds, odds)
+    out = squad_v2_metrics(data, preds, odds)
     # Threshold 1.0: only q2 (odds 3) is forced to no-answer (correct: it has none).
     assert out["exact"] == pytest.approx(50.0)
     assert out["f1"] == pytest.approx(100 * (1 + 1 + 0 + 2 / 3) / 4)
@@ -102,9 +125,9 @@ def test_v2_metrics_hand_worked():
     # Sweep: answering only q1 (threshold -2) gives 3 of 4 right.
     assert (out["best_exact"], out["best_exact_thresh"]) == (pytest.approx(75.0), -2.0)
     assert (out["best_f1"], out["best_f1_thresh"]) == (pytest.approx(75.0), -2.0)
-    assert S.best_null_threshold(data, preds, odds) == (-2.0, pytest.approx(75.0))
-    assert S.apply_null_threshold(preds, odds, -2.0) == {"q1": "Paris", "q2": "", "q3": "", "q4": ""}
-    no_odds = S.squad_v2_metrics(data, preds)
+    assert best_null_threshold(data, preds, odds) == (-2.0, pytest.approx(75.0))
+    assert apply_null_threshold(preds, odds, -2.0) == {"q1": "Paris", "q2": "", "q3": "", "q4": ""}
+    no_odds = squad_v2_metrics(data, preds)
     assert "best_f1" not in no_odds and no_odds["NoAns_exact"] == pytest.approx(50.0)
 
 
@@ -112,7 +135,7 @@ def test_v2_metrics_hand_worked():
 
 
 def test_read_sample_and_bad_answers(tmp_path):
-    examples = S.read_squad(str(SAMPLE))
+    examples = read_squad(str(SAMPLE))
     assert len(examples) == 139
     assert {e.title for e in examples} == {"Super_Bowl_50", "Warsaw", "Normans"}
     assert all(not e.is_impossible and e.context[e.start_char:e.end_char] == e.answer_text for e in examples)
@@ -120,18 +143,18 @@ def test_read_sample_and_bad_answers(tmp_path):
     bad = _dataset([{"context": ctx, "qas": [_qa("ok", "q?", [_ans(ctx, "beta")]),
                                              _qa("bad-1", "q?", [{"text": "gamma", "answer_start": 2}])]}],
                    title="Greek_letters")
-    with pytest.raises(S.SquadFormatError, match=r"Greek_letters.*bad-1.*answer_start 2"):
-        S.read_squad(bad)
+    with pytest.raises(SquadFormatError, match=r"Greek_letters.*bad-1.*answer_start 2"):
+        read_squad(bad)
     skipped = []
-    kept = S.read_squad(bad, on_bad_answer="skip", skipped=skipped)
+    kept = read_squad(bad, on_bad_answer="skip", skipped=skipped)
     assert [e.qid for e in kept] == ["ok"] and [s[:2] for s in skipped] == [("Greek_letters", "bad-1")]
     v2 = _dataset([{"context": ctx, "qas": [_qa("n", "q?", [], True)]}])
-    (ex,) = S.read_squad(v2)
+    (ex,) = read_squad(v2)
     assert ex.is_impossible and ex.answer_text is None
 
 
 def test_read_full_dev_v11(shared_data):
-    examples = S.read_squad(shared_data("squad", "dev-v1.1.json"))
+    examples = read_squad(shared_data("squad", "dev-v1.1.json"))
     assert len(examples) == 10570
     assert len({e.qid for e in examples}) == 10570
 
@@ -145,11 +168,11 @@ def test_read_full_dev_v11(shared_data):
     "naïve résumé — Zoë's \u00a0 piñata",
 ])
 def test_piece_spans_follow_the_tokenizer(tokenizer, text):
-    pieces, spans = S.piece_char_spans(text, tokenizer)
+    pieces, spans = piece_char_spans(text, tokenizer)
     assert pieces == tokenizer.tokenize(text)
     assert spans.shape == (len(pieces), 2)
     for piece, (s, e) in zip(pieces, spans):
-        visible = piece.replace(S.SPIECE_UNDERLINE, "")
+        visible = piece.replace(SPIECE_UNDERLINE, "")
         if visible and visible.isascii() and visible.isalnum():
             # The piece's text is its original characters, normalised (a character that expands,
             # like "½" → "1⁄2", is shared by the pieces it expands into).
@@ -159,7 +182,7 @@ def test_piece_spans_follow_the_tokenizer(tokenizer, text):
 
 def test_normalize_with_offsets_matches_preprocess(tokenizer):
     text = "  Ünïcode  ``x''  SPACES\t\tand İ ﬁ "
-    norm, offsets = S.normalize_with_offsets(text)
+    norm, offsets = normalize_with_offsets(text)
     assert norm == tokenizer.normalize(text)
     assert len(offsets) == len(norm)
     assert text[offsets[norm.index("unicode")]] == "Ü"
@@ -167,8 +190,8 @@ def test_normalize_with_offsets_matches_preprocess(tokenizer):
 
 def _features(tokenizer, context, answer, nth=0, **kw):
     data = _dataset([{"context": context, "qas": [_qa("q", "What is it?", [_ans(context, answer, nth)])]}])
-    examples = S.read_squad(data)
-    arrays, metas = S.convert_squad_examples(examples, tokenizer, is_training=True, **kw)
+    examples = read_squad(data)
+    arrays, metas = convert_squad_examples(examples, tokenizer, is_training=True, **kw)
     return data, examples, arrays, metas
 
 
@@ -185,7 +208,7 @@ def test_answer_alignment_with_accents_case_spaces(tokenizer, answer):
     L = arrays["input_ids"].shape[1]
     start, end = np.full((1, L), -5.0), np.full((1, L), -5.0)
     start[0, s], end[0, e] = 5.0, 5.0
-    preds, odds = S.postprocess_squad(examples, metas, start, end)
+    preds, odds = postprocess_squad(examples, metas, start, end)
     assert preds["q"] == answer
     assert odds["q"] == pytest.approx(-20.0)  # null (-10) minus best (10)
 
@@ -232,10 +255,10 @@ def test_sliding_windows_and_decode(tokenizer):
     for i in np.flatnonzero(has):
         start[i, arrays["start_positions"][i]] += 8
         end[i, arrays["end_positions"][i]] += 8
-    preds, odds = S.postprocess_squad(examples, metas, start, end)
+    preds, odds = postprocess_squad(examples, metas, start, end)
     assert preds["q"] == answer and odds["q"] < 0
     # max_answer_length shorter than the gold span: that span can no longer be chosen.
-    short, _ = S.postprocess_squad(examples, metas, start, end, max_answer_length=1)
+    short, _ = postprocess_squad(examples, metas, start, end, max_answer_length=1)
     assert short["q"] != answer
 
 
@@ -243,8 +266,8 @@ def test_unanswerable_training_rows_and_v2_decode(tokenizer):
     ctx = "The museum opened in 1901 and closed in 1999."
     data = _dataset([{"context": ctx, "qas": [_qa("a", "When did it open?", [_ans(ctx, "1901")], False),
                                               _qa("n", "Who painted it?", [], True)]}], version="v2.0")
-    examples = S.read_squad(data)
-    arrays, metas = S.convert_squad_examples(examples, tokenizer, max_seq_length=48, is_training=True)
+    examples = read_squad(data)
+    arrays, metas = convert_squad_examples(examples, tokenizer, max_seq_length=48, is_training=True)
     assert arrays["is_impossible"].tolist() == [0, 1]
     assert arrays["start_positions"][1] == arrays["end_positions"][1] == 0
     L = 48
@@ -252,24 +275,24 @@ def test_unanswerable_training_rows_and_v2_decode(tokenizer):
     start[0, arrays["start_positions"][0]] = end[0, arrays["end_positions"][0]] = 6.0
     start[1, 0] = end[1, 0] = 6.0           # [CLS] wins for the unanswerable one
     start[1, metas[1].doc_offset] = end[1, metas[1].doc_offset] = 1.0
-    preds, odds = S.postprocess_squad(examples, metas, start, end, version_2=True)
+    preds, odds = postprocess_squad(examples, metas, start, end, version_2=True)
     assert preds == {"a": "1901", "n": ""}
     assert odds["a"] == pytest.approx(0 - 12.0) and odds["n"] == pytest.approx(12.0 - 2.0)
-    non_null, _ = S.postprocess_squad(examples, metas, start, end, version_2=False)
+    non_null, _ = postprocess_squad(examples, metas, start, end, version_2=False)
     assert non_null["n"] == "The"
-    thresh, best_f1 = S.best_null_threshold(data, non_null, odds)
+    thresh, best_f1 = best_null_threshold(data, non_null, odds)
     assert best_f1 == pytest.approx(100.0) and odds["a"] <= thresh < odds["n"]
-    assert S.apply_null_threshold(non_null, odds, thresh) == {"a": "1901", "n": ""}
+    assert apply_null_threshold(non_null, odds, thresh) == {"a": "1901", "n": ""}
     # Evaluation featurization: positions 0, is_impossible = the example's flag.
-    eval_arrays, _ = S.convert_squad_examples(examples, tokenizer, max_seq_length=48, is_training=False)
+    eval_arrays, _ = convert_squad_examples(examples, tokenizer, max_seq_length=48, is_training=False)
     assert eval_arrays["is_impossible"].tolist() == [0, 1] and not eval_arrays["start_positions"].any()
 
 
 def test_write_and_score_files(tmp_path):
     data, preds, odds = _v2_hand()
     (tmp_path / "data.json").write_text(json.dumps(data))
-    S.write_squad_predictions(preds, str(tmp_path / "preds.json"))
-    S.write_null_odds(odds, str(tmp_path / "odds.json"))
+    write_squad_predictions(preds, str(tmp_path / "preds.json"))
+    write_null_odds(odds, str(tmp_path / "odds.json"))
     assert json.loads((tmp_path / "preds.json").read_text()) == preds
     out = score("squad2", str(tmp_path / "data.json"), str(tmp_path / "preds.json"),
                 na_prob_path=str(tmp_path / "odds.json"))
@@ -315,12 +338,12 @@ def test_agrees_with_official_scripts(tmp_path, shared_data):
     shared_data("squad", "eval", "evaluate-v1.1.py"), shared_data("squad", "eval", "evaluate-v2.0.py")
     rng = np.random.default_rng(7)
     data = json.loads(SAMPLE.read_text())
-    examples = S.read_squad(data)
+    examples = read_squad(data)
     preds = _mixed_predictions(examples, rng)
     (tmp_path / "pred.json").write_text(json.dumps(preds))
     official = json.loads(_run_official(EVAL_DIR / "evaluate-v1.1.py", SAMPLE, tmp_path / "pred.json", cwd=tmp_path)
                           .strip().splitlines()[-1])
-    ours = S.squad_v1_metrics(data, preds)
+    ours = squad_v1_metrics(data, preds)
     assert ours["exact_match"] == pytest.approx(official["exact_match"], abs=1e-9)
     assert ours["f1"] == pytest.approx(official["f1"], abs=1e-9)
 
@@ -335,7 +358,7 @@ def test_agrees_with_official_scripts(tmp_path, shared_data):
                 if qa["is_impossible"]:
                     qa["plausible_answers"], qa["answers"] = qa["answers"][:1], []
                 k += 1
-    v2_examples = S.read_squad(v2)
+    v2_examples = read_squad(v2)
     preds2 = _mixed_predictions(v2_examples, rng, allow_missing=False)
     odds = {q: float(np.round(rng.normal(), 1)) for q in preds2}  # rounded → ties in the sweep
     for name, obj in (("v2.json", v2), ("pred2.json", preds2), ("odds.json", odds)):
@@ -345,7 +368,7 @@ def test_agrees_with_official_scripts(tmp_path, shared_data):
         _run_official(EVAL_DIR / "evaluate-v2.0.py", tmp_path / "v2.json", tmp_path / "pred2.json", *extra,
                       "-o", tmp_path / "eval.json", cwd=tmp_path)
         official = json.loads((tmp_path / "eval.json").read_text())
-        ours = S.squad_v2_metrics(v2, preds2, odds if with_odds else None)
+        ours = squad_v2_metrics(v2, preds2, odds if with_odds else None)
         ours.pop("missing", None)
         assert set(ours) == set(official)
         for key, value in official.items():

@@ -1,4 +1,4 @@
-"""The official SQuAD 2.0 model (``heads.SquadV2Model``) and its decoding/evaluation (``squad_v2``).
+"""The official SQuAD 2.0 model (``heads.SquadV2Model``) and its decoding/evaluation (``squad.decoding``).
 
 Post-processing is compared with an independent, loop-for-loop NumPy restatement of google-research/albert
 ``squad_utils.accumulate_predictions_v2`` / ``write_predictions_v2`` / ``evaluate_v2`` (and the official v2.0
@@ -16,8 +16,9 @@ import pytest
 
 from tests.conftest import squad_v2_from_v1
 
-from components.evaluation import squad as S
-from components.evaluation import squad_v2 as V2
+from components.evaluation.squad.decoding import evaluate_squad_v2, postprocess_squad_v2
+from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.reading import read_squad
 
 MAX_SEQ, STRIDE, MAX_QUERY, N_TOP = 96, 32, 24, 5
 
@@ -26,7 +27,7 @@ MAX_SEQ, STRIDE, MAX_QUERY, N_TOP = 96, 32, 24, 5
 def dev(sample_dir, tok):
     """40 real dev questions (every third made unanswerable, v2-style), in several windows each."""
     data = squad_v2_from_v1(f"{sample_dir}/squad/dev-v1.1-sample.json")
-    examples = S.read_squad(data)[:40]
+    examples = read_squad(data)[:40]
     keep = {e.qid for e in examples}
     articles = []
     for a in data["data"]:
@@ -34,7 +35,7 @@ def dev(sample_dir, tok):
         ps = [p for p in ps if p["qas"]]
         if ps:
             articles.append(dict(a, paragraphs=ps))
-    arrays, metas = S.convert_squad_examples(examples, tok, MAX_SEQ, STRIDE, MAX_QUERY, is_training=False)
+    arrays, metas = convert_squad_examples(examples, tok, MAX_SEQ, STRIDE, MAX_QUERY, is_training=False)
     assert len(metas) > 2 * len(examples)  # several windows per question: max-context and min-over-windows matter
     return articles, examples, arrays, metas
 
@@ -196,16 +197,16 @@ def test_postprocessing_matches_official_algorithm(dev, seed):
     rd, cd = {}, {}
     _official_accumulate(rd, cd, examples, metas, out, max_answer_length=30)
     want_preds, want_odds = _official_write(rd, cd, examples, metas, 20, None)
-    preds, odds = V2.postprocess_squad_v2(examples, metas, out, n_best_size=20, max_answer_length=30)
+    preds, odds = postprocess_squad_v2(examples, metas, out, n_best_size=20, max_answer_length=30)
     assert preds == want_preds and odds == want_odds
     assert sum(p == "" for p in preds.values()) < len(preds)  # real spans were decoded
     # A threshold answers strictly below it, as the official decoder.
     t = sorted(odds.values())[len(odds) // 2]
     want_t, _ = _official_write(rd, cd, examples, metas, 20, t)
-    assert V2.postprocess_squad_v2(examples, metas, out, 20, 30, null_threshold=t)[0] == want_t
+    assert postprocess_squad_v2(examples, metas, out, 20, 30, null_threshold=t)[0] == want_t
 
     want_metrics, want_final, want_na = _official_evaluate(articles, rd, cd, examples, metas, 20)
-    metrics, final, na = V2.evaluate_squad_v2(articles, examples, metas, out, 20, 30)
+    metrics, final, na = evaluate_squad_v2(articles, examples, metas, out, 20, 30)
     assert final == want_final and na == want_na
     assert metrics["null_threshold"] == want_metrics["null_threshold"]
     for key in ("exact", "f1", "best_f1"):
@@ -223,7 +224,7 @@ def test_averaging_over_accumulated_evaluations(dev):
     for out in (a, b):
         _official_accumulate(rd, cd, examples, metas, out, 30)
     want = _official_write(rd, cd, examples, metas, 20, None)
-    assert V2.postprocess_squad_v2(examples, metas, [a, b], 20, 30) == want
+    assert postprocess_squad_v2(examples, metas, [a, b], 20, 30) == want
 
 
 def test_min_over_windows_and_no_valid_span(dev):
@@ -232,7 +233,7 @@ def test_min_over_windows_and_no_valid_span(dev):
     first = [i for i, m in enumerate(metas) if m.example_index == 0]
     out["cls_logits"][first] = np.arange(len(first), dtype=np.float32) + 4.0
     out["start_top_index"][first] = 1  # question positions only: no valid candidate
-    preds, odds, nbest = V2.postprocess_squad_v2(examples, metas, out, return_nbest=True)
+    preds, odds, nbest = postprocess_squad_v2(examples, metas, out, return_nbest=True)
     assert odds[examples[0].qid] == 4.0
     assert preds[examples[0].qid] == "" and nbest[examples[0].qid] == [
         {"text": "", "start_log_prob": -1e6, "end_log_prob": -1e6}]
@@ -307,7 +308,7 @@ def test_model_loss_reaches_every_head_weight(dev, v2_model, tok):
     from components.evaluation.heads import squad_v2_loss
 
     _, examples, _, _ = dev
-    tok_arrays, _ = S.convert_squad_examples(examples[:8], tok, MAX_SEQ, STRIDE, MAX_QUERY, is_training=True)
+    tok_arrays, _ = convert_squad_examples(examples[:8], tok, MAX_SEQ, STRIDE, MAX_QUERY, is_training=True)
     batch = {k: tf.constant(v) for k, v in tok_arrays.items()}
     with tf.GradientTape() as tape:
         loss = squad_v2_loss(model(batch, training=True), batch)

@@ -4,8 +4,8 @@
 context with its SentencePiece pieces: the pieces joined with "▁" read as a space, the banded
 longest-common-subsequence table ``_lcs_match`` (each context character compared after ``preprocess_text`` of
 that character alone), the walk back along its pointers, the MISMATCH rule, and ``_convert_index`` for the
-pieces' first/last characters and for the gold answer. ``components.evaluation.squad`` computes the same thing
-batched in NumPy; these tests require identical spans and answer pieces on crafted strings and on every piece
+pieces' first/last characters and for the gold answer. ``components.evaluation.squad.alignment`` computes the
+same thing batched in NumPy; these tests require identical spans and answer pieces on crafted strings and on every piece
 of the whole SQuAD v1.1 dev set.
 """
 import json
@@ -14,7 +14,10 @@ import unicodedata
 import numpy as np
 import pytest
 
-from components.evaluation import squad as S
+from components.evaluation.squad.alignment import align_contexts, piece_char_spans
+from components.evaluation.squad.decoding import postprocess_squad
+from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.reading import SquadExample, read_squad
 
 SP = "\u2581"
 
@@ -156,11 +159,11 @@ def _spans(alignment):
      [(0, 2), (2, 6), (6, 9), (8, 9), (8, 9), (9, 15), (15, 16)]),
 ])
 def test_crafted_spans(tok, text, pieces, spans):
-    (alignment,) = S.align_contexts([text], tok)
+    (alignment,) = align_contexts([text], tok)
     assert alignment.pieces == pieces == tok.tokenize(text)
     assert alignment.official and _spans(alignment) == spans
     assert official_alignment(text, pieces)[0] == spans
-    assert S.piece_char_spans(text, tok)[1].tolist() == [list(s) for s in spans]
+    assert piece_char_spans(text, tok)[1].tolist() == [list(s) for s in spans]
 
 
 @pytest.mark.parametrize("text, first, last, answer", [
@@ -180,12 +183,12 @@ def test_crafted_spans(tok, text, pieces, spans):
 ])
 def test_crafted_answer_text(tok, text, first, last, answer):
     """The decoder cuts ``context[start of first piece : end of last piece].strip()``, as the official one."""
-    examples = [S.SquadExample("q", "t", "What?", text)]
-    arrays, metas = S.convert_squad_examples(examples, tok, max_seq_length=40)
+    examples = [SquadExample("q", "t", "What?", text)]
+    arrays, metas = convert_squad_examples(examples, tok, max_seq_length=40)
     start = np.zeros(arrays["input_ids"].shape)
     end = np.zeros(arrays["input_ids"].shape)
     start[0, metas[0].doc_offset + first] = end[0, metas[0].doc_offset + last] = 10.0
-    predictions, _ = S.postprocess_squad(examples, metas, start, end)
+    predictions, _ = postprocess_squad(examples, metas, start, end)
     assert predictions["q"] == answer
 
 
@@ -198,7 +201,7 @@ def test_crafted_answer_text(tok, text, first, last, answer):
 ])
 def test_crafted_training_labels(tok, text, answer, pieces):
     start = text.index(answer)
-    (alignment,) = S.align_contexts([text], tok)
+    (alignment,) = align_contexts([text], tok)
     assert alignment.answer_pieces(start, start + len(answer)) == pieces
     assert official_answer_pieces(official_alignment(text, alignment.pieces), start, answer) == pieces
 
@@ -207,7 +210,7 @@ def test_second_pass_with_a_doubled_band(tok):
     """Eight zero-width spaces at the start (gone from the pieces) and three "½" at the end (each three chartok
     characters) shift the match beyond the first band: the official second pass, band doubled, aligns it."""
     text = "\u200b" * 8 + "The quick brown fox jumps over the lazy dog near the river bank." + "½" * 3
-    (alignment,) = S.align_contexts([text], tok)
+    (alignment,) = align_contexts([text], tok)
     n, m = len(text), len("".join(alignment.pieces))
     forms = [_char_form(c) for c in text]
     chartok = "".join(alignment.pieces).replace(SP, " ")
@@ -221,7 +224,7 @@ def test_mismatch_context_keeps_offset_spans(tok):
     """Where the official code finds too few matching characters (MISMATCH, example dropped), the context is kept
     with spans carried through normalisation and SentencePiece offsets."""
     text = "ﬁﬁﬁ ﬂﬂ ﬁ"   # every letter is a ligature: no character matches on its own
-    (alignment,) = S.align_contexts([text], tok)
+    (alignment,) = align_contexts([text], tok)
     assert official_alignment(text, alignment.pieces) is None and not alignment.official
     assert alignment.pieces == ["▁fi", "fi", "fi", "▁fl", "fl", "▁fi"]
     assert _spans(alignment) == [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (7, 8)]
@@ -232,10 +235,10 @@ def test_batched_equals_one_by_one_and_official_on_the_sample(tok, sample_dir):
     """Bundled sample contexts: one batched call, one call per context and the restatement agree."""
     with open(f"{sample_dir}/squad/dev-v1.1-sample.json", encoding="utf-8") as f:
         contexts = [p["context"] for a in json.load(f)["data"] for p in a["paragraphs"]]
-    batched = S.align_contexts(contexts, tok)
+    batched = align_contexts(contexts, tok)
     assert len(contexts) > 10
     for context, alignment in zip(contexts, batched):
-        (alone,) = S.align_contexts([context], tok)
+        (alone,) = align_contexts([context], tok)
         assert alone.pieces == alignment.pieces and _spans(alone) == _spans(alignment)
         assert _spans(alignment) == official_alignment(context, alignment.pieces)[0]
 
@@ -246,9 +249,9 @@ def test_batched_equals_one_by_one_and_official_on_the_sample(tok, sample_dir):
 def test_whole_dev_set_matches_the_official_alignment(tok, shared_data):
     """Every piece of every dev paragraph gets the official span, and every question's first gold answer
     the official first/last piece (the training label)."""
-    examples = S.read_squad(shared_data("squad", "dev-v1.1.json"))
+    examples = read_squad(shared_data("squad", "dev-v1.1.json"))
     contexts = list(dict.fromkeys(e.context for e in examples))
-    alignments = dict(zip(contexts, S.align_contexts(contexts, tok)))
+    alignments = dict(zip(contexts, align_contexts(contexts, tok)))
     assert len(contexts) == 2067 and len(examples) == 10570
     official = {}
     pieces_checked = 0

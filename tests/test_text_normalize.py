@@ -8,7 +8,7 @@ named option ``latex_quotes=True``.
 import unicodedata
 
 from components.datagen.generate import normalize_sentences, tokenize_document
-from components.evaluation.squad import normalize_with_offsets, piece_char_spans
+from components.evaluation.squad.alignment import normalize_with_offsets, piece_char_spans
 from components.text.normalize import preprocess_text
 
 TEXTS = ["He said ``hello'' to me.", "Rock 'n' roll isn''t ``dead''", "  Café\t``naïve''  ", "plain \"quotes\""]

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 from components.evaluation.race import read_race
-from components.evaluation.squad import load_squad_json
+from components.evaluation.squad.reading import load_squad_json
 from components.text.documents import Document, doc_fingerprint, make_document, to_text_block
 
 __all__ = ["squad_dev_documents", "race_dev_documents", "dev_documents", "write_documents"]

@@ -106,7 +106,7 @@ class SpanModel(_DescribedHead, tf_keras.Model):
     """SQuAD v1.1: dense H→2 on the sequence output → ``start_logits``, ``end_logits`` over every position.
 
     As the official v1 head: no dropout on the sequence output and no masking (padding and question positions
-    take part in the softmax; :func:`components.evaluation.squad.postprocess_squad` filters invalid spans), so
+    take part in the softmax; :func:`components.evaluation.squad.decoding.postprocess_squad` filters invalid spans), so
     its batches keep ``max_seq_length``: the padding changes the loss and the [B, L] logits.
     """
 

@@ -1,10 +1,10 @@
 """SQuAD driver: v1.1 with the official v1 head and decoding, v2.0 with the official v2 model and evaluation.
 
 * v1.1 (:class:`~components.evaluation.heads.SpanModel`): raw start/end logits; best span by
-  :func:`components.evaluation.squad.postprocess_squad`; EM/F1 with the official v1.1 definitions.
+  :func:`components.evaluation.squad.decoding.postprocess_squad`; EM/F1 with the official v1.1 definitions.
 * v2.0 (:class:`~components.evaluation.heads.SquadV2Model`): beam outputs decoded and scored by
-  :func:`components.evaluation.squad_v2.evaluate_squad_v2` (null odds = min over windows of the answerability
-  logit; best-F1 threshold tuned on dev; final predictions decoded with it). The ``null_odds`` file holds the
+  :func:`components.evaluation.squad.decoding.evaluate_squad_v2` (null odds = min over windows of the
+  answerability logit; best-F1 threshold tuned on dev; final predictions decoded with it). The ``null_odds`` file holds the
   official values (logits, not probabilities).
 
 Headline ``score`` = mean(F1, EM) (the paper's Table 2 averages the pair); checkpoints and the median run are
@@ -19,10 +19,13 @@ import os
 import time
 from typing import Any, Dict, List, Tuple
 
-from components.evaluation import squad as squad_lib
-from components.evaluation import squad_v2 as squad_v2_lib
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
 from components.evaluation.heads import SpanModel, SquadV2Model, span_loss, squad_v2_loss
+from components.evaluation.squad.decoding import (evaluate_squad_v2, postprocess_squad, write_null_odds,
+                                                  write_squad_predictions)
+from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.reading import load_squad_json, read_squad
+from components.evaluation.squad.scoring import squad_v1_metrics
 from config.sections import SQUAD_TASKS
 
 __all__ = ["run_squad", "START_N_TOP", "END_N_TOP", "squad_task_name"]
@@ -60,31 +63,30 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     name = squad_task_name(settings.squad_version)
     hp = settings.hparams[name]
     skipped: List[Tuple[str, str, str]] = []
-    train_ex = squad_lib.read_squad(os.path.join(data_dir, settings.squad_train_file), on_bad_answer="skip",
-                                    skipped=skipped)
-    train, _ = squad_lib.convert_squad_examples(train_ex, tokenizer, hp.max_seq_length, settings.doc_stride,
-                                                settings.max_query_length, is_training=True)
-    dev_articles = squad_lib.load_squad_json(os.path.join(data_dir, settings.squad_dev_file))
-    dev_ex = squad_lib.read_squad(dev_articles, on_bad_answer="skip", skipped=skipped)
+    train_ex = read_squad(os.path.join(data_dir, settings.squad_train_file), on_bad_answer="skip", skipped=skipped)
+    train, _ = convert_squad_examples(train_ex, tokenizer, hp.max_seq_length, settings.doc_stride,
+                                      settings.max_query_length, is_training=True)
+    dev_articles = load_squad_json(os.path.join(data_dir, settings.squad_dev_file))
+    dev_ex = read_squad(dev_articles, on_bad_answer="skip", skipped=skipped)
     if settings.max_eval_examples:
         dev_ex = dev_ex[: settings.max_eval_examples]
         dev_articles = _filter_squad(dev_articles, {e.qid for e in dev_ex})
-    dev, metas = squad_lib.convert_squad_examples(dev_ex, tokenizer, hp.max_seq_length, settings.doc_stride,
-                                                  settings.max_query_length, is_training=False)
+    dev, metas = convert_squad_examples(dev_ex, tokenizer, hp.max_seq_length, settings.doc_stride,
+                                        settings.max_query_length, is_training=False)
 
     def evaluate_v1(model):
         out = predict(model, dev)
-        preds, _ = squad_lib.postprocess_squad(dev_ex, metas, out["start_logits"], out["end_logits"],
-                                               settings.n_best_size, settings.max_answer_length)
-        m = squad_lib.squad_v1_metrics(dev_articles, preds)
+        preds, _ = postprocess_squad(dev_ex, metas, out["start_logits"], out["end_logits"], settings.n_best_size,
+                                     settings.max_answer_length)
+        m = squad_v1_metrics(dev_articles, preds)
         metrics = {"exact_match": m["exact_match"], "f1": m["f1"], "total": m["total"],
                    "score": 0.5 * (m["exact_match"] + m["f1"]), "selection_metric": "f1", "selection_score": m["f1"]}
         return metrics, {"predictions": preds}
 
     def evaluate_v2(model):
         out = predict(model, dev)
-        m, final, null_odds = squad_v2_lib.evaluate_squad_v2(dev_articles, dev_ex, metas, out, settings.n_best_size,
-                                                             settings.max_answer_length)
+        m, final, null_odds = evaluate_squad_v2(dev_articles, dev_ex, metas, out, settings.n_best_size,
+                                                settings.max_answer_length)
         metrics = dict(m)
         metrics.update({"exact_match": m["exact"], "score": 0.5 * (m["exact"] + m["f1"]), "selection_metric": "f1",
                         "selection_score": m["f1"]})
@@ -105,7 +107,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
                                           precision=settings.mixed_precision)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", "squad_predictions.json")
-    squad_lib.write_squad_predictions(res["payload"]["predictions"], pred_path)
+    write_squad_predictions(res["payload"]["predictions"], pred_path)
     entry = dict(res["metrics"])
     entry.update(run_summary(run_results, chosen, lambda m: m))
     entry.update({"num_train": len(train_ex), "num_train_features": int(train["input_ids"].shape[0]),
@@ -113,7 +115,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
                   "skipped_questions": len(skipped), "predictions": os.path.relpath(pred_path, output_dir)})
     if v2:
         odds_path = os.path.join(output_dir, "predictions", "squad_null_odds.json")
-        squad_lib.write_null_odds(res["payload"]["null_odds"], odds_path)
+        write_null_odds(res["payload"]["null_odds"], odds_path)
         entry["na_prob"] = os.path.relpath(odds_path, output_dir)
     if settings.max_eval_examples:
         subset = os.path.join(output_dir, "predictions", "squad_dev_subset.json")

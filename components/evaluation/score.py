@@ -25,8 +25,8 @@ import numpy as np
 
 from components.evaluation import glue as glue_lib
 from components.evaluation import race as race_lib
-from components.evaluation import squad as squad_lib
 from components.evaluation.metrics import glue_metrics
+from components.evaluation.squad.scoring import squad_v1_metrics, squad_v2_metrics
 
 __all__ = ["score", "BENCHMARKS"]
 
@@ -107,10 +107,10 @@ def score(benchmark: str, dataset_path: str, predictions_path: str, task: Option
     """Score ``predictions_path`` against ``dataset_path``; returns a JSON-serialisable dict."""
     benchmark = benchmark.lower()
     if benchmark == "squad":
-        result = squad_lib.squad_v1_metrics(_load_json(dataset_path), _load_json(predictions_path))
+        result = squad_v1_metrics(_load_json(dataset_path), _load_json(predictions_path))
     elif benchmark == "squad2":
         odds = _load_json(na_prob_path) if na_prob_path else None
-        result = squad_lib.squad_v2_metrics(_load_json(dataset_path), _load_json(predictions_path), odds)
+        result = squad_v2_metrics(_load_json(dataset_path), _load_json(predictions_path), odds)
     elif benchmark == "glue":
         return _score_glue(dataset_path, predictions_path, task)
     elif benchmark == "race":

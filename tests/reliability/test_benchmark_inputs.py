@@ -14,7 +14,8 @@ import shutil
 
 import pytest
 
-from components.evaluation import glue, race, squad
+from components.evaluation import glue, race
+from components.evaluation.squad.reading import SquadFormatError, read_squad
 from tests.reliability import fixtures
 
 SAMPLE = fixtures.SAMPLE
@@ -65,16 +66,16 @@ def _squad_with_bad_answers(tmp_path):
 
 def test_squad_answer_start_mismatch_is_an_error_by_default(tmp_path):
     path, data, bad = _squad_with_bad_answers(tmp_path)
-    with pytest.raises(squad.SquadFormatError, match=f"article 'Super_Bowl_50', question id {bad[0]}: "
-                                                     "answer_start .* does not point at answer"):
-        squad.read_squad(path)
+    with pytest.raises(SquadFormatError, match=f"article 'Super_Bowl_50', question id {bad[0]}: "
+                                               "answer_start .* does not point at answer"):
+        read_squad(path)
 
 
 def test_squad_answer_start_mismatch_is_skipped_and_counted_by_the_benchmark(tmp_path):
     path, data, bad = _squad_with_bad_answers(tmp_path)
     total = sum(len(p["qas"]) for a in data["data"] for p in a["paragraphs"])
     skipped = []
-    examples = squad.read_squad(path, on_bad_answer="skip", skipped=skipped)
+    examples = read_squad(path, on_bad_answer="skip", skipped=skipped)
     assert [qid for _, qid, _ in skipped] == bad
     assert len(examples) == total - 2 and not {e.qid for e in examples} & set(bad)
     # The benchmark component reads SQuAD in skip mode and records the count in metrics.json.
