@@ -156,26 +156,73 @@ def _counter(source: str, name: str):
     return beam.metrics.Metrics.counter("albert.corpus", f"{source}_{name}")
 
 
-class _ReadFiles(beam.DoFn):
-    """Documents as the main output; per-file skip counts ({source: {key: n}}) on the "skipped" output."""
+# Documents never travel as Beam elements: a runner that keeps grouped elements in memory (the DirectRunner of
+# `albert-pipeline ingest` and of local DAG runs) then held the whole corpus, several times over as Python objects
+# (1.76 GB peak at the 41 M words of ../shared/data/large; reading alone: 271 MB, benchmarks/results/ingest_large).
+# Each input file's documents go to spill files, one per (input file, shard) under SPILL_DIR, already in the
+# official format; only a small record per document (fingerprint, id, source, shard, spill file, sizes) is grouped,
+# for deduplication and to tell each shard's writer which spill files and ids it takes. A writer holds one shard's
+# text (as bytes), so memory follows corpus / num_shards, not the corpus.
+SPILL_DIR = ".spill"
+_SPILL_HEADER = "{doc_id}\t{length}\n"  # then `length` bytes: the document in the official format
 
-    def __init__(self, min_chars: int, encoding_fallback: Optional[str], wikipedia_format: str = "auto"):
+
+def _spill_path(spill_dir: str, shard: int, file_key: str) -> str:
+    return posixpath.join(spill_dir, f"shard-{shard:05d}", f"{file_key}.txt")
+
+
+class _ReadFiles(beam.DoFn):
+    """Writes each input file's documents to per-shard spill files; emits one small record per document
+    ``(fingerprint, (doc_id, file_key, source, shard, sentences, characters))`` as the main output and per-file
+    skip counts ({source: {key: n}}) on the "skipped" output."""
+
+    def __init__(self, min_chars: int, encoding_fallback: Optional[str], wikipedia_format: str = "auto",
+                 spill_dir: str = "", num_shards: int = 1):
         self._min_chars = min_chars
         self._encoding_fallback = encoding_fallback
         self._wikipedia_format = wikipedia_format
+        self._spill_dir = spill_dir
+        self._num_shards = num_shards
 
     def process(self, item: Tuple[str, str, str]):
         skipped: Dict[str, int] = {}
-        source = item[0]
+        source, path, _ = item
+        file_key = hashlib.sha1(path.encode("utf-8")).hexdigest()[:20]
         documents = _counter(source, "documents_read")
-        for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped, self._wikipedia_format):
-            documents.inc()
-            yield doc
+        spills: Dict[int, object] = {}  # opened on first use: a book touches one shard, a dump file many
+        records = []
+        try:
+            for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped,
+                                       self._wikipedia_format):
+                documents.inc()
+                shard = shard_of(doc.doc_id, self._num_shards)
+                if shard not in spills:
+                    spills[shard] = FileSystems.create(_spill_path(self._spill_dir, shard, file_key))
+                block = to_text_block(doc).encode("utf-8")
+                spills[shard].write(_SPILL_HEADER.format(doc_id=doc.doc_id, length=len(block)).encode("utf-8"))
+                spills[shard].write(block)
+                records.append((doc_fingerprint(doc), (doc.doc_id, file_key, source, shard, len(doc.sentences),
+                                                       doc.num_chars)))
+        finally:
+            for f in spills.values():
+                f.close()
+        yield from records  # after the spills are closed: a record never names a spill still being written
         _counter(source, "files").inc()
         for key, n in skipped.items():
             _counter(source, f"skipped_{key}").inc(n)
         if skipped:
             yield beam.pvalue.TaggedOutput("skipped", {source: skipped})
+
+
+def read_spill(path: str) -> Iterator[Tuple[str, bytes]]:
+    """(doc_id, the document's bytes in the official format) of one spill file, in the order written."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        while True:
+            header = f.readline()
+            if not header:
+                return
+            doc_id, length = header.decode("utf-8").rstrip("\n").rsplit("\t", 1)
+            yield doc_id, f.read(int(length))
 
 
 def shard_of(doc_id: str, num_shards: int) -> int:
@@ -184,24 +231,34 @@ def shard_of(doc_id: str, num_shards: int) -> int:
 
 
 class _WriteShard(beam.DoFn):
-    """Writes one shard file (documents sorted by id) and emits its per-source counts."""
+    """Writes one shard file from its spill files (the kept documents, sorted by id) and emits its per-source
+    counts."""
 
-    def __init__(self, output_dir: str, num_shards: int):
+    def __init__(self, output_dir: str, num_shards: int, spill_dir: str):
         self._output_dir = output_dir
         self._num_shards = num_shards
+        self._spill_dir = spill_dir
 
-    def process(self, element: Tuple[int, Iterable[Document]]) -> Iterator[Dict[str, Dict[str, int]]]:
-        shard, docs = element
-        docs = sorted(docs, key=lambda d: d.doc_id)
-        path = posixpath.join(self._output_dir, SHARD_PATTERN.format(shard, self._num_shards))
+    def process(self, element: Tuple[int, Iterable[Tuple]]) -> Iterator[Dict[str, Dict[str, int]]]:
+        shard, records = element
         counts: Dict[str, Dict[str, int]] = {}
+        kept: Dict[str, set] = {}  # spill file key -> ids kept from it
+        for doc_id, file_key, source, _, sentences, characters in records:
+            kept.setdefault(file_key, set()).add(doc_id)
+            c = counts.setdefault(source, {"documents": 0, "sentences": 0, "characters": 0})
+            c["documents"] += 1
+            c["sentences"] += sentences
+            c["characters"] += characters
+        blocks = []
+        for file_key in sorted(kept):
+            ids = kept[file_key]
+            blocks.extend((doc_id, file_key, block) for doc_id, block in
+                          read_spill(_spill_path(self._spill_dir, shard, file_key)) if doc_id in ids)
+        blocks.sort(key=lambda b: (b[0], b[1]))  # by id; one id in two files (two dumps of a page): by file
+        path = posixpath.join(self._output_dir, SHARD_PATTERN.format(shard, self._num_shards))
         with FileSystems.create(path) as f:
-            for doc in docs:
-                f.write(to_text_block(doc).encode("utf-8"))
-                c = counts.setdefault(doc.source, {"documents": 0, "sentences": 0, "characters": 0})
-                c["documents"] += 1
-                c["sentences"] += len(doc.sentences)
-                c["characters"] += doc.num_chars
+            for _, _, block in blocks:
+                f.write(block)
         for source, c in counts.items():
             for key, n in c.items():
                 _counter(source, key).inc(n)
@@ -219,16 +276,18 @@ def _sum_counts(parts: Iterable[Dict[str, Dict[str, int]]]) -> Dict[str, Dict[st
     return total
 
 
-def _dedupe(element: Tuple[str, Iterable[Document]]):
-    """Keep the lowest id; the others are counted as ``duplicate_documents`` of their own source."""
-    _, docs = element
-    docs = sorted(docs, key=lambda d: d.doc_id)
-    yield docs[0]
+def _dedupe(element: Tuple[str, Iterable[Tuple]]):
+    """Keep the lowest id (then the lowest spill file key, so the choice never depends on worker order); the others
+    are counted as ``duplicate_documents`` of their own source."""
+    _, records = element
+    records = sorted(records, key=lambda r: (r[0], r[1]))
+    yield records[0]
     dropped: Dict[str, Dict[str, int]] = {}
-    for doc in docs[1:]:
-        c = dropped.setdefault(doc.source, {"duplicate_documents": 0})
+    for record in records[1:]:
+        source = record[2]
+        c = dropped.setdefault(source, {"duplicate_documents": 0})
         c["duplicate_documents"] += 1
-        _counter(doc.source, "skipped_duplicate_documents").inc()
+        _counter(source, "skipped_duplicate_documents").inc()
     if dropped:
         yield beam.pvalue.TaggedOutput("skipped", dropped)
 
@@ -236,39 +295,42 @@ def _dedupe(element: Tuple[str, Iterable[Document]]):
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
                  num_shards: int, min_chars: int, dedupe: bool = True,
                  encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto") -> None:
-    """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir``.
-    ``wikipedia_format``: one of :data:`~components.text.wiki.WIKIPEDIA_FORMATS` (``auto``: per file, from its
-    content)."""
+    """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir`` (spill files
+    under ``output_dir/.spill`` while it runs, deleted at the end). ``wikipedia_format``: one of
+    :data:`~components.text.wiki.WIKIPEDIA_FORMATS` (``auto``: per file, from its content)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if wikipedia_format not in WIKIPEDIA_FORMATS:
         raise ValueError(f"wikipedia_format must be one of {'|'.join(WIKIPEDIA_FORMATS)}, got {wikipedia_format!r}")
+    spill_dir = posixpath.join(output_dir, SPILL_DIR)
     read = (
         pipeline
         | "ListFiles" >> beam.Create(inputs)
         | "SpreadFiles" >> beam.Reshuffle()
-        | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback, wikipedia_format)).with_outputs("skipped", main="docs")
+        | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback, wikipedia_format, spill_dir,
+                                               num_shards)).with_outputs("skipped", main="docs")
     )
-    docs, skipped_parts = read.docs, [read.skipped]
+    records, skipped_parts = read.docs, [read.skipped]
     if dedupe:
         kept = (
-            docs
-            | "KeyByFingerprint" >> beam.Map(lambda d: (doc_fingerprint(d), d))
+            records
             | "GroupDuplicates" >> beam.GroupByKey()
             | "KeepLowestId" >> beam.FlatMap(_dedupe).with_outputs("skipped", main="docs")
         )
-        docs = kept.docs
+        records = kept.docs
         skipped_parts.append(kept.skipped)
+    else:
+        records = records | "DropFingerprints" >> beam.Values()
     skipped = (
         skipped_parts
         | "FlattenSkipped" >> beam.Flatten()
         | "SumSkipped" >> beam.CombineGlobally(_sum_counts)
     )
     counts = (
-        docs
-        | "KeyByShard" >> beam.Map(lambda d: (shard_of(d.doc_id, num_shards), d))
+        records
+        | "KeyByShard" >> beam.Map(lambda r: (r[3], r))
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards))
+        | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards, spill_dir))
         | "SumCounts" >> beam.CombineGlobally(_sum_counts)
     )
     sources = sorted({kind for kind, _, _ in inputs})
@@ -300,6 +362,16 @@ def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards
                 pass
     with FileSystems.create(posixpath.join(output_dir, COUNTS_FILE)) as f:
         f.write(json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
+    _delete_spills(posixpath.join(output_dir, SPILL_DIR))
+
+
+def _delete_spills(spill_dir: str) -> None:
+    """The spill folder, gone from the output: a local folder as a whole, on an object store every object under it."""
+    if FileSystems.get_scheme(spill_dir) in (None, "file"):
+        if FileSystems.exists(spill_dir):
+            FileSystems.delete([spill_dir])
+    elif FileSystems.match([spill_dir + "/**"])[0].metadata_list:
+        FileSystems.delete([spill_dir + "/"])
 
 
 def read_counts(output_dir: str) -> Dict:

@@ -33,13 +33,13 @@ def _is_uri(path: str) -> bool:
 def _is_nonempty_folder(path: str) -> bool:
     if not _is_uri(path):
         return os.path.exists(path) and (not os.path.isdir(path) or bool(os.listdir(path)))
-    return bool(FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list)
+    return bool(FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list)
 
 
 def _delete(path: str) -> None:
     if not _is_uri(path):
         shutil.rmtree(path, ignore_errors=True)
-    elif FileSystems.match([path.rstrip("/") + "/*"])[0].metadata_list:
+    elif FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list:  # every object under it, nested too
         FileSystems.delete([path.rstrip("/") + "/"])
 
 

@@ -189,6 +189,7 @@ def test_every_reader_works_on_gs_paths(tmp_path, gcs):
     name = "documents-00000-of-00001.txt"
     assert (gcs / "bkt" / "docs" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
     assert sorted(os.listdir(gcs / "bkt")) == ["docs", "raw"]  # the staging prefix is gone
+    assert sorted(os.listdir(gcs / "bkt" / "docs")) == ["counts.json", name]  # and no spill file was published
     # A failure on gs:// publishes nothing either.
     (gcs / "bkt" / "raw" / "books" / "cut.txt.gz").write_bytes(_truncated(gzip.compress(BOOK)))
     with pytest.raises(Exception, match="gs://bkt/raw/books/cut.txt.gz: corrupt or truncated gzip data"):
