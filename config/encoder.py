@@ -53,6 +53,12 @@ RELEASE_OVERRIDES: Dict[str, Dict[str, Dict[str, Any]]] = {
     "albert-xxlarge": {"v1": _V1_NO_DROPOUT, "v2": _V2},
 }
 
+def width_defaults(hidden_size: int) -> Dict[str, int]:
+    """The sizes that follow from the hidden size H by the paper's Table 1 rule: H / 64 attention heads and a
+    feed-forward layer of 4H (what ``model-info -H`` fills in when ``--heads`` / ``--ffn`` are not given)."""
+    return {"num_attention_heads": max(1, hidden_size // 64), "intermediate_size": 4 * hidden_size}
+
+
 _POSITIVE_INTS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                   "intermediate_size", "max_position_embeddings", "type_vocab_size", "num_hidden_groups",
                   "inner_group_num")

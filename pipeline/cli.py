@@ -301,10 +301,10 @@ def cmd_model_info(args) -> int:
         "num_attention_heads": args.heads, "intermediate_size": args.ffn, "sharing": args.sharing,
         "num_hidden_groups": args.groups, "inner_group_num": args.inner_groups, "vocab_size": args.vocab_size,
     }.items() if v is not None}
-    if args.H is not None and args.heads is None:
-        overrides["num_attention_heads"] = max(1, args.H // 64)
-    if args.H is not None and args.ffn is None:
-        overrides["intermediate_size"] = 4 * args.H
+    if args.H is not None:
+        from config.encoder import width_defaults
+
+        overrides = {**width_defaults(args.H), **overrides}  # given --heads / --ffn win
     config = AlbertConfig.named(args.size, **overrides)
     counts = count_parameters(config, include_heads=args.include_heads)
     heads = count_parameters(config, include_heads=True)["heads"]

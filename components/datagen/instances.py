@@ -29,6 +29,8 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
+from config import DataGenConfig
+
 SOP_MODES = ("official", "pure", "nsp")
 # Replacement kinds of a masked token (``Instance.mask_kinds``).
 KIND_MASK, KIND_RANDOM, KIND_KEEP = 0, 1, 2
@@ -113,12 +115,13 @@ class InstanceParams:
     unchanged; the rest become [MASK] (official 0.1 / 0.1 / 0.8).
     """
 
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    max_ngram: int = 3
-    sop_mode: str = "official"
+    # The defaults are DataGenConfig's (the node's settings), stated once there.
+    max_seq_length: int = DataGenConfig.max_seq_length
+    max_predictions_per_seq: int = DataGenConfig.max_predictions_per_seq
+    masked_lm_prob: float = DataGenConfig.masked_lm_prob
+    short_seq_prob: float = DataGenConfig.short_seq_prob
+    max_ngram: int = DataGenConfig.max_ngram
+    sop_mode: str = DataGenConfig.sop_mode
     random_token_prob: float = 0.1
     keep_prob: float = 0.1
 
