@@ -1,10 +1,11 @@
-"""components/report_lib.py: Table-2 arithmetic, missing columns, escaping, curves, summary."""
+"""components/report_lib.py and components/report/: Table-2 arithmetic, missing columns, escaping, curves, summary."""
 import json
 import math
 
 import pytest
 
 from components import report_lib
+from components.report.scores import paper_avg_check, table2_row
 from pipeline.configs import sample_config
 
 
@@ -48,7 +49,7 @@ def test_table2_avg_pairs_first(tmp_path):
     assert "| This run | 88.0/80.0 | 79.0/76.0 | 81.0 | 90.0 | 63.0 | 79.1 |" in md
     # The paper's reference row is present and labelled as the paper's number; its Avg checks out.
     assert "paper's Table 2" in md and "89.3/82.3" in md and "80.0/77.1" in md and "| 80.1 |" in md
-    assert abs(report_lib._paper_avg_check() - 80.1) <= 0.05 + 1e-9  # 80.05, printed as 80.1
+    assert abs(paper_avg_check() - 80.1) <= 0.05 + 1e-9  # 80.05, printed as 80.1
     # GLUE table: CoLA MCC, MNLI matched and mismatched; the skipped task is named.
     assert "| CoLA | 40.5 | 70.0 |" in md and "MNLI-mm" in md and "QQP" in md
     res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -71,7 +72,7 @@ def test_missing_columns_stated_not_invented(tmp_path):
     assert empty["avg"] is None and len(empty["missing_columns"]) == 5
     assert "Avg: not computed" in (tmp_path / "empty" / "report.md").read_text(encoding="utf-8")
     # A NaN/None metric counts as missing too.
-    row = report_lib.table2_row({"SST-2": {"accuracy": None}, "RACE": {"all": float("nan")}})
+    row = table2_row({"SST-2": {"accuracy": None}, "RACE": {"all": float("nan")}})
     assert row["avg"] is None and row["missing"] == ["SQuAD1.1", "SQuAD2.0", "MNLI", "SST-2", "RACE"]
 
 

@@ -1,8 +1,11 @@
-"""components/report_lib.py, table by table: each section builder's rows from known inputs, and the
+"""components/report/sections.py, table by table: each section builder's rows from known inputs, and the
 "beyond seed spread" cell, which one seed per arm cannot fill with yes or no."""
 import json
 
 from components import report_lib
+from components.report import sections
+from components.report.document import Section, Table
+from components.report.scores import table2_row
 from components.evaluation.metrics import compare_arms
 from config.references import REFERENCE_ROWS
 
@@ -24,7 +27,7 @@ def test_one_seed_cannot_show_beyond_spread(tmp_path):
         "cannot tell (1 seed) | 1 | — | — |"]
     # A result written before beyond_spread needed two seeds says True; the report still cannot tell.
     old = dict(gain["RTE"], beyond_spread=True)
-    assert report_lib._gain_section({"glue": {"gain_over_baseline": {"random_init": {"RTE": old}}}})[1][0][2][0][6] \
+    assert sections.gain_section({"glue": {"gain_over_baseline": {"random_init": {"RTE": old}}}}).blocks[0].rows[0][6] \
         == "cannot tell (1 seed)"
 
 
@@ -32,11 +35,11 @@ def test_two_seeds_say_yes_or_no(tmp_path):
     pre = {"SST-2": {"run_scores": [80.0, 84.0]}, "RTE": {"run_scores": [55.0, 50.0]}}
     base = {"SST-2": {"run_scores": [60.0, 70.0]}, "RTE": {"run_scores": [52.0, 58.0]}}
     gains = compare_arms(pre, base)
-    heading, blocks = report_lib._gain_section({"glue": {"gain_over_baseline": {"random_init": gains}}})
-    assert heading == "Gain over no pretraining"
-    kind, header, rows = blocks[0]
-    assert kind == "table" and header[6] == "beyond seed spread"
-    assert rows == [
+    section = sections.gain_section({"glue": {"gain_over_baseline": {"random_init": gains}}})
+    assert section.heading == "Gain over no pretraining"
+    table = section.blocks[0]
+    assert isinstance(table, Table) and table.header[6] == "beyond seed spread"
+    assert table.rows == [
         ["SST-2", "random_init", "82.0 [80.0 – 84.0]", "65.0 [60.0 – 70.0]", "+17.0", "+17.0 [+14.0 – +20.0]", "yes",
          "2", "—", "—"],
         ["RTE", "random_init", "52.5 [50.0 – 55.0]", "55.0 [52.0 – 58.0]", "-2.5", "-2.5 [-8.0 – +3.0]", "no",
@@ -44,10 +47,11 @@ def test_two_seeds_say_yes_or_no(tmp_path):
 
 
 def test_table2_section_rows_and_avg_note():
-    row = report_lib.table2_row({"SQuAD1.1": {"f1": 88.0, "exact_match": 80.0}, "SST-2": {"accuracy": 90.0}})
-    heading, blocks = report_lib._table2_section(row, "albert-base-v2")
-    assert heading == "Results in the shape of the paper's Table 2"
-    _, header, rows = blocks[0]
+    row = table2_row({"SQuAD1.1": {"f1": 88.0, "exact_match": 80.0}, "SST-2": {"accuracy": 90.0}})
+    section = sections.table2_section(row, "albert-base-v2")
+    assert section.heading == "Results in the shape of the paper's Table 2"
+    blocks = section.blocks
+    header, rows = blocks[0].header, blocks[0].rows
     assert header == ["Model", "SQuAD1.1 F1/EM", "SQuAD2.0 F1/EM", "MNLI", "SST-2", "RACE", "Avg"]
     assert rows[0] == ["This run", "88.0/80.0", "—", "—", "90.0", "—", "87.0 (2 of 5)"]  # (84 + 90) / 2
     assert rows[1] == [REFERENCE_ROWS["albert-base-v2"]["label"], "90.2/83.2", "82.1/79.3", "84.6", "92.9", "66.8",
@@ -64,20 +68,21 @@ def test_glue_and_squad_race_sections_split_the_tasks():
                           "null_threshold": -1.2345},
              "RACE": {"middle": 70.0, "high": 60.0, "all": 63.0, "score": 63.0}}
     results = {"glue": {"skipped": {"QQP": "no train/dev data"}}}
-    heading, blocks = report_lib._glue_section(tasks, results)
-    assert heading == "GLUE (dev)"
-    _, header, rows = blocks[0]
+    section = sections.glue_section(tasks, results)
+    assert section.heading == "GLUE (dev)"
+    blocks = section.blocks
+    header, rows = blocks[0].header, blocks[0].rows
     assert header == ["Task", "mcc", "accuracy", "score", "runs (median of)", "selected step", "train / dev examples"]
     assert rows == [["CoLA", "40.5", "70.0", "40.5", "1", "—", "200 / 100"],
                     ["MNLI-m", "", "81.0", "81.0", "3", "300", "— / —"]]
     assert blocks[-1] == "Skipped: QQP (no train/dev data)."
-    heading, blocks = report_lib._squad_race_section(tasks)
-    assert heading == "SQuAD and RACE (dev)"
-    assert blocks[0][2] == [
+    section = sections.squad_race_section(tasks)
+    assert section.heading == "SQuAD and RACE (dev)"
+    assert section.blocks[0].rows == [
         ["SQuAD2.0", "F1 79.0, EM 76.0, HasAns F1 70.0, NoAns F1 88.0, null threshold -1.234", "77.5", "—", "— / —"],
         ["RACE", "middle 70.0, high 60.0, all 63.0", "63.0", "—", "— / —"]]
-    assert report_lib._squad_race_section({"CoLA": tasks["CoLA"]}) is None
-    assert report_lib._glue_section({"RACE": tasks["RACE"]}, {}) is None
+    assert sections.squad_race_section({"CoLA": tasks["CoLA"]}) is None
+    assert sections.glue_section({"RACE": tasks["RACE"]}, {}) is None
 
 
 def test_init_check_protocol_data_and_artifact_sections():
@@ -93,27 +98,28 @@ def test_init_check_protocol_data_and_artifact_sections():
                                                          "warmup_steps": 200, "max_seq_length": 512,
                                                          "albert_dropout": 0.1, "classifier_dropout": 0.1}},
                                      "pretrained": {"encoder_checkpoint": "m/albert/encoder/ckpt"}}}}
-    _, blocks = report_lib._init_check_section(results)
-    assert blocks[0][2] == [["glue", "pretrained", "3", "25", "123,456", "0.000", "25", "passed"],
-                            ["glue", "random_init", "3", "25", "123,456", "0.510", "0", "FAILED"]]
-    heading, blocks = report_lib._protocol_section(results, {"seed": 1, "model": {"size": "albert-base"},
-                                                             "train": {"num_train_steps": 125000}})
-    assert heading == "Protocol"
-    assert blocks[0][2] == [["glue", "7, 8", "median", "best (effective: best on dev, eval_every 10)", "all",
-                             "RTE: lr 3e-05, batch 32, steps 800, warmup 200, seq 512, dropout 0.1/0.1",
-                             "m/albert/encoder/ckpt"]]
+    blocks = sections.init_check_section(results).blocks
+    assert blocks[0].rows == [["glue", "pretrained", "3", "25", "123,456", "0.000", "25", "passed"],
+                              ["glue", "random_init", "3", "25", "123,456", "0.510", "0", "FAILED"]]
+    section = sections.protocol_section(results, {"seed": 1, "model": {"size": "albert-base"},
+                                                  "train": {"num_train_steps": 125000}})
+    assert section.heading == "Protocol"
+    blocks = section.blocks
+    assert blocks[0].rows == [["glue", "7, 8", "median", "best (effective: best on dev, eval_every 10)", "all",
+                               "RTE: lr 3e-05, batch 32, steps 800, warmup 200, seq 512, dropout 0.1/0.1",
+                               "m/albert/encoder/ckpt"]]
     assert blocks[-1] == "Pretraining: seed 1, model albert-base, 125000 steps."
-    assert report_lib._protocol_section({}, {})[1] == ["No benchmark results were given."]
-    _, blocks = report_lib._data_section({"train": {"instances": 1234, "tokens": 99999, "length_mean": 81.0,
-                                                    "sop_label_1_share": 0.5012, "masked_token_share": 0.149,
-                                                    "masked_per_instance": 12.1,
-                                                    "replacement_shares": {"mask": 0.8, "random": 0.1}}})
-    assert blocks[0][2] == [["train", "1,234", "99,999", "81.0", "—", "50.1%", "14.9%", "12.10",
-                             "mask: 80.0%, random: 10.0%", "—"]]
-    assert report_lib._data_section({}) == ("Pretraining data (datagen statistics)", ["stats.json not found."])
-    _, blocks = report_lib._artifacts_section({"model": {"id": 3, "type": "Model", "uri": "root/m"}, "stats": 5})
-    assert blocks[0][2] == [["model", "3", "Model", "root/m"], ["stats", "5", "", ""]]
-    assert report_lib._artifacts_section({}) is None
+    assert sections.protocol_section({}, {}).blocks == ["No benchmark results were given."]
+    blocks = sections.data_section({"train": {"instances": 1234, "tokens": 99999, "length_mean": 81.0,
+                                              "sop_label_1_share": 0.5012, "masked_token_share": 0.149,
+                                              "masked_per_instance": 12.1,
+                                              "replacement_shares": {"mask": 0.8, "random": 0.1}}}).blocks
+    assert blocks[0].rows == [["train", "1,234", "99,999", "81.0", "—", "50.1%", "14.9%", "12.10",
+                               "mask: 80.0%, random: 10.0%", "—"]]
+    assert sections.data_section({}) == Section("Pretraining data (datagen statistics)", ["stats.json not found."])
+    blocks = sections.artifacts_section({"model": {"id": 3, "type": "Model", "uri": "root/m"}, "stats": 5}).blocks
+    assert blocks[0].rows == [["model", "3", "Model", "root/m"], ["stats", "5", "", ""]]
+    assert sections.artifacts_section({}) is None
 
 
 def test_sections_in_order_and_the_reference_row_styled(tmp_path):

@@ -1,0 +1,89 @@
+"""The report's arithmetic: the paper's Table-2 row and its Avg, and the per-benchmark facts gathered across results.
+
+Table 2 "Avg" (paper): mean over SQuAD1.1, SQuAD2.0, MNLI, SST-2 and RACE where each SQuAD column is first the
+mean of its F1 and EM. Columns this run did not produce are named, never filled in; the average is then over the
+columns present and is not comparable with the paper's Avg. The seed spreads and gains themselves are computed by
+the benchmarks (:func:`components.evaluation.metrics.compare_arms`); here they are only gathered.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Tuple
+
+from config.references import PAPER_ALBERT_BASE
+from config.sections import SQUAD_TASKS
+from trainer.formatting import number
+
+__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "all_tasks", "table2_row", "paper_avg_check", "gains", "init_checks"]
+
+# (column, task names in the results (first found wins), metric key(s))
+TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
+    (SQUAD_TASKS["1.1"], (SQUAD_TASKS["1.1"],), ("f1", "exact_match")),
+    (SQUAD_TASKS["2.0"], (SQUAD_TASKS["2.0"],), ("f1", "exact_match")),
+    ("MNLI", ("MNLI-m", "MNLI"), ("accuracy",)),
+    ("SST-2", ("SST-2",), ("accuracy",)),
+    ("RACE", ("RACE",), ("all",)),
+)
+NON_GLUE_TASKS = (*SQUAD_TASKS.values(), "RACE")  # every other task name in the results is a GLUE task
+
+
+def all_tasks(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """{task: metrics} over every benchmark result (a later result's task of the same name wins)."""
+    tasks: Dict[str, Dict[str, Any]] = {}
+    for result in results.values():
+        for name, metrics in (result or {}).get("tasks", {}).items():
+            tasks[name] = metrics
+    return tasks
+
+
+def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """Table-2 cells from task metrics: ``columns`` {column: value or {"f1","exact_match"}},
+    ``headline`` {column: number used in Avg}, ``present``/``missing`` column names, ``avg``
+    (mean of the present headlines, each SQuAD pair averaged first; None if none present) and
+    ``complete`` (all five columns present)."""
+    columns: Dict[str, Any] = {}
+    headline: Dict[str, float] = {}
+    missing: List[str] = []
+    for column, names, keys in TABLE2_COLUMNS:
+        metrics = next((tasks[n] for n in names if n in tasks), None)
+        values = [number(metrics.get(k)) for k in keys] if metrics else [None]
+        if any(v is None for v in values):
+            missing.append(column)
+            continue
+        if len(keys) == 2:
+            columns[column] = {keys[0]: values[0], keys[1]: values[1]}
+        else:
+            columns[column] = values[0]
+        headline[column] = sum(values) / len(values)
+    avg = sum(headline.values()) / len(headline) if headline else None
+    return {"columns": columns, "headline": headline, "present": list(headline), "missing": missing,
+            "avg": avg, "complete": not missing}
+
+
+def paper_avg_check() -> float:
+    """The paper's ALBERT-base Avg recomputed from its five columns by the rule above."""
+    p = PAPER_ALBERT_BASE
+    cols = [(p["SQuAD1.1"]["f1"] + p["SQuAD1.1"]["exact_match"]) / 2,
+            (p["SQuAD2.0"]["f1"] + p["SQuAD2.0"]["exact_match"]) / 2, p["MNLI"], p["SST-2"], p["RACE"]]
+    return sum(cols) / len(cols)  # 80.05 → the paper's 80.1
+
+
+def gains(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """{baseline name: {task: comparison}} over every benchmark result (``gain_over_baseline`` of metrics.json)."""
+    out: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for _, r in sorted(results.items()):
+        for name, per_task in ((r or {}).get("gain_over_baseline") or {}).items():
+            out.setdefault(name, {}).update(per_task or {})
+    return out
+
+
+def init_checks(results: Mapping[str, Mapping[str, Any]]) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    """{(benchmark, arm): step-0 check} for every arm whose check compared at least one run."""
+    out: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for bench, r in (results or {}).items():
+        r = r or {}
+        if r.get("init_check", {}).get("runs_checked"):
+            out[(bench, "pretrained")] = r["init_check"]
+        for name, arm in (r.get("baselines") or {}).items():
+            if (arm.get("init_check") or {}).get("runs_checked"):
+                out[(bench, name)] = arm["init_check"]
+    return out
