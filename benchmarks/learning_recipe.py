@@ -220,9 +220,9 @@ def sentence_eval(model_uri: str, sentence_task: str, examples_uri: str, max_ins
     import numpy as np
     import tensorflow as tf
 
+    from trainer.files import CONFIG_FILE, PRETRAINING_CKPT
     from trainer.input_pipeline import make_dataset
     from trainer.modeling_albert import AlbertConfig
-    from trainer.files import CONFIG_FILE, PRETRAINING_CKPT
     from trainer.train_step import build_pretraining_model
 
     info = _read_json(os.path.join(examples_uri, "dataset_info.json"))

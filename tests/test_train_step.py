@@ -99,6 +99,9 @@ def test_metrics_from_sums_equal_the_official_losses():
     np.testing.assert_allclose(ours, official, rtol=1e-5)
     by_name = losses.pretraining_losses(outputs, ids, w, labels["next_sentence_labels"])
     np.testing.assert_allclose([float(by_name[n]) for n in losses.METRIC_NAMES], ours, rtol=1e-6)
+    mlm_only = losses.pretraining_losses(outputs, ids, w)  # no sentence labels: no sentence loss
+    np.testing.assert_allclose([float(mlm_only[n]) for n in losses.METRIC_NAMES], [ours[1], ours[1], 0, ours[3], 0],
+                               rtol=1e-6)
 
 
 def test_accumulation_gives_the_update_of_the_full_batch():
@@ -197,6 +200,7 @@ def test_history_is_cut_back_to_the_checkpoint_step(tmp_path):
         {"step": 5, "split": "eval", "loss": 0.5}, {"step": 7, "split": "eval", "loss": 0.4}]
     with open(path, "w") as f:
         f.write("".join(json.dumps(x) + "\n" for x in lines) + '{"step": 8, "spl')  # torn by the kill
+    assert run_state.read_history(str(tmp_path)) == lines  # the one reader leaves the torn line out
     assert run_state.truncate_history(path, 5) == 6
     kept = [json.loads(x) for x in open(path)]
     assert [(x["step"], x["split"]) for x in kept] == [(s, "train") for s in range(1, 6)] + [(5, "eval")]

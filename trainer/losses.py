@@ -1,10 +1,11 @@
-"""The pretraining loss and metrics, as sums: the one definition the Trainer, its evaluator and the benchmarks use.
+"""The pretraining loss and metrics, as sums: the project's one pretraining loss.
 
 ALBERT's official losses are means (MLM: ``sum(w * nll) / (sum(w) + 1e-5)``, the sentence task: the mean cross
 entropy). A mean of means over micro-batches or replicas is not the mean of the global batch, so the Trainer
 computes per-batch *sums* (:func:`loss_sums`) that add up exactly across micro-batches, replicas and hosts, and
 divides once (:func:`metrics_from_sums`, :func:`loss_from_sums`). :func:`pretraining_losses` is the same arithmetic
-on one batch, as the official dict of means; there is no second implementation to drift from it.
+on one batch, as the official dict of means (what ``benchmarks/pretrain_step.py`` and ``model_step.py`` step
+on), so there is no second implementation to drift from the Trainer's.
 """
 from __future__ import annotations
 

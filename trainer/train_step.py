@@ -1,9 +1,10 @@
 """The optimizer step: the model and optimizer of a run, and the ``tf.function`` that steps them.
 
-One factory (:func:`make_train_step`) builds the step the Trainer runs, the precision probe times and the
-step benchmarks measure, so what is timed is what trains. It owns what makes a step exact and resumable:
-losses normalised over the global batch (:mod:`trainer.losses`), gradient accumulation and global-norm clipping
-(:mod:`trainer.optimization`), and dropout seeded from the step (:mod:`trainer.dropout`).
+One factory (:func:`make_train_step`) builds the step the Trainer runs and the precision probe times (and that
+``benchmarks/step_profile.py`` and ``benchmarks/train_input.py`` measure), so what is timed is what trains. It
+owns what makes a step exact and resumable: losses normalised over the global batch (:mod:`trainer.losses`),
+gradient accumulation and global-norm clipping (:mod:`trainer.optimization`), and dropout seeded from the step
+(:mod:`trainer.dropout`).
 """
 from __future__ import annotations
 
