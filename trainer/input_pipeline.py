@@ -3,7 +3,7 @@
 Training input (:func:`make_pretraining_dataset`) is *seekable*: the record at stream position ``p`` is a pure
 function of (seed, p, the files), so the batch of optimizer step N is records ``[N*B, (N+1)*B)`` whatever the
 number of micro-batches, replicas or input pipelines, and a resumed run starts there without reading what came
-before (see README, "Resume guarantee"):
+before (see docs/resume.md, "Resume guarantee"):
 
 * epoch ``e`` is the files in a seeded order (``file_order(seed, e)``) read one after another;
 * the endless stream of epochs is cut into blocks of ``shuffle_block`` records and each block is permuted with
@@ -57,7 +57,7 @@ def short_lived(ds: tf.data.Dataset) -> tf.data.Dataset:
     Why: dropping an iterator waits for the autotuner's thread, which sees the cancellation only when its current
     sleep ends, and that sleep appears to grow with the iterator's age (waits up to a minute). Measured: a
     fine-tuning run's iterator took 33-39 s to drop after 80 RACE steps, a held-out evaluation's 4 s; with the
-    autotuner off, 0.00 s (README, "Measured numbers"). These pipelines need no tuning: the work per element is a
+    autotuner off, 0.00 s (docs/performance.md, "Measured numbers"). These pipelines need no tuning: the work per element is a
     slice, or a parse of a few hundred records. The training stream keeps the tuner: it is opened once per phase,
     its throughput matters on accelerator hosts, and its drop measured 0.01 s after 5 and 30 s of use."""
     options = tf.data.Options()

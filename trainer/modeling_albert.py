@@ -16,7 +16,7 @@ Names follow the paper and the official release (google-research/ALBERT):
   The attention sub-layer owns ``LayerNorm`` (after the attention residual) and the FFN sub-layer owns
   ``LayerNorm_1`` (after the FFN residual), so "share attention" shares the first LayerNorm too.
 * The block is post-LN: ``x = LN(x + Attn(x)); x = LN_1(x + FFN(x))`` with the official additive mask
-  ``(1 - input_mask) * -10000``. ``layer_norm_position="pre"`` (not in the paper; README "Encoder settings beyond the
+  ``(1 - input_mask) * -10000``. ``layer_norm_position="pre"`` (not in the paper; docs/fidelity.md "Encoder settings beyond the
   official model") gives ``x = x + Attn(LN(x)); x = x + FFN(LN_1(x))`` with the same variables plus the encoder's
   ``final_LayerNorm``; ``position_embedding_init="sinusoidal"`` starts the learned position table as sinusoids.
 * Heads: MLM (dense H -> E, GELU, LayerNorm, decoder tied to the word embeddings + ``output_bias``, only at

@@ -17,7 +17,7 @@ Exclusion patterns are regular expressions searched in ``variable.name`` (defaul
 ``bias``), exactly as in the official code. Note that Model Garden's LAMB applies bias correction; this one does not
 by default.
 
-Deviations, each off by default (``train.*`` settings, README "Optimizer settings beyond the official recipe"):
+Deviations, each off by default (``train.*`` settings, docs/fidelity.md "Optimizer settings beyond the official recipe"):
 the excluded variables get the raw learning rate with no trust ratio, so at small batches they take the largest,
 noisiest steps of the model, and linear decay to 0 spends the run's second half at a quarter of the peak on average.
 
