@@ -134,8 +134,10 @@ class _Rehearsal:
         if not isinstance(value, str):
             return value
         if self.compiled_root:
-            value = value.replace(self.compiled_root.rstrip("/"), self.root)
-        return value.replace(IMAGE_DATA_ROOT, os.path.join(PROJECT_HOME, "data") + os.sep)
+            value = value.replace(self.compiled_root.rstrip("/"), self.root)  # also inside compiled JSON settings
+        if value.startswith(IMAGE_DATA_ROOT):  # a data folder parameter naming the image's copy
+            value = os.path.join(PROJECT_HOME, "data", value[len(IMAGE_DATA_ROOT):])
+        return value
 
     def _new_name(self) -> str:
         self._names += 1

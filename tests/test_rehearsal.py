@@ -194,3 +194,18 @@ def test_backend_names_are_read_back_from_the_executor_input_by_tfxs_own_hash():
                                           json.dumps(executor_input)])
     assert names == {model.id: name}
     assert backend_names.artifact_names(["albert-pipeline", "run"]) == {}
+
+
+def test_the_images_bundled_sample_is_read_from_this_projects_data_folder(tmp_path):
+    """A spec compiled inside the image names /opt/albert-tfx/data/…; a folder that merely contains those words
+    elsewhere is left alone."""
+    from pipeline.home import PROJECT_HOME
+
+    path = make_spec(tmp_path, data_dir="/opt/albert-tfx/data/sample/books")
+    summary = rehearsal.rehearse(path, str(tmp_path / "out"), log=lambda line: None)
+    assert summary["tasks"]["Importer"]["outputs"]["result"] == os.path.join(PROJECT_HOME, "data", "sample", "books")
+    lookalike = tmp_path / "mirror" / "opt" / "albert-tfx" / "data" / "sample"
+    lookalike.mkdir(parents=True)
+    path = make_spec(tmp_path, data_dir=str(lookalike))
+    summary = rehearsal.rehearse(path, str(tmp_path / "out2"), log=lambda line: None)
+    assert summary["tasks"]["Importer"]["outputs"]["result"] == str(lookalike)

@@ -46,6 +46,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from components.beam_options import LOCAL_RUNNER
+
 __all__ = [
     "TEXT_A",
     "TEXT_B",
@@ -240,7 +242,7 @@ def make_preprocessing_fn(model_proto: bytes, max_seq_length: int, do_lower_case
 
 
 # ---------------------------------------------------------------------------------------------
-# Beam: analyze + transform (in memory, DirectRunner) and write the Transform graph
+# Beam: analyze + transform (in memory, FnApiRunner) and write the Transform graph
 
 
 ROW_INDEX = "__row_index__"
@@ -249,7 +251,7 @@ ROW_INDEX = "__row_index__"
 def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, has_text_b: bool,
                           transform_output_dir: Optional[str] = None, temp_dir: Optional[str] = None
                           ) -> List[Dict[str, np.ndarray]]:
-    """Run ``tft_beam.AnalyzeAndTransformDataset`` on in-memory rows (DirectRunner).
+    """Run ``tft_beam.AnalyzeAndTransformDataset`` on in-memory rows (Beam's FnApiRunner, in this process).
 
     Returns the transformed rows (dicts of numpy arrays) in input order and, with
     ``transform_output_dir``, writes the transform function there (``tft.TFTransformOutput``).
@@ -274,7 +276,7 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
         return outputs
 
     out_prefix = os.path.join(temp_dir, "transformed", "rows")
-    with beam.Pipeline(runner="DirectRunner") as pipeline:
+    with beam.Pipeline(runner=LOCAL_RUNNER) as pipeline:  # not DirectRunner: components/beam_options.py
         with tft_beam.Context(temp_dir=temp_dir, force_tf_compat_v1=False):
             raw = pipeline | "Rows" >> beam.Create(data, reshuffle=False)
             (transformed, _), transform_fn = (raw, metadata) | tft_beam.AnalyzeAndTransformDataset(indexed_fn)
