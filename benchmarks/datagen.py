@@ -2,7 +2,7 @@
 Beam pipeline (``make_pretraining_data``, DirectRunner) at 1 and 2 workers, with peak RSS of the whole
 process tree (multi-process DirectRunner workers are child processes).
 
-    .venv/bin/python benchmarks/datagen.py --data-dir outputs/bench-docs [--workers 1 2] [--scale 1 4] [--repeat 1]
+    .venv/bin/python -m benchmarks.datagen --data-dir outputs/bench-docs [--workers 1 2] [--scale 1 4] [--repeat 1]
 
 ``--data-dir``: a documents folder (``documents-*.txt`` from ingestion) or any folder of ``*.txt`` in the
 official format (one sentence per line, blank line between documents). ``--scale 1 4`` also runs on the
@@ -25,7 +25,6 @@ import threading
 import time
 from typing import Dict, List
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from components.datagen.generate import tokenize_document  # noqa: E402

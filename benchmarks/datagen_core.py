@@ -6,7 +6,7 @@ reports input tokens per second of CPU time of this single process (best and med
 runs, as shared machines are noisy) plus peak RSS. Issue 4's goal is >= 1,000,000 input tokens/s per
 core at L=512, dupe_factor 1.
 
-    .venv/bin/python benchmarks/datagen_core.py --data-dir ../shared/data/books/gutenberg
+    .venv/bin/python -m benchmarks.datagen_core --data-dir ../shared/data/books/gutenberg
 
 (``../shared/data`` stands for ``$ALBERT_TFX_DATA_DIR``, the shared data folder; see README.md.)
 """
@@ -23,7 +23,6 @@ from typing import List
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from components.datagen.generate import generate_for_document, tokenize_document  # noqa: E402
 from components.datagen.instances import InstanceParams, VocabInfo  # noqa: E402

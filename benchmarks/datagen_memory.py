@@ -4,7 +4,7 @@ Each corpus size runs ``albert-pipeline make-pretraining-data`` in its own proce
 its peak RSS is the kernel's (``wait4``'s ``ru_maxrss``: what ``/usr/bin/time -v`` reports as "Maximum resident
 set size"; with more workers, the largest process of the tree).
 
-    .venv/bin/python benchmarks/datagen_memory.py --data-dir ../shared/data/books/gutenberg [--scale 1 4 16]
+    .venv/bin/python -m benchmarks.datagen_memory --data-dir ../shared/data/books/gutenberg [--scale 1 4 16]
 
 The corpus: every ``*.txt`` under ``--data-dir`` cut into documents of ``--doc-lines`` lines (as
 ``benchmarks/datagen_core.py`` does; the Gutenberg books at 500 lines: 224 documents, 1.45 M tokens), written once
@@ -26,10 +26,8 @@ from typing import Dict, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
 
-from datagen_core import read_documents  # noqa: E402
+from benchmarks.datagen_core import read_documents  # noqa: E402
 from trainer import precision  # noqa: E402  (imports no TensorFlow)
 
 

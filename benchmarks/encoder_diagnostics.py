@@ -1,6 +1,6 @@
 """Does a pretrained encoder read its context? Attention, position embeddings and a counting floor, per model.
 
-    .venv/bin/python benchmarks/encoder_diagnostics.py --examples DIR --model MODEL_DIR [MODEL_DIR ...]
+    .venv/bin/python -m benchmarks.encoder_diagnostics --examples DIR --model MODEL_DIR [MODEL_DIR ...]
         [--instances 1280] [--attention-instances 64]
 
 ``DIR``: the examples the models were pretrained on (``make-pretraining-data`` output or a ``PretrainingDataGen``
@@ -20,7 +20,6 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -19,8 +19,8 @@ Each framework runs in its own subprocess with the same thread count (``--thread
 cores). Printed: examples/s (median over the timed steps) and the ratio ours / transformers. Without
 ``torch``/``transformers`` importable the transformers column is skipped with a message.
 
-    .venv/bin/python benchmarks/finetune.py                       # ~2.5 min on 2 idle cores
-    .venv/bin/python benchmarks/finetune.py --train-steps 10 --infer-steps 20 --json out.json
+    .venv/bin/python -m benchmarks.finetune                       # ~2.5 min on 2 idle cores
+    .venv/bin/python -m benchmarks.finetune --train-steps 10 --infer-steps 20 --json out.json
 
 ``--padding``: what dynamic padding saves (:func:`components.evaluation.finetune.dynamic_padding`). Whole
 ``fine_tune`` runs (training + the final dev evaluation, as the ``small`` preset's GLUE node runs them) of the
@@ -31,7 +31,7 @@ prints both arms' medians and dev scores (equal up to float tolerance). Randomly
 depend on the weights); text is tokenised with the bundled 30k vocabulary and ids folded into 8000 (lengths as
 the 30k vocabulary splits; the recipe's own 8k vocabulary splits somewhat finer).
 
-    .venv/bin/python benchmarks/finetune.py --padding --task CoLA --repeats 3    # ~6 min on 2 idle cores
+    .venv/bin/python -m benchmarks.finetune --padding --task CoLA --repeats 3    # ~6 min on 2 idle cores
 """
 from __future__ import annotations
 
@@ -46,8 +46,6 @@ import time
 from typing import Dict, List
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
 
 HIDDEN = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
               intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2, initializer_range=0.02)
@@ -256,7 +254,7 @@ def _print_padding(result: Dict[str, object]) -> Dict[str, object]:
 def _run_worker(name: str, args) -> Dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "result.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--worker-out", out,
+        cmd = [sys.executable, "-m", __spec__.name, "--worker", name, "--worker-out", out,
                "--seq", str(args.seq), "--batch", str(args.batch), "--threads", str(args.threads),
                "--warmup", str(args.warmup), "--train-steps", str(args.train_steps),
                "--infer-steps", str(args.infer_steps)]

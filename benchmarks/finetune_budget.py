@@ -9,7 +9,7 @@ the ``random_init`` arm, no GLUE test predictions. Printed and written (``--outp
 per task and scale: both arms' median [min–max] over seeds, the paired gain, "beyond seed spread", the
 majority-class floor and the one-class runs.
 
-    .venv/bin/python benchmarks/finetune_budget.py --model MODEL_ARTIFACT_URI --glue-dir DIR \\
+    .venv/bin/python -m benchmarks.finetune_budget --model MODEL_ARTIFACT_URI --glue-dir DIR \\
         [--tasks RTE,STS-B,SST-2] [--scales 1,3] [--preset small] [--output DIR]
 
 ``MODEL_ARTIFACT_URI`` is a Trainer ``Model`` artifact folder (``albert/`` inside). Scales run in the order given;
@@ -26,7 +26,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

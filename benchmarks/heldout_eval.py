@@ -1,6 +1,6 @@
 """Held-out MLM and sentence-order accuracy of pretrained models on one split of an examples folder.
 
-    .venv/bin/python benchmarks/heldout_eval.py --examples DIR [--split eval_long] [--instances 1280]
+    .venv/bin/python -m benchmarks.heldout_eval --examples DIR [--split eval_long] [--instances 1280]
         --model MODEL_DIR [MODEL_DIR ...]
 
 ``MODEL_DIR``: a Trainer ``model`` artifact or ``albert-pipeline pretrain``'s ``<output>/model`` (it holds
@@ -17,7 +17,6 @@ import os
 import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -1,7 +1,7 @@
 """Ingestion (CorpusGen's Beam code) through the real ``albert-pipeline ingest``: wall time, input words/s per core
 and peak RSS, against workers and corpus size.
 
-    .venv/bin/python benchmarks/ingest.py --data-dir ../shared/data/large [--workers 1 2] [--fractions 0.25 0.5 1]
+    .venv/bin/python -m benchmarks.ingest --data-dir ../shared/data/large [--workers 1 2] [--fractions 0.25 0.5 1]
         [--repeat 1] [--encoding-fallback latin-1] [--keep-output DIR] [--json FILE]
 
 ``--data-dir`` holds ``wikipedia/`` (``pages-articles*.xml[.bz2]`` dumps and/or WikiExtractor ``AA/wiki_NN[.bz2]``
@@ -27,13 +27,11 @@ from typing import Dict, List, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
 
-from datagen_memory import cli_command, peak_rss_run  # noqa: E402
-from components import corpus_beam  # noqa: E402
-from components.text.compression import decompress_bytes  # noqa: E402
-from trainer import precision  # noqa: E402  (imports no TensorFlow)
+from benchmarks.datagen_memory import cli_command, peak_rss_run
+from components import corpus_beam
+from components.text.compression import decompress_bytes
+from trainer import precision  # imports no TensorFlow
 
 
 def cpu_description() -> str:

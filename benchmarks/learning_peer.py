@@ -1,6 +1,6 @@
 """The project's Trainer beside a peer: Hugging Face ``AlbertForPreTraining`` (PyTorch) on the same examples.
 
-    .venv/bin/python benchmarks/learning_peer.py --examples DIR [--preset small] [--set key=value ...]
+    .venv/bin/python -m benchmarks.learning_peer --examples DIR [--preset small] [--set key=value ...]
         [--seeds 1] [--threads N] [--output DIR]
 
 ``DIR`` is a ``make-pretraining-data`` output (or a pipeline Examples artifact). For each seed:
@@ -36,7 +36,6 @@ import time
 from typing import Any, Dict, List
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -300,7 +299,7 @@ def main(argv=None) -> int:
         subprocess.run([sys.executable, "-m", "pipeline.cli", "pretrain", "--preset", args.preset, "--examples",
                         args.examples, "--output", os.path.join(run, "ours"), *sets], check=True, cwd=REPO, env=env)
         peer_out = os.path.join(run, "peer_history.json")
-        subprocess.run([sys.executable, os.path.abspath(__file__), "--role", "peer", "--examples", args.examples,
+        subprocess.run([sys.executable, "-m", __spec__.name, "--role", "peer", "--examples", args.examples,
                         "--preset", args.preset, *sets, "--seed", str(seed), "--threads", str(args.threads),
                         "--ours", os.path.join(run, "ours"), "--peer-out", peer_out], check=True, env=env)
         with open(peer_out) as f:
@@ -308,7 +307,7 @@ def main(argv=None) -> int:
         ours = ours_history(os.path.join(run, "ours"), config.train.train_batch_size)
         results.append({"seed": seed, "precision": our_precision(os.path.join(run, "ours")), "ours": ours, "peer": peer,
                         "comparison": compare(ours, peer)})
-    command = " ".join(["benchmarks/learning_peer.py", *sys.argv[1:]])
+    command = " ".join(["-m", "benchmarks.learning_peer", *sys.argv[1:]])
     report = markdown(results, command)
     with open(os.path.join(args.output, "peer.md"), "w") as f:
         f.write(report)

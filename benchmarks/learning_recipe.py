@@ -1,6 +1,6 @@
 """The CPU-scale learning recipe end to end: does pretraining through the DAG beat no pretraining?
 
-    .venv/bin/python benchmarks/learning_recipe.py [--data-dir DIR] [--output DIR] [--quick] [--set key=value ...]
+    .venv/bin/python -m benchmarks.learning_recipe [--data-dir DIR] [--output DIR] [--quick] [--set key=value ...]
 
 1. Inputs: the bundled sample plus, when given, ``--data-dir`` (default: the ``ALBERT_TFX_DATA_DIR``
    environment variable) laid out as ``wikipedia/``, ``books/**.txt``, ``glue_data/<TASK>/``,
@@ -33,7 +33,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -332,7 +331,7 @@ def command_line(argv: List[str], data_dir: Optional[str]) -> str:
     env = []
     if data_dir and "--data-dir" not in argv and not any(a.startswith("--data-dir=") for a in argv):
         env = [f"ALBERT_TFX_DATA_DIR={shlex.quote(os.path.relpath(data_dir))}"]
-    return " ".join(env + [shlex.quote(a) for a in [".venv/bin/python", "benchmarks/learning_recipe.py"] + list(argv)])
+    return " ".join(env + [shlex.quote(a) for a in [".venv/bin/python", "-m", "benchmarks.learning_recipe"] + list(argv)])
 
 
 def main(argv=None) -> int:

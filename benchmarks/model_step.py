@@ -6,8 +6,9 @@ For each (sequence length, batch) case both frameworks train on the same random 
 two segments, ``P`` masked positions, SOP labels), float32, dropout 0 (ALBERT v2), one optimizer step per batch with
 global-norm clipping 1.0:
 
-* ours: ``tf.function`` train step = forward + ``pretraining_losses`` + gradient + clip + LAMB (or AdamW) update,
-  the step ``trainer.train_lib`` runs; ``--jit`` adds a run with ``jit_compile=True`` (XLA).
+* ours: the Trainer's own step, ``trainer.train_step.make_train_step`` (forward with stateless dropout, MLM + SOP
+  losses normalised over the global batch, gradient, clip, LAMB or AdamW update); ``--jit`` adds a run with
+  ``jit_compile=True`` (XLA for the forward/backward pass, as the Trainer applies it).
 * torch: ``AlbertForPreTraining(input_ids, attention_mask, token_type_ids, labels, sentence_order_label)``,
   ``loss.backward()``, ``clip_grad_norm_``, ``torch.optim.AdamW``.
 
@@ -32,9 +33,9 @@ Note on the work done: the MLM head here (as in the official code) computes logi
 positions; ``transformers`` computes them at every position (``[B, T, V]``) and ignores the unmasked ones in the
 loss. This is part of what is being compared: the same training step, each as its library implements it.
 
-    .venv/bin/python benchmarks/model_step.py                 # ~3 min on 2 cores
-    .venv/bin/python benchmarks/model_step.py --size small --cases 128x32 --precisions float32,bf16
-    .venv/bin/python benchmarks/model_step.py --jit --steps 5 --cases 128x8,512x2
+    .venv/bin/python -m benchmarks.model_step                 # ~3 min on 2 cores
+    .venv/bin/python -m benchmarks.model_step --size small --cases 128x32 --precisions float32,bf16
+    .venv/bin/python -m benchmarks.model_step --jit --steps 5 --cases 128x8,512x2
 """
 from __future__ import annotations
 
@@ -49,7 +50,6 @@ import time
 from typing import Dict, List, Tuple
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 from trainer.precision import cpu_model  # noqa: E402  (imports no TensorFlow)
 
 MAX_PREDICTIONS = {128: 20, 512: 76}  # the official max_predictions_per_seq for these lengths
@@ -97,16 +97,15 @@ def _timed(step, warmup: int, steps: int) -> Tuple[List[float], float]:
 def worker_ours(args) -> Dict[str, object]:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, REPO)
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     import tf_keras
 
-    from trainer.losses import pretraining_losses
     from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
-    from trainer.optimization import clip_gradients, create_optimizer
+    from trainer.optimization import create_optimizer
+    from trainer.train_step import make_train_step
 
     tf_keras.mixed_precision.set_global_policy("mixed_bfloat16" if args.precision == "bf16" else "float32")
     tf_keras.utils.set_random_seed(0)
@@ -119,25 +118,17 @@ def worker_ours(args) -> Dict[str, object]:
         model = AlbertForPreTraining(config)
         model(model.dummy_inputs(1, seq_len, MAX_PREDICTIONS.get(seq_len, 1)))
         optimizer = create_optimizer(args.optimizer, 1e-4, 10, 1000)
-        variables = model.trainable_variables
-        optimizer.build(variables)
         inputs = {k: tf.constant(data[k]) for k in ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")}
         labels = {k: tf.constant(data[k]) for k in ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")}
 
-        def step_fn(inputs, labels):
-            with tf.GradientTape() as tape:
-                outputs = model(inputs, training=True)
-                losses = pretraining_losses(outputs, labels["masked_lm_ids"], labels["masked_lm_weights"],
-                                            labels["next_sentence_labels"])
-            grads = tape.gradient(losses["loss"], variables)
-            grads, _ = clip_gradients(grads, 1.0)
-            optimizer.apply_gradients(zip(grads, variables))
-            return losses["loss"]
-
+        feed = iter(tf.data.Dataset.from_tensors((inputs, labels)).repeat())
         for variant in args.variants:
-            fn = tf.function(step_fn, jit_compile=(variant == "xla"))
+            # The Trainer's own step (stateless dropout, global-batch normalisation, clipping 1.0, the update),
+            # built afresh per variant as the Trainer builds it once per run; metric 0 is the loss.
+            fn = make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=1, clip_norm=1.0,
+                                 seed=0, jit_compile=(variant == "xla"))
             loss = []
-            times, warm = _timed(lambda: loss.append(float(fn(inputs, labels))), args.warmup, args.steps)
+            times, warm = _timed(lambda: loss.append(float(fn(feed)[0])), args.warmup, args.steps)
             results[f"{seq_len}x{batch}/{args.precision}/{variant}"] = {"times": times, "warmup_s": warm, "final_loss": loss[-1]}
     return results
 
@@ -236,7 +227,7 @@ def parse_cases(text: str) -> List[Tuple[int, int]]:
 
 
 def run_worker(which: str, argv: List[str]) -> Dict[str, object]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", which] + argv
+    cmd = [sys.executable, "-m", __spec__.name, "--worker", which] + argv
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode:
         sys.stderr.write(proc.stderr[-5000:])

@@ -6,7 +6,7 @@ artifact: ``albert-pipeline make-pretraining-data`` writes one). The 2-worker ar
 steps/s of each arm (median over the logged windows after the first, which holds tracing), the ratio, wall time,
 and the largest relative difference between the two arms' logged losses (the runs are the same run)::
 
-    python benchmarks/multi_worker.py --examples outputs/examples --steps 60 --batch 32 --output outputs/mw
+    python -m benchmarks.multi_worker --examples outputs/examples --steps 60 --batch 32 --output outputs/mw
 
 On one machine the two workers share its cores, so this measures correctness and the all-reduce overhead, not a
 speed-up; docs/running-at-scale.md "Running at scale" turns gradient bytes into all-reduce time for real interconnects.
@@ -23,7 +23,6 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 from trainer.distribute import free_loopback_addresses  # noqa: E402  (imports no TensorFlow)
 from trainer.precision import cpu_model  # noqa: E402  (imports no TensorFlow)
 

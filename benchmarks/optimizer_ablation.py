@@ -1,6 +1,6 @@
 """Held-out ablation of the optimizer settings beyond the official recipe, on the ``small`` recipe's own examples.
 
-    ALBERT_TFX_DATA_DIR=../shared/data .venv/bin/python benchmarks/optimizer_ablation.py [--steps 600]
+    ALBERT_TFX_DATA_DIR=../shared/data .venv/bin/python -m benchmarks.optimizer_ablation [--steps 600]
         [--arms baseline bias_correction ...] [--output outputs/optimizer_ablation] [--set key=value ...]
 
 1. **Examples**: the ``small`` preset's data nodes (CorpusGen → VocabGen → PretrainingDataGen) on the recipe's
@@ -27,7 +27,6 @@ import time
 from typing import Any, Dict, List
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -48,8 +47,7 @@ CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
 
 def make_examples(out: str, data_dir: str, seed: int, overrides: List[str]) -> Dict[str, Any]:
     """Run the small preset's data nodes (and a one-step Trainer) once; the published Examples folder."""
-    sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-    from learning_recipe import prepare_inputs
+    from benchmarks.learning_recipe import prepare_inputs
 
     facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed)
     inputs = [o for o in facts["overrides"] if o.startswith("corpus.")]

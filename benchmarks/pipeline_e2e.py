@@ -1,6 +1,6 @@
 """Time the whole sample DAG end to end (BeamDagRunner, fresh pipeline root, no cache).
 
-    .venv/bin/python benchmarks/pipeline_e2e.py [--preset sample] [--set key=value ...] [--runner beam|local]
+    .venv/bin/python -m benchmarks.pipeline_e2e [--preset sample] [--set key=value ...] [--runner beam|local]
 
 Prints the wall time of the run and each node's execution time as recorded by ML Metadata.
 """
@@ -11,7 +11,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -1,17 +1,18 @@
 """Pretraining train-step throughput: float32 vs mixed_bfloat16, XLA (jit_compile) on vs off.
 
-The step is the one ``trainer.train_lib.pretrain`` runs (forward, MLM + SOP losses, gradients,
-global-norm clipping, LAMB update) on random ids of the configured shape. Every variant runs in its
+The step is the Trainer's own (``trainer.train_step.make_train_step``: forward with stateless dropout, MLM + SOP
+losses normalised over the global batch, gradients, global-norm clipping, LAMB update) on random ids of the
+configured shape. Every variant runs in its
 own subprocess (the Keras precision policy is process-global) and reports steps/s after warm-up::
 
-    python benchmarks/pretrain_step.py --size albert-base --seq 128 --batch 8 --steps 5
-    python benchmarks/pretrain_step.py --variants float32:0,mixed_bfloat16:0 --json out.json
+    python -m benchmarks.pretrain_step --size albert-base --seq 128 --batch 8 --steps 5
+    python -m benchmarks.pretrain_step --variants float32:0,mixed_bfloat16:0 --json out.json
 
 CPU flags that matter for bf16 are printed (``avx512_bf16``, ``amx_bf16``): without AMX, TF's oneDNN
 runs bf16 matmuls through AVX512-BF16 dot products only, and at small widths the casts around every op
 cost more than they save. ``train.mixed_precision: auto`` makes this float32-vs-bf16 comparison itself at
 run time, on the run's own shape (``trainer/precision.py``); these measurements set ``train.jit_compile``
-(``trainer.train_lib.resolve_jit_compile``).
+(``trainer.train_step.resolve_jit_compile``).
 """
 from __future__ import annotations
 
@@ -41,22 +42,18 @@ def run_variant(size: str, seq: int, batch: int, preds: int, steps: int, warmup:
                 jit: bool) -> dict:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    sys.path.insert(0, REPO)
     import tensorflow as tf
     import tf_keras
 
-    from trainer.losses import pretraining_losses
     from trainer.modeling_albert import AlbertConfig
-    from trainer.optimization import clip_gradients, create_optimizer
-    from trainer.train_step import build_pretraining_model
+    from trainer.optimization import create_optimizer
+    from trainer.train_step import build_pretraining_model, make_train_step
 
     tf_keras.mixed_precision.set_global_policy(precision)
     tf.random.set_seed(0)
     config = AlbertConfig.named(size, vocab_size=30000)
     model = build_pretraining_model(config, "sop", seq, preds)
     optimizer = create_optimizer("lamb", 0.00176, 10, 1000)
-    variables = model.trainable_variables
-    optimizer.build(variables)
     inputs = {"input_ids": tf.random.uniform([batch, seq], 5, 30000, tf.int32),
               "input_mask": tf.ones([batch, seq], tf.int32),
               "segment_ids": tf.concat([tf.zeros([batch, seq // 2], tf.int32), tf.ones([batch, seq - seq // 2], tf.int32)], 1),
@@ -64,15 +61,14 @@ def run_variant(size: str, seq: int, batch: int, preds: int, steps: int, warmup:
     labels = {"masked_lm_ids": tf.random.uniform([batch, preds], 5, 30000, tf.int32),
               "masked_lm_weights": tf.ones([batch, preds]),
               "next_sentence_labels": tf.random.uniform([batch, 1], 0, 2, tf.int32)}
+    # The Trainer's own step (stateless dropout, global-batch normalisation, clipping 1.0, the LAMB update), fed
+    # the same batch again and again; metric 0 is the loss.
+    train_step = make_train_step(model, optimizer, tf.distribute.get_strategy(), grad_accum_steps=1, clip_norm=1.0,
+                                 seed=0, jit_compile=jit)
+    feed = iter(tf.data.Dataset.from_tensors((inputs, labels)).repeat())
 
-    @tf.function(jit_compile=jit)
     def step(inputs, labels):
-        with tf.GradientTape() as tape:
-            losses = pretraining_losses(model(inputs, training=True), labels["masked_lm_ids"],
-                                        labels["masked_lm_weights"], labels["next_sentence_labels"])
-        grads, _ = clip_gradients(tape.gradient(losses["loss"], variables), 1.0)
-        optimizer.apply_gradients(zip(grads, variables))
-        return losses["loss"]
+        return train_step(feed)[0]
 
     t0 = time.perf_counter()
     step(inputs, labels).numpy()
@@ -113,7 +109,7 @@ def main(argv=None) -> int:
     print(json.dumps(results["cpu"]))
     for variant in args.variants.split(","):
         precision, jit = variant.split(":")
-        cmd = [sys.executable, os.path.abspath(__file__), "--size", args.size, "--seq", str(args.seq), "--batch",
+        cmd = [sys.executable, "-m", __spec__.name, "--size", args.size, "--seq", str(args.seq), "--batch",
                str(args.batch), "--preds", str(args.preds), "--steps", str(args.steps), "--warmup",
                str(args.warmup), "--worker", precision, jit]
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -6,7 +6,7 @@ Writes paper-shaped records (max_seq_length 512, 20 predictions, GZIP, realistic
 * ``input_pipeline.make_pretraining_dataset``: counting the records once, the first batch from position 0 and
   from a position deep in the data (the resume), and steady-state throughput of both pipelines.
 
-    PYTHONPATH=. .venv/bin/python benchmarks/resume_data.py --records 24000 --files 8 --batch 4096
+    .venv/bin/python -m benchmarks.resume_data --records 24000 --files 8 --batch 4096
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Where a pretraining step's time goes: the Trainer's step under TensorFlow's profiler, op time by kind.
 
-    .venv/bin/python benchmarks/step_profile.py [--preset small] [--vocab 8000] [--precision mixed_bfloat16]
+    .venv/bin/python -m benchmarks.step_profile [--preset small] [--vocab 8000] [--precision mixed_bfloat16]
         [--steps 10] [--set key=value ...] [--json FILE]
 
-Builds the preset's model, optimizer and the Trainer's own step (``trainer.train_lib.make_train_step``) on a
+Builds the preset's model, optimizer and the Trainer's own step (``trainer.train_step.make_train_step``) on a
 real-shaped random batch (the precision probe's), traces and warms it up, then profiles ``--steps`` steps and
 reads the profile's host plane (XPlane): every TensorFlow op event with its name scope and type. It prints the
 op time per step by *kind* (matmuls, casts, the LayerNorm, GELU and softmax ops, gathers and the embedding
@@ -24,7 +24,6 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

@@ -1,10 +1,10 @@
 """Does the training input cost step time? The Trainer's step fed by its real input pipeline vs one constant batch.
 
-    .venv/bin/python benchmarks/train_input.py --examples DIR [--preset small] [--precision mixed_bfloat16]
+    .venv/bin/python -m benchmarks.train_input --examples DIR [--preset small] [--precision mixed_bfloat16]
         [--windows 4] [--steps 40] [--set key=value ...]
 
 ``DIR``: a ``make-pretraining-data`` output or a pipeline Examples artifact. One process builds the preset's model
-and optimizer and the Trainer's own step (``trainer.train_lib.make_train_step``), then alternates windows of
+and optimizer and the Trainer's own step (``trainer.train_step.make_train_step``), then alternates windows of
 ``--steps`` steps fed by (a) ``input_pipeline.make_pretraining_dataset`` (the seekable, block-shuffled GZIP stream
 the Trainer reads) and (b) one batch of it repeated from memory, so machine load falls on both. It prints the
 seconds per step of every window, the medians, and the input pipeline alone (batches per second drawn with no
@@ -21,7 +21,6 @@ import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO)
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 

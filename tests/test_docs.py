@@ -17,7 +17,7 @@ How each kind of line is executed:
   the shared sample run of tests/conftest.py, and ``make sample`` itself in test_cli_run.py; ``pytest tests`` is CI
   itself).
 * ``export``/assignments: applied to the environment of the following lines.
-* ``.venv/bin/python benchmarks/NAME.py …``: experiments of minutes to hours (kept out of CI on purpose); the script's
+* ``.venv/bin/python -m benchmarks.NAME …``: experiments of minutes to hours (kept out of CI on purpose); the script's
   real ``--help`` runs and every flag the line uses must be one it accepts.
 * ``gcloud``, ``docker``, ``kubectl``, ``kfp``: cloud CLIs this machine does not have and a test must not call; each
   block is checked by ``bash -n`` and the files and substitutions the lines name must exist.
@@ -87,10 +87,10 @@ def test_every_command_line_is_of_a_kind_this_test_runs():
 
 
 def _benchmark_script(words):
-    """``[VAR=… ]* .venv/bin/python benchmarks/X.py …`` → (script, its arguments), else None."""
+    """``[VAR=… ]* .venv/bin/python -m benchmarks.X …`` → (module, its arguments), else None."""
     rest = [w for w in words if not re.fullmatch(r"[A-Z_]+=.*", w)]
-    if len(rest) >= 2 and rest[0] == ".venv/bin/python" and re.fullmatch(r"benchmarks/\w+\.py", rest[1]):
-        return rest[1], rest[2:]
+    if len(rest) >= 3 and rest[:2] == [".venv/bin/python", "-m"] and re.fullmatch(r"benchmarks\.\w+", rest[2]):
+        return rest[2], rest[3:]
     return None
 
 
@@ -103,8 +103,8 @@ def test_benchmark_lines_use_flags_their_script_accepts():
         if not found:
             continue
         script, args = found
-        done = subprocess.run([sys.executable, os.path.join(REPO, script), "--help"], cwd=REPO, capture_output=True,
-                              text=True, timeout=300, env={**os.environ, "PYTHONPATH": REPO})
+        done = subprocess.run([sys.executable, "-m", script, "--help"], cwd=REPO, capture_output=True, text=True,
+                              timeout=300, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
         assert done.returncode == 0, (doc, line, done.stderr[-2000:])
         for flag in (a.split("=", 1)[0] for a in args if a.startswith("--")):
             assert re.search(rf"(^|[\s,\[]){re.escape(flag)}\b", done.stdout), (doc, line, flag)

@@ -1,4 +1,4 @@
-"""The layers import only downward: ``config`` ← ``trainer`` ← ``components`` ← ``pipeline``.
+"""The layers import only downward: ``config`` ← ``trainer`` ← ``components`` ← ``pipeline`` ← ``benchmarks``.
 
 Every ``import`` / ``from ... import`` statement of every module is read with ``ast`` (imports inside
 functions included, so a lazy import cannot hide an upward arrow). ``components`` may import ``trainer``
@@ -11,15 +11,16 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("config", "trainer", "components", "pipeline", "albert")
+PACKAGES = ("config", "trainer", "components", "pipeline", "albert", "benchmarks")
 # ``albert`` is no layer: it only re-exports the artifact types under their schema titles (albert/__init__.py), for
 # the Kubeflow v2 container entrypoint. It imports components alone, and no package imports it.
+# ``benchmarks`` is the top layer: it may import every package, and no package imports it.
 FORBIDDEN = {
-    "config": {"trainer", "components", "pipeline", "albert"},
-    "trainer": {"components", "pipeline", "albert"},
-    "components": {"pipeline", "albert"},
-    "pipeline": {"albert"},
-    "albert": {"config", "trainer", "pipeline"},
+    "config": {"trainer", "components", "pipeline", "albert", "benchmarks"},
+    "trainer": {"components", "pipeline", "albert", "benchmarks"},
+    "components": {"pipeline", "albert", "benchmarks"},
+    "pipeline": {"albert", "benchmarks"},
+    "albert": {"config", "trainer", "pipeline", "benchmarks"},
 }
 
 
@@ -63,3 +64,13 @@ def test_the_scanner_sees_lazy_and_aliased_imports(tmp_path):
                     "def f():\n    from trainer.task import run_fn\n    import components\n    return run_fn\n")
     assert imported_packages(str(path)) == [(3, "pipeline"), (6, "trainer"), (7, "components")]
 
+
+
+def test_benchmarks_run_as_modules_without_path_edits():
+    """``python -m benchmarks.NAME`` from the repository root: no script edits ``sys.path`` to find its imports."""
+    found = []
+    for name in sorted(os.listdir(os.path.join(ROOT, "benchmarks"))):
+        if name.endswith(".py"):
+            with open(os.path.join(ROOT, "benchmarks", name), encoding="utf-8") as f:
+                found += [f"benchmarks/{name}:{i}" for i, line in enumerate(f, 1) if "sys.path" in line]
+    assert found == []

@@ -1,4 +1,4 @@
-"""The ``small`` preset and the input preparation of ``benchmarks/learning_recipe.py`` (no pipeline run)."""
+"""The ``small`` preset and the input preparation of ``benchmarks.learning_recipe`` (no pipeline run)."""
 import importlib.util
 import json
 import os
@@ -59,7 +59,7 @@ def test_write_up_tables(tmp_path):
     recipe = _recipe()
     spread = {"median": 7.8, "min": 6.4, "max": 8.4}
     record = {
-        "quick": False, "command": ".venv/bin/python benchmarks/learning_recipe.py", "cpu_count": 2,
+        "quick": False, "command": ".venv/bin/python -m benchmarks.learning_recipe", "cpu_count": 2,
         "seconds": {"total": 100.0, "sop_pipeline": 60.0, "nsp_pipeline": 30.0, "sentence_eval": 10.0},
         "node_seconds": {"sop": {"Trainer": {"state": "COMPLETE", "seconds": 42.4},
                                  "CorpusGen": {"state": "CACHED", "seconds": 0.1}}},
@@ -86,8 +86,8 @@ def test_write_up_tables(tmp_path):
     assert "Report: `pipeline_root/report.md`" in text  # relative to the output folder: no machine paths
     data = os.path.join(os.getcwd(), "data_here")
     assert (recipe.command_line(["--output", "o"], data) ==
-            "ALBERT_TFX_DATA_DIR=data_here .venv/bin/python benchmarks/learning_recipe.py --output o")
-    assert recipe.command_line(["--data-dir", data], data).startswith(".venv/bin/python benchmarks/learning_recipe.py")
+            "ALBERT_TFX_DATA_DIR=data_here .venv/bin/python -m benchmarks.learning_recipe --output o")
+    assert recipe.command_line(["--data-dir", data], data).startswith(".venv/bin/python -m benchmarks.learning_recipe")
 
 
 def test_finetune_budget_scales_the_preset_steps_and_tabulates():

@@ -1,7 +1,7 @@
 """Run one benchmark family (GLUE / SQuAD / RACE) end to end: every task, seed and arm, into ``metrics.json``.
 
 ``run_benchmark(benchmark, albert_dir, data_dir, cfg, output_dir)`` is the core of the three evaluator
-components. It restores the encoder exported by :func:`trainer.train_lib.export`
+components. It restores the encoder exported by :func:`trainer.export.export`
 (``<albert_dir>/albert_config.json``, ``<albert_dir>/encoder/ckpt``, ``<albert_dir>/spm.model``), runs one
 driver and writes ``<output_dir>/metrics.json`` plus official-format prediction files. One concept per module:
 

@@ -1,0 +1,6 @@
+"""Benchmarks: speed and memory of this project's nodes and steps, each against a peer or a physical limit.
+
+Run one from the repository root as a module, e.g. ``.venv/bin/python -m benchmarks.model_step``; each names the
+CPU it ran on in its output, and dated results live beside them in ``benchmarks/results/``. This package is the
+top layer (``tests/test_layering.py``): it imports the product's packages, and nothing imports it but tests.
+"""
