@@ -74,7 +74,6 @@ def _timed(fn, warmup: int, steps: int) -> List[float]:
 
 
 def worker_ours(args) -> Dict[str, object]:
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     import numpy as np
     import tensorflow as tf
 
@@ -164,7 +163,6 @@ SMALL_SHAPE = dict(vocab_size=8000, hidden_size=256, num_hidden_layers=4, embedd
 
 def padding_comparison(args) -> Dict[str, object]:
     """Padded vs dynamic-padded ``fine_tune`` runs, interleaved; per-run seconds, mean lengths and dev scores."""
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     import numpy as np
     import tf_keras
 

@@ -95,7 +95,6 @@ def _timed(step, warmup: int, steps: int) -> Tuple[List[float], float]:
 # Workers (one framework per process)
 # ---------------------------------------------------------------------------------------------------------------------
 def worker_ours(args) -> Dict[str, object]:
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
 

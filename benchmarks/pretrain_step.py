@@ -40,7 +40,6 @@ def cpu_flags() -> dict:
 
 def run_variant(size: str, seq: int, batch: int, preds: int, steps: int, warmup: int, precision: str,
                 jit: bool) -> dict:
-    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import tensorflow as tf
     import tf_keras

@@ -30,7 +30,6 @@ import sys
 import traceback
 from typing import List, Optional
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 LOG = logging.getLogger("albert_tfx.cli")

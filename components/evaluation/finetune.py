@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
-
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np
 import tensorflow as tf

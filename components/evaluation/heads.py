@@ -18,7 +18,6 @@ import dataclasses
 import os
 from typing import Dict
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import tensorflow as tf
 import tf_keras

@@ -21,7 +21,6 @@ import shutil
 import tempfile
 from typing import Any, Dict, List
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np
 import tensorflow as tf

@@ -37,7 +37,6 @@ import tempfile
 import time
 from typing import Any, Dict, Optional
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import tensorflow as tf
 

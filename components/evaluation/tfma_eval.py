@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional, Sequence
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np
 import tensorflow as tf

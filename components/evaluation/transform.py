@@ -40,7 +40,6 @@ import unicodedata
 from functools import lru_cache
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 import numpy as np
 import tensorflow as tf
