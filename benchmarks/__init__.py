@@ -1,4 +1,5 @@
-"""Benchmarks: speed and memory of this project's nodes and steps, each against a peer or a physical limit.
+"""Benchmarks: speed and memory of this project's nodes and steps, each against a peer or a physical limit
+(one-off studies of how the model learns are ``experiments/``).
 
 Run one from the repository root as a module, e.g. ``.venv/bin/python -m benchmarks.model_step``; each names the
 CPU it ran on in its output, and dated results live beside them in ``benchmarks/results/``. This package is the

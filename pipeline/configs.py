@@ -366,7 +366,7 @@ def sample_config() -> PipelineConfig:
 
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
-    ``benchmarks/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
+    ``experiments/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
     dev cuts) to the bundled sample; docs/experiments/cpu-recipe.md, "CPU-scale recipe", has its measured table.
 
     Choices: a trained 8k SentencePiece vocabulary (a 30k vocabulary's softmax would dominate a model this size on

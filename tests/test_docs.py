@@ -17,7 +17,7 @@ How each kind of line is executed:
   the shared sample run of tests/conftest.py, and ``make sample`` itself in test_cli_run.py; ``pytest tests`` is CI
   itself).
 * ``export``/assignments: applied to the environment of the following lines.
-* ``.venv/bin/python -m benchmarks.NAME …``: experiments of minutes to hours (kept out of CI on purpose); the script's
+* ``.venv/bin/python -m benchmarks.NAME …`` or ``-m experiments.NAME …``: measurements of minutes to hours (kept out of CI on purpose); the script's
   real ``--help`` runs and every flag the line uses must be one it accepts.
 * ``gcloud``, ``docker``, ``kubectl``, ``kfp``: cloud CLIs this machine does not have and a test must not call; each
   block is checked by ``bash -n`` and the files and substitutions the lines name must exist.
@@ -87,9 +87,10 @@ def test_every_command_line_is_of_a_kind_this_test_runs():
 
 
 def _benchmark_script(words):
-    """``[VAR=… ]* .venv/bin/python -m benchmarks.X …`` → (module, its arguments), else None."""
+    """``[VAR=… ]* .venv/bin/python -m benchmarks.X|experiments.X …`` → (module, its arguments), else None."""
     rest = [w for w in words if not re.fullmatch(r"[A-Z_]+=.*", w)]
-    if len(rest) >= 3 and rest[:2] == [".venv/bin/python", "-m"] and re.fullmatch(r"benchmarks\.\w+", rest[2]):
+    if len(rest) >= 3 and rest[:2] == [".venv/bin/python", "-m"] and re.fullmatch(r"(benchmarks|experiments)\.\w+",
+                                                                                 rest[2]):
         return rest[2], rest[3:]
     return None
 

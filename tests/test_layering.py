@@ -1,4 +1,5 @@
-"""The layers import only downward: ``config`` ← ``trainer`` ← ``components`` ← ``pipeline`` ← ``benchmarks``.
+"""The layers import only downward: ``config`` ← ``trainer`` ← ``components`` ← ``pipeline`` ← ``benchmarks`` /
+``experiments``.
 
 Every ``import`` / ``from ... import`` statement of every module is read with ``ast`` (imports inside
 functions included, so a lazy import cannot hide an upward arrow). ``components`` may import ``trainer``
@@ -11,16 +12,19 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("config", "trainer", "components", "pipeline", "albert", "benchmarks")
+PACKAGES = ("config", "trainer", "components", "pipeline", "albert", "benchmarks", "experiments")
 # ``albert`` is no layer: it only re-exports the artifact types under their schema titles (albert/__init__.py), for
 # the Kubeflow v2 container entrypoint. It imports components alone, and no package imports it.
-# ``benchmarks`` is the top layer: it may import every package, and no package imports it.
+# ``benchmarks`` and ``experiments`` are the top layer: they may import every package (experiments the benchmarks'
+# helpers too), and no package of the product imports them.
+TOP = {"benchmarks", "experiments"}
 FORBIDDEN = {
-    "config": {"trainer", "components", "pipeline", "albert", "benchmarks"},
-    "trainer": {"components", "pipeline", "albert", "benchmarks"},
-    "components": {"pipeline", "albert", "benchmarks"},
-    "pipeline": {"albert", "benchmarks"},
-    "albert": {"config", "trainer", "pipeline", "benchmarks"},
+    "config": {"trainer", "components", "pipeline", "albert"} | TOP,
+    "trainer": {"components", "pipeline", "albert"} | TOP,
+    "components": {"pipeline", "albert"} | TOP,
+    "pipeline": {"albert"} | TOP,
+    "albert": {"config", "trainer", "pipeline"} | TOP,
+    "benchmarks": {"experiments"},
 }
 
 
@@ -66,11 +70,13 @@ def test_the_scanner_sees_lazy_and_aliased_imports(tmp_path):
 
 
 
-def test_benchmarks_run_as_modules_without_path_edits():
-    """``python -m benchmarks.NAME`` from the repository root: no script edits ``sys.path`` to find its imports."""
+@pytest.mark.parametrize("package", sorted(TOP))
+def test_top_layer_scripts_run_as_modules_without_path_edits(package):
+    """``python -m benchmarks.NAME`` / ``-m experiments.NAME`` from the repository root: no script edits
+    ``sys.path`` to find its imports."""
     found = []
-    for name in sorted(os.listdir(os.path.join(ROOT, "benchmarks"))):
+    for name in sorted(os.listdir(os.path.join(ROOT, package))):
         if name.endswith(".py"):
-            with open(os.path.join(ROOT, "benchmarks", name), encoding="utf-8") as f:
-                found += [f"benchmarks/{name}:{i}" for i, line in enumerate(f, 1) if "sys.path" in line]
+            with open(os.path.join(ROOT, package, name), encoding="utf-8") as f:
+                found += [f"{package}/{name}:{i}" for i, line in enumerate(f, 1) if "sys.path" in line]
     assert found == []

@@ -1,5 +1,5 @@
-"""The ``small`` preset and the input preparation of ``benchmarks.learning_recipe`` (no pipeline run)."""
-import importlib.util
+"""The ``small`` preset and the input preparation of ``experiments.learning_recipe`` (no pipeline run)."""
+import importlib
 import json
 import os
 
@@ -10,10 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _recipe():
-    spec = importlib.util.spec_from_file_location("learning_recipe", os.path.join(ROOT, "benchmarks", "learning_recipe.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("experiments.learning_recipe")
 
 
 def test_small_preset_is_the_stated_recipe():
@@ -59,7 +56,7 @@ def test_write_up_tables(tmp_path):
     recipe = _recipe()
     spread = {"median": 7.8, "min": 6.4, "max": 8.4}
     record = {
-        "quick": False, "command": ".venv/bin/python -m benchmarks.learning_recipe", "cpu_count": 2,
+        "quick": False, "command": ".venv/bin/python -m experiments.learning_recipe", "cpu_count": 2,
         "seconds": {"total": 100.0, "sop_pipeline": 60.0, "nsp_pipeline": 30.0, "sentence_eval": 10.0},
         "node_seconds": {"sop": {"Trainer": {"state": "COMPLETE", "seconds": 42.4},
                                  "CorpusGen": {"state": "CACHED", "seconds": 0.1}}},
@@ -86,14 +83,12 @@ def test_write_up_tables(tmp_path):
     assert "Report: `pipeline_root/report.md`" in text  # relative to the output folder: no machine paths
     data = os.path.join(os.getcwd(), "data_here")
     assert (recipe.command_line(["--output", "o"], data) ==
-            "ALBERT_TFX_DATA_DIR=data_here .venv/bin/python -m benchmarks.learning_recipe --output o")
-    assert recipe.command_line(["--data-dir", data], data).startswith(".venv/bin/python -m benchmarks.learning_recipe")
+            "ALBERT_TFX_DATA_DIR=data_here .venv/bin/python -m experiments.learning_recipe --output o")
+    assert recipe.command_line(["--data-dir", data], data).startswith(".venv/bin/python -m experiments.learning_recipe")
 
 
 def test_finetune_budget_scales_the_preset_steps_and_tabulates():
-    spec = importlib.util.spec_from_file_location("finetune_budget", os.path.join(ROOT, "benchmarks", "finetune_budget.py"))
-    budget = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(budget)
+    budget = importlib.import_module("experiments.finetune_budget")
     base = build_config("small")
     over = budget.scaled_overrides(base, ["RTE", "SST-2"], 3)
     cfg = build_config("small", overrides=over)
@@ -124,15 +119,15 @@ def test_benchmark_scripts_refuse_a_missing_folder_with_exit_2_and_write_nothing
     import sys
 
     missing = str(tmp_path / "no-such-folder")
-    cases = [("learning_recipe.py", ["--data-dir", missing, "--output", str(tmp_path / "recipe")], "recipe"),
-             ("finetune_budget.py", ["--model", missing, "--glue-dir", str(tmp_path), "--output",
-                                     str(tmp_path / "budget")], "budget"),
-             ("finetune_budget.py", ["--model", str(tmp_path), "--glue-dir", missing], None),
-             ("multi_worker.py", ["--examples", missing, "--output", str(tmp_path / "mw")], "mw")]
+    cases = [("experiments.learning_recipe", ["--data-dir", missing, "--output", str(tmp_path / "recipe")], "recipe"),
+             ("experiments.finetune_budget", ["--model", missing, "--glue-dir", str(tmp_path), "--output",
+                                              str(tmp_path / "budget")], "budget"),
+             ("experiments.finetune_budget", ["--model", str(tmp_path), "--glue-dir", missing], None),
+             ("benchmarks.multi_worker", ["--examples", missing, "--output", str(tmp_path / "mw")], "mw")]
     (tmp_path / "albert").mkdir()  # the third case's --model is a valid artifact folder
     for script, args, out in cases:
-        proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", script)] + args,
-                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        proc = subprocess.run([sys.executable, "-m", script] + args, capture_output=True, text=True, cwd=ROOT,
+                              timeout=120)
         assert proc.returncode == 2, (script, proc.stderr)
         assert missing in proc.stderr and "Traceback" not in proc.stderr
         assert out is None or not (tmp_path / out).exists()

@@ -1,4 +1,4 @@
-"""What a pretrained encoder has learned beyond counting: the measures ``benchmarks/encoder_diagnostics.py`` prints.
+"""What a pretrained encoder has learned beyond counting: the measures ``experiments/encoder_diagnostics.py`` prints.
 
 Held-out MLM accuracy alone does not say whether an encoder reads its context. These do:
 

@@ -9,7 +9,7 @@ the ``random_init`` arm, no GLUE test predictions. Printed and written (``--outp
 per task and scale: both arms' median [min–max] over seeds, the paired gain, "beyond seed spread", the
 majority-class floor and the one-class runs.
 
-    .venv/bin/python -m benchmarks.finetune_budget --model MODEL_ARTIFACT_URI --glue-dir DIR \\
+    .venv/bin/python -m experiments.finetune_budget --model MODEL_ARTIFACT_URI --glue-dir DIR \\
         [--tasks RTE,STS-B,SST-2] [--scales 1,3] [--preset small] [--output DIR]
 
 ``MODEL_ARTIFACT_URI`` is a Trainer ``Model`` artifact folder (``albert/`` inside). Scales run in the order given;

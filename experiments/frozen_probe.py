@@ -7,7 +7,7 @@ train features and scored on dev: logistic regression (accuracy; MRPC F1/accurac
 benchmark's headline) or ridge regression for STS-B (Pearson/Spearman mean). The same architecture from random
 initialisation (``--random-seeds`` draws) is the baseline.
 
-    .venv/bin/python -m benchmarks.frozen_probe --model MODEL_ARTIFACT_URI --glue-dir DIR [--tasks SST-2,STS-B]
+    .venv/bin/python -m experiments.frozen_probe --model MODEL_ARTIFACT_URI --glue-dir DIR [--tasks SST-2,STS-B]
 
 ``MODEL_ARTIFACT_URI`` is a Trainer ``Model`` artifact folder (``albert/`` inside: config, encoder checkpoint and
 ``spm.model``). Train sets are capped at ``--max-train`` examples (the first ones, file order) to bound the time.

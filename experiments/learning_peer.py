@@ -1,6 +1,6 @@
 """The project's Trainer beside a peer: Hugging Face ``AlbertForPreTraining`` (PyTorch) on the same examples.
 
-    .venv/bin/python -m benchmarks.learning_peer --examples DIR [--preset small] [--set key=value ...]
+    .venv/bin/python -m experiments.learning_peer --examples DIR [--preset small] [--set key=value ...]
         [--seeds 1] [--threads N] [--output DIR]
 
 ``DIR`` is a ``make-pretraining-data`` output (or a pipeline Examples artifact). For each seed:
@@ -306,7 +306,7 @@ def main(argv=None) -> int:
         ours = ours_history(os.path.join(run, "ours"), config.train.train_batch_size)
         results.append({"seed": seed, "precision": our_precision(os.path.join(run, "ours")), "ours": ours, "peer": peer,
                         "comparison": compare(ours, peer)})
-    command = " ".join(["-m", "benchmarks.learning_peer", *sys.argv[1:]])
+    command = " ".join(["-m", "experiments.learning_peer", *sys.argv[1:]])
     report = markdown(results, command)
     with open(os.path.join(args.output, "peer.md"), "w") as f:
         f.write(report)

@@ -1,6 +1,6 @@
 """Held-out MLM and sentence-order accuracy of pretrained models on one split of an examples folder.
 
-    .venv/bin/python -m benchmarks.heldout_eval --examples DIR [--split eval_long] [--instances 1280]
+    .venv/bin/python -m experiments.heldout_eval --examples DIR [--split eval_long] [--instances 1280]
         --model MODEL_DIR [MODEL_DIR ...]
 
 ``MODEL_DIR``: a Trainer ``model`` artifact or ``albert-pipeline pretrain``'s ``<output>/model`` (it holds
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     if not os.path.isdir(os.path.join(args.examples, f"Split-{args.split}")):
         print(f"error: {args.examples} has no Split-{args.split}/", file=sys.stderr)
         return 2
-    from benchmarks.learning_recipe import sentence_eval
+    from experiments.learning_recipe import sentence_eval
 
     for model in args.model:
         scores = sentence_eval(model, args.sentence_task, args.examples, args.instances, split=args.split)

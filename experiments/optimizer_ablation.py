@@ -1,6 +1,6 @@
 """Held-out ablation of the optimizer settings beyond the official recipe, on the ``small`` recipe's own examples.
 
-    ALBERT_TFX_DATA_DIR=../shared/data .venv/bin/python -m benchmarks.optimizer_ablation [--steps 600]
+    ALBERT_TFX_DATA_DIR=../shared/data .venv/bin/python -m experiments.optimizer_ablation [--steps 600]
         [--arms baseline bias_correction ...] [--output outputs/optimizer_ablation] [--set key=value ...]
 
 1. **Examples**: the ``small`` preset's data nodes (CorpusGen → VocabGen → PretrainingDataGen) on the recipe's
@@ -46,7 +46,7 @@ CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
 
 def make_examples(out: str, data_dir: str, seed: int, overrides: List[str]) -> Dict[str, Any]:
     """Run the small preset's data nodes (and a one-step Trainer) once; the published Examples folder."""
-    from benchmarks.learning_recipe import prepare_inputs
+    from experiments.learning_recipe import prepare_inputs
 
     facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed)
     inputs = [o for o in facts["overrides"] if o.startswith("corpus.")]

@@ -1,6 +1,6 @@
 """The CPU-scale learning recipe end to end: does pretraining through the DAG beat no pretraining?
 
-    .venv/bin/python -m benchmarks.learning_recipe [--data-dir DIR] [--output DIR] [--quick] [--set key=value ...]
+    .venv/bin/python -m experiments.learning_recipe [--data-dir DIR] [--output DIR] [--quick] [--set key=value ...]
 
 1. Inputs: the bundled sample plus, when given, ``--data-dir`` (default: the ``ALBERT_TFX_DATA_DIR``
    environment variable) laid out as ``wikipedia/``, ``books/**.txt``, ``glue_data/<TASK>/``,
@@ -330,7 +330,7 @@ def command_line(argv: List[str], data_dir: Optional[str]) -> str:
     env = []
     if data_dir and "--data-dir" not in argv and not any(a.startswith("--data-dir=") for a in argv):
         env = [f"ALBERT_TFX_DATA_DIR={shlex.quote(os.path.relpath(data_dir))}"]
-    return " ".join(env + [shlex.quote(a) for a in [".venv/bin/python", "-m", "benchmarks.learning_recipe"] + list(argv)])
+    return " ".join(env + [shlex.quote(a) for a in [".venv/bin/python", "-m", "experiments.learning_recipe"] + list(argv)])
 
 
 def main(argv=None) -> int:

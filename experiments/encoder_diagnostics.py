@@ -1,6 +1,6 @@
 """Does a pretrained encoder read its context? Attention, position embeddings and a counting floor, per model.
 
-    .venv/bin/python -m benchmarks.encoder_diagnostics --examples DIR --model MODEL_DIR [MODEL_DIR ...]
+    .venv/bin/python -m experiments.encoder_diagnostics --examples DIR --model MODEL_DIR [MODEL_DIR ...]
         [--instances 1280] [--attention-instances 64]
 
 ``DIR``: the examples the models were pretrained on (``make-pretraining-data`` output or a ``PretrainingDataGen``
