@@ -15,7 +15,8 @@ from typing import Any, Dict, Optional
 
 from pipeline.cloud import CloudConfigError, ScheduleSpec, VertexTarget
 
-DEFAULT_EXPERIMENT = "albert-tfx"
+DEFAULT_EXPERIMENT = "albert-tfx"  # the KFP experiment runs are filed under
+DEFAULT_RUN_NAME = "albert-tfx"  # the flag form's display name (an environment's: albert-tfx-NAME)
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def from_flags(args) -> Deployment:
         key, value = item.split("=", 1)
         labels[key] = value
     return Deployment(
-        kind="kfp" if getattr(args, "endpoint", None) else "vertex", run_name=args.run_name or DEFAULT_EXPERIMENT,
+        kind="kfp" if getattr(args, "endpoint", None) else "vertex", run_name=args.run_name or DEFAULT_RUN_NAME,
         pipeline_root=args.pipeline_root, project=args.project, region=args.region,
         service_account=args.service_account, network=args.network, labels=labels,
         kfp_endpoint=getattr(args, "endpoint", None), experiment=getattr(args, "experiment", None) or DEFAULT_EXPERIMENT,
