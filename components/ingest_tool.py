@@ -7,7 +7,8 @@ artifact, so ``make-pretraining-data --input`` takes the folder as it is.
 
 Nothing partial is published: the job writes into a sibling staging folder (``<output>.tmp-<pid>``) that is moved into
 place only when the whole job succeeded, and deleted when it fails. Local folders and ``gs://`` URIs both go
-through Beam's filesystems, so the same command runs on Dataflow with ``--beam-arg=--runner=DataflowRunner ...``.
+through Beam's filesystems, so the same command runs on Dataflow with ``--beam-arg=--runner=DataflowRunner ...``
+instead of the local runner.
 """
 from __future__ import annotations
 
@@ -56,11 +57,13 @@ def _publish(staging: str, output: str) -> None:
 
 
 def pipeline_options(workers: int, beam_args: Sequence[str] = ()) -> PipelineOptions:
-    """DirectRunner with ``workers`` processes, unless ``beam_args`` name a runner (Dataflow, Flink...)."""
+    """The local runner (``components/beam_options.py``) on ``workers`` processes, unless ``beam_args`` name a runner
+    (Dataflow, Flink...)."""
+    from components import beam_options
+
     args = list(beam_args)
     if not any(a.startswith("--runner") for a in args):
-        mode = "multi_processing" if workers > 1 else "in_memory"
-        args = ["--runner=DirectRunner", f"--direct_num_workers={workers}", f"--direct_running_mode={mode}"] + args
+        args = beam_options.local_args(workers) + args
     return PipelineOptions(args)
 
 

@@ -425,7 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--books-glob", action="append", help="pattern under --books (repeatable; default: **/*.txt, "
                                                          "**/*.txt.gz, **/*.txt.bz2)")
     p.add_argument("--beam-arg", action="append", help="Beam pipeline option, e.g. --beam-arg=--runner=DataflowRunner "
-                                                       "(write the '='; replaces the DirectRunner)")
+                                                       "(write the '='; replaces the local runner)")
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("pretrain", help="pretrain from make-pretraining-data output (the Trainer's run_fn, no TFX)")

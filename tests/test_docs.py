@@ -213,7 +213,7 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     args = [a for e in paper_spec["pipelineSpec"]["deploymentSpec"]["executors"].values() if "container" in e
             for a in e["container"].get("args", [])]
     assert "--runner=DataflowRunner" in args and "--temp_location=gs://albert-bkt/tmp" in args
-    # infra/README: ingest on Dataflow replaces the DirectRunner with the documented options; datagen on one VM.
+    # infra/README: ingest on Dataflow replaces the local runner with the documented options; datagen on one VM.
     (argv, config, options), = by_cmd["ingest --wikipedia"]
     assert (options["runner"], options["region"], options["max_num_workers"]) == ("DataflowRunner", "europe-west4", 32)
     assert options["temp_location"] == "gs://albert-bkt/albert-tfx/dataflow/temp" and "direct_num_workers" not in [

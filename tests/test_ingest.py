@@ -1,8 +1,8 @@
 """``albert-pipeline ingest``: CorpusGen's Beam code without TFX, on the cut fixtures of tests/fixtures/corpus (real
 WikiExtractor output, plain and bz2; real gzip and bz2 books; sources in its README.md).
 
-Real Beam (DirectRunner), real files: the exact documents and counts each input gives, the CLI in a real process,
-one test per class of broken input (exit 2, one line naming the file and line or byte, nothing left under the
+Real Beam (the local FnApiRunner), real files: the exact documents and counts each input gives, the CLI in a real
+process, one test per class of broken input (exit 2, one line naming the file and line or byte, nothing left under the
 output), and the same job on ``gs://`` paths through a local stand-in of the object store."""
 import bz2
 import gzip
