@@ -69,19 +69,20 @@ class _Prepended(io.RawIOBase):
         return len(data)
 
 
+def _open_source(source: Source, name: Optional[str]) -> Tuple[BinaryIO, str, bool]:
+    """(byte stream, display name, whether we own the stream): a path is opened here, a stream is used as given."""
+    if isinstance(source, (str, os.PathLike)):
+        return open(source, "rb"), name or os.fspath(source), True
+    return source, name or str(getattr(source, "name", "<stream>")), False
+
+
 def _open_xml(source: Source, name: Optional[str]) -> Tuple[BinaryIO, BinaryIO, str, bool]:
     """Return (xml byte stream, underlying raw stream, display name, whether we own the stream).
 
     Compression is detected from magic bytes, not the file name, so a ``.bz2`` that a filesystem
     layer already decompressed (Beam's AUTO compression) is read correctly too.
     """
-    if isinstance(source, (str, os.PathLike)):
-        name = name or os.fspath(source)
-        raw: BinaryIO = open(source, "rb")
-        owned = True
-    else:
-        name = name or str(getattr(source, "name", "<stream>"))
-        raw, owned = source, False
+    raw, name, owned = _open_source(source, name)
     if hasattr(raw, "peek"):
         magic = raw.peek(3)[:3]
     elif getattr(raw, "seekable", lambda: False)():
@@ -593,15 +594,9 @@ def iter_extracted(source: Source, *, articles_only: bool = True, name: Optional
     """
     from components.text.compression import open_decompressed
 
-    if isinstance(source, (str, os.PathLike)):
-        name = name or os.fspath(source)
-        raw: BinaryIO = open(source, "rb")
-        owned = True
-    else:
-        name = name or str(getattr(source, "name", "<stream>"))
-        raw, owned = source, False
-        if not hasattr(raw, "peek") and not getattr(raw, "seekable", lambda: False)():
-            raw = io.BufferedReader(raw)
+    raw, name, owned = _open_source(source, name)
+    if not owned and not hasattr(raw, "peek") and not getattr(raw, "seekable", lambda: False)():
+        raw = io.BufferedReader(raw)
     stream = open_decompressed(raw)
     number, offset, count = 0, 0, 0
     open_doc: Optional[Tuple[int, str, int]] = None  # (id, title, line)
