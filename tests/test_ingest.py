@@ -17,10 +17,10 @@ import pytest
 from components import corpus_beam
 from components.ingest_tool import ingest
 from components.text.books import read_book
-from components.text.documents import parse_text_blocks
 from components.text.wiki import wiki_documents
 from config import CorpusConfig
 from tests.conftest import CLI, REPO, cli_env
+from tests.reliability import fixtures
 from tests.test_cli_errors import _check_clean_failure
 from tests.test_text_wikiextractor import BRUNEI, CENTILLION, CONJUNCTION, DISJUNCTION
 
@@ -30,14 +30,6 @@ DICKENS = "pg924_dickens-charles__to-be-read-at-dusk-cut.txt.gz"
 THOREAU = "pg71_thoreau-henry-david__on-the-duty-of-civil-disobedience-cut.txt.bz2"
 XML_DUMP = Path(REPO) / "data" / "sample" / "wikipedia" / "enwiki-sample-pages-articles.xml.bz2"
 ONE_SHARD = CorpusConfig(books_dir="x", num_shards=1)
-
-
-def _documents(out):
-    docs = []
-    for path in corpus_beam.document_shards(str(out)):
-        with open(path, encoding="utf-8") as f:
-            docs.extend(parse_text_blocks(f))
-    return docs
 
 
 def _expected_documents():
@@ -50,7 +42,7 @@ def test_fixtures_give_exactly_their_documents_and_counts(tmp_path):
     counters = {}
     counts = ingest(str(WIKI), str(BOOKS), str(tmp_path / "out"), ONE_SHARD, counters=counters)
     expected = _expected_documents()
-    assert _documents(tmp_path / "out") == expected
+    assert fixtures.written_documents(tmp_path / "out") == expected
     wiki, books = expected[2:], expected[:2]
     assert counts["per_source"] == {
         "wikipedia": {"documents": 4, "sentences": 54, "characters": sum(len(s) for d in wiki for s in d)},
@@ -70,7 +62,7 @@ def test_both_wikipedia_formats_in_one_folder_each_detected(tmp_path):
     xml_docs = list(wiki_documents(XML_DUMP))
     assert counts["per_source"]["wikipedia"]["documents"] == len(xml_docs) + 4
     assert (counters["wikipedia_files_xml"], counters["wikipedia_files_wikiextractor"]) == (1, 2)
-    assert xml_docs[0].sentences in _documents(tmp_path / "out")
+    assert xml_docs[0].sentences in fixtures.written_documents(tmp_path / "out")
     # The named setting instead of detection: each reader refuses the other format, naming the file.
     with pytest.raises(Exception, match=r"wiki_00: not a MediaWiki export \(root element 'doc'\)"):
         ingest(str(wiki), None, str(tmp_path / "xml"), ONE_SHARD, wikipedia_format="xml")

@@ -83,3 +83,15 @@ def non_utf8_book(folder) -> str:
     data = text.encode("cp1252", errors="replace")
     assert data != text.encode("utf-8")
     return write(os.path.join(folder, "elliot-cp1252.txt"), data)
+
+
+def written_documents(documents_dir) -> list:
+    """The documents (each a list of sentences) of a documents folder's shards, in shard order."""
+    from components import corpus_beam
+    from components.text.documents import parse_text_blocks
+
+    docs = []
+    for path in corpus_beam.document_shards(str(documents_dir)):
+        with open(path, encoding="utf-8") as f:
+            docs.extend(parse_text_blocks(f))
+    return docs

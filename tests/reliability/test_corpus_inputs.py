@@ -12,7 +12,7 @@ import apache_beam as beam
 import pytest
 
 from components import corpus_beam
-from components.text.documents import MAX_SENTENCE_CHARS, parse_text_blocks
+from components.text.documents import MAX_SENTENCE_CHARS
 from components.text.errors import CorruptInputError
 from tests.reliability import fixtures
 
@@ -31,14 +31,6 @@ def _wiki(folder):
 
 def _books(folder):
     return corpus_beam.list_inputs(None, "", str(folder), "**/*.txt")
-
-
-def _documents(out):
-    docs = []
-    for path in corpus_beam.document_shards(str(out)):
-        with open(path, encoding="utf-8") as f:
-            docs.extend(parse_text_blocks(f))
-    return docs
 
 
 def _fails_naming(inputs, out, *needles):
@@ -87,7 +79,7 @@ def test_non_utf8_book_reads_with_explicit_fallback(tmp_path):
     fixtures.non_utf8_book(tmp_path / "books")
     counts = _run(_books(tmp_path / "books"), tmp_path / "out", encoding_fallback="cp1252")
     assert counts["documents"] == 1
-    assert any("Elliôt" in s for doc in _documents(tmp_path / "out") for s in doc)
+    assert any("Elliôt" in s for doc in fixtures.written_documents(tmp_path / "out") for s in doc)
 
 
 # ----------------------------------------------------------------------------------- skipped and counted
@@ -113,7 +105,7 @@ def test_empty_files_and_empty_documents_are_skipped_and_counted(tmp_path):
     assert counts["skipped"]["wikipedia"]["short_documents"] == baseline["skipped"]["wikipedia"]["short_documents"] + 2
     assert counts["per_source"]["wikipedia"]["documents"] == baseline["per_source"]["wikipedia"]["documents"]
     # Every document written is non-empty (the format has no empty documents).
-    docs = _documents(tmp_path / "out")
+    docs = fixtures.written_documents(tmp_path / "out")
     assert len(docs) == counts["documents"] and all(docs)
 
 
