@@ -93,12 +93,11 @@ def cmd_compile(args) -> int:
 
 def cmd_rehearse(args) -> int:
     from pipeline import rehearsal
+    from pipeline.deploy import parse_parameters
 
-    params = json.loads(args.parameters) if args.parameters else {}
-    if not isinstance(params, dict):
-        raise ValueError(f"--parameters must be a JSON object, got {args.parameters!r}")
     try:
-        summary = rehearsal.rehearse(args.spec, args.output_dir, parameter_values=params, python=args.python,
+        summary = rehearsal.rehearse(args.spec, args.output_dir, parameter_values=parse_parameters(args.parameters),
+                                     python=args.python,
                                      log=lambda line: print(f"albert-pipeline rehearse: {line}", file=sys.stderr))
     except rehearsal.TaskFailed as exc:
         print(f"albert-pipeline rehearse: failed: {exc}", file=sys.stderr)
@@ -118,19 +117,21 @@ def _hint_rehearsal(spec_path: str) -> None:
 
 
 def _deployment(args):
-    """The target of ``submit``/``schedule``: from ``--env`` or from the flags (one object either way)."""
+    """(the target of ``submit``/``schedule``, the environment it came from or None): from ``--env`` or from the
+    flags, one :class:`pipeline.deploy.Deployment` either way."""
     from pipeline import deploy
 
-    if args.env:
-        from pipeline.cli_env import env_from_args
+    if not args.env:
+        return deploy.from_flags(args), None
+    from pipeline.cli_env import env_from_args
 
-        given = [f"--{name.replace('_', '-')}" for name in TARGET_FLAGS if getattr(args, name, None)]
-        if given:
-            raise deploy.CloudConfigError(f"{', '.join(given)} cannot be combined with --env {args.env}: the "
-                                          f"environment sets the target (change a field with --env-set FIELD=VALUE)")
-        return deploy.from_environment(env_from_args(args), args.run_name, deploy.parse_parameters(args.parameters),
-                                       enable_caching=False if args.no_cache else None)
-    return deploy.from_flags(args)
+    given = [f"--{name.replace('_', '-')}" for name in TARGET_FLAGS if getattr(args, name, None)]
+    if given:
+        raise deploy.CloudConfigError(f"{', '.join(given)} cannot be combined with --env {args.env}: the "
+                                      f"environment sets the target (change a field with --env-set FIELD=VALUE)")
+    env = env_from_args(args)
+    return deploy.from_environment(env, args.run_name, deploy.parse_parameters(args.parameters),
+                                   enable_caching=False if args.no_cache else None), env
 
 
 # The flags that name a target; with --env the environment names it (see `_deployment`).
@@ -140,7 +141,7 @@ TARGET_FLAGS = ("project", "region", "pipeline_root", "service_account", "networ
 def cmd_submit(args) -> int:
     from pipeline import deploy
 
-    deployment = _deployment(args)
+    deployment, _ = _deployment(args)
     result = deploy.submit(deployment, args.spec)
     if deployment.kind == "kfp":
         print(f"submitted KFP run: {getattr(result, 'run_id', result)}")
@@ -152,14 +153,10 @@ def cmd_submit(args) -> int:
 def cmd_schedule(args) -> int:
     from pipeline import cloud, deploy
 
-    deployment = _deployment(args)
-    if args.env:
-        from pipeline.cli_env import env_from_args
-
-        spec = env_from_args(args).schedule_spec(deployment.run_name, cron=args.cron,
-                                                 max_concurrent_run_count=args.max_concurrent,
-                                                 max_run_count=args.max_runs, start_time=args.start_time,
-                                                 end_time=args.end_time)
+    deployment, env = _deployment(args)
+    if env is not None:
+        spec = env.schedule_spec(deployment.run_name, cron=args.cron, max_concurrent_run_count=args.max_concurrent,
+                                 max_run_count=args.max_runs, start_time=args.start_time, end_time=args.end_time)
     else:
         if not args.cron:
             raise cloud.CloudConfigError("schedule needs --cron (or --env with a schedule.cron)")
