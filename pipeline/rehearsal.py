@@ -174,7 +174,7 @@ class _Rehearsal:
     def run(self) -> Dict[str, TaskResult]:
         tasks = self.pipeline_spec["root"]["dag"]["tasks"]
         order = task_order(self.pipeline_spec)
-        self._check_runners(order)
+        self._check_runners()
         for i, name in enumerate(order, 1):
             task = tasks[name]
             component = self.pipeline_spec["components"][task["componentRef"]["name"]]
@@ -191,7 +191,7 @@ class _Rehearsal:
             self.log(f"[{i}/{len(order)}] {name}: {result.kind} done in {result.seconds:.1f} s")
         return self.results
 
-    def _check_runners(self, order: List[str]) -> None:
+    def _check_runners(self) -> None:
         for executor in self.pipeline_spec["deploymentSpec"]["executors"].values():
             for arg in executor.get("container", {}).get("args", []):
                 runner = arg.split("=", 1)[1] if arg.startswith("--runner=") else None
@@ -236,7 +236,8 @@ class _Rehearsal:
                                   stderr=subprocess.STDOUT).returncode
         if code != 0:
             raise TaskFailed(f"task {name} failed (exit {code}): {_last_error(log_path)} (log: {log_path})")
-        return TaskResult(name, "container", 0.0, outputs=self._outputs(executor_input, name), log=log_path)
+        outputs, parameters = self._outputs(executor_input, name)
+        return TaskResult(name, "container", 0.0, outputs=outputs, output_parameters=parameters, log=log_path)
 
     @staticmethod
     def _placeholders(name: str, part: str, executor_input: Dict[str, Any]) -> str:
@@ -246,9 +247,10 @@ class _Rehearsal:
         return part
 
     @staticmethod
-    def _outputs(executor_input: Dict[str, Any], name: str) -> Dict[str, List[Dict[str, Any]]]:
-        """The task's output artifacts as the backend passes them on: name and type as assigned, URI and metadata
-        as the executor's ``executor_output.json`` reports them."""
+    def _outputs(executor_input: Dict[str, Any], name: str):
+        """(output artifacts, output parameter values) as the backend passes them on: artifacts with name and type
+        as assigned, URI and metadata as the executor's ``executor_output.json`` reports them; parameters as it
+        reports them (``parameterValues``, which a ``taskOutputParameter`` reads)."""
         path = executor_input["outputs"]["outputFile"]
         try:
             with open(path) as f:
@@ -261,7 +263,7 @@ class _Rehearsal:
             got = (reported.get("artifacts", {}).get(key, {}).get("artifacts") or [{}])[0]
             outputs[key] = [{**assigned, "uri": got.get("uri", assigned["uri"]),
                              "metadata": got.get("metadata", assigned["metadata"])}]
-        return outputs
+        return outputs, dict(reported.get("parameterValues", {}))
 
 
 def _last_error(log_path: str) -> str:

@@ -209,3 +209,27 @@ def test_the_images_bundled_sample_is_read_from_this_projects_data_folder(tmp_pa
     path = make_spec(tmp_path, data_dir=str(lookalike))
     summary = rehearsal.rehearse(path, str(tmp_path / "out2"), log=lambda line: None)
     assert summary["tasks"]["Importer"]["outputs"]["result"] == str(lookalike)
+
+
+def test_an_output_parameter_reaches_the_task_that_reads_it(tmp_path):
+    """A ``taskOutputParameter`` is the producer's ``executor_output.json`` ``parameterValues`` entry."""
+    producer = ECHO.replace("{'artifacts':", "{'parameterValues': {'count': 7}, 'artifacts':")
+    path = make_spec(tmp_path, command=ENTRY + [producer])
+    with open(path) as f:
+        data = json.load(f)
+    ps = data["pipelineSpec"]
+    ps["components"]["Echo"]["outputDefinitions"]["parameters"] = {"count": {"parameterType": "NUMBER_INTEGER"}}
+    ps["root"]["dag"]["tasks"]["Next"] = {
+        "componentRef": {"name": "Next"}, "dependentTasks": ["Echo"], "taskInfo": {"name": "Next"},
+        "inputs": {"parameters": {"n": {"taskOutputParameter": {"producerTask": "Echo", "outputParameterKey": "count"}}}}}
+    ps["components"]["Next"] = {"executorLabel": "Next_executor",
+                                "inputDefinitions": {"parameters": {"n": {"parameterType": "NUMBER_INTEGER"}}},
+                                "outputDefinitions": {"artifacts": {"result": ps["components"]["Echo"][
+                                    "outputDefinitions"]["artifacts"]["result"]}}}
+    ps["deploymentSpec"]["executors"]["Next_executor"] = {"container": {"image": "img", "command": ENTRY + [ECHO],
+                                                                        "args": ["{{$}}"]}}
+    with open(path, "w") as f:
+        json.dump(data, f)
+    summary = rehearsal.rehearse(path, str(tmp_path / "out"), log=lambda line: None)
+    with open(os.path.join(summary["tasks"]["Next"]["outputs"]["result"], "input.json")) as f:
+        assert json.load(f)["inputs"]["parameterValues"] == {"n": 7}
