@@ -11,8 +11,10 @@ import types
 import typing
 from typing import Any, Dict
 
+from config.errors import UserError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserError, ValueError):
     """A configuration value is missing, unknown or out of range."""
 
 
@@ -191,6 +193,13 @@ def coerce(hint: Any, value: Any, name: str) -> Any:
         return from_dict(hint, value, name + ".")
     if origin in (dict, Dict):
         val_t = args[1] if args else Any
+        if isinstance(value, str) and value.strip().startswith("{"):  # --set key={a: 1, b: 2} (YAML flow mapping)
+            import yaml
+
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                raise ConfigError(f"config {name}={value!r} is not a valid mapping") from None
         if not isinstance(value, dict):
             raise ConfigError(f"config {name} must be a mapping, got {value!r}")
         return {k: coerce(val_t, v, f"{name}.{k}") for k, v in value.items()}
