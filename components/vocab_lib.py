@@ -25,6 +25,7 @@ import sentencepiece as spm
 from components.text.documents import parse_text_blocks
 from components.text.normalize import preprocess_text
 from components.text.tokenization import check_special_ids
+from config.errors import UserError
 from trainer.files import SPM_FILE as MODEL_FILE
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Opti
     return _write_model(data, output_dir)
 
 
-class VocabSizeMismatchError(ValueError):
+class VocabSizeMismatchError(UserError, ValueError):
     """The SentencePiece model's size differs from ``vocab.vocab_size``."""
 
 

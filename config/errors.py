@@ -9,11 +9,16 @@ Light on purpose (no imports): the lowest layer defines it, every layer raises i
 """
 from __future__ import annotations
 
-__all__ = ["UserError", "user_error_names"]
+__all__ = ["MissingInputError", "UserError", "user_error_names"]
 
 
 class UserError(Exception):
     """Base of every error that is the user's input or settings, never a bug."""
+
+
+class MissingInputError(UserError, FileNotFoundError):
+    """A file or folder the user named (a flag, a setting, a path inside an input) does not exist; the message
+    names it. A ``FileNotFoundError`` too, so code that catches that still does."""
 
 
 def user_error_names() -> frozenset:

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from config.errors import UserError
 from pipeline import spec
 from pipeline.home import IMAGE_HOME
 
@@ -24,7 +25,7 @@ AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICA
              "account key file")
 
 
-class CloudConfigError(ValueError):
+class CloudConfigError(UserError, ValueError):
     """A required cloud setting is missing or wrong; raised before anything is sent."""
 
 

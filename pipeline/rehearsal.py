@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from components.beam_options import LOCAL_RUNNER
+from config.errors import UserError
 from pipeline import spec
 from pipeline.cloud import IMAGE_DATA_ROOT
 from pipeline.home import PROJECT_HOME
@@ -47,7 +48,7 @@ LOCAL_RUNNERS = (LOCAL_RUNNER, "DirectRunner", "SwitchingDirectRunner", "BundleB
 NAME_FORMAT = "projects/rehearsal/locations/local/metadataStores/default/artifacts/{id}"
 
 
-class RehearsalError(ValueError):
+class RehearsalError(UserError, ValueError):
     """The spec cannot be rehearsed as given (a user error: the message says what to pass or change)."""
 
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Tuple
 
+from config.errors import UserError
+
 SCHEMA_VERSION = "2.1.0"
 
 
-class SpecError(ValueError):
+class SpecError(UserError, ValueError):
     """The file is not a compiled pipeline spec this version can run (a user error: the message says why)."""
 
 

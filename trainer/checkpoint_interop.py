@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
+from config.errors import UserError
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 
 __all__ = [
@@ -61,7 +62,7 @@ _IGNORED_TF1 = [r"(^|/)global_step$", r"/adam_[mv]$", r"/lamb_[mv]$", r"/Adam(_\
 _IGNORED_HF = [r"position_ids$", r"token_type_ids$", r"predictions\.decoder\.(weight|bias)$"]
 
 
-class CheckpointMismatchError(ValueError):
+class CheckpointMismatchError(UserError, ValueError):
     """The checkpoint and the model do not have the same variables (or shapes)."""
 
     def __init__(self, what: str, missing: List[str], unexpected: List[str], shape_mismatch: List[str],

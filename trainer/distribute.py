@@ -26,6 +26,8 @@ import tempfile
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from config.errors import UserError
+
 log = logging.getLogger(__name__)
 
 TF_CONFIG = "TF_CONFIG"
@@ -36,7 +38,7 @@ CLUSTER_SPEC = "CLUSTER_SPEC"  # what Vertex AI Training sets on every replica
 VERTEX_POOL_ROLES = {"workerpool0": "chief", "workerpool1": "worker"}
 
 
-class ClusterError(ValueError):
+class ClusterError(UserError, ValueError):
     """The cluster description is unusable, or the cluster broke (reported in one line, exit 2)."""
 
 

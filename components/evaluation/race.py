@@ -15,6 +15,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from config.errors import UserError
+
 __all__ = [
     "RaceExample",
     "RaceFormatError",
@@ -30,7 +32,7 @@ LEVELS = ("middle", "high")
 ANSWER_LETTERS = ("A", "B", "C", "D")
 
 
-class RaceFormatError(ValueError):
+class RaceFormatError(UserError, ValueError):
     """A RACE file is malformed (missing article/questions/options/answers, wrong counts)."""
 
 

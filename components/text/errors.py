@@ -5,8 +5,10 @@ loudly with one exception type that names the offending file (and, where known, 
 """
 from __future__ import annotations
 
+from config.errors import UserError
 
-class CorruptInputError(ValueError):
+
+class CorruptInputError(UserError, ValueError):
     """An input file is truncated, not decodable or not in the expected format.
 
     ``path`` is the offending file and ``detail`` says what and where (byte offset, XML line/column,

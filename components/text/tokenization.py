@@ -11,6 +11,7 @@ from typing import List, Sequence
 import sentencepiece as spm
 
 from components.text.normalize import preprocess_text
+from config.errors import UserError
 
 SPIECE_UNDERLINE = "\u2581"
 PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
@@ -18,7 +19,7 @@ PAD, UNK, CLS, SEP, MASK = "<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"
 EXPECTED_SPECIAL_IDS = {PAD: 0, UNK: 1, CLS: 2, SEP: 3, MASK: 4}
 
 
-class SpecialIdError(ValueError):
+class SpecialIdError(UserError, ValueError):
     """The SentencePiece model does not put ALBERT's special pieces at ids 0-4."""
 
 

@@ -14,10 +14,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
+from config.errors import UserError
+
 __all__ = ["SquadExample", "SquadFormatError", "load_squad_json", "read_squad"]
 
 
-class SquadFormatError(ValueError):
+class SquadFormatError(UserError, ValueError):
     """The SQuAD JSON is malformed (e.g. an answer_start that does not point at the answer)."""
 
 
