@@ -20,7 +20,7 @@ def env_from_args(args) -> Environment:
 
 
 def env_name_from_words(words: List[str]) -> Optional[str]:
-    """``env``, ``env NAME``, ``env show`` and ``env show NAME`` (infra/README.md's form) → NAME or None."""
+    """``env``, ``env NAME``, ``env show`` and ``env show NAME`` (docs/running-at-scale.md's form) → NAME or None."""
     words = list(words or [])
     if words and words[0] == "show":
         words = words[1:]

@@ -1,5 +1,4 @@
-"""Docs that run: every command line in the ```bash blocks of README.md, infra/README.md and docs/**/*.md is executed
-here.
+"""Docs that run: every command line in the ```bash blocks of README.md and docs/**/*.md is executed here.
 
 How each kind of line is executed:
 
@@ -33,7 +32,7 @@ import pytest
 from test_cloud import kfp_client, no_network, vertex_rpcs  # noqa: F401  (fixtures)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("README.md", os.path.join("infra", "README.md"), *sorted(
+DOCS = ("README.md", *sorted(
     os.path.relpath(os.path.join(d, f), REPO) for d, _, files in os.walk(os.path.join(REPO, "docs"))
     for f in files if f.endswith(".md")))
 EXTERNAL = ("gcloud", "docker", "kubectl", "kfp", "for", "done", "DOCKER_BUILDKIT=1")
@@ -213,7 +212,8 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     args = [a for e in paper_spec["pipelineSpec"]["deploymentSpec"]["executors"].values() if "container" in e
             for a in e["container"].get("args", [])]
     assert "--runner=DataflowRunner" in args and "--temp_location=gs://albert-bkt/tmp" in args
-    # infra/README: ingest on Dataflow replaces the local runner with the documented options; datagen on one VM.
+    # docs/running-at-scale.md §6: ingest on Dataflow replaces the local runner with the documented options;
+    # datagen on one VM.
     (argv, config, options), = by_cmd["ingest --wikipedia"]
     assert (options["runner"], options["region"], options["max_num_workers"]) == ("DataflowRunner", "europe-west4", 32)
     assert options["temp_location"] == "gs://albert-bkt/albert-tfx/dataflow/temp" and "direct_num_workers" not in [
@@ -222,7 +222,7 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
     assert argv[argv.index("--output") + 1] == "gs://albert-bkt/documents/enwiki"
     (_, datagen), = [item for item in by_cmd["make-pretraining-data --input"] if "enwiki" in item[0]]
     assert (datagen.datagen.max_seq_length, datagen.datagen.num_shards) == (512, 1024)
-    # infra/README: env show (the documented form) resolves vertex-dev.
+    # docs/running-at-scale.md §2: env show (the documented form) resolves vertex-dev.
     shown = json.loads(by_cmd["env show"][0][1])
     assert shown["project"] == "my-albert-project" and shown["name"] == "vertex-dev"
     # compile --env vertex-dev wrote a spec whose executors run the environment's image.

@@ -408,7 +408,7 @@ def test_cli_wiring_helpers_parse_on_the_real_parser(capsys):
     args = parser.parse_args(["env", "vertex-paper"])
     assert args.func(args) == 0
     assert json.loads(capsys.readouterr().out)["preset"] == "paper"
-    # infra/README.md's form, `env show NAME`, is the same command; `env show` alone lists the names.
+    # docs/running-at-scale.md's form, `env show NAME`, is the same command; `env show` alone lists the names.
     args = parser.parse_args(["env", "show", "vertex-dev"])
     assert args.func(args) == 0
     assert json.loads(capsys.readouterr().out)["name"] == "vertex-dev"

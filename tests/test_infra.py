@@ -164,7 +164,7 @@ def test_cloud_build_builds_the_dockerfile_and_compiles_with_the_same_image():
 
 
 def test_compile_cli_takes_image_and_beam_args():
-    """The CLI flags that infra/cloudbuild.yaml and infra/README.md use exist."""
+    """The CLI flags that infra/cloudbuild.yaml and docs/running-at-scale.md use exist."""
     from pipeline.cli import build_parser
 
     args = build_parser().parse_args(["compile", "--preset", "sample", "--image", "reg/albert:1",
@@ -174,8 +174,8 @@ def test_compile_cli_takes_image_and_beam_args():
                                                                  ["--runner=DataflowRunner"])
 
 
-def test_readme_documents_the_walkthrough_and_iam():
-    text = read("infra", "README.md")
+def test_running_at_scale_documents_the_walkthrough_and_iam():
+    text = read("docs", "running-at-scale.md")
     for needle in ("gcloud builds submit --config infra/cloudbuild.yaml", "albert-pipeline compile",
                    "albert-pipeline submit", "albert-pipeline schedule", "kfp --endpoint", "run create",
                    "roles/aiplatform.user", "roles/storage.objectAdmin", "roles/dataflow.worker",
