@@ -25,8 +25,8 @@ from components.text.books import book_document_from_bytes
 from components.text.compression import MAGIC_BYTES, decompress_bytes, open_decompressed, sniff
 from components.text.documents import Document, doc_fingerprint, to_text_block
 from components.text.errors import CorruptInputError
-from components.text.wiki import (WIKIPEDIA_FORMATS, extracted_to_document, iter_extracted, iter_pages,
-                                  page_to_document, sniff_wikipedia_format)
+from components.text.wiki import WIKIPEDIA_FORMATS, iter_pages, page_to_document, sniff_wikipedia_format
+from components.text.wikiextractor_output import extracted_to_document, iter_extracted
 
 LOG = logging.getLogger(__name__)
 SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"

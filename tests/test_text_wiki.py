@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from components.text.errors import CorruptInputError
-from components.text.wiki import clean_wikitext, is_disambiguation, iter_pages, page_to_document, wiki_documents
+from components.text.wiki import is_disambiguation, iter_pages, page_to_document, wiki_documents
+from components.text.wikitext import clean_wikitext
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data/sample/wikipedia/enwiki-sample-pages-articles.xml.bz2"

@@ -1,7 +1,7 @@
 """WikiExtractor output (the official BERT/ALBERT data route), on cuts of real files: tests/fixtures/corpus/README.md.
 
-The pure core (``components/text/wiki.py``), no Beam: each fixture gives exactly these documents and sentences, and
-each class of broken file is one error naming the file and the line (or byte)."""
+The pure core (``components/text/wikiextractor_output.py``), no Beam: each fixture gives exactly these documents and
+sentences, and each class of broken file is one error naming the file and the line (or byte)."""
 import bz2
 import gzip
 from pathlib import Path
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from components.text.errors import CorruptInputError
-from components.text.wiki import (extracted_documents, extracted_paragraphs, extracted_to_document, iter_extracted,
-                                  sniff_wikipedia_format)
+from components.text.wiki import sniff_wikipedia_format
+from components.text.wikiextractor_output import (extracted_documents, extracted_paragraphs, extracted_to_document,
+                                                  iter_extracted)
 from tests.conftest import shared_path
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "corpus" / "wikiextractor"
