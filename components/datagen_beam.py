@@ -1,21 +1,20 @@
 """Beam pipeline: documents → masked SOP instances → shuffled, sharded TFRecords + statistics.
 
+This module is the graph and its generating stage; its pieces live beside it: reading the documents and their
+split in ``components/datagen_beam_input.py``, the random-document pools in ``components/datagen_beam_pools.py``,
+the spill files → TFRecord shards in ``components/datagen_beam_shards.py``.
+
 Memory stays bounded at any corpus size (the official script holds every instance in RAM):
 
 * file names are the only elements before generation; read → tokenize → instances → serialize is one fused
   stage that streams documents one at a time, so no documents are materialized between stages;
 * serialized records never become Beam elements: each bundle appends them, with a deterministic random
-  shuffle key, to one spill file per (split, shard) and emits only the file names. The per-shard writer
-  reads the keys and offsets of its spill files (24 bytes a record), sorts them and copies the payloads
-  in key order into the TFRecord file: a global shuffle in bounded memory, with no per-record Beam cost;
+  shuffle key, to one spill file per (split, shard) and emits only the file names; the per-shard writer sorts
+  them in bounded memory (``datagen_beam_shards``);
 * the random-document pools (official SOP negatives, NSP) are deterministic samples of documents, one per
-  split and drawn from that split's documents only (so no eval text enters a training instance, nor the
-  reverse), each bounded in documents and in characters: a first read emits only (split, key, id, file,
-  characters) per document, the samples are chosen from those, and a second read tokenizes just the chosen
-  documents, in parallel, into part files that one step joins into a pool file of compact
-  :class:`DocumentPool` s; each generating worker loads it once (pooled documents are not tokenized again).
-  The tokens never pass through Beam: as elements and a side input, Beam's encoded buffers, state copies and
-  cache held about ten times the pool (measured: +80 to +230 MiB of peak RSS, growing with the corpus).
+  split, bounded in documents and in characters, whose tokens never pass through Beam
+  (``datagen_beam_pools``); each generating worker loads its pool file once (pooled documents are not
+  tokenized again).
 
 The eval split is a held-out ``eval_fraction`` of the documents (by hash), or, when ``eval_document_files``
 are given (the paper's practice: documents of the SQuAD and RACE dev sets, see
@@ -28,28 +27,16 @@ are byte for byte what a run without it writes.
 
 Every random choice derives from (seed, document id, pass) and shard files are sorted on a key derived
 the same way, so the bytes do not depend on how many workers ran, on bundle boundaries or on order.
-TFRecords are framed here (CRC-32C from ``google_crc32c``, GZIP via zlib) so workers need no TensorFlow.
-
-Document ids are ``<shard file name>:<index in file>``: the documents artifact is itself
-deterministic, so ids are stable across runs.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import pickle
 import posixpath
-import struct
 import uuid
-import zlib
-from array import array
-from collections import OrderedDict
-from typing import Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
-import google_crc32c
-import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
@@ -57,11 +44,12 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from components.datagen.generate import generate_for_document, tokenize_document
-from components.datagen.instances import InstanceParams, VocabInfo
+from components.datagen.instances import InstanceParams
 from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
-from components.text.documents import parse_text_blocks
-from components.text.errors import CorruptInputError
+from components.datagen_beam_input import SplitRule, _h64, _make_dirs, _Tokenizing, read_documents
+from components.datagen_beam_pools import load_pools, split_document_pools
+from components.datagen_beam_shards import _SPILL_HEADER, _remove_spill_dir, _WriteTFRecordShard
 from trainer.files import EVAL_SPLIT, LONG_SUFFIX, TRAIN_SPLIT
 
 SPLITS = (TRAIN_SPLIT, EVAL_SPLIT)
@@ -79,39 +67,10 @@ RANDOM_POOL_SIZE = 2000
 RANDOM_POOL_MAX_CHARS = 10_000_000
 
 
-def _h64(*parts: object) -> int:
-    return int.from_bytes(hashlib.sha1("\x1f".join(map(str, parts)).encode("utf-8")).digest()[:8], "big")
-
-
 def long_seed(seed: int) -> int:
     """The seed of the long instances (their passes' generators and shuffle keys): derived from the explicit seed,
     and other than it, so the long set is not the short set's random choices at another length."""
     return _h64("long-phase", seed) >> 1  # 63 bits: a non-negative int64
-
-
-def split_of(doc_id: str, seed: int, eval_fraction: float) -> str:
-    """Hold out a stable ``eval_fraction`` of documents (by hash, not by position)."""
-    return "eval" if (_h64("split", seed, doc_id) % 1_000_000) < eval_fraction * 1_000_000 else "train"
-
-
-def read_documents(path: str) -> Iterator[Tuple[str, List[str]]]:
-    """(doc_id, sentences) from one file in the official format (one sentence per line, blank line between docs)."""
-    name = posixpath.basename(path)
-    with FileSystems.open(path) as f:
-        for index, sentences in enumerate(parse_text_blocks(_utf8_lines(f, path))):
-            yield f"{name}:{index}", sentences
-
-
-def _utf8_lines(f, path: str) -> Iterator[str]:
-    """Decoded lines; invalid UTF-8 is a :class:`CorruptInputError` naming the file, line and byte offset."""
-    offset = 0
-    for number, line in enumerate(f, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CorruptInputError(path, f"not valid UTF-8 at line {number}, byte offset {offset + exc.start} "
-                                          f"(byte 0x{line[exc.start]:02x})") from None
-        offset += len(line)
 
 
 # Live progress in the Dataflow UI / the runner's metrics (namespace "albert.datagen"): files and documents read,
@@ -124,156 +83,6 @@ COUNTERS = {name: beam.metrics.Metrics.counter("albert.datagen", name) for name 
     "instances_train_long", "instances_eval_long", "instance_tokens_long")}
 
 
-class _Tokenizing(beam.DoFn):
-    """Base for DoFns that need the tokenizer: loaded once per worker in ``setup``."""
-
-    def __init__(self, spm_model_path: str, do_lower_case: bool):
-        self._spm_model_path = spm_model_path
-        self._do_lower_case = do_lower_case
-
-    def setup(self):
-        from components.text.tokenization import AlbertTokenizer
-
-        with FileSystems.open(self._spm_model_path) as f:
-            self.tokenizer = AlbertTokenizer.from_serialized(f.read(), self._do_lower_case)
-        self.vocab = VocabInfo.from_tokenizer(self.tokenizer)
-
-
-class SplitRule:
-    """Which split a document belongs to: every document of an ``eval_files`` file is "eval"; otherwise the
-    held-out ``eval_fraction`` by hash (none when eval files are given or the fraction is 0)."""
-
-    def __init__(self, seed: int, eval_fraction: float, eval_files: Iterable[str] = ()):
-        self.seed = seed
-        self.eval_files = frozenset(eval_files)
-        self.eval_fraction = 0.0 if self.eval_files else float(eval_fraction)
-
-    def __call__(self, path: str, doc_id: str) -> str:
-        if path in self.eval_files:
-            return "eval"
-        return split_of(doc_id, self.seed, self.eval_fraction) if self.eval_fraction > 0 else "train"
-
-
-def _pool_keys(path: str, seed: int, split_rule: SplitRule) -> Iterator[Tuple[str, Tuple[int, str, str, int]]]:
-    """``(split, (pool key, doc_id, file, characters))`` per document: small elements, whatever the document
-    size, keyed for one pool per split."""
-    for doc_id, sentences in read_documents(path):
-        yield split_rule(path, doc_id), (_h64("pool", seed, doc_id), doc_id, path, sum(map(len, sentences)))
-
-
-def select_pool(candidates: List[Tuple[int, str, str, int]], max_chars: int) -> Dict[str, int]:
-    """The pool: candidates in ascending (key, doc_id) order while their characters fit in ``max_chars``,
-    but at least two (a document never draws itself, so one pooled document could serve no one). Returns
-    {doc_id: key}."""
-    chosen: Dict[str, int] = {}
-    chars = 0
-    for key, doc_id, _, n_chars in sorted(candidates, key=lambda t: (t[0], t[1])):
-        if len(chosen) >= 2 and chars + n_chars > max_chars:
-            break
-        chosen[doc_id] = key
-        chars += n_chars
-    return chosen
-
-
-def _make_dirs(path: str) -> None:
-    try:
-        FileSystems.mkdirs(path)
-    except Exception:  # exists (another worker made it) or the filesystem has no folders (gs://)
-        pass
-
-
-class _TokenizeSplitPoolDocuments(_Tokenizing):
-    """One file → its documents chosen for their split's pool, tokenized and written to one part file in
-    ``work_dir`` as ``[(split, key, doc_id, TokenizedDocument)]``; the element emitted is only the part's path."""
-
-    def __init__(self, spm_model_path: str, do_lower_case: bool, work_dir: str):
-        super().__init__(spm_model_path, do_lower_case)
-        self._work_dir = work_dir
-
-    def setup(self):
-        super().setup()
-        _make_dirs(self._work_dir)
-
-    def process(self, path: str, chosen: Dict[str, Dict[str, int]]):
-        prefix = posixpath.basename(path) + ":"
-        wanted = {doc_id: (split, key) for split, ids in chosen.items() for doc_id, key in ids.items()
-                  if doc_id.startswith(prefix)}
-        if not wanted:
-            return
-        found = []
-        for doc_id, sentences in read_documents(path):
-            if doc_id in wanted:
-                tokens = tokenize_document(self.tokenizer, sentences, self.vocab)
-                if len(tokens):
-                    split, key = wanted[doc_id]
-                    found.append((split, key, doc_id, tokens))
-        if found:
-            yield _write_pickle(self._work_dir, "pool-part", found)
-
-
-def _write_pickle(work_dir: str, prefix: str, value) -> str:
-    """``value`` pickled into a new file of ``work_dir`` (a retried bundle's file is simply never read)."""
-    path = posixpath.join(work_dir, f"{prefix}-{uuid.uuid4().hex}.pkl")
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    return path
-
-
-def _read_pickle(path: str):
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return pickle.loads(f.read())
-
-
-def _build_pool(items: List[Tuple[int, str, object]]) -> DocumentPool:
-    items = sorted(items, key=lambda t: (t[0], t[1]))
-    return DocumentPool([doc_id for _, doc_id, _ in items], [tokens for _, _, tokens in items])
-
-
-def _build_split_pools(part_paths: List[str], work_dir: str) -> str:
-    """Part files → one pool file holding ``{split: DocumentPool}`` (each in (key, doc_id) order); its path."""
-    by_split: Dict[str, List[Tuple[int, str, object]]] = {}
-    for part in sorted(part_paths):
-        for split, key, doc_id, tokens in _read_pickle(part):
-            by_split.setdefault(split, []).append((key, doc_id, tokens))
-    pools = {split: _build_pool(found) for split, found in sorted(by_split.items())}
-    del by_split
-    return _write_pickle(work_dir, "pools", pools)
-
-
-def load_pools(pools_file: str) -> Dict[str, DocumentPool]:
-    """The ``{split: DocumentPool}`` of a pool file written by :func:`split_document_pools`."""
-    return _read_pickle(pools_file)
-
-
-def split_document_pools(files: beam.PCollection, spm_model_path: str, do_lower_case: bool, seed: int,
-                         max_documents: int, max_chars: int, split_rule: SplitRule,
-                         work_dir: str) -> beam.PCollection:
-    """File names → the path of one pool file (in ``work_dir``) holding ``{split: DocumentPool}``: per split,
-    that split's documents with the smallest pool keys, at most ``max_documents`` of them and ``max_chars``
-    characters (at least two when the split has two). A split's instances draw random documents from its own
-    pool only.
-
-    Only (key, id, file, characters) tuples reach the combiner; only the chosen documents are read again and
-    tokenized (in parallel, per file) into part files, and Beam carries nothing but file names: no step holds
-    more than the pool itself (see the module docstring).
-    """
-    chosen = (
-        files
-        | "PoolKeys" >> beam.FlatMap(_pool_keys, seed, split_rule)
-        | "SmallestKeys" >> beam.combiners.Top.SmallestPerKey(max_documents, key=lambda t: (t[0], t[1]))
-        | "FitPoolBudget" >> beam.MapTuple(lambda split, found: (split, select_pool(found, max_chars)))
-        | "ChosenBySplit" >> beam.combiners.ToDict()
-    )
-    return (
-        files
-        | "TokenizePool" >> beam.ParDo(_TokenizeSplitPoolDocuments(spm_model_path, do_lower_case, work_dir),
-                                       beam.pvalue.AsSingleton(chosen))
-        | "CollectPoolParts" >> beam.combiners.ToList()
-        | "BuildPool" >> beam.Map(_build_split_pools, work_dir)
-    )
-
-
-_SPILL_HEADER = struct.Struct("<QI")  # shuffle key, payload length
 _EMPTY_POOL = DocumentPool([], [])
 
 
@@ -392,114 +201,6 @@ class _StatsCombine(beam.CombineFn):
 
     def extract_output(self, acc):
         return acc.to_dict()
-
-
-def _masked_crc32c(data: bytes) -> int:
-    crc = google_crc32c.value(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def tfrecord_frame(payload: bytes) -> bytes:
-    """One TFRecord: length (u64), masked CRC-32C of the length, data, masked CRC-32C of the data."""
-    length = struct.pack("<Q", len(payload))
-    return b"".join((length, struct.pack("<I", _masked_crc32c(length)), payload,
-                     struct.pack("<I", _masked_crc32c(payload))))
-
-
-class _WriteTFRecordShard(beam.DoFn):
-    """One (split, shard): read the record index of its spill files (keys and offsets only, 24 bytes a record),
-    sort by shuffle key (ties, which need a 64-bit hash collision, by payload) and write the payloads in that
-    order as TFRecords. TensorFlow is not needed: framing is CRC-32C, GZIP is zlib with a fixed header."""
-
-    _OPEN_FILES = 64
-
-    def __init__(self, output_dirs: Dict[str, str], shards: Dict[str, int], compression: str,
-                 compression_level: int = 6):
-        self._output_dirs = dict(output_dirs)
-        self._shards = dict(shards)
-        self._compression = compression
-        self._level = compression_level
-
-    def process(self, element: Tuple[Tuple[str, int], Iterable[str]]):
-        (split, shard), paths = element
-        paths = sorted(set(paths))
-        keys, files, offsets, lengths = array("Q"), array("I"), array("Q"), array("I")
-        for fi, path in enumerate(paths):
-            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                pos = 0
-                while True:
-                    header = f.read(_SPILL_HEADER.size)
-                    if not header:
-                        break
-                    key, length = _SPILL_HEADER.unpack(header)
-                    pos += _SPILL_HEADER.size
-                    keys.append(key)
-                    files.append(fi)
-                    offsets.append(pos)
-                    lengths.append(length)
-                    pos += length
-                    f.seek(pos)
-        keys_np = np.frombuffer(keys, dtype=np.uint64) if len(keys) else np.zeros(0, np.uint64)
-        order = np.argsort(keys_np, kind="stable").tolist()
-        handles: "OrderedDict[int, object]" = OrderedDict()
-
-        def payload(r: int) -> bytes:
-            fi = files[r]
-            f = handles.pop(fi, None)
-            if f is None:
-                if len(handles) >= self._OPEN_FILES:
-                    handles.popitem(last=False)[1].close()
-                f = FileSystems.open(paths[fi], compression_type=CompressionTypes.UNCOMPRESSED)
-            handles[fi] = f
-            f.seek(offsets[r])
-            return f.read(lengths[r])
-
-        n = self._shards[split]
-        suffix = ".gz" if self._compression == "GZIP" else ""
-        out_path = posixpath.join(self._output_dirs[split], f"data_tfrecord-{shard:05d}-of-{n:05d}{suffix}")
-        gz = zlib.compressobj(self._level, zlib.DEFLATED, 31) if self._compression == "GZIP" else None
-        try:
-            with FileSystems.create(out_path, compression_type=CompressionTypes.UNCOMPRESSED) as out:
-                buf: List[bytes] = []
-                size = 0
-                i = 0
-                while i < len(order):
-                    j = i + 1
-                    while j < len(order) and keys[order[j]] == keys[order[i]]:
-                        j += 1
-                    records = [payload(r) for r in order[i:j]]
-                    if j - i > 1:
-                        records.sort()
-                    for rec in records:
-                        frame = tfrecord_frame(rec)
-                        buf.append(frame)
-                        size += len(frame)
-                    if size >= 1 << 20:
-                        data = b"".join(buf)
-                        out.write(gz.compress(data) if gz else data)
-                        buf, size = [], 0
-                    i = j
-                data = b"".join(buf)
-                out.write((gz.compress(data) + gz.flush()) if gz else data)
-        finally:
-            for f in handles.values():
-                f.close()
-        yield split, shard
-
-
-def _remove_spill_dir(_, spill_dir: str) -> None:
-    try:
-        found = FileSystems.match([posixpath.join(spill_dir, "*")])[0].metadata_list
-        if found:
-            FileSystems.delete([m.path for m in found])
-        if FileSystems.exists(spill_dir):
-            FileSystems.delete([spill_dir])
-    except Exception:  # best effort: a leftover spill folder is harmless
-        pass
-
-
-def shard_path_glob(split_dir: str, compression: str) -> str:
-    return posixpath.join(split_dir, "data_tfrecord-*" + (".gz" if compression == "GZIP" else ""))
 
 
 def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], spm_model_path: str,

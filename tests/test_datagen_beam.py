@@ -99,7 +99,7 @@ def test_shard_writer_sorts_by_key_and_frames_like_tensorflow(tmp_path, compress
     payload) and read back with TensorFlow's reader, compressed or not."""
     import tensorflow as tf
 
-    from components.datagen_beam import _SPILL_HEADER, _WriteTFRecordShard
+    from components.datagen_beam_shards import _SPILL_HEADER, _WriteTFRecordShard
 
     records = [(7, b"g"), (3, b"c"), (9, b"i" * 300), (3, b"b"), (1, b""), (5, b"e" * 70000)]
     paths = []
@@ -128,14 +128,14 @@ def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
     (the tokens go through one pool file in the work folder)."""
     import apache_beam as beam
 
-    from components import datagen_beam
+    from components import datagen_beam_input, datagen_beam_pools
     from components.datagen.generate import tokenize_document
     from components.datagen.instances import VocabInfo
     from components.text.tokenization import AlbertTokenizer
 
-    docs = dict(datagen_beam.read_documents(FIXTURE))
-    rule = datagen_beam.SplitRule(7, 0.0)  # every document trains: one pool
-    keyed = list(datagen_beam._pool_keys(FIXTURE, 7, rule))
+    docs = dict(datagen_beam_input.read_documents(FIXTURE))
+    rule = datagen_beam_input.SplitRule(7, 0.0)  # every document trains: one pool
+    keyed = list(datagen_beam_pools._pool_keys(FIXTURE, 7, rule))
     assert {split for split, _ in keyed} == {"train"}
     keys = sorted(item for _, item in keyed)
     assert len(keys) == len(docs) == 4
@@ -147,18 +147,18 @@ def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
         work = str(tmp_path / f"work-{max_documents}-{max_chars}")
         with beam.Pipeline() as p:
             files = p | beam.Create([FIXTURE])
-            _ = (datagen_beam.split_document_pools(files, spm_model_path, True, 7, max_documents, max_chars, rule,
-                                                   work)
+            _ = (datagen_beam_pools.split_document_pools(files, spm_model_path, True, 7, max_documents, max_chars,
+                                                         rule, work)
                  | beam.Map(_save_text, saved))
         pools_file = open(saved).read()
         assert os.path.dirname(pools_file) == work
-        pools = datagen_beam.load_pools(pools_file)
+        pools = datagen_beam_pools.load_pools(pools_file)
         assert list(pools) == ["train"]
         pool = pools["train"]
         assert pool.doc_ids == [doc_id for _, doc_id, _, _ in keys[:expected]]
         for i, doc_id in enumerate(pool.doc_ids):
             assert pool.document(i) == tokenize_document(tok, docs[doc_id], vocab)
-    assert datagen_beam.select_pool([], 10) == {}
+    assert datagen_beam_pools.select_pool([], 10) == {}
 
 
 def test_input_files_with_the_same_name_are_refused(tmp_path, spm_model_path):
@@ -232,11 +232,11 @@ def test_no_eval_document_text_in_training_instances(tmp_path, spm_model_path, t
     """Each split draws its random documents from its own documents: with train and eval documents written in
     disjoint vocabularies, no training instance holds an eval-only piece, nor an eval instance a train-only one,
     although random-document instances (label 1) are plentiful in both splits."""
-    from components import datagen_beam
+    from components import datagen_beam_input
 
     seed = _config().seed
     corpus = tmp_path / "corpus.txt"
-    _disjoint_corpus(corpus, 24, lambda i: datagen_beam.split_of(f"corpus.txt:{i}", seed, 0.3))
+    _disjoint_corpus(corpus, 24, lambda i: datagen_beam_input.split_of(f"corpus.txt:{i}", seed, 0.3))
     stats, _ = _run_datagen(spm_model_path, str(tmp_path / "out"), [str(corpus)], sop_mode=sop_mode)
     train_ids = {tok.encode(w)[0] for w in TRAIN_WORDS}
     eval_ids = {tok.encode(w)[0] for w in EVAL_WORDS}

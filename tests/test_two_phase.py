@@ -137,7 +137,7 @@ def test_datagen_makes_both_sets_from_the_same_documents(examples, tok, vocab):
     """The long splits hold sequences of the long length (many beyond the short limit), built from exactly the
     documents of the same train/eval split as the short set; the short set is byte for byte what datagen writes
     with the feature off, and the statistics and facts cover both."""
-    from components import datagen_beam
+    from components import datagen_beam_input
     from components.datagen.generate import tokenize_document
 
     on, off = examples["on"], examples["off"]
@@ -160,8 +160,8 @@ def test_datagen_makes_both_sets_from_the_same_documents(examples, tok, vocab):
 
     # Which split each document is in, and its pieces.
     docs = {doc_id: _text(tokenize_document(tok, sentences, vocab).flat.tolist())
-            for doc_id, sentences in datagen_beam.read_documents(examples["docs"])}
-    split_of = {d: datagen_beam.split_of(d, stats["seed"], 0.2) for d in docs}
+            for doc_id, sentences in datagen_beam_input.read_documents(examples["docs"])}
+    split_of = {d: datagen_beam_input.split_of(d, stats["seed"], 0.2) for d in docs}
     assert sorted(split_of.values()) == ["eval", "train", "train", "train"]
     used = {}
     for split, length, preds in (("train", SHORT, PREDS), ("eval", SHORT, PREDS),
