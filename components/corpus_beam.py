@@ -27,6 +27,8 @@ from components.text.documents import Document, doc_fingerprint, to_text_block
 from components.text.errors import CorruptInputError
 from components.text.wiki import WIKIPEDIA_FORMATS, iter_pages, page_to_document, sniff_wikipedia_format
 from components.text.wikiextractor_output import extracted_to_document, iter_extracted
+from config.errors import MissingInputError
+from config.schema import ConfigError
 
 LOG = logging.getLogger(__name__)
 SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
@@ -54,11 +56,11 @@ def list_inputs(wikipedia_dir: Optional[str], wikipedia_glob: Globs, books_dir: 
         for pattern in patterns:
             # The glob must stay inside the imported folder: MLMD lineage records only the folder.
             if pattern.startswith("/") or "://" in pattern or ".." in pattern.split("/"):
-                raise ValueError(f"{kind} glob {pattern!r} must be relative to {root!r} without '..' segments")
+                raise ConfigError(f"{kind} glob {pattern!r} must be relative to {root!r} without '..' segments")
             paths.update(_match(root, pattern))
         if not paths:
             shown = " or ".join(repr(posixpath.join(root, p)) for p in patterns)
-            raise FileNotFoundError(f"no {kind} input files match {shown}")
+            raise MissingInputError(f"no {kind} input files match {shown}")
         inputs.extend((kind, p, root) for p in sorted(paths))
     return sorted(inputs)
 

@@ -50,6 +50,7 @@ from components.datagen.stats import InstanceStats
 from components.datagen_beam_input import SplitRule, _h64, _make_dirs, _Tokenizing, read_documents
 from components.datagen_beam_pools import load_pools, split_document_pools
 from components.datagen_beam_shards import _SPILL_HEADER, _remove_spill_dir, _WriteTFRecordShard
+from config.errors import InputError
 from trainer.files import EVAL_SPLIT, LONG_SUFFIX, TRAIN_SPLIT
 
 SPLITS = (TRAIN_SPLIT, EVAL_SPLIT)
@@ -238,7 +239,7 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     for path in list(document_files) + eval_document_files:
         name = posixpath.basename(path)
         if name in by_name:  # document ids are "<file name>:<index>": they would collide
-            raise ValueError(f"two inputs have the same name, {by_name[name]} and {path} (the same file given twice, "
+            raise InputError(f"two inputs have the same name, {by_name[name]} and {path} (the same file given twice, "
                              f"or two files named alike): document ids (file name:index) must be unique")
         by_name[name] = path
     if spill_dir is None:
@@ -296,7 +297,7 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
 def _write_stats(per_split: Dict[str, Dict], stats_path: str, params: InstanceParams, seed: int,
                  dupe_factor: int, long_params: Optional[InstanceParams] = None) -> None:
     if not per_split.get("train", {}).get("instances"):
-        raise ValueError("pretraining-data generation produced no training instances: the documents are empty or "
+        raise InputError("pretraining-data generation produced no training instances: the documents are empty or "
                          "too short for max_seq_length")
     summary = {"splits": per_split, "seed": seed, "dupe_factor": dupe_factor,
                "params": {k: getattr(params, k) for k in params.__dataclass_fields__}}

@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from components import beam_options, datagen_beam
 from components.text.errors import CorruptInputError
 from components.vocab_lib import validate_model
+from config.errors import MissingInputError, OutputExistsError
 from trainer import examples_info
 from trainer.files import STATS_FILE
 
@@ -34,12 +35,12 @@ def expand_inputs(inputs: Sequence[str]) -> List[str]:
             shards = [n for n in names if n.startswith("documents-") and n.endswith(".txt")]
             chosen = shards or [n for n in names if n.endswith(".txt")]
             if not chosen:
-                raise FileNotFoundError(f"{item}: no documents-*.txt or *.txt files")
+                raise MissingInputError(f"{item}: no documents-*.txt or *.txt files")
             files.extend(os.path.join(item, n) for n in chosen)
         elif os.path.isfile(item):
             files.append(item)
         else:
-            raise FileNotFoundError(f"input {item!r} does not exist")
+            raise MissingInputError(f"input {item!r} does not exist")
     return files
 
 
@@ -58,7 +59,7 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     """Write the Examples layout to ``output``; returns stats.json. ``counters`` (a dict) receives the run's Beam
     counters (namespace ``albert.datagen``), which are also logged."""
     if os.path.exists(output) and os.listdir(output):
-        raise FileExistsError(f"output folder {output} exists and is not empty")
+        raise OutputExistsError(f"output folder {output} exists and is not empty")
     validate_model(spm_model)
     files = expand_inputs(inputs)
     if all(_is_blank(path) for path in files):

@@ -23,6 +23,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import corpus_beam
+from config.errors import MissingInputError, OutputExistsError
+from config.schema import ConfigError
 
 LOG = logging.getLogger(__name__)
 
@@ -79,15 +81,15 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
     plain and compressed books).
     """
     if not wikipedia and not books:
-        raise ValueError("ingest needs --wikipedia DIR and/or --books DIR")
+        raise ConfigError("ingest needs --wikipedia DIR and/or --books DIR")
     if workers < 1:
-        raise ValueError(f"--workers must be >= 1, got {workers}")
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
     output = output.rstrip("/") or output
     if _is_nonempty_folder(output):
-        raise FileExistsError(f"output folder {output} exists and is not empty")
+        raise OutputExistsError(f"output folder {output} exists and is not empty")
     for flag, folder in (("--wikipedia", wikipedia), ("--books", books)):
         if folder and not _is_uri(folder) and not os.path.isdir(folder):
-            raise FileNotFoundError(f"{flag} {folder} is not a folder")
+            raise MissingInputError(f"{flag} {folder} is not a folder")
     inputs = corpus_beam.list_inputs(wikipedia, list(wikipedia_globs or corpus_beam.INGEST_WIKIPEDIA_GLOBS),
                                      books, list(books_globs or corpus_beam.INGEST_BOOKS_GLOBS))
     LOG.info("ingest: %d input files (%d Wikipedia, %d books)", len(inputs),

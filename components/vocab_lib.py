@@ -25,7 +25,7 @@ import sentencepiece as spm
 from components.text.documents import parse_text_blocks
 from components.text.normalize import preprocess_text
 from components.text.tokenization import check_special_ids
-from config.errors import UserError
+from config.errors import InputError, MissingInputError, UserError
 from trainer.files import SPM_FILE as MODEL_FILE
 
 log = logging.getLogger(__name__)
@@ -104,14 +104,14 @@ def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Opti
     from apache_beam.io.filesystems import FileSystems
 
     if not FileSystems.exists(source):
-        raise FileNotFoundError(f"SentencePiece model {source} (vocab.import_model) does not exist")
+        raise MissingInputError(f"SentencePiece model {source} (vocab.import_model) does not exist")
     with FileSystems.open(source) as f:
         data = f.read()
     sp = spm.SentencePieceProcessor()
     try:
         sp.load_from_serialized_proto(data)
     except Exception as exc:  # sentencepiece raises RuntimeError/OSError on garbage
-        raise ValueError(f"{source} is not a SentencePiece model: {exc}") from None
+        raise InputError(f"{source} is not a SentencePiece model: {exc}") from None
     check_special_ids(sp, source)
     if expected_vocab_size and sp.get_piece_size() != expected_vocab_size:
         raise VocabSizeMismatchError(
@@ -163,11 +163,11 @@ def _write_model(data: bytes, output_dir: str) -> str:
 def validate_model(model_path: str) -> int:
     """Load ``model_path``, check ALBERT's special ids, return the vocabulary size."""
     if "://" not in model_path and not os.path.isfile(model_path):
-        raise FileNotFoundError(f"SentencePiece model {model_path} does not exist")
+        raise MissingInputError(f"SentencePiece model {model_path} does not exist")
     sp = spm.SentencePieceProcessor()
     try:
         sp.load(model_path)
     except Exception as exc:  # sentencepiece raises RuntimeError/OSError on garbage
-        raise ValueError(f"{model_path} is not a SentencePiece model: {exc}") from None
+        raise InputError(f"{model_path} is not a SentencePiece model: {exc}") from None
     check_special_ids(sp, model_path)
     return sp.get_piece_size()

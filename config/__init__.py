@@ -6,9 +6,10 @@ TensorFlow, no TFX, and no import of ``trainer``, ``components`` or ``pipeline``
 The whole-run composition, presets and command-line overrides live in ``pipeline/configs.py`` (the TFX
 template's place for them), which components never import.
 """
-from config.errors import MissingInputError, UserError, user_error_names  # noqa: F401
+from config.errors import InputError, MissingInputError, OutputExistsError, UserError, user_error_names  # noqa: F401
 from config.schema import ConfigError, Section, canonical_json, check, from_dict  # noqa: F401
 from config.sections import *  # noqa: F401,F403
 from config.sections import __all__ as _sections
 
-__all__ = ["UserError", "MissingInputError", "user_error_names", "ConfigError", "Section", "canonical_json", "check", "from_dict", *_sections]
+__all__ = ["UserError", "InputError", "MissingInputError", "OutputExistsError", "user_error_names", "ConfigError",
+           "Section", "canonical_json", "check", "from_dict", *_sections]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping
 
+from config.schema import ConfigError
+
 SHARING_CHOICES = ("all", "attention", "ffn", "none", "groups")
 # Where each block normalises: "post" (the paper and the official code: LN(x + F(x))) or "pre" (x + F(LN(x)) and
 # one LayerNorm after the last layer, Xiong et al. 2020), a named deviation.
@@ -77,12 +79,12 @@ def named_fields(name: str) -> Dict[str, Any]:
     if key.endswith("-v2") or key.endswith("-v1"):
         key, release = key[:-3], key[-2:]
     if key not in NAMED_CONFIGS:
-        raise ValueError(f"Unknown configuration {name!r}; known: {sorted(NAMED_CONFIGS)} "
+        raise ConfigError(f"Unknown configuration {name!r}; known: {sorted(NAMED_CONFIGS)} "
                          f"(the released ALBERT sizes also as <name>-v1 / -v2)")
     fields = dict(NAMED_CONFIGS[key])
     if release is not None:
         if key not in RELEASE_OVERRIDES:
-            raise ValueError(f"{name!r}: only {sorted(RELEASE_OVERRIDES)} were released as -v1 / -v2")
+            raise ConfigError(f"{name!r}: only {sorted(RELEASE_OVERRIDES)} were released as -v1 / -v2")
         fields.update(RELEASE_OVERRIDES[key][release])
     return fields
 

@@ -9,16 +9,25 @@ Light on purpose (no imports): the lowest layer defines it, every layer raises i
 """
 from __future__ import annotations
 
-__all__ = ["MissingInputError", "UserError", "user_error_names"]
+__all__ = ["InputError", "MissingInputError", "OutputExistsError", "UserError", "user_error_names"]
 
 
 class UserError(Exception):
     """Base of every error that is the user's input or settings, never a bug."""
 
 
+class InputError(UserError, ValueError):
+    """A file or folder the user named is not what it must be: not UTF-8 or not JSON, the wrong shape, a corrupt
+    archive or checkpoint, an unknown key in it. The message names the file (and the record or line where known)."""
+
+
 class MissingInputError(UserError, FileNotFoundError):
     """A file or folder the user named (a flag, a setting, a path inside an input) does not exist; the message
     names it. A ``FileNotFoundError`` too, so code that catches that still does."""
+
+
+class OutputExistsError(UserError, FileExistsError):
+    """The output folder the user named exists and is not empty (nothing is overwritten)."""
 
 
 def user_error_names() -> frozenset:

@@ -30,7 +30,7 @@ import sys
 import traceback
 from typing import List, Optional
 
-from config.errors import MissingInputError, UserError
+from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -201,10 +201,6 @@ def cmd_ingest(args) -> int:
                      books_globs=input_globs(args.books_glob, corpus.books_glob, CorpusConfig.books_glob))
     print(json.dumps({"output": args.output, **summary}, indent=2, sort_keys=True))
     return 0
-
-
-class InputError(UserError, ValueError):
-    """A file or folder given on the command line is not what the subcommand reads; the message names it."""
 
 
 def _json_file(path: str, what: str, shape: type):

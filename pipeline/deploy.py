@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from config.errors import MissingInputError
 from pipeline.cloud import CloudConfigError, ScheduleSpec, VertexTarget
 
 DEFAULT_EXPERIMENT = "albert-tfx"  # the KFP experiment runs are filed under
@@ -93,7 +94,7 @@ def from_environment(env, run_name: Optional[str] = None, parameters: Optional[D
 
 def _check_spec(spec: str) -> None:
     if not os.path.exists(spec):
-        raise FileNotFoundError(f"compiled spec not found: {spec} (run `albert-pipeline compile --env NAME` or "
+        raise MissingInputError(f"compiled spec not found: {spec} (run `albert-pipeline compile --env NAME` or "
                                 f"`albert-pipeline compile --output {spec}` first)")
 
 

@@ -54,6 +54,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import yaml
 
 from components.beam_options import LOCAL_RUNNER
+from config.errors import MissingInputError
 from config.schema import deep_merge
 from pipeline.cloud import CloudConfigError, ScheduleSpec, VertexTarget
 from pipeline.home import PROJECT_HOME
@@ -192,7 +193,7 @@ def load_environments(path: Optional[str] = None) -> Dict[str, Dict[str, Any]]:
     """The raw (unresolved) environment mappings of ``path``, defaults merged in."""
     path = path or os.environ.get("ALBERT_TFX_ENVIRONMENTS") or DEFAULT_ENVIRONMENTS_FILE
     if not os.path.exists(path):
-        raise FileNotFoundError(f"environments file not found: {path}")
+        raise MissingInputError(f"environments file not found: {path}")
     try:
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f) or {}

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
-from config.errors import UserError
+from config.errors import InputError, MissingInputError, UserError
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 
 __all__ = [
@@ -101,10 +101,10 @@ def _parts(model: AnyAlbert):
 
 def _check_layout(config: AlbertConfig) -> None:
     if config.layer_norm_position != "post":
-        raise ValueError(f"layer_norm_position={config.layer_norm_position!r} has no official / Hugging Face "
+        raise InputError(f"layer_norm_position={config.layer_norm_position!r} has no official / Hugging Face "
                          "checkpoint layout (both are post-LN)")
     if config.sharing not in ("all", "groups", "none"):
-        raise ValueError(f"sharing={config.sharing!r} has no official / Hugging Face checkpoint layout "
+        raise InputError(f"sharing={config.sharing!r} has no official / Hugging Face checkpoint layout "
                          "(supported: 'all', 'groups', 'none')")
 
 
@@ -211,7 +211,7 @@ def load_tf1_checkpoint(model: AnyAlbert, checkpoint_path: str, strict: bool = T
     if tf.io.gfile.isdir(checkpoint_path):
         latest = tf.train.latest_checkpoint(checkpoint_path)
         if latest is None:
-            raise FileNotFoundError(f"No checkpoint found in directory {checkpoint_path}")
+            raise MissingInputError(f"No checkpoint found in directory {checkpoint_path}")
         checkpoint_path = latest
     reader = tf.train.load_checkpoint(checkpoint_path)
     names = list(reader.get_variable_to_shape_map())
@@ -338,7 +338,7 @@ def load_hf_state_dict(model: AnyAlbert, tensors: Mapping[str, np.ndarray], stri
         b = tensors.get(f"{base}encoder.embedding_hidden_mapping_in.bias")
         if w is not None:
             if not (np.array_equal(w, np.eye(w.shape[0], dtype=w.dtype)) and b is not None and not np.any(b)):
-                raise ValueError("The checkpoint has a non-identity embedding_hidden_mapping_in but the model has no "
+                raise InputError("The checkpoint has a non-identity embedding_hidden_mapping_in but the model has no "
                                  "projection; build it with AlbertConfig(embedding_projection=True)")
             ignored.append(r"encoder\.embedding_hidden_mapping_in\.(weight|bias)$")
     report = _assign_all("Hugging Face state dict", var_map, lambda n: tensors[n], list(tensors), ignored,
@@ -347,7 +347,7 @@ def load_hf_state_dict(model: AnyAlbert, tensors: Mapping[str, np.ndarray], stri
     decoder = tensors.get("predictions.decoder.weight")
     if pretraining is not None and decoder is not None and not np.allclose(
             decoder, albert.embeddings.word_embeddings.numpy(), rtol=0, atol=0):
-        raise ValueError("predictions.decoder.weight differs from the word embeddings; this model ties them")
+        raise InputError("predictions.decoder.weight differs from the word embeddings; this model ties them")
     return report
 
 
@@ -355,7 +355,7 @@ def config_to_hf_dict(config: AlbertConfig) -> Dict[str, Any]:
     """``transformers`` ``AlbertConfig`` dict (``config.json``); our own config is kept under ``albert_tfx``."""
     _check_layout(config)
     if config.hidden_act not in _HF_ACT_FROM_OURS:
-        raise ValueError(f"hidden_act {config.hidden_act!r} has no Hugging Face name")
+        raise InputError(f"hidden_act {config.hidden_act!r} has no Hugging Face name")
     return {
         "architectures": ["AlbertForPreTraining"],
         "model_type": "albert",
@@ -392,9 +392,9 @@ def config_from_hf_dict(d: Mapping[str, Any]) -> AlbertConfig:
     groups, layers = int(d.get("num_hidden_groups", 1)), int(d["num_hidden_layers"])
     act = d.get("hidden_act", "gelu_new")
     if act not in _HF_ACT_TO_OURS:
-        raise ValueError(f"Unsupported Hugging Face hidden_act {act!r}")
+        raise InputError(f"Unsupported Hugging Face hidden_act {act!r}")
     if d.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"Unsupported position_embedding_type {d['position_embedding_type']!r}")
+        raise InputError(f"Unsupported position_embedding_type {d['position_embedding_type']!r}")
     return AlbertConfig(
         vocab_size=int(d["vocab_size"]), embedding_size=int(d["embedding_size"]), hidden_size=int(d["hidden_size"]),
         num_hidden_layers=layers, num_attention_heads=int(d["num_attention_heads"]),
@@ -442,9 +442,9 @@ def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
             tensors.update(load_file(os.path.join(directory, shard)))
         return tensors
     if os.path.exists(os.path.join(directory, "pytorch_model.bin")):
-        raise FileNotFoundError(f"{directory} has only pytorch_model.bin; re-save it with safetensors first "
+        raise MissingInputError(f"{directory} has only pytorch_model.bin; re-save it with safetensors first "
                                 "(transformers: model.save_pretrained(dir, safe_serialization=True))")
-    raise FileNotFoundError(f"No model.safetensors (or model.safetensors.index.json) in {directory}")
+    raise MissingInputError(f"No model.safetensors (or model.safetensors.index.json) in {directory}")
 
 
 def hf_layout(tensors: Mapping[str, np.ndarray]) -> Dict[str, Any]:

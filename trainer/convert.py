@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import trainer  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 import tensorflow as tf
 
+from config.errors import InputError, MissingInputError
 from trainer import checkpoint_interop as interop
 from trainer.files import CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
@@ -51,9 +52,9 @@ def convert(kind: str, src: str, dst: str) -> Dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"Unknown conversion {kind!r}; choose one of {', '.join(KINDS)}")
     if not tf.io.gfile.isdir(src):
-        raise FileNotFoundError(f"Source directory {src} does not exist")
+        raise MissingInputError(f"Source directory {src} does not exist")
     if os.path.abspath(src) == os.path.abspath(dst):
-        raise ValueError("src and dst must be different directories")
+        raise InputError("src and dst must be different directories")
     func = {"hf-to-albert": hf_to_albert, "albert-to-hf": albert_to_hf, "tf1-to-albert": tf1_to_albert}[kind]
     try:
         result = func(src, dst)
@@ -147,7 +148,7 @@ def load_albert_dir(src: str):
     the checkpoint), or an :class:`AlbertModel` from ``encoder/ckpt`` when there is no pretraining checkpoint."""
     config_path = os.path.join(src, CONFIG_FILE)
     if not tf.io.gfile.exists(config_path):
-        raise FileNotFoundError(f"{src} is not an albert directory: no {CONFIG_FILE}")
+        raise MissingInputError(f"{src} is not an albert directory: no {CONFIG_FILE}")
     config = AlbertConfig.from_json_file(config_path)
     pretraining_path = os.path.join(src, PRETRAINING_CKPT)
     encoder_path = os.path.join(src, ENCODER_CKPT)
@@ -163,7 +164,7 @@ def load_albert_dir(src: str):
         model(model.dummy_inputs(1, 4))
         _restore_object_checkpoint(encoder_path, "encoder checkpoint", encoder=model)
         return model
-    raise FileNotFoundError(f"{src} has neither {PRETRAINING_CKPT} nor {ENCODER_CKPT} (.index)")
+    raise MissingInputError(f"{src} has neither {PRETRAINING_CKPT} nor {ENCODER_CKPT} (.index)")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -172,12 +173,22 @@ def load_albert_dir(src: str):
 def hf_to_albert(src: str, dst: str) -> Dict[str, Any]:
     config_path = os.path.join(src, "config.json")
     if not os.path.exists(config_path):
-        raise FileNotFoundError(f"{src} is not a Hugging Face model directory: no config.json")
-    with open(config_path) as f:
-        hf_config = json.load(f)
+        raise MissingInputError(f"{src} is not a Hugging Face model directory: no config.json")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            hf_config = json.load(f)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{config_path}: not valid JSON ({exc})") from None
+    if not isinstance(hf_config, dict):
+        raise InputError(f"{config_path}: must be a JSON object, got {type(hf_config).__name__}")
     if hf_config.get("model_type", "albert") != "albert":
-        raise ValueError(f"{src} holds a {hf_config.get('model_type')!r} model, not ALBERT")
-    config = interop.config_from_hf_dict(hf_config)
+        raise InputError(f"{src} holds a {hf_config.get('model_type')!r} model, not ALBERT")
+    try:
+        config = interop.config_from_hf_dict(hf_config)
+    except KeyError as exc:
+        raise InputError(f"{config_path}: no {exc.args[0]!r} (not an ALBERT config.json)") from None
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{config_path}: not a usable ALBERT config: {exc}") from exc
     tensors = interop.read_hf_tensors(src)
     layout = interop.hf_layout(tensors)
     skipped: List[str] = []
@@ -216,7 +227,7 @@ def albert_to_hf(src: str, dst: str) -> Dict[str, Any]:
     model = load_albert_dir(src)
     config = model.config
     if config.sharing not in ("all", "groups", "none"):
-        raise ValueError(f"sharing={config.sharing!r} cannot be written in the Hugging Face layout "
+        raise InputError(f"sharing={config.sharing!r} cannot be written in the Hugging Face layout "
                          "(transformers has only whole-layer groups: 'all', 'groups', 'none')")
     paths = interop.save_hf_pretrained(model, dst)
     files = ["config.json", "model.safetensors"]
@@ -250,7 +261,7 @@ def _find_tf1_checkpoint(src: str) -> str:
     indexes = sorted(glob.glob(os.path.join(src, "*.ckpt*.index")) + glob.glob(os.path.join(src, "*.ckpt.index")))
     prefixes = sorted({p[: -len(".index")] for p in indexes})
     if not prefixes:
-        raise FileNotFoundError(f"No TF1 checkpoint (model.ckpt-*.index) in {src}")
+        raise MissingInputError(f"No TF1 checkpoint (model.ckpt-*.index) in {src}")
 
     def step(p: str) -> Tuple[int, str]:
         m = re.search(r"-(\d+)$", p)
@@ -262,7 +273,7 @@ def _find_tf1_checkpoint(src: str) -> str:
 def tf1_to_albert(src: str, dst: str) -> Dict[str, Any]:
     config_path = os.path.join(src, CONFIG_FILE)
     if not tf.io.gfile.exists(config_path):
-        raise FileNotFoundError(f"No {CONFIG_FILE} in {src} (official releases ship one next to the checkpoint)")
+        raise MissingInputError(f"No {CONFIG_FILE} in {src} (official releases ship one next to the checkpoint)")
     config = AlbertConfig.from_json_file(config_path)
     checkpoint = _find_tf1_checkpoint(src)
     names = _checkpoint_keys(checkpoint)

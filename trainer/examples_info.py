@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any, Dict, Iterable, List
 
+from config.errors import InputError, MissingInputError
 from config.sections import DataGenConfig
 
 INFO_FILE = "dataset_info.json"
@@ -74,7 +75,7 @@ def fingerprint(root: str, names: Iterable[str], workers: int = 8) -> str:
     """SHA-256 over (relative path, file SHA-256) of every file under ``root/<name>``, in sorted order."""
     rel = _files_under(root, names)
     if not rel:
-        raise FileNotFoundError(f"{root}: no files to fingerprint under {sorted(names)}")
+        raise MissingInputError(f"{root}: no files to fingerprint under {sorted(names)}")
     with ThreadPoolExecutor(max_workers=workers) as pool:
         digests = list(pool.map(lambda r: _file_digest(posixpath.join(root, r)), rel))
     h = hashlib.sha256()
@@ -111,9 +112,11 @@ def read_info(root: str) -> Dict[str, Any]:
             try:
                 return json.load(f)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+                raise InputError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
     names = [n.rstrip("/") for n in gfile.listdir(root)] if gfile.isdir(root) else []
     splits = [n for n in names if n.startswith("Split-")]
     if not splits:
-        raise FileNotFoundError(f"{root}: not a pretraining-examples folder (no {INFO_FILE}, no Split-* folders)")
+        raise MissingInputError(f"{root}: not a pretraining-examples folder (no {INFO_FILE}, no Split-* folders)")
     return {"fingerprint": fingerprint(root, splits + ["vocab"])}

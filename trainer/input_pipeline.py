@@ -24,6 +24,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from config.errors import InputError, MissingInputError
+
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 LABEL_KEYS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 
@@ -68,7 +70,7 @@ def short_lived(ds: tf.data.Dataset) -> tf.data.Dataset:
 def _compression(files: Sequence[str]) -> Optional[str]:
     kinds = {f.endswith(".gz") for f in files}
     if len(kinds) > 1:
-        raise ValueError("mixed GZIP and uncompressed TFRecord files: " + ", ".join(files[:4]))
+        raise InputError("mixed GZIP and uncompressed TFRecord files: " + ", ".join(files[:4]))
     return "GZIP" if kinds == {True} else None
 
 
@@ -85,7 +87,7 @@ def make_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_length: 
     """Batched (inputs, labels); repeats forever when ``training``."""
     files = expand_files(file_patterns)
     if not files:
-        raise FileNotFoundError(f"no TFRecord files match {list(file_patterns)}")
+        raise MissingInputError(f"no TFRecord files match {list(file_patterns)}")
     compression = _compression(files)
     ds = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
@@ -114,7 +116,7 @@ def make_eval_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_len
     """
     files = expand_files(file_patterns)
     if not files:
-        raise FileNotFoundError(f"no TFRecord files match {list(file_patterns)}")
+        raise MissingInputError(f"no TFRecord files match {list(file_patterns)}")
     padded = -(-int(num_records) // global_batch_size) * global_batch_size
     ds = tf.data.TFRecordDataset(files, compression_type=_compression(files)).take(num_records)
     ds = ds.batch(256).map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq)).unbatch()
@@ -145,13 +147,26 @@ def file_order(num_files: int, seed: int, epoch: int) -> List[int]:
 
 
 def count_records(files: Sequence[str]) -> List[int]:
-    """Records per TFRecord file, counted in parallel (one decompressing pass)."""
+    """Records per TFRecord file, counted in parallel (one decompressing pass). A truncated or corrupt file (the
+    training data is the user's: ``pretrain --examples``) is an :class:`config.InputError` naming it."""
     compression = _compression(files)
-    counts = tf.data.Dataset.from_tensor_slices(list(files)).map(
-        lambda f: tf.data.TFRecordDataset(f, compression_type=compression).reduce(
-            tf.constant(0, tf.int64), lambda n, _: n + 1),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    return [int(c) for c in counts.as_numpy_iterator()]
+
+    def counted(paths):
+        return tf.data.Dataset.from_tensor_slices(list(paths)).map(
+            lambda f: tf.data.TFRecordDataset(f, compression_type=compression).reduce(
+                tf.constant(0, tf.int64), lambda n, _: n + 1),
+            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+    try:
+        return [int(c) for c in counted(files).as_numpy_iterator()]
+    except (tf.errors.DataLossError, tf.errors.NotFoundError) as exc:
+        for path in files:  # which file: the parallel count does not say
+            try:
+                list(counted([path]).as_numpy_iterator())
+            except (tf.errors.DataLossError, tf.errors.NotFoundError) as one:
+                raise InputError(f"{path}: not a readable TFRecord file ({one.message.splitlines()[0]})") from one
+        raise InputError(f"{', '.join(files[:4])}: not readable TFRecord files ({exc.message.splitlines()[0]})"
+                         ) from exc
 
 
 def record_counts(files: Sequence[str], cache_path: Optional[str] = None, write: bool = True) -> List[int]:
@@ -185,7 +200,7 @@ def locate(position: int, counts: Sequence[int], seed: int) -> Tuple[int, int, i
     """Stream position → (epoch, index in that epoch's file order, records to skip in that file)."""
     total = int(sum(counts))
     if total <= 0:
-        raise ValueError("the training files hold no records")
+        raise InputError("the training files hold no records")
     epoch, offset = divmod(int(position), total)
     order = file_order(len(counts), seed, epoch)
     for slot, file_index in enumerate(order):
@@ -237,7 +252,7 @@ def make_pretraining_dataset(file_patterns: Sequence[str], batch_size: int, max_
     """
     files = expand_files(file_patterns)
     if not files:
-        raise FileNotFoundError(f"no TFRecord files match {list(file_patterns)}")
+        raise MissingInputError(f"no TFRecord files match {list(file_patterns)}")
     if counts is None:
         counts = record_counts(files, counts_cache)
     ds = shuffled_records(files, counts, seed, start, shuffle_block)

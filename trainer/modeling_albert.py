@@ -51,6 +51,8 @@ import tf_keras
 
 from config.encoder import NAMED_CONFIGS, RELEASE_OVERRIDES, encoder_errors, named_fields  # noqa: F401
 from config.encoder import SHARING_CHOICES
+from config.errors import InputError
+from config.schema import ConfigError
 
 __all__ = [
     "AlbertConfig",
@@ -121,12 +123,13 @@ class AlbertConfig:
 
     # ---- validation -------------------------------------------------------------------------------------------
     def validate(self) -> "AlbertConfig":
-        """Raise ``ValueError`` with a readable message when the configuration is inconsistent."""
+        """Raise :class:`config.ConfigError` (a ``ValueError``) with a readable message when the configuration is
+        inconsistent: its values are the user's settings or a config file's."""
         errors = encoder_errors(dataclasses.asdict(self))  # the size checks, shared with config (config/encoder.py)
         if self.hidden_act not in _ACTIVATIONS:
             errors.append(f"hidden_act must be one of {sorted(_ACTIVATIONS)}, got {self.hidden_act!r}")
         if errors:
-            raise ValueError("Invalid AlbertConfig: " + "; ".join(errors))
+            raise ConfigError("Invalid AlbertConfig: " + "; ".join(errors))
         return self
 
     # ---- derived quantities -----------------------------------------------------------------------------------
@@ -215,8 +218,20 @@ class AlbertConfig:
 
     @classmethod
     def from_json_file(cls, path: str) -> "AlbertConfig":
+        """A config file (ours or an official ``albert_config.json``); one that is not JSON, not an object or not
+        a valid config is an :class:`config.InputError` naming the file."""
         with tf.io.gfile.GFile(path, "r") as f:
-            return cls.from_dict(json.load(f))
+            text = f.read()
+        try:
+            d = json.loads(text)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            raise InputError(f"{path}: not a valid JSON config ({exc})") from None
+        if not isinstance(d, dict):
+            raise InputError(f"{path}: an ALBERT config must be a JSON object, got {type(d).__name__}")
+        try:
+            return cls.from_dict(d)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{path}: not a valid ALBERT config: {exc}") from exc
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -16,6 +16,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from config.errors import InputError, MissingInputError
+from config.schema import ConfigError
+
 __all__ = [
     "predictions_from_logits",
     "GlueExample",
@@ -125,7 +128,7 @@ def get_task(task: str) -> GlueTask:
             return t
     if task.upper() in _ALIASES:
         return GLUE_TASKS[_ALIASES[task.upper()]]
-    raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASKS)}")
+    raise ConfigError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASKS)}")
 
 
 def _split_layout(task: GlueTask, split: str) -> GlueSplit:
@@ -144,18 +147,47 @@ def read_glue(task: str, split: str, data_dir: str) -> List[GlueExample]:
     return read_glue_file(t.name, path, split)
 
 
+class _open_tsv:
+    """``open`` of a TSV input (UTF-8, a BOM allowed) whose decoding errors name the file and the byte; a missing
+    file is a :class:`config.MissingInputError`."""
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            self.file = open(path, encoding="utf-8-sig", newline="")
+        except FileNotFoundError:
+            raise MissingInputError(f"GLUE file {path} does not exist") from None
+
+    def __enter__(self):
+        return self.file
+
+    def __exit__(self, kind, exc, tb):
+        self.file.close()
+        if isinstance(exc, UnicodeDecodeError):  # its offset is into a buffered chunk: find the file's
+            with open(self.path, "rb") as f:
+                data = f.read()
+            try:
+                data.decode("utf-8-sig")
+                where = ""
+            except UnicodeDecodeError as whole:
+                line = data.count(b"\n", 0, whole.start) + 1
+                where = f" at byte offset {whole.start} (line {line})"
+            raise InputError(f"{self.path}: not valid UTF-8{where}") from None
+        return False
+
+
 def read_glue_file(task: str, path: str, split: Optional[str] = None) -> List[GlueExample]:
     """Read one GLUE TSV; ``split`` defaults to the file name's stem ("dev", "dev_matched", ...).
 
-    Raises ``ValueError`` naming the file and line for rows with too few columns, unknown labels
-    or (STS-B) non-numeric scores.
+    Raises :class:`config.InputError` (a ``ValueError``) naming the file and line for rows with too few columns,
+    unknown labels or (STS-B) non-numeric scores, and for bytes that are not UTF-8.
     """
     t = get_task(task)
     if split is None:
         split = os.path.splitext(os.path.basename(path))[0]
     layout = _split_layout(t, split)
     examples: List[GlueExample] = []
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with _open_tsv(path) as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         row_number = 0
         for row in reader:
@@ -165,7 +197,7 @@ def read_glue_file(task: str, path: str, split: Optional[str] = None) -> List[Gl
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue  # trailing blank line
             if len(row) < layout.min_columns:
-                raise ValueError(
+                raise InputError(
                     f"{path}:{line}: GLUE {t.name} {split} row has {len(row)} tab-separated columns, "
                     f"expected at least {layout.min_columns}: {row!r}")
             index = row[layout.index] if layout.index is not None else str(row_number)
@@ -178,9 +210,9 @@ def read_glue_file(task: str, path: str, split: Optional[str] = None) -> List[Gl
                     except ValueError:
                         value = float("nan")
                     if not math.isfinite(value):
-                        raise ValueError(f"{path}:{line}: GLUE {t.name} score {label!r} is not a number")
+                        raise InputError(f"{path}:{line}: GLUE {t.name} score {label!r} is not a number")
                 elif label not in t.labels:
-                    raise ValueError(
+                    raise InputError(
                         f"{path}:{line}: GLUE {t.name} label {label!r} is not one of {list(t.labels)}")
             text_b = row[layout.text_b] if layout.text_b is not None else None
             examples.append(GlueExample(f"{split}-{index}", row[layout.text_a], text_b, label))
@@ -295,7 +327,7 @@ def write_glue_predictions(task: str, guids: Sequence, predictions: Sequence, pa
 def read_glue_predictions(path: str) -> Dict[str, str]:
     """Inverse of :func:`write_glue_predictions`: {index: prediction string}."""
     out: Dict[str, str] = {}
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    with _open_tsv(path) as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         for row in reader:
             if reader.line_num == 1 and row and row[0].strip().lower() in ("index", "id"):
@@ -303,8 +335,8 @@ def read_glue_predictions(path: str) -> Dict[str, str]:
             if not row or (len(row) == 1 and not row[0].strip()):
                 continue
             if len(row) < 2:
-                raise ValueError(f"{path}:{reader.line_num}: expected 'index<TAB>prediction', got {row!r}")
+                raise InputError(f"{path}:{reader.line_num}: expected 'index<TAB>prediction', got {row!r}")
             if row[0] in out:
-                raise ValueError(f"{path}:{reader.line_num}: duplicate index {row[0]!r}")
+                raise InputError(f"{path}:{reader.line_num}: duplicate index {row[0]!r}")
             out[row[0]] = row[1].strip()
     return out

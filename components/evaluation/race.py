@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from config.errors import UserError
+from config.errors import MissingInputError, UserError
 
 __all__ = [
     "RaceExample",
@@ -55,6 +55,8 @@ def read_race_file(path: str, level: Optional[str] = None, require_answers: bool
             obj = json.load(f)
     except json.JSONDecodeError as e:
         raise RaceFormatError(f"{path}: not a JSON object: {e}") from e
+    except UnicodeDecodeError as e:
+        raise RaceFormatError(f"{path}: not valid UTF-8 at byte offset {e.start}") from None
     if not isinstance(obj, dict):
         raise RaceFormatError(f"{path}: expected a JSON object, got {type(obj).__name__}")
     missing = [k for k in ("article", "questions", "options") if k not in obj]
@@ -91,7 +93,7 @@ def read_race(data_dir: str, split: Optional[str] = None, levels: Sequence[str] 
     split folder itself), files in sorted order, middle before high."""
     root = os.path.join(data_dir, split) if split else data_dir
     if not os.path.isdir(root):
-        raise FileNotFoundError(f"RACE split folder not found: {root}")
+        raise MissingInputError(f"RACE split folder not found: {root}")
     examples: List[RaceExample] = []
     found_level = False
     for level in levels:
@@ -102,7 +104,7 @@ def read_race(data_dir: str, split: Optional[str] = None, levels: Sequence[str] 
         for path in sorted(glob.glob(os.path.join(level_dir, "*.txt"))):
             examples.extend(read_race_file(path, level, require_answers=require_answers))
     if not found_level:
-        raise FileNotFoundError(f"no {'/'.join(levels)} folder under {root}")
+        raise MissingInputError(f"no {'/'.join(levels)} folder under {root}")
     return examples
 
 

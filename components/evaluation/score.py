@@ -27,6 +27,7 @@ from components.evaluation import glue as glue_lib
 from components.evaluation import race as race_lib
 from components.evaluation.metrics import glue_metrics
 from components.evaluation.squad.scoring import squad_v1_metrics, squad_v2_metrics
+from config.errors import InputError, MissingInputError
 
 __all__ = ["score", "BENCHMARKS"]
 
@@ -34,8 +35,16 @@ BENCHMARKS = ("squad", "squad2", "glue", "race")
 
 
 def _load_json(path: str):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """A JSON input; a missing file, bytes that are not UTF-8 or text that is not JSON name the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise MissingInputError(f"{path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
 
 
 def _score_glue(dataset_path: str, predictions_path: str, task: Optional[str]) -> Dict:
@@ -50,7 +59,7 @@ def _score_glue(dataset_path: str, predictions_path: str, task: Optional[str]) -
     t = glue_lib.get_task(name)
     examples = glue_lib.read_glue_file(t.name, dataset_path)
     if any(e.label is None for e in examples):
-        raise ValueError(f"{dataset_path} has no labels (a test file?); score against a dev file")
+        raise InputError(f"{dataset_path} has no labels (a test file?); score against a dev file")
     preds = glue_lib.read_glue_predictions(predictions_path)
     pred_values, label_values, missing = [], [], []
     for ex in examples:
@@ -60,15 +69,18 @@ def _score_glue(dataset_path: str, predictions_path: str, task: Optional[str]) -
             continue
         p = preds[index]
         if t.is_regression:
-            pred_values.append(float(p))
+            try:
+                pred_values.append(float(p))
+            except ValueError:
+                raise InputError(f"{predictions_path}: index {index}: prediction {p!r} is not a number") from None
             label_values.append(float(ex.label))
         else:
             if p not in t.labels:
-                raise ValueError(f"{predictions_path}: index {index}: prediction {p!r} is not one of {list(t.labels)}")
+                raise InputError(f"{predictions_path}: index {index}: prediction {p!r} is not one of {list(t.labels)}")
             pred_values.append(t.labels.index(p))
             label_values.append(t.labels.index(ex.label))
     if missing:
-        raise ValueError(f"{predictions_path}: no prediction for {len(missing)} of {len(examples)} examples of "
+        raise InputError(f"{predictions_path}: no prediction for {len(missing)} of {len(examples)} examples of "
                          f"{dataset_path} (first indices: {missing[:5]})")
     extra = len(preds) - len(examples)
     result = glue_metrics(t.name, np.asarray(pred_values), np.asarray(label_values))
@@ -82,7 +94,7 @@ def _score_race(dataset_path: str, predictions_path: str) -> Dict:
     examples = race_lib.read_race(dataset_path)
     preds = _load_json(predictions_path)
     if not isinstance(preds, dict):
-        raise ValueError(f"{predictions_path}: expected a JSON object {{example_id: 'A'..'D'}}")
+        raise InputError(f"{predictions_path}: expected a JSON object {{example_id: 'A'..'D'}}")
     p_ids, labels, levels, missing = [], [], [], []
     for ex in examples:
         if ex.example_id not in preds:
@@ -90,12 +102,12 @@ def _score_race(dataset_path: str, predictions_path: str) -> Dict:
             continue
         letter = str(preds[ex.example_id]).strip().upper()
         if letter not in race_lib.ANSWER_LETTERS:
-            raise ValueError(f"{predictions_path}: {ex.example_id}: prediction {preds[ex.example_id]!r} is not A-D")
+            raise InputError(f"{predictions_path}: {ex.example_id}: prediction {preds[ex.example_id]!r} is not A-D")
         p_ids.append(race_lib.ANSWER_LETTERS.index(letter))
         labels.append(ex.label)
         levels.append(ex.level)
     if missing:
-        raise ValueError(f"{predictions_path}: no prediction for {len(missing)} of {len(examples)} questions "
+        raise InputError(f"{predictions_path}: no prediction for {len(missing)} of {len(examples)} questions "
                          f"(first: {missing[:5]})")
     result = race_lib.race_metrics(np.asarray(p_ids), np.asarray(labels), np.asarray(levels))
     result.update({"benchmark": "race", "dataset": dataset_path})

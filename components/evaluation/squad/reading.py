@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
-from config.errors import UserError
+from config.errors import MissingInputError, UserError
 
 __all__ = ["SquadExample", "SquadFormatError", "load_squad_json", "read_squad"]
 
@@ -49,8 +49,17 @@ class SquadExample:
 def load_squad_json(dataset: Union[str, Dict, List]) -> List[Dict]:
     """Path, parsed JSON ({"version", "data"}) or the "data" list → list of articles."""
     if isinstance(dataset, (str, os.PathLike)):
-        with open(dataset, encoding="utf-8") as f:
-            dataset = json.load(f)
+        path = dataset
+        try:
+            with open(path, encoding="utf-8") as f:
+                dataset = json.load(f)
+        except FileNotFoundError:
+            raise MissingInputError(f"SQuAD file {path} does not exist") from None
+        except json.JSONDecodeError as exc:
+            raise SquadFormatError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+                                   ) from None
+        except UnicodeDecodeError as exc:
+            raise SquadFormatError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
     if isinstance(dataset, dict):
         if "data" not in dataset:
             raise SquadFormatError("SQuAD JSON has no 'data' field")
