@@ -16,6 +16,7 @@ new URIs (new execution id), so leftovers are never read back.
 """
 
 import contextlib
+import datetime
 import json
 import os
 import posixpath
@@ -269,6 +270,139 @@ def BenchmarkReport(
         report.set_float_custom_property("avg", float(summary["avg"]))
 
 
+# ------------------------------------------------------------------------------------------------
+# 6. Release
+# ------------------------------------------------------------------------------------------------
+@component
+def Blesser(
+    model: InputArtifact[standard_artifacts.Model],
+    report: InputArtifact[artifacts.BenchmarkReport],
+    blessing: OutputArtifact[standard_artifacts.ModelBlessing],
+    config: Parameter[str],
+    baseline_model: InputArtifact[standard_artifacts.Model] = None,
+) -> None:
+    """BLESSED or NOT_BLESSED, always written: TFX's ``ModelBlessing`` (marker file, ``blessed`` and
+    ``current_model_id`` properties, which ``LatestBlessedModelStrategy`` reads) plus ``blessing.json`` with every
+    criterion's measured value, threshold and verdict (:mod:`components.release.blessing`).
+
+    ``baseline_model``: the latest blessed model of this pipeline (the ``LatestBlessedModel`` resolver; none on the
+    first run). Its scores are those its pushed version recorded in the push destination. The node takes the
+    resolver's model and not its blessing, as TFX's Evaluator does: a rerun of an unchanged pipeline then resolves
+    the same inputs and is served from the cache, where a new blessing of the same model would make every rerun
+    decide (and push) again.
+    """
+    from components import backend_names, report_lib
+    from components.release import blessing as blessing_lib
+    from components.release import versions
+    from components.release.package import read_json
+
+    settings = json.loads(config)
+    destination = settings.pop("push_destination")
+    results = read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
+    names = backend_names.artifact_names()
+    baseline = None
+    if baseline_model is not None:
+        pushed = versions.find_version(destination, baseline_model.uri)
+        baseline = {"model": {"id": names.get(baseline_model.id, baseline_model.id), "uri": baseline_model.uri},
+                    "scores": None if pushed is None else pushed.get("scores"),
+                    "version": None if pushed is None else pushed["version"], "same_model": baseline_model.uri == model.uri}
+    decision = blessing_lib.decide(settings, blessing_lib.task_scores(results),
+                                   blessing_lib.arm_comparisons(results, settings["baseline_arm"]), baseline)
+    decision["model"] = {"id": names.get(model.id, model.id), "uri": model.uri}
+    marker = "BLESSED" if decision["blessed"] else "NOT_BLESSED"
+    with _staged(blessing.uri) as staging:
+        with tf.io.gfile.GFile(posixpath.join(staging, blessing_lib.BLESSING_FILE), "w") as f:
+            f.write(json.dumps(decision, indent=2, sort_keys=True))
+        with tf.io.gfile.GFile(posixpath.join(staging, marker), "w") as f:
+            f.write("")
+        _publish(staging, blessing.uri)
+    # TFX's ModelBlessing convention (tfx/components/evaluator/constants.py), so TFX's resolvers work on it.
+    blessing.set_int_custom_property("blessed", int(decision["blessed"]))
+    blessing.set_int_custom_property("forced", int(decision["forced"]))
+    blessing.set_string_custom_property("current_model", model.uri)
+    blessing.set_int_custom_property("current_model_id", model.id)
+    blessing.set_string_custom_property("reason", decision["reason"][:1000])
+    if baseline_model is not None:
+        blessing.set_string_custom_property("baseline_model", baseline_model.uri)
+        blessing.set_int_custom_property("baseline_model_id", baseline_model.id)
+    print(f"release decision: {marker}{' (forced)' if decision['forced'] else ''}: {decision['reason']}")
+
+
+@component
+def Pusher(
+    model: InputArtifact[standard_artifacts.Model],
+    model_run: InputArtifact[standard_artifacts.ModelRun],
+    report: InputArtifact[artifacts.BenchmarkReport],
+    documents: InputArtifact[artifacts.Documents],
+    blessing: InputArtifact[standard_artifacts.ModelBlessing],
+    pushed_model: OutputArtifact[standard_artifacts.PushedModel],
+    config: Parameter[str],
+) -> None:
+    """Push a blessed model as the destination's next version, whole or not at all, with its model card
+    (:mod:`components.release`); with ``vertex_model`` set, also upload it as a new Model Registry version.
+
+    A model that is not blessed is not pushed (``pushed`` 0, as TFX's Pusher records it). A model the destination
+    already holds is not pushed again: the record names the version that holds it.
+    """
+    from components import backend_names, report_lib
+    from components.release import blessing as blessing_lib
+    from components.release import package, registry, versions
+
+    settings = json.loads(config)
+    destination = settings["push_destination"]
+    decision = package.read_json(posixpath.join(blessing.uri, blessing_lib.BLESSING_FILE))
+    pushed_model.set_string_custom_property("pushed_destination", destination)
+    if not decision["blessed"]:
+        pushed_model.set_int_custom_property("pushed", 0)
+        print(f"release: not pushed (NOT_BLESSED: {decision['reason']})")
+        return
+    existing = versions.find_version(destination, model.uri)
+    if existing is not None:  # e.g. the decision was taken again after the baseline moved
+        pushed_model.set_int_custom_property("pushed", 1)
+        pushed_model.set_int_custom_property("pushed_version", int(existing["version"]))
+        pushed_model.set_string_custom_property("pushed_path", existing["path"])
+        print(f"release: already pushed as version {existing['version']}: {existing['path']}")
+        return
+    names = backend_names.artifact_names()
+    ids = {name: {"id": names.get(a.id, a.id), "type": a.type_name, "uri": a.uri}
+           for name, a in (("model", model), ("model_run", model_run), ("report", report), ("documents", documents),
+                           ("blessing", blessing))}
+    results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
+    export_info = package.read_json(posixpath.join(model.uri, ALBERT_DIR, "export_info.json"))
+    documents_facts = {k: v.int_value for k, v in documents.mlmd_artifact.custom_properties.items()
+                       if v.HasField("int_value")}
+    with tempfile.TemporaryDirectory() as built:
+        hf_note = package.build(model.uri, built)
+
+        def finish(number: int) -> dict:
+            facts = package.card_facts(
+                name=settings["model_name"], license=settings["license"], version=number, results=results,
+                export_info=export_info, run_config=package.run_config(model_run.uri), decision=decision,
+                documents=documents_facts, artifacts=ids, arm=decision["settings"]["baseline_arm"], hf_note=hf_note)
+            package.write_card(built, facts)
+            return {"version": number, "model": ids["model"], "blessed": True, "forced": decision["forced"],
+                    "reason": decision["reason"], "baseline": decision["baseline"], "scores": decision["scores"],
+                    "artifacts": ids, "pushed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                    "files": package.file_digests(built)}
+
+        number, path = versions.publish(built, destination, finish)
+    pushed_model.set_int_custom_property("pushed", 1)
+    pushed_model.set_int_custom_property("pushed_version", number)
+    pushed_model.set_string_custom_property("pushed_path", path)
+    print(f"release: pushed version {number}: {path}")
+    if settings.get("vertex_model"):
+        labels = {"pipeline": _label(settings["model_name"]), "version": str(number),
+                  "blessing": "forced" if decision["forced"] else "blessed"}
+        uploaded = registry.upload(settings, path, number, labels)
+        pushed_model.set_string_custom_property("vertex_model", uploaded["model"])
+        pushed_model.set_string_custom_property("vertex_model_version", str(uploaded["version_id"]))
+
+
+def _label(text: str) -> str:
+    """A Google Cloud label value: lower case letters, digits, '-' and '_', at most 63 characters."""
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())[:63]
+
+
 def _record_counters(pipeline, namespace: str, outputs) -> None:
     """The Beam counters Dataflow showed live (documents, sentences, skips by reason, instances, tokens) become
     ``beam_<name>`` int properties of the output artifacts, so MLMD keeps them with the data."""
@@ -343,4 +477,4 @@ def _move(src: str, dst: str) -> None:
         tf.io.gfile.rename(src, dst, overwrite=True)
 
 
-__all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "BenchmarkEval", "BenchmarkReport"]
+__all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "BenchmarkEval", "BenchmarkReport", "Blesser", "Pusher"]

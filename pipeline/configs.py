@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from config import schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataGenConfig,
-                             FinetuneHParams, ModelConfig, ReportConfig, TrainConfig, VertexTrainingConfig,
+                             FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TrainConfig, VertexTrainingConfig,
                              VocabConfig)
 from config.trainer_settings import trainer_settings
 
@@ -63,6 +63,7 @@ class PipelineConfig(Section):
     vertex_training: VertexTrainingConfig = field(default_factory=VertexTrainingConfig)
     benchmarks: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    release: ReleaseConfig = field(default_factory=ReleaseConfig)
 
     # -- (de)serialisation -------------------------------------------------------------------
     def to_json(self) -> str:
@@ -126,6 +127,11 @@ class PipelineConfig(Section):
                 "seeds": (self.benchmarks.seeds, "benchmarks.seeds"),
                 "benchmark": ("squad" if node == "squad2" else node, None)}
         table["BenchmarkReport"] = {"config": ({**self.report.to_dict(), "title": self.report_title()}, "report")}
+        table["Blesser"] = {"config": (self.release.blesser_settings(self.push_destination),
+                                       {**{k: f"release.{k}" for k in self.release.BLESSER_FIELDS},
+                                        "push_destination": self._pusher_sources()["push_destination"]})}
+        table["Pusher"] = {"config": (self.release.pusher_settings(self.push_destination, self.pipeline_name),
+                                      self._pusher_sources())}
         return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
                 for node, params in table.items()}
 
@@ -133,6 +139,18 @@ class PipelineConfig(Section):
     def checkpoint_root(self) -> str:
         """Where the Trainer keeps its checkpoints: a folder of the pipeline root that outlives executions."""
         return posixpath.join(self.pipeline_root, "_checkpoints")
+
+    def _pusher_sources(self) -> Dict[str, str]:
+        sources = {name: f"release.{name}" for name in self.release.pusher_settings("", "")}
+        sources["model_name"] = "pipeline_name"
+        if not self.release.push_destination:
+            sources["push_destination"] = "pipeline_root"
+        return sources
+
+    @property
+    def push_destination(self) -> str:
+        """Where blessed models are pushed: ``release.push_destination``, else a folder of the pipeline root."""
+        return self.release.push_destination or posixpath.join(self.pipeline_root, "releases")
 
     def report_title(self) -> str:
         return self.report.title or f"ALBERT-TFX report — {self.pipeline_name} ({self.preset} preset)"
@@ -142,7 +160,7 @@ class PipelineConfig(Section):
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
         for section in (self.corpus, self.vocab, self.datagen, self.train, self.vertex_training, self.benchmarks,
-                        self.report, self.model):
+                        self.report, self.release, self.model):
             section.validate()
         if self.datagen.eval_source == "benchmark_dev":
             check(self.benchmarks.squad_dir or self.benchmarks.race_dir, "datagen.eval_source",
@@ -165,6 +183,10 @@ class PipelineConfig(Section):
         for name, value in self.input_paths().items():
             check(value is None or "://" not in value or value.startswith("gs://"), name, value,
                   "a local path or a gs:// URI")
+        if self.release.vertex_model:
+            check(self.push_destination.startswith("gs://"), "release.vertex_model", self.release.vertex_model,
+                  f"unset unless the push destination is a gs:// folder the Model Registry can read (it is "
+                  f"{self.push_destination}; set release.push_destination or a gs:// pipeline root)")
         return self
 
     def input_paths(self) -> Dict[str, Optional[str]]:

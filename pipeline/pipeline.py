@@ -1,12 +1,16 @@
-"""``create_pipeline``: the ALBERT DAG from raw text to the benchmark report.
+"""``create_pipeline``: the ALBERT DAG from raw text to a released model.
 
     Importer(wikipedia) ─┐
     Importer(books) ─────┴─ CorpusGen ─ VocabGen ─ PretrainingDataGen ─ Trainer ─┬─ GlueBenchmark ───┐
                                            └──────────────┘  (stats) ────────────┼─ SquadBenchmark ──┤
                                   Importer(glue/squad/race data) ────────────────┼─ Squad2Benchmark ─├─ BenchmarkReport
-                                                                                 └─ RaceBenchmark ───┘
+                                                                                 └─ RaceBenchmark ───┘        │
+                    LatestBlessedModel (resolver: the pipeline's last blessed model) ─ Blesser ─ Pusher ──────┘
 
-Raw inputs enter through Importers, so MLMD lineage runs from every score back to the raw files.
+Raw inputs enter through Importers, so MLMD lineage runs from every score back to the raw files. The release
+is TFX's pattern: a ``LatestBlessedModelStrategy`` resolver finds the last blessed model, ``Blesser`` decides
+against it from the report (``release.*``) and always writes a ``ModelBlessing``, and ``Pusher`` pushes a blessed
+model as a new version (:mod:`components.release`).
 Benchmark nodes exist only for the data sets the config names. Every node's parameters are
 ``PipelineConfig.node_parameters()`` and nothing else: only the settings that determine its output, so
 a change reruns exactly the nodes downstream of it.
@@ -23,11 +27,15 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from tfx.dsl.components.common.importer import Importer
+from tfx.dsl.components.common.resolver import Resolver
+from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
+from tfx.types import Channel, standard_artifacts
 
 from components import artifacts
-from components.tfx_components import BenchmarkEval, BenchmarkReport, CorpusGen, PretrainingDataGen, VocabGen
+from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, PretrainingDataGen,
+                                       Pusher, VocabGen)
 from config import canonical_json
 from pipeline.configs import BENCHMARK_NODE_IDS, IMPORTER_OUTPUT_KEY, IMPORTERS, PipelineConfig
 from pipeline.vertex_training import create_trainer
@@ -114,6 +122,16 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
     report = BenchmarkReport(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
                              statistics=datagen.outputs["statistics"], **args("BenchmarkReport"), **results)
     nodes.append(report)
+
+    latest = Resolver(strategy_class=LatestBlessedModelStrategy, model=Channel(type=standard_artifacts.Model),
+                      model_blessing=Channel(type=standard_artifacts.ModelBlessing)).with_id("LatestBlessedModel")
+    blesser = Blesser(model=trainer.outputs["model"], report=report.outputs["report"],
+                      baseline_model=latest.outputs["model"],
+                      **args("Blesser"))
+    pusher = Pusher(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
+                    report=report.outputs["report"], documents=corpus.outputs["documents"],
+                    blessing=blesser.outputs["blessing"], **args("Pusher"))
+    nodes += [latest, blesser, pusher]
 
     return Pipeline(
         pipeline_name=config.pipeline_name,

@@ -24,6 +24,7 @@ from pipeline import mlmd
 from pipeline.configs import PipelineConfig
 
 CACHED, WILL_RUN = "CACHED", "WILL RUN"
+RESOLVED = "RESOLVED"  # a resolver node: it executes nothing, its artifacts are looked up when its consumer starts
 
 
 @dataclass
@@ -199,6 +200,10 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
             produced[node_id], status, reasons = _plan_importer(store, pn, params)
             result.append(NodePlan(node_id, status, reasons))
             continue
+        if pn.node_info.type.name.endswith("Resolver"):
+            produced[node_id], reasons = _plan_latest_blessed(store, ir.pipeline_info.id)
+            result.append(NodePlan(node_id, RESOLVED, reasons))
+            continue
         inputs: Dict[str, List[Any]] = {}
         new_inputs = []
         for key, spec in pn.inputs.inputs.items():
@@ -265,6 +270,28 @@ def _plan_importer(store, pn, params):
         return None, WILL_RUN, [f"new import of {uri}"]
     newest = max(found, key=lambda a: (a.create_time_since_epoch, a.id))
     return {output_key: [newest]}, CACHED, []
+
+
+def _plan_latest_blessed(store, pipeline_name: str):
+    """What TFX's ``LatestBlessedModelStrategy`` resolves now: the newest LIVE model of the pipeline that a LIVE
+    blessing with ``blessed`` = 1 names as ``current_model_id`` (none before the first blessing). Nothing is
+    executed: the resolution happens when the consuming node starts, before this run blesses anything."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    contexts = [c for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name]
+    in_pipeline = {a.id: a for c in contexts for a in store.get_artifacts_by_context(c.id)
+                   if a.state == metadata_store_pb2.Artifact.LIVE}
+    types = {t.id: t.name for t in store.get_artifact_types()}
+    blessings = [a for a in in_pipeline.values() if types.get(a.type_id) == "ModelBlessing"
+                 and a.custom_properties["blessed"].int_value == 1]
+    blessed = {b.custom_properties["current_model_id"].int_value: b for b in sorted(blessings, key=lambda a: a.id)}
+    models = sorted((a for a in in_pipeline.values() if types.get(a.type_id) == "Model" and a.id in blessed),
+                    key=lambda a: a.id)
+    if not models:
+        return {"model": [], "model_blessing": []}, ["no blessed model yet"]
+    model = models[-1]
+    return ({"model": [model], "model_blessing": [blessed[model.id]]},
+            [f"the latest blessed model: artifact {model.id} ({model.uri})"])
 
 
 def format_plan(plan_rows: List[NodePlan]) -> str:

@@ -34,6 +34,7 @@ import logging
 import posixpath
 import shutil
 import tempfile
+import time
 from typing import Any, Dict, Optional
 
 import tensorflow as tf
@@ -146,8 +147,11 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
             f.write(json.dumps({"model": model.to_dict(), "train": train.to_dict(), "seed": seed, "examples": facts,
                                 "checkpoint_dir": checkpoint_dir, "run_key": posixpath.basename(checkpoint_dir)},
                                indent=2, sort_keys=True))
+    started = time.monotonic()
     result = pretrain(job)
     info = {
+        "hardware": hardware(result["strategy"]),
+        "wall_seconds": round(time.monotonic() - started, 1),  # this execution's training (not a resumed run's earlier ones)
         "eval_metrics": result["eval_metrics"],
         "start_step": result["start_step"],
         "final_step": result["final_step"],
@@ -180,6 +184,15 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     distribute.leave_together(result["strategy"], distribute.cluster_for(train.strategy), train.peer_timeout_s)
     log.info("pretraining done: %s", json.dumps(info["eval_metrics"]))
     return info
+
+
+def hardware(strategy: tf.distribute.Strategy) -> str:
+    """What trained the model, for the model card: the strategy, its replicas and the device kinds."""
+    from trainer.precision import cpu_model
+
+    kinds = sorted({d.device_type for d in tf.config.list_logical_devices()} - {"CPU"})
+    devices = ", ".join(f"{len(tf.config.list_logical_devices(k))} {k}" for k in kinds) or f"CPU ({cpu_model()})"
+    return f"{type(strategy).__name__.lstrip('_')}, {strategy.num_replicas_in_sync} replica(s), {devices}"
 
 
 def run_fn(fn_args) -> None:

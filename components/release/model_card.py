@@ -1,0 +1,105 @@
+"""The model card of a pushed version: Hugging Face's form (a YAML header, then Markdown). Pure: facts in, text out.
+
+The facts are gathered by :func:`components.release.package.card_facts` from MLMD properties and the run's own files
+(the report's ``results.json``, the export's ``export_info.json``, the Trainer's ``run_config.json``, the blessing);
+nothing here is typed by hand. The header's ``model-index`` carries every task score at full precision, the table
+the same numbers rounded to two decimals, so a reader and a test can both check them against ``results.json``.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping
+
+import yaml
+
+from components.report.document import Document, Section, Table, to_markdown
+from trainer.formatting import NONE_TEXT, number_text
+
+__all__ = ["MODEL_CARD", "render", "header"]
+
+MODEL_CARD = "model_card.md"
+
+# How the model-index names each task's dataset and task type; the other tasks are GLUE's.
+_DATASETS = {"SQuAD1.1": ("squad", "SQuAD v1.1", "question-answering"),
+             "SQuAD2.0": ("squad_v2", "SQuAD v2.0", "question-answering"),
+             "RACE": ("race", "RACE", "multiple-choice")}
+
+
+def _result(task: str, value: float, metric: str) -> Dict[str, Any]:
+    if task in _DATASETS:
+        ident, name, kind = _DATASETS[task]
+        dataset = {"type": ident, "name": name}
+    else:
+        kind, dataset = "text-classification", {"type": "glue", "name": f"GLUE {task}",
+                                                "config": task.lower().replace("-", "")}
+    return {"task": {"type": kind}, "dataset": {**dataset, "split": "validation"},
+            "metrics": [{"type": "score", "value": value, "name": f"{task} dev score ({metric})"}]}
+
+
+def header(facts: Mapping[str, Any]) -> Dict[str, Any]:
+    """The YAML metadata Hugging Face reads: license, language, datasets and the model-index (every task's dev
+    score at full precision; ``name`` says which metrics make the score)."""
+    b = facts["benchmarks"]
+    return {
+        "license": facts["license"],
+        "language": ["en"],
+        "library_name": "transformers",
+        "tags": ["albert", "tfx", "pretraining"],
+        "datasets": sorted(facts["corpus"]["sources"]),
+        "model-index": [{"name": facts["name"],
+                         "results": [_result(t, v, b["metrics"].get(t, "score")) for t, v in sorted(b["scores"].items())]}],
+    }
+
+
+def _rows(mapping: Mapping[str, Any]) -> List[List[str]]:
+    return [[str(k), NONE_TEXT if v is None else str(v)] for k, v in mapping.items()]
+
+
+def render(facts: Mapping[str, Any]) -> str:
+    """The card (``model_card.md``) of one pushed version."""
+    b, c, t, blessing = facts["benchmarks"], facts["corpus"], facts["training"], facts["blessing"]
+    sections = [
+        Section("Model", [
+            f"ALBERT encoder pretrained by the `{facts['pipeline']}` pipeline (version {facts['version']}), "
+            f"{facts['parameters']:,} parameters. Files: the TF SavedModel at the top of this folder "
+            "(`serving_default`: token ids in; sequence and pooled output, MLM and sentence-order logits out), "
+            "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
+            "(`AlbertModel.from_pretrained`) and `vocab/spm.model`.",
+            Table(["setting", "value"], _rows(facts["albert_config"]))]),
+        Section("Pretraining data", [
+            Table(["fact", "value"], _rows({
+                "sources": ", ".join(f"{name}: {n:,} documents" for name, n in sorted(c["sources"].items())),
+                "documents": c["documents"], "sentences": c["sentences"], "characters": c["characters"],
+                "tokens (train split)": c["tokens"].get("train"), "tokens (eval split)": c["tokens"].get("eval"),
+                "instances (train / eval)": f"{c['instances'].get('train')} / {c['instances'].get('eval')}",
+                "content fingerprint (sha256 of the pretraining TFRecords)": c["fingerprint"],
+                **{f"datagen {k}": v for k, v in sorted(c["datagen"].items())}}))]),
+        Section("Training", [
+            Table(["fact", "value"], _rows({
+                "steps": t["steps"], "batch size": t["batch_size"], "optimizer": t["optimizer"],
+                "learning rate": t["learning_rate"], "precision": t["precision"], "hardware": t["hardware"],
+                "wall time of the final training execution (s)": t["wall_seconds"],
+                **{f"held-out {k}": number_text(v, 4) for k, v in sorted(t["eval"].items())}}))]),
+        Section("Benchmarks", [
+            f"Dev-set scores (0-100) of fine-tuning this encoder; protocol: {b['protocol']}.",
+            Table(["task", "score (metrics)", "score", f"gain over {b['arm']} (medians)"],
+                  [[task, b["metrics"].get(task, "score"), number_text(score, 2),
+                    number_text(b["gains"].get(task), 2, signed=True)] for task, score in sorted(b["scores"].items())])]),
+        Section("Blessing", [
+            f"{'BLESSED' if blessing['blessed'] else 'NOT BLESSED'}"
+            f"{' (forced by release.force_bless)' if blessing['forced'] else ''}: {blessing['reason']}. Baseline: "
+            + (f"model {blessing['baseline']['model']['id']} ({blessing['baseline']['model']['uri']})"
+               if blessing.get("baseline") else "none (no blessed model "
+                                                                                         "in this pipeline before)")
+            + ".",
+            Table(["criterion", "measured", "threshold", "passed"],
+                  [[ch["criterion"], number_text(ch["measured"], 2), number_text(ch["threshold"], 2),
+                    "yes" if ch["passed"] else "no"] for ch in blessing["checks"]])
+            if blessing["checks"] else "No criterion was configured (release.*)."]),
+        Section("Lineage (ML Metadata)", [
+            Table(["artifact", "id", "type", "uri"],
+                  [[name, str(a.get("id")), str(a.get("type")), str(a.get("uri"))]
+                   for name, a in sorted(facts["artifacts"].items())])]),
+        Section("Known limitations", ["\n".join(f"- {line}" for line in facts["limitations"])]),
+    ]
+    body = to_markdown(Document(title=facts["name"], sections=sections))
+    return "---\n" + yaml.safe_dump(header(facts), sort_keys=False) + "---\n\n" + body

@@ -1,0 +1,160 @@
+"""What one pushed version holds, built on this machine before :func:`components.release.versions.publish` moves
+it: the files, the model card's facts (read from the run's own files and MLMD properties) and the version record.
+
+Layout of a version folder (``<destination>/<N>/``)::
+
+    saved_model.pb, variables/, assets/   the Trainer's serving SavedModel, whole (TF Serving and Vertex AI load
+                                          the version folder itself)
+    checkpoint/                           the Trainer's albert folder: TF2 checkpoints, albert_config.json
+                                          (official keys), spm.model, export_info.json
+    huggingface/                          config.json, model.safetensors, spiece.model, tokenizer_config.json and
+                                          the card as README.md (transformers' AlbertModel.from_pretrained)
+    vocab/spm.model                       the SentencePiece vocabulary
+    model_card.md                         the card (components.release.model_card)
+    release.json                          the record: version, model, blessing, scores, files with sha256 (last)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from typing import Any, Dict, List, Mapping, Optional
+
+import tensorflow as tf
+
+from components.release import model_card
+from components.release.blessing import task_scores
+from components.evaluation.metrics import GLUE_METRICS
+from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, RUN_CONFIG_FILE, SPM_FILE
+
+__all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "file_digests"]
+
+SERVING_DIR = "Format-Serving"  # where TFX's Trainer keeps the serving SavedModel inside the model artifact
+CHECKPOINT_DIR = "checkpoint"
+HF_DIR = "huggingface"
+VOCAB_DIR = "vocab"
+
+
+def read_json(path: str) -> Dict[str, Any]:
+    with tf.io.gfile.GFile(path) as f:
+        return json.loads(f.read())
+
+
+def _copy_tree(src: str, dst: str) -> None:
+    for dirpath, _, names in tf.io.gfile.walk(src):
+        rel = posixpath.relpath(dirpath, src) if dirpath != src else ""
+        tf.io.gfile.makedirs(posixpath.join(dst, rel))
+        for name in names:
+            tf.io.gfile.copy(posixpath.join(dirpath, name), posixpath.join(dst, rel, name), overwrite=True)
+
+
+def _score_metric(task: str) -> str:
+    """Which metrics make a task's score (the report's headline rule)."""
+    if task in GLUE_METRICS:
+        return " + ".join(GLUE_METRICS[task]["headline"]) + (" (mean)" if len(GLUE_METRICS[task]["headline"]) > 1
+                                                              else "")
+    return {"SQuAD1.1": "f1 + exact_match (mean)", "SQuAD2.0": "f1 + exact_match (mean)"}.get(task, "accuracy")
+
+
+def card_facts(*, name: str, license: str, version: int, results: Mapping[str, Any], export_info: Mapping[str, Any],
+               run_config: Mapping[str, Any], decision: Mapping[str, Any], documents: Mapping[str, int],
+               artifacts: Mapping[str, Mapping[str, Any]], arm: str, hf_note: Optional[str]) -> Dict[str, Any]:
+    """The facts the card shows, every one read from the inputs (nothing typed by hand)."""
+    summary = results.get("summary") or {}
+    datagen = summary.get("datagen") or {}
+    examples = run_config.get("examples") or {}
+    train = run_config.get("train") or {}
+    scores = task_scores(results)
+    gains = {task: c.get("gain_median") for task, c in ((summary.get("baselines") or {}).get(arm) or {}).items()}
+    protocols = [(b, r.get("protocol") or {}) for b, r in sorted((results.get("results") or {}).items())]
+    protocol = "; ".join(f"{b}: seeds {', '.join(str(s) for s in p.get('seeds', []))}, {p.get('aggregation')}, "
+                         f"checkpoint {p.get('checkpoint_selection_effective')}" for b, p in protocols if p)
+    sources = {key[:-len("_documents")]: int(v) for key, v in documents.items()
+               if key.endswith("_documents") and not key.startswith("num_")
+               and key[:-len("_documents")] in ("wikipedia", "books")}
+    limitations = [
+        f"Pretrained for {export_info.get('final_step')} steps of batch {train.get('train_batch_size')} on "
+        f"{datagen.get('train', {}).get('tokens')} training tokens; the paper's ALBERT-base: 125,000 steps of "
+        "batch 4,096 at 512 tokens on 16 GB of text.",
+        "Scores are dev-set scores of this pipeline's fine-tuning protocol (above), not test-set or leaderboard "
+        "scores.",
+    ]
+    missing = summary.get("missing_columns") or []
+    if missing:
+        limitations.append(f"Table-2 columns this run did not produce: {', '.join(missing)}.")
+    if examples.get("do_lower_case", True):
+        limitations.append("The tokenizer lower-cases its input (do_lower_case).")
+    if hf_note:
+        limitations.append(hf_note)
+    return {
+        "name": name, "pipeline": name, "license": license, "version": version,
+        "parameters": int((export_info.get("parameters") or {}).get("total", 0)),
+        "albert_config": dict(sorted((export_info.get("albert_config") or {}).items())),
+        "corpus": {
+            "sources": sources, "documents": documents.get("num_documents"),
+            "sentences": documents.get("num_sentences"), "characters": documents.get("num_chars"),
+            "tokens": {split: s.get("tokens") for split, s in datagen.items()},
+            "instances": {split: s.get("instances") for split, s in datagen.items()},
+            "fingerprint": export_info.get("examples_fingerprint"),
+            "datagen": {k: examples.get(k) for k in ("max_seq_length", "max_predictions_per_seq", "sop_mode",
+                                                      "vocab_size", "do_lower_case") if k in examples},
+        },
+        "training": {
+            "steps": export_info.get("final_step"), "batch_size": train.get("train_batch_size"),
+            "optimizer": train.get("optimizer"), "learning_rate": train.get("learning_rate"),
+            "precision": export_info.get("precision"), "hardware": export_info.get("hardware"),
+            "wall_seconds": export_info.get("wall_seconds"), "eval": export_info.get("eval_metrics") or {},
+        },
+        "benchmarks": {"scores": scores, "metrics": {t: _score_metric(t) for t in scores}, "gains": gains,
+                       "arm": arm, "protocol": protocol or "none recorded"},
+        "blessing": dict(decision),
+        "artifacts": {k: dict(v) for k, v in artifacts.items()},
+        "limitations": limitations,
+    }
+
+
+def build(model_uri: str, out: str) -> Optional[str]:
+    """Fill the local folder ``out`` with the model's files (all but the card and the record). Returns why the
+    Hugging Face folder is missing (a sharing layout transformers cannot express), or None."""
+    from trainer.convert import albert_to_hf
+
+    albert = posixpath.join(model_uri, ALBERT_DIR)
+    _copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
+    _copy_tree(albert, posixpath.join(out, CHECKPOINT_DIR))
+    tf.io.gfile.makedirs(posixpath.join(out, VOCAB_DIR))
+    tf.io.gfile.copy(posixpath.join(albert, SPM_FILE), posixpath.join(out, VOCAB_DIR, SPM_FILE), overwrite=True)
+    sharing = (read_json(posixpath.join(albert, EXPORT_INFO_FILE)).get("albert_config") or {}).get("sharing")
+    if sharing not in ("all", "groups", "none"):
+        return (f"No Hugging Face folder: sharing={sharing!r} has no transformers layout (whole-layer groups "
+                "only).")
+    albert_to_hf(albert, posixpath.join(out, HF_DIR))
+    return None
+
+
+def write_card(out: str, facts: Mapping[str, Any]) -> str:
+    text = model_card.render(facts)
+    for path in (posixpath.join(out, model_card.MODEL_CARD),) + (
+            (posixpath.join(out, HF_DIR, "README.md"),) if tf.io.gfile.isdir(posixpath.join(out, HF_DIR)) else ()):
+        with tf.io.gfile.GFile(path, "w") as f:
+            f.write(text)
+    return text
+
+
+def file_digests(folder: str) -> Dict[str, Dict[str, Any]]:
+    """{relative path: {bytes, sha256}} of every file under ``folder``: what the record says was pushed."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for dirpath, _, names in tf.io.gfile.walk(folder):
+        for name in names:
+            path = posixpath.join(dirpath, name)
+            with tf.io.gfile.GFile(path, "rb") as f:
+                data = f.read()
+            out[posixpath.relpath(path, folder)] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    return dict(sorted(out.items()))
+
+
+def run_config(model_run_uri: str) -> Dict[str, Any]:
+    return read_json(posixpath.join(model_run_uri, RUN_CONFIG_FILE))
+
+
+def scores_line(scores: Mapping[str, float]) -> List[str]:
+    return [f"{task} {value:.2f}" for task, value in sorted(scores.items())]

@@ -1,0 +1,92 @@
+"""Vertex AI Model Registry: each pushed version becomes a new version of ``release.vertex_model``.
+
+Split like ``pipeline/cloud.py``: :func:`upload_request` builds the request offline (what a test asserts on) and
+:func:`upload` sends it (credentials and network). The first upload creates the model under its id; later ones
+name it as ``parent_model``, which is how Vertex AI adds a version (kubeflow/pipelines#8257). Every version gets the
+alias ``v<N>`` of its pushed folder, plus ``release.vertex_version_aliases`` (Vertex AI moves an alias to the newest
+version that claims it, e.g. ``production``).
+
+Missing or unusable credentials are a user error (:class:`RegistryAuthError`) saying how to authenticate, as for
+``submit``.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Dict, Mapping
+
+from config.errors import UserError
+
+__all__ = ["RegistryAuthError", "parse_model", "upload_request", "upload", "AUTH_HELP"]
+
+AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service "
+             "account key file")
+
+
+class RegistryAuthError(UserError, ValueError):
+    """No usable Google Cloud credentials for the Model Registry upload."""
+
+
+def parse_model(resource: str) -> Dict[str, str]:
+    """``projects/P/locations/R/models/M`` → {project, region, model_id, parent}."""
+    parts = resource.split("/")
+    return {"project": parts[1], "region": parts[3], "model_id": parts[5], "parent": "/".join(parts[:4])}
+
+
+def upload_request(settings: Mapping[str, Any], artifact_uri: str, version: int, labels: Mapping[str, str],
+                   exists: bool):
+    """The ``UploadModelRequest`` for pushed version ``version`` at ``artifact_uri`` (a ``gs://`` folder holding
+    the SavedModel). ``exists``: whether the parent model is already in the registry."""
+    from google.cloud.aiplatform_v1.types import model as gca_model
+    from google.cloud.aiplatform_v1.types import model_service
+
+    where = parse_model(settings["vertex_model"])
+    model = gca_model.Model(
+        display_name=where["model_id"],
+        artifact_uri=artifact_uri,
+        container_spec=gca_model.ModelContainerSpec(image_uri=settings["vertex_serving_image"]),
+        version_aliases=[f"v{version}", *settings.get("vertex_version_aliases", [])],
+        version_description=f"pushed version {version}: {artifact_uri}",
+        labels=dict(labels),
+    )
+    request = model_service.UploadModelRequest(parent=where["parent"], model=model)
+    if exists:
+        request.parent_model = settings["vertex_model"]
+    else:
+        request.model_id = where["model_id"]
+    return request
+
+
+@contextlib.contextmanager
+def _credentials():
+    import google.auth.exceptions
+
+    try:
+        yield
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise RegistryAuthError(f"no usable Google Cloud credentials for the Model Registry upload "
+                                f"({str(exc).splitlines()[0][:200]}): {AUTH_HELP}") from None
+
+
+def _client(region: str, credentials=None):
+    from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+
+    return ModelServiceClient(credentials=credentials,
+                              client_options={"api_endpoint": f"{region}-aiplatform.googleapis.com"})
+
+
+def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels: Mapping[str, str],
+           credentials=None, timeout: float = 1800) -> Dict[str, str]:
+    """Upload the version (network). Returns {model, version_id} of the registry's new version."""
+    from google.api_core import exceptions as api_exceptions
+
+    where = parse_model(settings["vertex_model"])
+    with _credentials():
+        client = _client(where["region"], credentials)
+        try:
+            client.get_model(name=settings["vertex_model"])
+            exists = True
+        except api_exceptions.NotFound:
+            exists = False
+        request = upload_request(settings, artifact_uri, version, labels, exists)
+        response = client.upload_model(request=request).result(timeout=timeout)
+    return {"model": response.model, "version_id": response.model_version_id}
