@@ -546,9 +546,10 @@ def describe_error(exc: BaseException):
 # The family's class names, for a worker's error re-raised as text in a process that never imported the class
 # (user_error_names() knows only the loaded ones). tests/test_cli_errors.py checks it equals the whole family.
 _USER_ERROR_NAMES = frozenset({
-    "UserError", "MissingInputError", "ConfigError", "InputError", "CorruptInputError", "SpecialIdError",
-    "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError", "ClusterError",
-    "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError"})
+    "UserError", "InputError", "MissingInputError", "OutputExistsError", "ConfigError", "CorruptInputError",
+    "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
+    "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
+    "RegistryAuthError"})  # the last: components/release/registry.py
 
 
 _BEAM_STEP = re.compile(r" \[while running '[^']*'\]")

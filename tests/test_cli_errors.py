@@ -149,3 +149,227 @@ def test_corrupt_model_safetensors(fails_cleanly, tmp_path):
 def test_bad_setting_stops_run_before_any_node(fails_cleanly, tmp_path, setting, message):
     fails_cleanly(["run", "--set", setting, "--output-dir", "out"], [message])
     assert not (tmp_path / "out" / "pipeline_root").exists() and not (tmp_path / "out" / "metadata.sqlite").exists()
+
+
+# -- one family of user errors; anything else is an internal error (config/errors.py) ---------------------------
+# Every class of the family, by the module that defines it (the release feature's RegistryAuthError aside). The
+# test below reads the product's source for classes derived from UserError: cli._USER_ERROR_NAMES must name each.
+FAMILY = {
+    "config.errors": ["UserError", "InputError", "MissingInputError", "OutputExistsError"],
+    "config.schema": ["ConfigError"],
+    "trainer.checkpoint_interop": ["CheckpointMismatchError"],
+    "trainer.distribute": ["ClusterError"],
+    "components.vocab_lib": ["VocabSizeMismatchError"],
+    "components.evaluation.race": ["RaceFormatError"],
+    "components.evaluation.squad.reading": ["SquadFormatError"],
+    "components.text.errors": ["CorruptInputError"],
+    "components.text.tokenization": ["SpecialIdError"],
+    "pipeline.cloud": ["CloudConfigError", "CloudAuthError"],
+    "pipeline.environments": ["EnvironmentConfigError"],
+    "pipeline.spec": ["SpecError"],
+    "pipeline.rehearsal": ["RehearsalError"],
+}
+NAMES = {name for names in FAMILY.values() for name in names}
+
+
+def _family_in_source():
+    """Class names the product's source derives, directly or not, from UserError (read with ``ast``)."""
+    import ast
+
+    bases = {}
+    for package in ("config", "trainer", "components", "pipeline"):
+        for dirpath, _, files in os.walk(os.path.join(REPO, package)):
+            for name in files:
+                if name.endswith(".py"):
+                    with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                        tree = ast.parse(f.read())
+                    for node in ast.walk(tree):
+                        if isinstance(node, ast.ClassDef):
+                            bases.setdefault(node.name, set()).update(
+                                b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in node.bases)
+    family, grown = {"UserError"}, True
+    while grown:
+        new = {name for name, of in bases.items() if of & family} - family
+        family |= new
+        grown = bool(new)
+    return family
+
+
+def test_every_user_error_class_is_in_the_family_and_named_for_beam_text():
+    import importlib
+
+    from config import UserError, user_error_names
+    from pipeline import cli as cli_module
+
+    for module, names in FAMILY.items():
+        for name in names:
+            cls = getattr(importlib.import_module(module), name)
+            assert issubclass(cls, UserError) and cls.__module__ == module, (module, name)
+    assert NAMES <= user_error_names()
+    assert NAMES <= _family_in_source()
+    assert cli_module._USER_ERROR_NAMES == _family_in_source()  # the fallback for classes a process never imported
+
+
+def test_family_classes_keep_their_standard_bases():
+    from config import InputError, MissingInputError, OutputExistsError, UserError
+    from components.text.errors import CorruptInputError
+    from pipeline.cloud import CloudAuthError
+
+    assert issubclass(InputError, ValueError) and issubclass(CorruptInputError, ValueError)
+    assert issubclass(MissingInputError, FileNotFoundError) and issubclass(OutputExistsError, FileExistsError)
+    assert issubclass(CloudAuthError, UserError) and not issubclass(UserError, (ValueError, OSError))
+
+
+@pytest.mark.parametrize("error,line", [
+    (KeyError("label_ids"), "internal error: KeyError: label_ids"),
+    (ValueError("operands could not be broadcast"), "internal error: ValueError: operands could not be broadcast"),
+    (FileNotFoundError("/tmp/x/spill-3.bin"), "internal error: FileNotFoundError: /tmp/x/spill-3.bin"),
+    (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"),
+     "internal error: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: invalid start byte"),
+])
+def test_a_plain_error_in_product_code_is_an_internal_error_exit_1(cli, tmp_path, monkeypatch, error, line):
+    """A bug (a plain KeyError/ValueError/OSError escaping product code) is never reported as bad input."""
+    from components.evaluation import score as score_lib
+
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(score_lib, "score", broken)
+    dev = os.path.join(SAMPLE, "glue", "RTE", "dev.tsv")
+    log = tmp_path / "score.log"
+    done = cli("--log-file", log, "score", "glue", dev, dev, "--task", "RTE")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert [ln for ln in done.stderr.splitlines() if "albert-pipeline" in ln] == [
+        f"albert-pipeline score: {line} (full traceback: {log})"]
+    assert "Traceback" not in done.stderr
+    assert f"{type(error).__name__}" in log.read_text(encoding="utf-8")
+
+
+def test_a_user_error_from_product_code_is_exit_2(cli, tmp_path, monkeypatch):
+    from components.evaluation import score as score_lib
+    from config import InputError
+
+    def refuses(*args, **kwargs):
+        raise InputError("RTE.tsv:3: GLUE RTE label 'maybe' is not one of ['entailment', 'not_entailment']")
+
+    monkeypatch.setattr(score_lib, "score", refuses)
+    dev = os.path.join(SAMPLE, "glue", "RTE", "dev.tsv")
+    log = tmp_path / "score.log"
+    done = cli("--log-file", log, "score", "glue", dev, dev, "--task", "RTE")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert [ln for ln in done.stderr.splitlines() if "albert-pipeline" in ln] == [
+        "albert-pipeline score: error: RTE.tsv:3: GLUE RTE label 'maybe' is not one of ['entailment', "
+        f"'not_entailment'] (full traceback: {log})"]
+
+
+def test_user_error_on_a_beam_worker_is_still_a_user_error_and_a_bug_is_not():
+    import apache_beam as beam
+
+    from components.text.tokenization import SpecialIdError
+    from pipeline.cli import describe_error
+
+    def check_ids(_):
+        raise SpecialIdError("m.model: '<pad>' expected at id 0")
+
+    def bug(key):
+        return {}[key]
+
+    for fn, expected in ((check_ids, ("m.model: '<pad>' expected at id 0", True)), (bug, ("KeyError: 1", False))):
+        with pytest.raises(Exception) as info:
+            with beam.Pipeline() as p:
+                _ = p | beam.Create([1]) | "Check" >> beam.Map(fn)
+        assert describe_error(info.value) == expected
+
+
+@pytest.mark.parametrize("last_line,expected", [
+    ("components.vocab_lib.VocabSizeMismatchError: spm.model has 3000 pieces but the config says vocab_size=30000 "
+     "[while running 'VocabGen']", ("spm.model has 3000 pieces but the config says vocab_size=30000", True)),
+    ("trainer.checkpoint_interop.CheckpointMismatchError: checkpoint does not match the model:",
+     ("checkpoint does not match the model:", True)),
+    ("config.errors.MissingInputError: input 'docs.txt' does not exist", ("input 'docs.txt' does not exist", True)),
+    ("KeyError: 'masked_lm_ids' [while running 'Generate']", ("KeyError: 'masked_lm_ids'", False)),
+    ("ValueError: not enough values to unpack", ("ValueError: not enough values to unpack", False)),
+    ("FileNotFoundError: [Errno 2] No such file or directory: '/tmp/spill'",
+     ("FileNotFoundError: [Errno 2] No such file or directory: '/tmp/spill'", False)),
+    ("UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff", ("UnicodeDecodeError: 'utf-8' codec can't decode "
+                                                                  "byte 0xff", False)),
+])
+def test_errors_re_raised_as_text_are_told_apart_by_class_name(last_line, expected):
+    """A portable or multi-process Beam runner re-raises a worker's error as text: the class name decides."""
+    from pipeline.cli import describe_error
+
+    text = ("Pipeline job failed\nTraceback (most recent call last):\n  File \"apache_beam/runners/common.py\", "
+            f"line 1512, in process\n{last_line}")
+    assert describe_error(RuntimeError(text)) == expected
+
+
+def test_a_user_error_anywhere_in_the_chain_is_the_one_reported():
+    from config import MissingInputError
+    from pipeline.cli import describe_error
+
+    try:
+        try:
+            raise MissingInputError("--examples ex is not a folder")
+        except MissingInputError as exc:
+            raise RuntimeError("step failed") from exc
+    except RuntimeError as exc:
+        assert describe_error(exc) == ("--examples ex is not a folder", True)
+    assert describe_error(RuntimeError("step failed")) == ("RuntimeError: step failed", False)
+
+
+# -- user mistakes that reached product code as plain errors, now named at the boundary ---------------------------
+def test_missing_input_and_existing_output_of_make_pretraining_data(fails_cleanly, tmp_path):
+    fails_cleanly(["make-pretraining-data", "--input", "nope.txt", "--spm-model", SPM, "--output", "out"],
+                  ["input 'nope.txt' does not exist"], "out")
+    (tmp_path / "docs.txt").write_text("One sentence.\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    fails_cleanly(["make-pretraining-data", "--input", "docs.txt", "--spm-model", SPM, "--output", "full"],
+                  ["output folder full exists and is not empty"])
+
+
+@pytest.mark.parametrize("args,names", [
+    (["--size", "albert-huge"], ["Unknown configuration 'albert-huge'"]),
+    (["-H", "100", "--heads", "12"], ["Invalid AlbertConfig", "hidden_size"]),
+])
+def test_bad_model_info_flags(fails_cleanly, args, names):
+    fails_cleanly(["model-info", *args], names)
+
+
+def test_glue_prediction_that_is_not_a_label(fails_cleanly, tmp_path):
+    dev = os.path.join(SAMPLE, "glue", "RTE", "dev.tsv")
+    with open(dev, encoding="utf-8") as f:
+        first = f.read().splitlines()[1].split("\t")[0]
+    (tmp_path / "RTE.tsv").write_text(f"index\tprediction\n{first}\tmaybe\n")
+    fails_cleanly(["score", "glue", dev, "RTE.tsv", "--task", "RTE"],
+                  ["RTE.tsv: index", "prediction 'maybe' is not one of"])
+
+
+def test_hf_config_json_that_is_not_json(fails_cleanly, tmp_path):
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text('{"model_type": "albert", ')
+    fails_cleanly(["convert", "hf-to-albert", "hf", "albert"], ["hf/config.json", "not valid JSON"], "albert")
+
+
+def test_albert_config_json_that_is_not_json(fails_cleanly, tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "albert_config.json").write_bytes(b"\xff\xfe not json")
+    fails_cleanly(["convert", "albert-to-hf", "ckpt", "hf"], ["ckpt/albert_config.json", "not a valid JSON config"],
+                  "hf")
+
+
+def test_corrupt_tfrecord_file_is_named(tmp_path):
+    import tensorflow as tf
+
+    from config import InputError
+    from trainer.input_pipeline import count_records
+
+    good, bad = str(tmp_path / "a.tfrecord"), str(tmp_path / "b.tfrecord")
+    with tf.io.TFRecordWriter(good) as w:
+        w.write(b"record")
+    with open(bad, "wb") as f:
+        f.write(b"\x00" * 40)
+    assert count_records([good]) == [1]
+    with pytest.raises(InputError, match=r"^\S+/b\.tfrecord: not a readable TFRecord file \("):
+        count_records([good, bad])

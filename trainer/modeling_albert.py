@@ -220,10 +220,9 @@ class AlbertConfig:
     def from_json_file(cls, path: str) -> "AlbertConfig":
         """A config file (ours or an official ``albert_config.json``); one that is not JSON, not an object or not
         a valid config is an :class:`config.InputError` naming the file."""
-        with tf.io.gfile.GFile(path, "r") as f:
-            text = f.read()
         try:
-            d = json.loads(text)
+            with tf.io.gfile.GFile(path, "r") as f:
+                d = json.loads(f.read())
         except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             raise InputError(f"{path}: not a valid JSON config ({exc})") from None
         if not isinstance(d, dict):
