@@ -58,13 +58,40 @@ def _config(args, **placement):
 
 def cmd_run(args) -> int:
     config = _config(args, output_dir=args.output_dir, local=True)
-    from pipeline.local_runner import latest_report, run_local
+    from pipeline.local_runner import latest_release, latest_report, run_local
 
     paths = run_local(config, runner=args.runner)
     report_dir = latest_report(paths["metadata_path"], config.pipeline_name)
+    release = latest_release(paths["metadata_path"], config.pipeline_name)
     print(json.dumps({**paths, "report": os.path.join(report_dir, "report.md"),
-                      "report_html": os.path.join(report_dir, "report.html")}, indent=2))
+                      "report_html": os.path.join(report_dir, "report.html"), "release": release}, indent=2))
     LOG.info("Report: %s", os.path.join(report_dir, "report.md"))
+    if release:
+        LOG.info("Release: %s%s: %s%s", "BLESSED" if release["blessed"] else "NOT_BLESSED",
+                 " (forced)" if release["forced"] else "", release["reason"],
+                 f"; version {release['version']}: {release['path']}" if "version" in release else "; not pushed")
+    return 0
+
+
+def cmd_releases(args) -> int:
+    """The pushed versions of a destination (default: the config's), oldest first, with scores and reasons."""
+    from config import InputError
+
+    destination = args.destination or _config(args, output_dir=args.output_dir).push_destination
+    from components.release.versions import list_versions
+    import tensorflow as tf
+
+    if not tf.io.gfile.isdir(destination):
+        raise InputError(f"{destination}: no such release destination (nothing was pushed there)")
+    versions = list_versions(destination)
+    for v in versions:
+        scores = ", ".join(f"{task} {score:.2f}" for task, score in sorted((v.get("scores") or {}).items()))
+        print(f"{v['version']:>4}  {v.get('pushed_at', '')[:19]}  {'forced' if v.get('forced') else 'blessed'}  "
+              f"{scores or 'no scores'}  ({v.get('reason')})", file=sys.stderr)
+    print(json.dumps({"destination": destination,
+                      "versions": [{k: v.get(k) for k in ("version", "path", "pushed_at", "forced", "reason",
+                                                          "scores", "model", "baseline")} for v in versions]},
+                     indent=2, sort_keys=True))
     return 0
 
 
@@ -347,6 +374,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
     p.add_argument("--output-dir", help="as for run")
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("releases", help="list the pushed model versions (scores, blessing reasons) of a release "
+                                        "destination")
+    _add_config_args(p)
+    p.add_argument("--output-dir", help="as for run (the default destination is <pipeline root>/releases)")
+    p.add_argument("--destination", help="a release destination (folder or gs://); default: the config's "
+                                         "release.push_destination")
+    p.set_defaults(func=cmd_releases)
 
     p = sub.add_parser("compile", help="compile to a Kubeflow Pipelines v2 / Vertex AI pipeline spec (JSON)")
     _add_config_args(p)

@@ -112,3 +112,36 @@ def latest_report(metadata_path: str, pipeline_name: str) -> str:
             in_pipeline.update(a.id for a in store.get_artifacts_by_context(ctx))
         reports = [a for a in reports if a.id in in_pipeline] or reports
     return max(reports, key=lambda a: (a.create_time_since_epoch, a.id)).uri
+
+
+def latest_release(metadata_path: str, pipeline_name: str) -> Dict[str, object]:
+    """The release of the newest run of ``pipeline_name``: its Blesser's decision and its Pusher's result (executed
+    in that run or served from the cache), read from MLMD. Empty when that run has no Blesser."""
+    store = mlmd.open_readonly(metadata_path)
+    pipeline_ids = {c.id for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name}
+    in_pipeline = {e.id for ctx in pipeline_ids for e in store.get_executions_by_context(ctx)}
+    runs = sorted(store.get_contexts_by_type("pipeline_run"), key=lambda c: (c.create_time_since_epoch, c.id))
+    executions = []
+    for run in reversed(runs):  # the newest run of this pipeline
+        executions = [e for e in store.get_executions_by_context(run.id) if e.id in in_pipeline]
+        if executions:
+            break
+    outputs: Dict[str, object] = {}
+    for execution in executions:
+        nodes = [c.name.rsplit(".", 1)[-1] for c in store.get_contexts_by_execution(execution.id)
+                 if store.get_context_types_by_id([c.type_id])[0].name == "node"]
+        if nodes and nodes[0] in ("Blesser", "Pusher"):
+            ids = [e.artifact_id for e in store.get_events_by_execution_ids([execution.id]) if e.type == e.OUTPUT]
+            if ids:
+                outputs[nodes[0]] = store.get_artifacts_by_id(ids)[0]
+    if "Blesser" not in outputs:
+        return {}
+    blessing = outputs["Blesser"].custom_properties
+    release: Dict[str, object] = {"blessed": bool(blessing["blessed"].int_value),
+                                  "forced": bool(blessing["forced"].int_value),
+                                  "reason": blessing["reason"].string_value}
+    pushed = outputs.get("Pusher")
+    if pushed is not None and pushed.custom_properties["pushed"].int_value:
+        release.update(version=pushed.custom_properties["pushed_version"].int_value,
+                       path=pushed.custom_properties["pushed_path"].string_value)
+    return release
