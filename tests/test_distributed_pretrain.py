@@ -198,8 +198,27 @@ def test_local_trainer_node_under_a_distributed_strategy(examples, tmp_path):
     run = outputs["model_run"][0]
     assert run.get_float_custom_property("final_step") == 3.0
     assert run.get_float_custom_property("num_replicas") == 1.0
-    assert 0.0 <= run.get_float_custom_property("eval_sentence_accuracy") <= 1.0
-    assert os.path.exists(os.path.join(outputs["model"][0].uri, "Format-Serving", "saved_model.pb"))
+    serving_dir = os.path.join(outputs["model"][0].uri, "Format-Serving")
+    assert os.path.exists(os.path.join(serving_dir, "saved_model.pb"))
+    # The published held-out sentence accuracy is the exported model's correct sentence-order predictions over
+    # the evaluated records (the first eval_steps * eval_batch_size of Split-eval), divided by their number, as
+    # the Trainer divides (float32): recomputed here from the SavedModel's sentence logits.
+    import tensorflow as tf
+
+    from trainer import input_pipeline
+
+    d, t = config.datagen, config.train
+    eval_files = input_pipeline.expand_files([os.path.join(examples, "Split-eval", "*")])
+    num = min(sum(input_pipeline.count_records(eval_files)), t.eval_steps * t.eval_batch_size)
+    assert num == 8
+    (features, labels), = input_pipeline.make_eval_dataset(eval_files, num, d.max_seq_length,
+                                                            d.max_predictions_per_seq, num_records=num,
+                                                            global_batch_size=num)
+    serve = tf.saved_model.load(serving_dir).signatures["serving_default"]
+    logits = serve(input_ids=features["input_ids"], input_mask=features["input_mask"],
+                   segment_ids=features["segment_ids"])["sentence_logits"].numpy()
+    correct = int(np.sum(np.argmax(logits, axis=-1) == labels["next_sentence_labels"].numpy().reshape(-1)))
+    assert run.get_float_custom_property("eval_sentence_accuracy") == float(np.float32(correct) / np.float32(num))
 
 
 def test_vertex_trainer_job_on_two_machines(examples, reference, tmp_path, monkeypatch):

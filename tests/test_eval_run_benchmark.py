@@ -37,7 +37,8 @@ def _in_range(value, lo=0.0, hi=100.0):
     return value is not None and lo <= value <= hi
 
 
-def _check_common(result, out_dir, benchmark):
+def _check_common(result, out_dir, benchmark, sizes):
+    """``sizes``: {task: (train examples, dev examples evaluated)}, exactly."""
     with open(os.path.join(out_dir, "metrics.json"), encoding="utf-8") as f:
         on_disk = json.load(f)
     assert on_disk == result
@@ -46,16 +47,17 @@ def _check_common(result, out_dir, benchmark):
     for key in ("seeds", "checkpoint_selection", "hparams", "pretrained", "max_eval_examples", "optimizer"):
         assert key in p
     assert p["pretrained"]["encoder_checkpoint"].endswith(os.path.join("encoder", "ckpt"))
+    assert {name: (task["num_train"], task["num_dev"]) for name, task in result["tasks"].items()} == sizes
     for task in result["tasks"].values():
-        assert task["num_train"] > 0 and task["num_dev"] > 0
-        assert _in_range(task["score"], -100.0, 100.0)
+        # The reported score is the median run's, exactly (each test re-scores it from the predictions file).
+        assert task["score"] == task["run_scores"][task["median_run"]]
 
 
 def test_glue_structure_seeds_and_skip(albert_dir, tmp_path):
     cfg = _cfg(steps=6, seeds=3, glue_tasks=["CoLA", "QQP"])
     out = str(tmp_path / "glue")
     result = run_benchmark("glue", albert_dir, cfg.benchmarks.glue_dir, cfg, out)
-    _check_common(result, out, "glue")
+    _check_common(result, out, "glue", {"CoLA": (200, 100)})
     assert set(result["tasks"]) == {"CoLA"}
     assert "QQP" in result["skipped"]
     cola = result["tasks"]["CoLA"]
@@ -77,7 +79,7 @@ def test_squad_v1_structure_and_consistency(albert_dir, tmp_path):
     cfg = _cfg(steps=6, seq=128, max_eval_examples=40)
     out = str(tmp_path / "squad")
     result = run_benchmark("squad", albert_dir, cfg.benchmarks.squad_dir, cfg, out)
-    _check_common(result, out, "squad")
+    _check_common(result, out, "squad", {"SQuAD1.1": (122, 40)})
     sq = result["tasks"]["SQuAD1.1"]
     assert sq["num_dev"] == 40 and sq["num_train"] == 122
     assert sq["num_dev_features"] >= 40
@@ -101,7 +103,8 @@ def test_squad_v2_answerability_head(albert_dir, tmp_path):
                squad_dev_file="dev-v2.0.json", max_eval_examples=30)
     out = str(tmp_path / "out")
     result = run_benchmark("squad", albert_dir, str(squad_dir), cfg, out)
-    _check_common(result, out, "squad")
+    questions = sum(len(par["qas"]) for art in data["data"] for par in art["paragraphs"])
+    _check_common(result, out, "squad", {"SQuAD2.0": (questions, 30)})
     sq = result["tasks"]["SQuAD2.0"]
     for key in ("f1", "exact_match", "HasAns_f1", "NoAns_f1", "best_f1"):
         assert _in_range(sq[key]), key
@@ -127,10 +130,16 @@ def test_squad_v2_answerability_head(albert_dir, tmp_path):
 
 
 def test_race_structure_and_consistency(albert_dir, tmp_path):
+    from collections import Counter
+
+    from components.evaluation import race as race_lib
+
     cfg = _cfg(steps=4, batch=4, seq=96)
     out = str(tmp_path / "race")
     result = run_benchmark("race", albert_dir, cfg.benchmarks.race_dir, cfg, out)
-    _check_common(result, out, "race")
+    train_ex = race_lib.read_race(cfg.benchmarks.race_dir, split="train")
+    dev_ex = race_lib.read_race(cfg.benchmarks.race_dir, split="dev")
+    _check_common(result, out, "race", {"RACE": (len(train_ex), len(dev_ex))})
     race = result["tasks"]["RACE"]
     assert race["n_middle"] + race["n_high"] == race["n_all"] == race["num_dev"]
     for key in ("middle", "high", "all"):
@@ -140,13 +149,9 @@ def test_race_structure_and_consistency(albert_dir, tmp_path):
     assert math.isclose(100 * rescored["all"], race["all"])
     assert math.isclose(100 * rescored["middle"], race["middle"])
     # The floor: always the training set's most frequent answer letter, recomputed from the sample files.
-    from collections import Counter
-
-    from components.evaluation import race as race_lib
-
-    train = Counter(e.label for e in race_lib.read_race(cfg.benchmarks.race_dir, split="train"))
+    train = Counter(e.label for e in train_ex)
     top = min(k for k, v in train.items() if v == max(train.values()))
-    dev = [e.label for e in race_lib.read_race(cfg.benchmarks.race_dir, split="dev")]
+    dev = [e.label for e in dev_ex]
     assert race["majority_baseline"] == pytest.approx(100.0 * sum(label == top for label in dev) / len(dev))
     one_class = [r["metrics"]["majority_share"] == 100.0 for r in result["runs"]["RACE"]]
     assert race["single_class_runs"] == sum(one_class)
@@ -246,7 +251,7 @@ def test_glue_mnli_two_dev_sets_and_stsb_regression(albert_dir, tmp_path):
     cfg = _cfg(steps=3, batch=8, seq=24, glue_tasks=["MNLI", "STS-B"], max_eval_examples=0)
     out = str(tmp_path / "out")
     result = run_benchmark("glue", albert_dir, str(tmp_path / "glue"), cfg, out)
-    _check_common(result, out, "glue")
+    _check_common(result, out, "glue", {"MNLI-m": (24, 9), "MNLI-mm": (24, 6), "STS-B": (24, 12)})
     tasks = result["tasks"]
     assert set(tasks) == {"MNLI-m", "MNLI-mm", "STS-B"}
     assert tasks["MNLI-m"]["num_dev"] == 9 and tasks["MNLI-mm"]["num_dev"] == 6
