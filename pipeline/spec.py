@@ -23,16 +23,13 @@ class SpecError(UserError, ValueError):
 
 def load(path: str) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(the whole file, its ``PipelineSpec``) of a compiled ``.json`` job or a ``.yaml`` KFP package."""
+    import yaml
+
     try:
         with open(path) as f:
             text = f.read()
-        if path.endswith((".yaml", ".yml")):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except (OSError, ValueError) as exc:
+        data = yaml.safe_load(text) if path.endswith((".yaml", ".yml")) else json.loads(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         raise SpecError(f"{path}: cannot read a pipeline spec ({str(exc).splitlines()[0][:200]})") from None
     pipeline_spec = data.get("pipelineSpec", data) if isinstance(data, dict) else None
     if not isinstance(pipeline_spec, dict) or "root" not in pipeline_spec or "deploymentSpec" not in pipeline_spec:

@@ -373,3 +373,21 @@ def test_corrupt_tfrecord_file_is_named(tmp_path):
     assert count_records([good]) == [1]
     with pytest.raises(InputError, match=r"^\S+/b\.tfrecord: not a readable TFRecord file \("):
         count_records([good, bad])
+
+
+def test_corrupt_tf1_checkpoint_is_named(fails_cleanly, tmp_path):
+    from trainer.modeling_albert import AlbertConfig
+
+    src = tmp_path / "tf1"
+    src.mkdir()
+    (src / "albert_config.json").write_text(AlbertConfig.named("albert-tiny").to_json_string(official=True))
+    (src / "model.ckpt-1.index").write_bytes(b"\x00" * 64)
+    (src / "model.ckpt-1.data-00000-of-00001").write_bytes(b"")
+    fails_cleanly(["convert", "tf1-to-albert", "tf1", "albert"],
+                  ["tf1/model.ckpt-1: not a readable TensorFlow checkpoint"], "albert")
+
+
+def test_compiled_spec_that_is_not_yaml(fails_cleanly, tmp_path):
+    (tmp_path / "job.yaml").write_text("pipelineSpec: {root: [1, 2\n")
+    fails_cleanly(["rehearse", "--spec", "job.yaml", "--output-dir", "out"],
+                  ["job.yaml: cannot read a pipeline spec (while parsing a flow"], "out")

@@ -213,7 +213,11 @@ def load_tf1_checkpoint(model: AnyAlbert, checkpoint_path: str, strict: bool = T
         if latest is None:
             raise MissingInputError(f"No checkpoint found in directory {checkpoint_path}")
         checkpoint_path = latest
-    reader = tf.train.load_checkpoint(checkpoint_path)
+    try:
+        reader = tf.train.load_checkpoint(checkpoint_path)
+    except tf.errors.OpError as exc:  # a corrupt or truncated index, a missing data file
+        raise InputError(f"{checkpoint_path}: not a readable TensorFlow checkpoint ({exc.message.splitlines()[0]})"
+                         ) from None
     names = list(reader.get_variable_to_shape_map())
     if prefix is None:
         prefix = _detect_prefix(names)

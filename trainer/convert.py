@@ -108,8 +108,17 @@ def write_albert_dir(model, dst: str, spm_model_path: Optional[str] = None, serv
             "sentence_task": info["sentence_task"], "parameters": info["parameters"]}
 
 
+def _variables(path: str) -> List[Tuple[str, List[int]]]:
+    """``tf.train.list_variables`` of a checkpoint given to ``convert``; one TensorFlow cannot read (a corrupt or
+    truncated index, a missing data file) is an :class:`config.InputError` naming it."""
+    try:
+        return tf.train.list_variables(path)
+    except tf.errors.OpError as exc:
+        raise InputError(f"{path}: not a readable TensorFlow checkpoint ({exc.message.splitlines()[0]})") from None
+
+
 def _checkpoint_keys(path: str) -> List[str]:
-    return [name for name, _ in tf.train.list_variables(path)]
+    return [name for name, _ in _variables(path)]
 
 
 def _restore_object_checkpoint(path: str, what: str, **objects) -> None:
@@ -117,13 +126,13 @@ def _restore_object_checkpoint(path: str, what: str, **objects) -> None:
     with the ones the model would write, and fail listing missing / unexpected / mis-shaped ones."""
     import tempfile
 
-    def shapes(prefix: str) -> Dict[str, Tuple[int, ...]]:
+    def shapes(prefix: str, variables=_variables) -> Dict[str, Tuple[int, ...]]:
         suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
-        return {n[: -len(suffix)]: tuple(s) for n, s in tf.train.list_variables(prefix)
+        return {n[: -len(suffix)]: tuple(s) for n, s in variables(prefix)
                 if n.endswith(suffix) and not n.startswith("save_counter/")}
 
     with tempfile.TemporaryDirectory() as tmp:
-        expected = shapes(tf.train.Checkpoint(**objects).write(os.path.join(tmp, "ckpt")))
+        expected = shapes(tf.train.Checkpoint(**objects).write(os.path.join(tmp, "ckpt")), tf.train.list_variables)
     found = shapes(path)
     missing = sorted(set(expected) - set(found))
     unexpected = sorted(set(found) - set(expected))

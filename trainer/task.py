@@ -39,7 +39,7 @@ from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
-from config import ConfigError, TrainConfig, canonical_json
+from config import ConfigError, InputError, TrainConfig, canonical_json
 from config.trainer_settings import parse_settings, trainer_settings
 from trainer import distribute, examples_info
 from trainer.export import export
@@ -120,7 +120,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     facts = examples_info.read_info(examples_root)
     missing = [k for k in ("max_seq_length", "max_predictions_per_seq") if k not in facts]
     if missing:
-        raise ValueError(f"{posixpath.join(examples_root, examples_info.INFO_FILE)}: missing {', '.join(missing)}")
+        raise InputError(f"{posixpath.join(examples_root, examples_info.INFO_FILE)}: missing {', '.join(missing)}")
     spm_path = posixpath.join(examples_root, "vocab", "spm.model")
     sp = spm.SentencePieceProcessor()
     with tf.io.gfile.GFile(spm_path, "rb") as f:
