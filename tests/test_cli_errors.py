@@ -391,3 +391,18 @@ def test_compiled_spec_that_is_not_yaml(fails_cleanly, tmp_path):
     (tmp_path / "job.yaml").write_text("pipelineSpec: {root: [1, 2\n")
     fails_cleanly(["rehearse", "--spec", "job.yaml", "--output-dir", "out"],
                   ["job.yaml: cannot read a pipeline spec (while parsing a flow"], "out")
+
+
+@pytest.mark.parametrize("index,names", [
+    ('{"weight_map": ', ["hf/model.safetensors.index.json: not a safetensors index (JSONDecodeError"]),
+    ('{"metadata": {}}', ["hf/model.safetensors.index.json: not a safetensors index (KeyError: 'weight_map')"]),
+    ('{"weight_map": {"albert.x": "part-1.safetensors"}}', ["hf/part-1.safetensors does not exist"]),
+])
+def test_broken_sharded_safetensors_index(fails_cleanly, tmp_path, index, names):
+    src = tmp_path / "hf"
+    src.mkdir()
+    (src / "config.json").write_text('{"model_type": "albert", "vocab_size": 30000, "embedding_size": 128, '
+                                     '"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, '
+                                     '"intermediate_size": 3072}')
+    (src / "model.safetensors.index.json").write_text(index)
+    fails_cleanly(["convert", "hf-to-albert", "hf", "albert"], names, "albert")

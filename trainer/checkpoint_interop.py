@@ -434,16 +434,27 @@ def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
     would need torch)."""
     from safetensors.numpy import load_file
 
+    def load(path: str) -> Dict[str, np.ndarray]:
+        if not os.path.exists(path):
+            raise MissingInputError(f"{path} does not exist (named by {index})")
+        try:
+            return load_file(path)
+        except Exception as exc:  # SafetensorError has no stable import path across versions
+            raise InputError(f"{path}: not a valid safetensors file ({exc})") from None
+
     single = os.path.join(directory, "model.safetensors")
     index = os.path.join(directory, "model.safetensors.index.json")
     if os.path.exists(single):
-        return load_file(single)
+        return load(single)
     if os.path.exists(index):
-        with open(index) as f:
-            shards = sorted(set(json.load(f)["weight_map"].values()))
+        try:
+            with open(index, encoding="utf-8") as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # not JSON / UTF-8, no weight_map object
+            raise InputError(f"{index}: not a safetensors index ({type(exc).__name__}: {exc})") from None
         tensors: Dict[str, np.ndarray] = {}
         for shard in shards:
-            tensors.update(load_file(os.path.join(directory, shard)))
+            tensors.update(load(os.path.join(directory, shard)))
         return tensors
     if os.path.exists(os.path.join(directory, "pytorch_model.bin")):
         raise MissingInputError(f"{directory} has only pytorch_model.bin; re-save it with safetensors first "
