@@ -1,7 +1,8 @@
 """Change impact: a one-setting change re-executes exactly the nodes downstream of it (issue 13).
 
 One run of the smallest DAG that has every kind of node (the sample Wikipedia dump alone → a 1000-piece vocab →
-datagen → 4 Trainer steps → GLUE (RTE only) and RACE, one seed, no baseline arm → report), then, for each single
+datagen → 4 Trainer steps → GLUE (RTE only) and RACE, one seed, no baseline arm → report → release; run twice, as
+the second run's release decides once more against the model the first blessed), then, for each single
 override in ``CHANGES``, ``plan`` predicts and a real run records in MLMD which nodes execute and which come from
 the cache. Every change is applied to the same base config, so each run's cache hits are against the base run's
 executions. The first check, a rerun of the base config, is the suite's check that an unchanged rerun executes
@@ -13,16 +14,19 @@ import os
 
 import pytest
 
-ALL = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "RaceBenchmark", "BenchmarkReport"}
-BENCH = {"GlueBenchmark", "RaceBenchmark", "BenchmarkReport"}
+RELEASE = {"Blesser", "Pusher"}
+ALL = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "RaceBenchmark", "BenchmarkReport"} | RELEASE
+BENCH = {"GlueBenchmark", "RaceBenchmark", "BenchmarkReport"} | RELEASE
 FROM_TRAINER = {"Trainer"} | BENCH
 IMPORTERS = {"WikipediaImporter", "GlueDataImporter", "RaceDataImporter"}
+RESOLVER = "LatestBlessedModel"  # records an execution in every run: it looks artifacts up, it computes nothing
 
 # override → the nodes that must execute (all others must be CACHED).
 CHANGES = {
-    "benchmarks.hparams.RTE.learning_rate=0.0002": {"GlueBenchmark", "BenchmarkReport"},
+    "benchmarks.hparams.RTE.learning_rate=0.0002": {"GlueBenchmark", "BenchmarkReport"} | RELEASE,
     "benchmarks.seeds=2": BENCH,
-    "report.title=Another title": {"BenchmarkReport"},
+    "report.title=Another title": {"BenchmarkReport"} | RELEASE,
+    "release.license=mit": {"Pusher"},
     "train.num_train_steps=6": FROM_TRAINER,
     "datagen.dupe_factor=2": {"PretrainingDataGen"} | FROM_TRAINER,
     "vocab.vocab_size=900": ALL - {"CorpusGen"},
@@ -63,6 +67,8 @@ def _last_run(metadata_path):
         nodes = [c.name.split(".", 1)[1] for c in store.get_contexts_by_execution(execution.id)
                  if store.get_context_types_by_id([c.type_id])[0].name == "node"]
         node = nodes[0]
+        if node == RESOLVER:
+            continue
         state = execution.last_known_state
         assert state in (pb.Execution.COMPLETE, pb.Execution.CACHED), (node, pb.Execution.State.Name(state))
         states[node] = "CACHED" if state == pb.Execution.CACHED else "EXECUTED"
@@ -76,6 +82,7 @@ def _last_run(metadata_path):
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory):
     from pipeline.local_runner import run_local
+    from pipeline.plan import plan
 
     root = tmp_path_factory.mktemp("impact")
     config = _config(root)
@@ -83,6 +90,13 @@ def base_run(tmp_path_factory):
     states, imported = _last_run(config.metadata_path)
     assert {n for n, s in states.items() if n not in IMPORTERS} == ALL
     assert all(s == "EXECUTED" for n, s in states.items() if n not in IMPORTERS)
+    # The second run decides again, once: its baseline (the latest blessed model) is the model the first run
+    # blessed, where the first had none. `plan` predicts it; the model is not pushed twice.
+    rows = plan(config)
+    assert {r.node for r in rows if r.status == "WILL RUN"} == RELEASE
+    run_local(config)
+    states, again = _last_run(config.metadata_path)
+    assert {n for n, s in states.items() if s == "EXECUTED"} - IMPORTERS == RELEASE and again == imported
     return root, imported
 
 
@@ -93,6 +107,7 @@ def test_rerun_of_the_same_config_is_fully_cached_and_planned_so(base_run):
     root, imported = base_run
     config = _config(root)
     predicted = {r.node: r.status for r in plan(config)}
+    assert predicted.pop(RESOLVER) == "RESOLVED"
     assert all(status == "CACHED" for status in predicted.values()), predicted
     run_local(config)
     states, again = _last_run(config.metadata_path)
