@@ -7,6 +7,8 @@ do:
 
 * an **Importer** task (``importer`` executor) runs no container: the backend records an artifact with the
   importer's URI and type schema, and so does the rehearsal;
+* a **resolver** task (the latest blessed model) queries the backend's ML Metadata for earlier runs' artifacts: a
+  rehearsal is a first run and finds none, as the backend does on a pipeline's first run;
 * a **container** task gets an ``ExecutorInput`` JSON built as the backends build it: ``inputs.parameterValues``
   (typed protobuf values, the only field open-source KFP fills), input artifacts as their producers'
   ``executor_output.json`` left them, output artifacts with URIs under the pipeline root, and ``outputFile``.
@@ -59,7 +61,7 @@ class TaskFailed(RuntimeError):
 @dataclass
 class TaskResult:
     name: str
-    kind: str  # "importer" or "container"
+    kind: str  # "importer", "resolver" or "container"
     seconds: float
     outputs: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)  # output key → runtime artifacts
     output_parameters: Dict[str, Any] = field(default_factory=dict)
@@ -183,6 +185,8 @@ class _Rehearsal:
             start = time.monotonic()
             if "importer" in executor:
                 result = self._importer(name, task, component, executor["importer"])
+            elif "resolver" in executor:
+                result = self._resolver(name, component)
             elif "container" in executor:
                 result = self._container(name, task, component, executor["container"])
             else:
@@ -213,6 +217,13 @@ class _Rehearsal:
         artifact = {"name": self._new_name(), "type": importer["typeSchema"], "uri": uri,
                     "metadata": importer.get("metadata", {})}
         return TaskResult(name, "importer", 0.0, outputs={key: [artifact]})
+
+    @staticmethod
+    def _resolver(name, component) -> TaskResult:
+        """A resolver task (TFX's latest-blessed-model resolver) queries the backend's ML Metadata for artifacts of
+        earlier runs; a rehearsal is a first run, so it finds none, as the backend does on a pipeline's first run."""
+        keys = component.get("outputDefinitions", {}).get("artifacts", {})
+        return TaskResult(name, "resolver", 0.0, outputs={key: [] for key in keys})
 
     def _container(self, name, task, component, container) -> TaskResult:
         task_root = os.path.join(self.root, self.run_id, name)
@@ -293,8 +304,8 @@ def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict
         "pipeline_root": rehearsal.root, "python": python or sys.executable, "parameters": rehearsal.params,
         "seconds": round(time.monotonic() - start, 1),
         "tasks": {name: {"kind": r.kind, "seconds": round(r.seconds, 1),
-                         "outputs": {key: arts[0]["uri"] for key, arts in r.outputs.items()},
-                         "artifacts": {key: arts[0]["name"] for key, arts in r.outputs.items()}}
+                         "outputs": {key: arts[0]["uri"] if arts else None for key, arts in r.outputs.items()},
+                         "artifacts": {key: arts[0]["name"] if arts else None for key, arts in r.outputs.items()}}
                   for name, r in results.items()},
     }
     try:

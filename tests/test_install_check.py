@@ -222,12 +222,13 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert summary["python"] == image_env.python and summary["schema_version"] == "2.1.0"
-    order = re.findall(r"\[\d+/13\] (\w+): ", done.stderr)  # the progress lines, in the order the tasks ran
-    assert order == ["BooksImporter", "GlueDataImporter", "RaceDataImporter", "SquadDataImporter",
-                     "WikipediaImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer",
-                     "GlueBenchmark", "RaceBenchmark", "SquadBenchmark", "BenchmarkReport"]
+    order = re.findall(r"\[\d+/17\] ([\w-]+): ", done.stderr)  # the progress lines, in the order the tasks ran
+    assert order == ["BooksImporter", "GlueDataImporter", "LatestBlessedModel-model-blessing-resolver",
+                     "RaceDataImporter", "SquadDataImporter", "WikipediaImporter", "CorpusGen",
+                     "LatestBlessedModel-model-resolver", "VocabGen", "PretrainingDataGen", "Trainer",
+                     "GlueBenchmark", "RaceBenchmark", "SquadBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
     assert sorted(summary["tasks"]) == sorted(order)
-    assert {t["kind"] for t in summary["tasks"].values()} == {"importer", "container"}
+    assert {t["kind"] for t in summary["tasks"].values()} == {"importer", "resolver", "container"}
     # The Beam steps ran on FnApiRunner as Beam's default, never trying to download PrismRunner.
     run_dir = os.path.join(str(tmp_path / "out"), "pipeline_root", summary["run_id"])
     for task in ("CorpusGen", "PretrainingDataGen"):
@@ -250,6 +251,20 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
     assert {name: value["type"] for name, value in ids.items()} == {
         "model": "Model", "model_run": "ModelRun", "statistics": "albert.DataGenStatistics",
         "glue": "albert.BenchmarkResult", "squad": "albert.BenchmarkResult", "race": "albert.BenchmarkResult"}
+
+
+    # The release ran as the backend runs it: a first run (the resolver found no blessed model), blessed with no
+    # criteria, pushed as version 1 under the moved pipeline root, with the same scores as the local run's.
+    with open(os.path.join(summary["tasks"]["Blesser"]["outputs"]["blessing"], "blessing.json")) as f:
+        decision = json.load(f)
+    assert (decision["blessed"], decision["reason"], decision["baseline"]) == (True, "no criteria", None)
+    pushed = os.path.join(str(tmp_path / "out"), "pipeline_root", "releases", "1")
+    with open(os.path.join(pushed, "release.json")) as f:
+        record = json.load(f)
+    from components.release.blessing import task_scores
+
+    assert record["version"] == 1 and record["scores"] == task_scores(local)
+    assert os.path.isfile(os.path.join(pushed, "saved_model.pb"))
 
 
 def _local_report_dir(sample_run) -> str:

@@ -268,3 +268,99 @@ def test_regression_against_the_baseline_and_when_it_is_skipped():
     forced = decide(_settings(max_regression=1.0, force_bless=True), {"RTE": 59.5, "MRPC": 68.0}, {}, baseline)
     assert forced["blessed"] and forced["forced"] and not forced["criteria_passed"]
     assert forced["reason"].startswith("forced by release.force_bless (criteria failed: max_regression.MRPC")
+
+
+# ------------------------------------------------------------------------------------------- Vertex Model Registry
+MODEL = "projects/p-albert/locations/europe-west4/models/albert-sample"
+
+
+@pytest.fixture(scope="module")
+def registry_settings(tmp_path_factory):
+    """The Pusher's settings as ``compile`` wrote them into a Vertex spec with ``release.vertex_model`` set."""
+    from pipeline import spec
+    from pipeline.configs import build_config
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    config = build_config("sample", pipeline_root="gs://b/root",
+                          overrides=[f"release.vertex_model={MODEL}", "release.vertex_version_aliases=[production]"])
+    path = compile_pipeline(config, str(tmp_path_factory.mktemp("vertex") / "spec.json"), image="gcr.io/p/albert:1")
+    _, pipeline_spec = spec.load(path)
+    pusher = pipeline_spec["root"]["dag"]["tasks"]["Pusher"]
+    return json.loads(spec.constant(pusher["inputs"]["parameters"]["config"]))
+
+
+@pytest.fixture
+def model_rpcs(monkeypatch):
+    """Stub the Model Service's gapic methods (the last step before the wire) and record their requests."""
+    from google.api_core import exceptions
+    from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+    from google.cloud.aiplatform_v1.types import model_service
+
+    calls, registry = [], {}
+
+    def get_model(self, name=None, **kwargs):
+        calls.append(("get_model", name))
+        if name not in registry:
+            raise exceptions.NotFound(f"{name} not found")
+        return registry[name]
+
+    def upload_model(self, request=None, **kwargs):
+        calls.append(("upload_model", request))
+        registry[f"{request.parent}/models/albert-sample"] = True
+        version = sum(1 for c in calls if c[0] == "upload_model")
+
+        class Operation:
+            def result(self, timeout=None):
+                return model_service.UploadModelResponse(model=MODEL, model_version_id=str(version))
+
+        return Operation()
+
+    monkeypatch.setattr(ModelServiceClient, "get_model", get_model)
+    monkeypatch.setattr(ModelServiceClient, "upload_model", upload_model)
+    return calls
+
+
+def test_the_compiled_pusher_uploads_each_version_under_the_parent_model(registry_settings, model_rpcs):
+    from google.auth.credentials import AnonymousCredentials
+
+    from components.release import registry
+
+    assert registry_settings["push_destination"] == "gs://b/root/releases"
+    assert registry_settings["vertex_model"] == MODEL
+    labels = {"pipeline": "albert-tfx-sample", "version": "1", "blessing": "blessed"}
+    first = registry.upload(registry_settings, "gs://b/root/releases/1", 1, labels, credentials=AnonymousCredentials())
+    labels = {**labels, "version": "2"}
+    second = registry.upload(registry_settings, "gs://b/root/releases/2", 2, labels, credentials=AnonymousCredentials())
+    assert (first, second) == ({"model": MODEL, "version_id": "1"}, {"model": MODEL, "version_id": "2"})
+    uploads = [request for name, request in model_rpcs if name == "upload_model"]
+    # The first upload creates the model under its id; the second adds a version to it (parent_model).
+    assert [(u.parent, u.model_id, u.parent_model) for u in uploads] == [
+        ("projects/p-albert/locations/europe-west4", "albert-sample", ""),
+        ("projects/p-albert/locations/europe-west4", "", MODEL)]
+    for number, upload in enumerate(uploads, 1):
+        assert upload.model.artifact_uri == f"gs://b/root/releases/{number}"
+        assert list(upload.model.version_aliases) == [f"v{number}", "production"]
+        assert upload.model.container_spec.image_uri == registry_settings["vertex_serving_image"]
+        assert dict(upload.model.labels) == {"pipeline": "albert-tfx-sample", "version": str(number),
+                                             "blessing": "blessed"}
+
+
+def test_the_registry_upload_without_credentials_says_how_to_authenticate(registry_settings, model_rpcs,
+                                                                            monkeypatch, tmp_path):
+    from components.release import registry
+    from config import UserError
+
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing-key.json"))
+    with pytest.raises(registry.RegistryAuthError, match="gcloud auth application-default login") as raised:
+        registry.upload(registry_settings, "gs://b/root/releases/1", 1, {})
+    assert isinstance(raised.value, UserError) and model_rpcs == []
+
+
+def test_a_registry_model_needs_a_destination_it_can_read():
+    from config import ConfigError
+    from pipeline.configs import build_config
+
+    with pytest.raises(ConfigError, match="release.vertex_model=.* unset unless the push destination is a gs://"):
+        build_config("sample", overrides=[f"release.vertex_model={MODEL}"])
+    with pytest.raises(ConfigError, match="release.vertex_model="):
+        build_config("sample", pipeline_root="gs://b/root", overrides=["release.vertex_model=albert"])
