@@ -40,7 +40,7 @@ def _changed_nodes(override):
     ("corpus.min_doc_chars=10", {"CorpusGen"}),
     ("seed=1", {"VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
     # The Trainer keeps its checkpoints under the pipeline root (custom_config.checkpoint_root).
-    ("pipeline_root=/elsewhere", {"Trainer"}),
+    ("pipeline_root=/elsewhere", {"Trainer", "Blesser", "Pusher"}),  # checkpoints; the default push destination
     ("beam_args=--direct_num_workers=2", set()),
     # Input folders are only their Importer's URI: the processing nodes see them as input artifacts.
     ("corpus.books_dir=/other/books", {"BooksImporter"}),
@@ -198,7 +198,8 @@ def compiled(tmp_path_factory):
 
 
 def _spec_parameters(data):
-    """Task → {parameter → value}, a pipeline parameter read as the default the spec declares for it."""
+    """Task → {parameter → value}, a pipeline parameter read as the default the spec declares for it. The
+    resolver's tasks (TFX's latest-blessed-model queries) take no parameters and are left out."""
     from pipeline import spec
 
     defaults = spec.parameter_defaults(data)
@@ -207,7 +208,8 @@ def _spec_parameters(data):
         return defaults[v["componentInputParameter"]] if "componentInputParameter" in v else spec.constant(v)
 
     tasks = data["pipelineSpec"]["root"]["dag"]["tasks"]
-    return {task: {k: value(v) for k, v in t["inputs"].get("parameters", {}).items()} for task, t in tasks.items()}
+    return {task: {k: value(v) for k, v in t["inputs"].get("parameters", {}).items()} for task, t in tasks.items()
+            if not task.startswith("LatestBlessedModel-")}
 
 
 def _decoded(value):

@@ -13,7 +13,7 @@ import pytest
 
 NODES = {"WikipediaImporter", "BooksImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer",
          "GlueDataImporter", "SquadDataImporter", "RaceDataImporter", "GlueBenchmark", "SquadBenchmark",
-         "RaceBenchmark", "BenchmarkReport"}
+         "RaceBenchmark", "BenchmarkReport", "Blesser", "Pusher"}
 
 
 @pytest.fixture(scope="module")
