@@ -101,8 +101,11 @@ def cut_race(dev_root: str, out_dir: str, seed: int) -> Dict[str, Any]:
     return counts
 
 
-def prepare_inputs(work: str, data_dir: Optional[str], seed: int) -> Dict[str, Any]:
-    """Overrides (``section.key=value``) pointing the ``small`` preset at sample + ``data_dir`` inputs."""
+def prepare_inputs(work: str, data_dir: Optional[str], seed: int, corpus: str = "bundled") -> Dict[str, Any]:
+    """Overrides (``section.key=value``) pointing the ``small`` preset at sample + ``data_dir`` inputs.
+
+    ``corpus="large"`` adds ``data_dir/large``: WikiExtractor output (``wiki_NN.bz2``, detected per file) and
+    gzip-compressed books, about 15 times the text of the rest."""
     from pipeline.configs import SAMPLE_DATA
 
     facts: Dict[str, Any] = {"data_dir": data_dir, "overrides": []}
@@ -116,6 +119,17 @@ def prepare_inputs(work: str, data_dir: Optional[str], seed: int) -> Dict[str, A
                                                 "data")
         facts["book_files"] += _link_files(_files(os.path.join(data_dir, "books"), (".txt",)), books, "data")
         ov.append("corpus.book_encoding_fallback=latin-1")  # the NLTK Gutenberg copies are not all UTF-8
+        if corpus == "large":
+            large = os.path.join(data_dir, "large")
+            if not os.path.isdir(large):
+                raise SystemExit(f"--corpus large: {large} does not exist")
+            for sub in sorted(os.listdir(os.path.join(large, "wikipedia"))):  # AA, AB, ...: the same wiki_NN names
+                facts["wikipedia_files"] += _link_files(_files(os.path.join(large, "wikipedia", sub), ("",)), wiki,
+                                                        f"large-{sub}")
+            facts["book_files"] += _link_files(_files(os.path.join(large, "books"), (".txt.gz",)), books, "large")
+            # The linked names: '<origin>-<dump or wiki_NN.bz2>' and '<origin>-<book>.txt[.gz]'.
+            ov += ["corpus.wikipedia_glob=*", "corpus.books_glob=**/*.txt*"]
+        facts["corpus"] = corpus
         glue = os.path.join(data_dir, "glue_data")
         if os.path.isdir(glue):
             tasks = [t for t in GLUE_TASKS if os.path.isfile(os.path.join(glue, t, "train.tsv"))]
@@ -343,6 +357,9 @@ def main(argv=None) -> int:
     p.add_argument("--sentence-eval-instances", type=int, default=5000)
     p.add_argument("--set", dest="overrides", action="append", default=[], help="section.key=value (after the recipe's)")
     p.add_argument("--runner", default="beam", choices=["beam", "local"])
+    p.add_argument("--corpus", default="bundled", choices=["bundled", "large"],
+                   help="bundled: the sample and --data-dir's wikipedia/ and books/; large: also --data-dir's large/ "
+                        "(WikiExtractor output and compressed books, 41 M words)")
     args = p.parse_args(argv)
     if args.data_dir and not os.path.isdir(args.data_dir):
         p.error(f"--data-dir {args.data_dir} does not exist")  # before anything is written
@@ -359,7 +376,9 @@ def main(argv=None) -> int:
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
     data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
-    facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed)
+    if args.corpus == "large" and not data_dir:
+        p.error("--corpus large needs --data-dir (or ALBERT_TFX_DATA_DIR)")
+    facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed, args.corpus)
     overrides = list(facts["overrides"])
     if args.quick:
         overrides += QUICK

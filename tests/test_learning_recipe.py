@@ -3,6 +3,8 @@ import importlib
 import json
 import os
 
+import pytest
+
 from config import BASELINES
 from pipeline.configs import SAMPLE_DATA, build_config
 
@@ -49,6 +51,26 @@ def test_squad_and_race_cuts_are_seeded_and_disjoint(tmp_path):
         dv = set(os.listdir(tmp_path / "race" / "dev" / level))
         assert tr.isdisjoint(dv) and tr | dv == set(os.listdir(os.path.join(SAMPLE_DATA, "race", "dev", level)))
         assert race[f"dev/{level}"] == len(dv) >= 1
+
+
+def test_the_large_corpus_is_linked_file_by_file_with_globs_that_read_it(tmp_path):
+    """``--corpus large``: WikiExtractor folders AA/, AB/ hold the same ``wiki_NN`` names; each file gets its own
+    link, and the globs take both the dumps and the WikiExtractor files, plain and compressed books."""
+    recipe = _recipe()
+    data = tmp_path / "data"
+    for sub in ("AA", "AB"):
+        (data / "large" / "wikipedia" / sub).mkdir(parents=True)
+        (data / "large" / "wikipedia" / sub / "wiki_00.bz2").write_bytes(b"BZh9")
+    (data / "large" / "books").mkdir(parents=True)
+    (data / "large" / "books" / "pg1_a.txt.gz").write_bytes(b"\x1f\x8b")
+    facts = recipe.prepare_inputs(str(tmp_path / "work"), str(data), seed=7, corpus="large")
+    wiki = sorted(os.listdir(tmp_path / "work" / "corpus" / "wikipedia"))
+    assert [n for n in wiki if n.startswith("large-")] == ["large-AA-wiki_00.bz2", "large-AB-wiki_00.bz2"]
+    assert "large-pg1_a.txt.gz" in os.listdir(tmp_path / "work" / "corpus" / "books")
+    assert {"corpus.wikipedia_glob=*", "corpus.books_glob=**/*.txt*"} <= set(facts["overrides"])
+    assert facts["corpus"] == "large"
+    with pytest.raises(SystemExit, match="large does not exist"):
+        recipe.prepare_inputs(str(tmp_path / "w2"), str(tmp_path), seed=7, corpus="large")
 
 
 def test_write_up_tables(tmp_path):
