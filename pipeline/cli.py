@@ -498,7 +498,7 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
     """Parse, set up logging, run one subcommand; returns the exit code (``main`` exits with it)."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    # `schedules pause --env E ID` (infra/README.md's order): argparse fills the optional positional ID before it
+    # `schedules pause --env E ID` (docs/running-at-scale.md's order): argparse fills the optional positional ID before it
     # reaches the options, so an ID after them arrives here as an extra argument.
     if extra and args.command == "schedules" and args.schedule is None and len(extra) == 1 \
             and not extra[0].startswith("-"):
