@@ -18,6 +18,7 @@ new URIs (new execution id), so leftovers are never read back.
 import contextlib
 import datetime
 import json
+import logging
 import os
 import posixpath
 import tempfile
@@ -38,6 +39,8 @@ from trainer.files import ALBERT_DIR, SPM_FILE, STATS_FILE
 # Every executor below runs in a process that imported this module: Beam pipelines whose args name no runner run on
 # the FnApiRunner, never a PrismRunner downloaded at run time (components/beam_options.py).
 beam_options.use_local_runner_by_default()
+
+_LOG = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -325,7 +328,7 @@ def Blesser(
     if baseline_model is not None:
         blessing.set_string_custom_property("baseline_model", baseline_model.uri)
         blessing.set_int_custom_property("baseline_model_id", baseline_model.id)
-    print(f"release decision: {marker}{' (forced)' if decision['forced'] else ''}: {decision['reason']}")
+    _LOG.info("release decision: %s%s: %s", marker, " (forced)" if decision["forced"] else "", decision["reason"])
 
 
 @component
@@ -354,14 +357,14 @@ def Pusher(
     pushed_model.set_string_custom_property("pushed_destination", destination)
     if not decision["blessed"]:
         pushed_model.set_int_custom_property("pushed", 0)
-        print(f"release: not pushed (NOT_BLESSED: {decision['reason']})")
+        _LOG.info("release: not pushed (NOT_BLESSED: %s)", decision["reason"])
         return
     existing = versions.find_version(destination, model.uri)
     if existing is not None:  # e.g. the decision was taken again after the baseline moved
         pushed_model.set_int_custom_property("pushed", 1)
         pushed_model.set_int_custom_property("pushed_version", int(existing["version"]))
         pushed_model.set_string_custom_property("pushed_path", existing["path"])
-        print(f"release: already pushed as version {existing['version']}: {existing['path']}")
+        _LOG.info("release: already pushed as version %s: %s", existing["version"], existing["path"])
         return
     names = backend_names.artifact_names()
     ids = {name: {"id": names.get(a.id, a.id), "type": a.type_name, "uri": a.uri}
@@ -389,7 +392,7 @@ def Pusher(
     pushed_model.set_int_custom_property("pushed", 1)
     pushed_model.set_int_custom_property("pushed_version", number)
     pushed_model.set_string_custom_property("pushed_path", path)
-    print(f"release: pushed version {number}: {path}")
+    _LOG.info("release: pushed version %d: %s", number, path)
     if settings.get("vertex_model"):
         labels = {"pipeline": _label(settings["model_name"]), "version": str(number),
                   "blessing": "forced" if decision["forced"] else "blessed"}

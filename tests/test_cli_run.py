@@ -7,20 +7,28 @@ import re
 
 import pytest
 
+RELEASE = {"Blesser", "Pusher"}
 EXECUTED = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark",
-            "RaceBenchmark", "BenchmarkReport"}
-IMPORTERS = {"WikipediaImporter", "BooksImporter", "GlueDataImporter", "SquadDataImporter", "RaceDataImporter"}
+            "RaceBenchmark", "BenchmarkReport"} | RELEASE
+# Nodes that look artifacts up in every run (they compute nothing): the Importers and the latest-blessed resolver.
+IMPORTERS = {"WikipediaImporter", "BooksImporter", "GlueDataImporter", "SquadDataImporter", "RaceDataImporter",
+             "LatestBlessedModel"}
 
 
 def test_stdout_is_only_json_and_names_the_report(sample_run):
     first = sample_run.first
     result = json.loads(first.stdout)
+    version = os.path.join(sample_run.pipeline_root, "releases", "1")
     assert result == {"pipeline_root": sample_run.pipeline_root, "metadata_path": sample_run.metadata_path,
-                      "report": result["report"], "report_html": result["report_html"]}
+                      "report": result["report"], "report_html": result["report_html"],
+                      "release": {"blessed": True, "forced": False, "reason": "no criteria", "version": 1,
+                                  "path": version}}
     report_dir = os.path.dirname(result["report"])
     assert report_dir.startswith(os.path.join(sample_run.pipeline_root, "BenchmarkReport", "report") + os.sep)
     assert result["report_html"] == os.path.join(report_dir, "report.html") and os.path.isfile(result["report"])
-    assert first.stderr.splitlines()[-1] == f"albert-pipeline: Report: {result['report']}"
+    assert first.stderr.splitlines()[-2:] == [f"albert-pipeline: Report: {result['report']}",
+                                              f"albert-pipeline: Release: BLESSED: no criteria; version 1: {version}"]
+    assert os.path.isfile(os.path.join(version, "release.json"))
 
 
 def test_one_progress_line_per_node_on_stderr(sample_run):
@@ -56,9 +64,13 @@ def test_rerun_reports_cached_nodes(sample_run):
     assert second.returncode == 0, second.stderr[-3000:]
     assert json.loads(second.stdout) == json.loads(sample_run.first.stdout)
     lines = second.stderr.splitlines()
-    for node in EXECUTED:
+    for node in EXECUTED - RELEASE:
         assert f"albert-pipeline: {node}: CACHED" in lines, (node, second.stderr[-3000:])
-    assert not any(": started" in ln for ln in lines)
+    # The release decides once more (docs/release.md): its baseline, none in the first run, is now the model the
+    # first run blessed. The model is already pushed, so the JSON above is the first run's.
+    assert sorted(ln.split(":")[1].strip() for ln in lines if ": started" in ln) == sorted(RELEASE)
+    assert "albert-pipeline: release: already pushed as version 1: " + os.path.join(
+        sample_run.pipeline_root, "releases", "1") in lines
 
 
 def test_log_file_under_the_output_holds_the_libraries_lines(sample_run):
@@ -89,7 +101,8 @@ def test_plan_on_the_run_says_what_a_change_reruns_and_why(sample_run, cli):
     assert done.returncode == 0, done.stderr[-3000:]
     nodes = {n["node"]: n for n in json.loads(done.stdout)["nodes"]}
     assert set(nodes) == EXECUTED | IMPORTERS
-    assert {node for node, n in nodes.items() if n["status"] != "CACHED"} == {"GlueBenchmark", "BenchmarkReport"}
-    assert nodes["GlueBenchmark"]["status"] == nodes["BenchmarkReport"]["status"] == "WILL RUN"
+    assert nodes.pop("LatestBlessedModel")["status"] == "RESOLVED"
+    assert {node for node, n in nodes.items() if n["status"] != "CACHED"} == {"GlueBenchmark", "BenchmarkReport"} | RELEASE
+    assert {nodes[n]["status"] for n in ("GlueBenchmark", "BenchmarkReport", *RELEASE)} == {"WILL RUN"}
     assert nodes["GlueBenchmark"]["reasons"] == ["setting benchmarks.hparams.RTE.learning_rate: 0.0005 → 0.0004"]
     assert nodes["BenchmarkReport"]["reasons"] == ["input glue: new artifact from GlueBenchmark (will run)"]
