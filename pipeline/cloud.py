@@ -34,7 +34,8 @@ class CloudAuthError(CloudConfigError):
 
 
 def _spec_values(spec_path: str):
-    """(compiled pipeline root, Trainer ``checkpoint_root``, {data parameter: default}, data parameter names).
+    """(compiled pipeline root, {what: folder} of the folders that must outlive the containers (the Trainer's
+    ``checkpoint_root``, the Pusher's ``push_destination``), {data parameter: default}, data parameter names).
 
     Data parameters are those feeding an Importer's ``artifact_uri``: the raw data folders.
     """
@@ -46,11 +47,13 @@ def _spec_values(spec_path: str):
                   for task in tasks.values() if "artifact_uri" in task.get("inputs", {}).get("parameters", {})}
     defaults = {name: value for name, value in spec.parameter_defaults(data).items()
                 if name in uri_params and isinstance(value, str)}
-    checkpoint_root = None
-    if "Trainer" in tasks:
-        text = spec.constant(tasks["Trainer"]["inputs"]["parameters"].get("custom_config", {}))
-        checkpoint_root = json.loads(text).get("checkpoint_root") if text else None
-    return root, checkpoint_root, defaults, uri_params
+    lasting = {}
+    for task, parameter, key in (("Trainer", "custom_config", "checkpoint_root"),
+                                 ("Pusher", "config", "push_destination")):
+        text = spec.constant(tasks[task]["inputs"]["parameters"].get(parameter, {})) if task in tasks else None
+        if text and json.loads(text).get(key) is not None:
+            lasting[f"{task} {key}"] = json.loads(text)[key]
+    return root, lasting, defaults, uri_params
 
 
 def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dict[str, Any]] = None,
@@ -58,18 +61,18 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
     """Refuse a spec whose compiled paths the cloud machines cannot reach (:class:`CloudConfigError`, one line).
 
     Checked: the compiled pipeline root (or ``pipeline_root``, where the submission sets one), the Trainer's
-    checkpoint root (compiled from the pipeline root: checkpoints elsewhere are lost with the container), and
+    checkpoint root and the Pusher's destination (compiled from the pipeline root unless set: a folder of the
+    container is lost with it), and
     every data folder after ``parameter_values`` overrides (a remote URI, or the image's bundled sample).
     """
     schemes = REMOTE_SCHEMES[target]
-    root, checkpoint_root, defaults, data_params = _spec_values(spec_path)
+    root, lasting, defaults, data_params = _spec_values(spec_path)
     given = {k: v for k, v in (parameter_values or {}).items() if k in data_params and isinstance(v, str)}
     values = {**defaults, **given}
     bad: List[str] = []
     if not str(pipeline_root or root or "").startswith(schemes):
         bad.append(f"pipeline root={pipeline_root or root}")
-    if checkpoint_root is not None and not checkpoint_root.startswith(schemes):
-        bad.append(f"Trainer checkpoint_root={checkpoint_root}")
+    bad += [f"{what}={folder}" for what, folder in sorted(lasting.items()) if not folder.startswith(schemes)]
     data = [f"{name}={value}" for name, value in sorted(values.items())
             if not value.startswith(schemes + (IMAGE_DATA_ROOT,))]
     if bad or data:

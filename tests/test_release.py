@@ -364,3 +364,18 @@ def test_a_registry_model_needs_a_destination_it_can_read():
         build_config("sample", overrides=[f"release.vertex_model={MODEL}"])
     with pytest.raises(ConfigError, match="release.vertex_model="):
         build_config("sample", pipeline_root="gs://b/root", overrides=["release.vertex_model=albert"])
+
+
+def test_a_spec_pushing_to_a_folder_of_the_compiling_machine_is_refused(tmp_path):
+    from pipeline import cloud
+    from pipeline.configs import build_config
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    config = build_config("sample", pipeline_root="gs://b/root", overrides=["release.push_destination=/srv/releases"])
+    path = compile_pipeline(config, str(tmp_path / "spec.json"), image="gcr.io/p/albert:1")
+    data = {name: f"gs://b/data/{name}" for name in ("books_dir", "glue_dir", "race_dir", "squad_dir", "wikipedia_dir")}
+    with pytest.raises(cloud.CloudConfigError, match=r"\(paths must be gs://\): Pusher push_destination=/srv/releases; "
+                                                     r"fix: recompile"):
+        cloud.check_spec_paths(path, "Vertex AI", data)
+    cloud.check_spec_paths(compile_pipeline(build_config("sample", pipeline_root="gs://b/root"),
+                                            str(tmp_path / "ok.json"), image="gcr.io/p/albert:1"), "Vertex AI", data)
