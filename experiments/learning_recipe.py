@@ -357,9 +357,10 @@ def main(argv=None) -> int:
     p.add_argument("--sentence-eval-instances", type=int, default=5000)
     p.add_argument("--set", dest="overrides", action="append", default=[], help="section.key=value (after the recipe's)")
     p.add_argument("--runner", default="beam", choices=["beam", "local"])
-    p.add_argument("--corpus", default="bundled", choices=["bundled", "large"],
+    p.add_argument("--corpus", default="auto", choices=["auto", "bundled", "large"],
                    help="bundled: the sample and --data-dir's wikipedia/ and books/; large: also --data-dir's large/ "
-                        "(WikiExtractor output and compressed books, 41 M words)")
+                        "(WikiExtractor output and compressed books, 41 M words); auto (default): large where "
+                        "--data-dir has it (docs/experiments/cpu-recipe.md, 'The large corpus')")
     args = p.parse_args(argv)
     if args.data_dir and not os.path.isdir(args.data_dir):
         p.error(f"--data-dir {args.data_dir} does not exist")  # before anything is written
@@ -376,6 +377,8 @@ def main(argv=None) -> int:
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
     data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
+    if args.corpus == "auto":
+        args.corpus = "large" if data_dir and os.path.isdir(os.path.join(data_dir, "large")) else "bundled"
     if args.corpus == "large" and not data_dir:
         p.error("--corpus large needs --data-dir (or ALBERT_TFX_DATA_DIR)")
     facts = prepare_inputs(os.path.join(out, "inputs"), data_dir, seed, args.corpus)
