@@ -371,11 +371,11 @@ def Pusher(
            for name, a in (("model", model), ("model_run", model_run), ("report", report), ("documents", documents),
                            ("blessing", blessing))}
     results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
-    export_info = package.read_json(posixpath.join(model.uri, ALBERT_DIR, "export_info.json"))
+    export_info = package.export_info(model.uri)
     documents_facts = {k: v.int_value for k, v in documents.mlmd_artifact.custom_properties.items()
                        if v.HasField("int_value")}
     with tempfile.TemporaryDirectory() as built:
-        hf_note = package.build(model.uri, built)
+        hf_note = package.build(model.uri, export_info, built)
 
         def finish(number: int) -> dict:
             facts = package.card_facts(

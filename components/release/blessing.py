@@ -20,9 +20,15 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Mapping, Optional
 
+from trainer.formatting import number_text
+
 __all__ = ["BLESSING_FILE", "task_scores", "arm_comparisons", "decide"]
 
 BLESSING_FILE = "blessing.json"
+
+
+def _two(value: Any) -> str:
+    return number_text(value, 2)
 
 
 def _finite(value: Any) -> bool:
@@ -62,7 +68,7 @@ def decide(settings: Mapping[str, Any], scores: Mapping[str, float], arms: Mappi
     for task, floor in sorted((settings.get("min_scores") or {}).items()):
         score = scores.get(task)
         checks.append(_check(f"min_scores.{task}", score is not None and score >= floor, score, floor,
-                             f"{task} scored {_num(score)}, floor {_num(floor)}" if score is not None
+                             f"{task} scored {_two(score)}, floor {_two(floor)}" if score is not None
                              else f"{task} has no score in this run's report"))
     k = int(settings.get("min_tasks_beating_arm") or 0)
     if k:
@@ -89,13 +95,13 @@ def decide(settings: Mapping[str, Any], scores: Mapping[str, float], arms: Mappi
                 drop = base_scores[task] - scores[task]
                 checks.append(_check(f"max_regression.{task}", drop <= delta, scores[task],
                                      base_scores[task] - delta,
-                                     f"{task} {_num(scores[task])} vs {_num(base_scores[task])} of the baseline "
-                                     f"(allowed drop {_num(delta)})"))
+                                     f"{task} {_two(scores[task])} vs {_two(base_scores[task])} of the baseline "
+                                     f"(allowed drop {_two(delta)})"))
             if common:
                 mean = sum(scores[t] for t in common) / len(common)
                 base_mean = sum(base_scores[t] for t in common) / len(common)
                 checks.append(_check("max_regression.average", mean >= base_mean, mean, base_mean,
-                                     f"average over {len(common)} tasks {_num(mean)} vs {_num(base_mean)} "
+                                     f"average over {len(common)} tasks {_two(mean)} vs {_two(base_mean)} "
                                      f"of the baseline"))
             else:
                 skipped.append({"criterion": "max_regression", "why": "no task scored by both this model and "
@@ -115,7 +121,3 @@ def decide(settings: Mapping[str, Any], scores: Mapping[str, float], arms: Mappi
             "checks": checks, "skipped": skipped, "scores": dict(sorted(scores.items())),
             "baseline": None if baseline is None else {k: baseline.get(k) for k in ("model", "scores", "version")},
             "settings": dict(settings)}
-
-
-def _num(value: Any) -> str:
-    return "none" if value is None else f"{value:.2f}"

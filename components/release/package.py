@@ -18,16 +18,17 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from components.file_io import copy_tree
 from components.release import model_card
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
 from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, RUN_CONFIG_FILE, SPM_FILE
 
-__all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "file_digests"]
+__all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "write_card", "file_digests", "run_config", "export_info"]
 
 SERVING_DIR = "Format-Serving"  # where TFX's Trainer keeps the serving SavedModel inside the model artifact
 CHECKPOINT_DIR = "checkpoint"
@@ -38,14 +39,6 @@ VOCAB_DIR = "vocab"
 def read_json(path: str) -> Dict[str, Any]:
     with tf.io.gfile.GFile(path) as f:
         return json.loads(f.read())
-
-
-def _copy_tree(src: str, dst: str) -> None:
-    for dirpath, _, names in tf.io.gfile.walk(src):
-        rel = posixpath.relpath(dirpath, src) if dirpath != src else ""
-        tf.io.gfile.makedirs(posixpath.join(dst, rel))
-        for name in names:
-            tf.io.gfile.copy(posixpath.join(dirpath, name), posixpath.join(dst, rel, name), overwrite=True)
 
 
 def _score_metric(task: str) -> str:
@@ -113,17 +106,18 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
     }
 
 
-def build(model_uri: str, out: str) -> Optional[str]:
-    """Fill the local folder ``out`` with the model's files (all but the card and the record). Returns why the
-    Hugging Face folder is missing (a sharing layout transformers cannot express), or None."""
+def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[str]:
+    """Fill the local folder ``out`` with the model's files (all but the card and the record); ``export_info`` is
+    the model's ``export_info.json``. Returns why the Hugging Face folder is missing (a sharing layout transformers
+    cannot express), or None."""
     from trainer.convert import albert_to_hf
 
     albert = posixpath.join(model_uri, ALBERT_DIR)
-    _copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
-    _copy_tree(albert, posixpath.join(out, CHECKPOINT_DIR))
+    copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
+    copy_tree(albert, posixpath.join(out, CHECKPOINT_DIR))
     tf.io.gfile.makedirs(posixpath.join(out, VOCAB_DIR))
     tf.io.gfile.copy(posixpath.join(albert, SPM_FILE), posixpath.join(out, VOCAB_DIR, SPM_FILE), overwrite=True)
-    sharing = (read_json(posixpath.join(albert, EXPORT_INFO_FILE)).get("albert_config") or {}).get("sharing")
+    sharing = (export_info.get("albert_config") or {}).get("sharing")
     if sharing not in ("all", "groups", "none"):
         return (f"No Hugging Face folder: sharing={sharing!r} has no transformers layout (whole-layer groups "
                 "only).")
@@ -152,9 +146,9 @@ def file_digests(folder: str) -> Dict[str, Dict[str, Any]]:
     return dict(sorted(out.items()))
 
 
+def export_info(model_uri: str) -> Dict[str, Any]:
+    return read_json(posixpath.join(model_uri, ALBERT_DIR, EXPORT_INFO_FILE))
+
+
 def run_config(model_run_uri: str) -> Dict[str, Any]:
     return read_json(posixpath.join(model_run_uri, RUN_CONFIG_FILE))
-
-
-def scores_line(scores: Mapping[str, float]) -> List[str]:
-    return [f"{task} {value:.2f}" for task, value in sorted(scores.items())]
