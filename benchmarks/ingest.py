@@ -31,6 +31,7 @@ ROOT = os.path.dirname(HERE)
 from benchmarks.datagen_memory import cli_command, peak_rss_run
 from components import corpus_beam
 from components.text.compression import decompress_bytes
+from config.sections import BOOKS_GLOBS, WIKIPEDIA_GLOBS
 from trainer import precision  # imports no TensorFlow
 
 
@@ -51,7 +52,7 @@ def _all_flags() -> List[str]:
 def list_files(data_dir: str) -> Dict[str, List[Tuple[str, str]]]:
     """{source: [(path, path relative to the source folder)]}, sorted, with the ``ingest`` command's globs."""
     out: Dict[str, List[Tuple[str, str]]] = {}
-    for source, globs in (("wikipedia", corpus_beam.INGEST_WIKIPEDIA_GLOBS), ("books", corpus_beam.INGEST_BOOKS_GLOBS)):
+    for source, globs in (("wikipedia", WIKIPEDIA_GLOBS), ("books", BOOKS_GLOBS)):
         folder = os.path.join(data_dir, source)
         if os.path.isdir(folder):
             inputs = corpus_beam.list_inputs(folder, globs, None, "") if source == "wikipedia" else \

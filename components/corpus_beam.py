@@ -25,20 +25,16 @@ from components.text.books import book_document_from_bytes
 from components.text.compression import MAGIC_BYTES, decompress_bytes, open_decompressed, sniff
 from components.text.documents import Document, doc_fingerprint, to_text_block
 from components.text.errors import CorruptInputError
-from components.text.wiki import WIKIPEDIA_FORMATS, iter_pages, page_to_document, sniff_wikipedia_format
+from components.text.wiki import iter_pages, page_to_document, sniff_wikipedia_format
 from components.text.wikiextractor_output import extracted_to_document, iter_extracted
 from config.errors import MissingInputError
 from config.schema import ConfigError
+from config.sections import WIKIPEDIA_FORMATS
 
 LOG = logging.getLogger(__name__)
 SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
 COUNTS_FILE = "counts.json"
 
-
-# What `albert-pipeline ingest` reads when no glob is given: both Wikipedia formats (pages-articles dumps and
-# WikiExtractor's AA/wiki_NN files) and plain or compressed books.
-INGEST_WIKIPEDIA_GLOBS = ("*pages-articles*.xml*", "**/wiki_*")
-INGEST_BOOKS_GLOBS = ("**/*.txt", "**/*.txt.gz", "**/*.txt.bz2")
 
 Globs = Union[str, Sequence[str]]
 
@@ -299,7 +295,7 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
                  encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto") -> None:
     """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir`` (spill files
     under ``output_dir/.spill`` while it runs, deleted at the end). ``wikipedia_format``: one of
-    :data:`~components.text.wiki.WIKIPEDIA_FORMATS` (``auto``: per file, from its content)."""
+    :data:`config.sections.WIKIPEDIA_FORMATS` (``auto``: per file, from its content)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if wikipedia_format not in WIKIPEDIA_FORMATS:

@@ -70,15 +70,15 @@ def pipeline_options(workers: int, beam_args: Sequence[str] = ()) -> PipelineOpt
 
 
 def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, *, workers: int = 1,
-           wikipedia_format: str = "auto", wikipedia_globs: Optional[Sequence[str]] = None,
+           wikipedia_format: Optional[str] = None, wikipedia_globs: Optional[Sequence[str]] = None,
            books_globs: Optional[Sequence[str]] = None, beam_args: Sequence[str] = (),
            counters: Optional[Dict[str, int]] = None) -> Dict:
     """Run the ingestion job; returns ``counts.json`` (per-source documents, sentences, characters and skips).
 
-    ``corpus``: a :class:`config.CorpusConfig` for ``min_doc_chars``, ``dedupe``, ``num_shards`` and
-    ``book_encoding_fallback`` (its folders are replaced by ``wikipedia`` / ``books``). Globs default to
-    :data:`corpus_beam.INGEST_WIKIPEDIA_GLOBS` / :data:`corpus_beam.INGEST_BOOKS_GLOBS` (both Wikipedia formats,
-    plain and compressed books).
+    ``corpus``: a :class:`config.CorpusConfig`, read as CorpusGen reads it (``min_doc_chars``, ``dedupe``,
+    ``num_shards``, ``book_encoding_fallback``, ``wikipedia_format`` and the globs, whose defaults cover both
+    Wikipedia formats and plain or compressed books); its folders are replaced by ``wikipedia`` / ``books``, and
+    ``wikipedia_format`` and the globs by these arguments when given.
     """
     if not wikipedia and not books:
         raise ConfigError("ingest needs --wikipedia DIR and/or --books DIR")
@@ -90,8 +90,8 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
     for flag, folder in (("--wikipedia", wikipedia), ("--books", books)):
         if folder and not _is_uri(folder) and not os.path.isdir(folder):
             raise MissingInputError(f"{flag} {folder} is not a folder")
-    inputs = corpus_beam.list_inputs(wikipedia, list(wikipedia_globs or corpus_beam.INGEST_WIKIPEDIA_GLOBS),
-                                     books, list(books_globs or corpus_beam.INGEST_BOOKS_GLOBS))
+    inputs = corpus_beam.list_inputs(wikipedia, list(wikipedia_globs or corpus.wikipedia_glob),
+                                     books, list(books_globs or corpus.books_glob))
     LOG.info("ingest: %d input files (%d Wikipedia, %d books)", len(inputs),
              sum(kind == "wikipedia" for kind, _, _ in inputs), sum(kind == "books" for kind, _, _ in inputs))
     staging = f"{output}.tmp-{os.getpid()}"
@@ -100,7 +100,7 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
         p = beam.Pipeline(options=pipeline_options(workers, beam_args))
         corpus_beam.build_corpus(p, inputs, staging, num_shards=corpus.num_shards, min_chars=corpus.min_doc_chars,
                                  dedupe=corpus.dedupe, encoding_fallback=corpus.book_encoding_fallback,
-                                 wikipedia_format=wikipedia_format)
+                                 wikipedia_format=wikipedia_format or corpus.wikipedia_format)
         result = p.run()
         result.wait_until_finish()
     except BaseException:
@@ -115,10 +115,3 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
         counters.update(found)
     return corpus_beam.read_counts(output)
 
-
-def input_globs(flag_globs: Optional[List[str]], configured: str, default_configured: str) -> Optional[List[str]]:
-    """The globs ``ingest`` reads: ``--*-glob`` flags if given, else a ``corpus.*_glob`` the user set (one that
-    differs from the DAG's default), else None (:func:`ingest`'s defaults, which cover both formats)."""
-    if flag_globs:
-        return flag_globs
-    return [configured] if configured != default_configured else None

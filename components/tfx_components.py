@@ -63,7 +63,8 @@ def CorpusGen(
     with _staged(documents.uri) as staging:
         with beam_pipeline as p:
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
-                                     dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback)
+                                     dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback,
+                                     wikipedia_format=cfg.wikipedia_format)
         _record_counters(p, "albert.corpus", [documents])
         _publish(staging, documents.uri)
     counts = corpus_beam.read_counts(documents.uri)

@@ -67,8 +67,12 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
                         do_lower_case: bool = True, seed: int = 12345, num_threads: int = 1) -> str:
     """Train ALBERT's unigram model into ``output_dir/spm.model``; returns the model path."""
     start = time.monotonic()
-    sample = sample_sentences(sentences, input_sentence_size, seed)
-    normalized = [t for t in (preprocess_text(s, lower=do_lower_case) for s in sample) if t]
+    normalized = sample_sentences(sentences, input_sentence_size, seed)
+    # Normalised in place and handed over by draining (:func:`_drain`): the sample's text is held once in Python,
+    # and shrinks while SentencePiece copies it, instead of three times (raw, normalised, SentencePiece's copy).
+    for i, s in enumerate(normalized):
+        normalized[i] = preprocess_text(s, lower=do_lower_case)
+    normalized[:] = [t for t in normalized if t]
     if not normalized:
         raise ValueError("no sentences to train the SentencePiece model on")
     log.info("vocab: sampled %d sentences (%d characters) in %.1f s; training a %d-piece unigram model",
@@ -79,7 +83,7 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
     # From an iterator into memory: the model proto then records no temporary paths, so the same
     # sentences and seed give byte-identical files.
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(normalized),
+        sentence_iterator=_drain(normalized),
         model_writer=model,
         model_type="unigram",
         vocab_size=vocab_size,
@@ -97,6 +101,13 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
     validate_model(model_path)
     log.info("vocab: %s written, %.1f s in all", model_path, time.monotonic() - start)
     return model_path
+
+
+def _drain(items: List[str]) -> Iterator[str]:
+    """``items`` in order, each removed from the list as it is yielded (the list is emptied)."""
+    items.reverse()
+    while items:
+        yield items.pop()
 
 
 def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Optional[int] = None) -> str:

@@ -26,14 +26,24 @@ from config.encoder import LAYER_NORM_CHOICES, POSITION_INIT_CHOICES, SHARING_CH
 from config.schema import ConfigError, Section, check
 
 
+# What CorpusGen and ``albert-pipeline ingest`` read under the folders unless told otherwise: both Wikipedia formats
+# (``pages-articles`` XML dumps and WikiExtractor's ``AA/wiki_NN`` files, each plain or compressed) and plain or
+# compressed books. One definition, so the DAG and ``ingest`` accept the same folders.
+WIKIPEDIA_GLOBS = ("*pages-articles*.xml*", "**/wiki_*")
+BOOKS_GLOBS = ("**/*.txt", "**/*.txt.gz", "**/*.txt.bz2")
+# How a Wikipedia file is read: ``auto`` tells each file's format from its first bytes (and logs it).
+WIKIPEDIA_FORMATS = ("auto", "xml", "wikiextractor")
+
+
 @dataclass
 class CorpusConfig(Section):
     """Raw corpora → clean documents (node ``CorpusGen``)."""
 
-    wikipedia_dir: Optional[str] = None  # folder holding pages-articles*.xml(.bz2) dumps
-    wikipedia_glob: str = "*pages-articles*.xml*"
-    books_dir: Optional[str] = None  # folder tree of .txt books (BookCorpus-style)
-    books_glob: str = "**/*.txt"
+    wikipedia_dir: Optional[str] = None  # pages-articles*.xml[.bz2|.gz] dumps and/or WikiExtractor AA/wiki_NN files
+    wikipedia_glob: List[str] = field(default_factory=lambda: list(WIKIPEDIA_GLOBS))  # patterns under wikipedia_dir
+    wikipedia_format: str = "auto"  # one of WIKIPEDIA_FORMATS
+    books_dir: Optional[str] = None  # folder tree of books: .txt, .txt.gz, .txt.bz2 (BookCorpus-style)
+    books_glob: List[str] = field(default_factory=lambda: list(BOOKS_GLOBS))  # patterns under books_dir
     min_doc_chars: int = 200
     dedupe: bool = True
     book_encoding_fallback: Optional[str] = None  # e.g. "latin-1"; None = non-UTF-8 is an error
@@ -49,9 +59,14 @@ class CorpusConfig(Section):
         check(self.wikipedia_dir or self.books_dir, "corpus", None, "at least one of wikipedia_dir / books_dir")
         check(self.min_doc_chars >= 0, "corpus.min_doc_chars", self.min_doc_chars, ">= 0")
         check(self.num_shards >= 1, "corpus.num_shards", self.num_shards, ">= 1")
-        for name, pattern in (("corpus.wikipedia_glob", self.wikipedia_glob), ("corpus.books_glob", self.books_glob)):
-            check(not pattern.startswith("/") and "://" not in pattern and ".." not in pattern.split("/"),
-                  name, pattern, "a pattern relative to its folder, without '..' (lineage records only the folder)")
+        check(self.wikipedia_format in WIKIPEDIA_FORMATS, "corpus.wikipedia_format", self.wikipedia_format,
+              f"one of {', '.join(WIKIPEDIA_FORMATS)}")
+        for name, patterns in (("corpus.wikipedia_glob", self.wikipedia_glob), ("corpus.books_glob", self.books_glob)):
+            check(bool(patterns), name, patterns, "at least one pattern")
+            for pattern in patterns:
+                check(bool(pattern) and not pattern.startswith("/") and "://" not in pattern
+                      and ".." not in pattern.split("/"), name, pattern,
+                      "a pattern relative to its folder, without '..' (lineage records only the folder)")
         if self.book_encoding_fallback:
             import codecs
 
@@ -327,6 +342,31 @@ class TrainConfig(Section):
 # TPU v4/v5e as a ``ct4p-*``/``ct5lp-*`` machine type with a slice ``tpu_topology`` (e.g. 2x2x1, 4x4).
 TPU_ACCELERATORS = ("TPU_V2", "TPU_V3", "TPU_V4_POD", "TPU_V5_LITEPOD")
 TPU_MACHINE_PREFIXES = ("cloud-tpu", "ct4p-", "ct5lp-", "ct5p-", "ct6e-")
+
+
+# Kubernetes quantities as Kubeflow Pipelines accepts them for a task's limits (kfp's set_cpu_limit /
+# set_memory_limit): CPUs as a number or millicores ("500m"); memory as a number of bytes with an optional suffix.
+_CPU_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
+_MEMORY_QUANTITY = re.compile(r"^\d+(\.\d+)?(E|Ei|P|Pi|T|Ti|G|Gi|M|Mi|K|Ki)?$")
+
+
+@dataclass
+class TaskResources(Section):
+    """CPU and memory limits of one task of the compiled spec (``task_resources.<node id>``), for the nodes that run
+    in their task's own container: Vertex AI Pipelines picks a machine that has them (without limits, an
+    e2-standard-4: 4 CPUs, 16 GB), Kubeflow Pipelines sets them as the pod's limits. Deployment only: no node's
+    output depends on them, so they are no node parameter and move no cache key, and the local runners ignore them.
+    """
+
+    cpu_limit: Optional[str] = None  # e.g. "8" or "500m"
+    memory_limit: Optional[str] = None  # e.g. "48G" or "64Gi"
+
+    def validate(self, name: str = "task_resources.NODE") -> "TaskResources":
+        check(self.cpu_limit is None or bool(_CPU_QUANTITY.match(str(self.cpu_limit))), f"{name}.cpu_limit",
+              self.cpu_limit, "a number of CPUs or millicores, e.g. 8 or 500m")
+        check(self.memory_limit is None or bool(_MEMORY_QUANTITY.match(str(self.memory_limit))),
+              f"{name}.memory_limit", self.memory_limit, "a quantity such as 48G or 64Gi")
+        return self
 
 
 @dataclass
@@ -641,6 +681,7 @@ def replace(section, **changes):
 
 
 __all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
-           "VertexTrainingConfig", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig", "ReleaseConfig",
+           "VertexTrainingConfig", "TaskResources", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig", "ReleaseConfig",
            "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
-           "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS"]
+           "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS",
+           "WIKIPEDIA_GLOBS", "BOOKS_GLOBS", "WIKIPEDIA_FORMATS"]

@@ -31,6 +31,7 @@ import traceback
 from typing import List, Optional
 
 from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
+from config.sections import BOOKS_GLOBS, WIKIPEDIA_FORMATS, WIKIPEDIA_GLOBS
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -212,20 +213,16 @@ def cmd_make_pretraining_data(args) -> int:
 
 def cmd_ingest(args) -> int:
     """CorpusGen's Beam code without TFX: raw Wikipedia and book folders → documents (``components/ingest_tool.py``)."""
-    from config import CorpusConfig
-
     # The folders enter the configuration too, so a preset without corpus folders (paper) validates, and a missing
     # folder is named as the setting's error.
     args.overrides = [f"corpus.{key}_dir={value}" for key, value in (("wikipedia", args.wikipedia),
                                                                       ("books", args.books)) if value] + args.overrides
     corpus = _config(args).corpus
-    from components.ingest_tool import ingest, input_globs
+    from components.ingest_tool import ingest
 
     summary = ingest(args.wikipedia, args.books, args.output, corpus, workers=args.workers,
                      wikipedia_format=args.wikipedia_format, beam_args=args.beam_arg or (),
-                     wikipedia_globs=input_globs(args.wikipedia_glob, corpus.wikipedia_glob,
-                                                 CorpusConfig.wikipedia_glob),
-                     books_globs=input_globs(args.books_glob, corpus.books_glob, CorpusConfig.books_glob))
+                     wikipedia_globs=args.wikipedia_glob, books_globs=args.books_glob)
     print(json.dumps({"output": args.output, **summary}, indent=2, sort_keys=True))
     return 0
 
@@ -448,12 +445,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--books", help="folder tree of books: *.txt, *.txt.gz, *.txt.bz2")
     p.add_argument("--output", required=True, help="documents folder (must not exist or be empty); local or gs://")
     p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
-    p.add_argument("--wikipedia-format", default="auto", choices=["auto", "xml", "wikiextractor"],
-                   help="auto: each file's format from its content (logged)")
+    p.add_argument("--wikipedia-format", choices=list(WIKIPEDIA_FORMATS),
+                   help="auto: each file's format from its content, logged (default: corpus.wikipedia_format, auto)")
     p.add_argument("--wikipedia-glob", action="append", help="pattern under --wikipedia (repeatable; default: "
-                                                             "*pages-articles*.xml* and **/wiki_*)")
-    p.add_argument("--books-glob", action="append", help="pattern under --books (repeatable; default: **/*.txt, "
-                                                         "**/*.txt.gz, **/*.txt.bz2)")
+                                                             f"corpus.wikipedia_glob, {' and '.join(WIKIPEDIA_GLOBS)})")
+    p.add_argument("--books-glob", action="append", help="pattern under --books (repeatable; default: "
+                                                         f"corpus.books_glob, {', '.join(BOOKS_GLOBS)})")
     p.add_argument("--beam-arg", action="append", help="Beam pipeline option, e.g. --beam-arg=--runner=DataflowRunner "
                                                        "(write the '='; replaces the local runner)")
     p.set_defaults(func=cmd_ingest)

@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from config import schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataGenConfig,
-                             FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TrainConfig, VertexTrainingConfig,
-                             VocabConfig)
+                             FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TaskResources, TrainConfig,
+                             VertexTrainingConfig, VocabConfig)
 from config.trainer_settings import trainer_settings
 
 from pipeline.home import PROJECT_HOME
@@ -64,6 +64,8 @@ class PipelineConfig(Section):
     benchmarks: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
+    # Compiled spec only: node id → its task's CPU / memory limits (config.sections.TaskResources).
+    task_resources: Dict[str, TaskResources] = field(default_factory=dict)
 
     # -- (de)serialisation -------------------------------------------------------------------
     def to_json(self) -> str:
@@ -162,6 +164,8 @@ class PipelineConfig(Section):
         for section in (self.corpus, self.vocab, self.datagen, self.train, self.vertex_training, self.benchmarks,
                         self.report, self.release, self.model):
             section.validate()
+        for node, resources in self.task_resources.items():
+            resources.validate(f"task_resources.{node}")
         if self.datagen.eval_source == "benchmark_dev":
             check(self.benchmarks.squad_dir or self.benchmarks.race_dir, "datagen.eval_source",
                   self.datagen.eval_source, "corpus, unless benchmarks.squad_dir or benchmarks.race_dir is set "
@@ -320,6 +324,10 @@ def _paper(preset: str, size: str, reference: str, race: FinetuneHParams) -> Pip
                                              accelerator_count=8, region="us-central1"),
         benchmarks=BenchmarkConfig(squad_version="1.1", eval_every=1000, hparams=hparams),
         report=ReportConfig(reference=reference),
+        # VocabGen holds its 10 M-sentence sample in memory: about 2.6 KB of peak RSS per sentence measured at 0.5-2 M
+        # sentences (benchmarks/results/corpus_scale), so about 26 GB here, beyond Vertex AI's default task machine
+        # (16 GB). The compiled spec asks for a machine with 48 GB.
+        task_resources={"VocabGen": TaskResources(cpu_limit="4", memory_limit="48G")},
     )
 
 

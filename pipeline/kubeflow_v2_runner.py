@@ -6,6 +6,7 @@ The runner is imported from its module, not through ``tfx.v1`` (see ``pipeline/p
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Dict
 
@@ -31,6 +32,12 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     pipeline = create_pipeline(config, image=image, runtime_parameters=True)
     # The config's values become the spec's runtimeConfig defaults; `submit --parameters` overrides them.
     runner.run(pipeline, parameter_values=runtime_parameter_values(config, image), write_out=True)
+    if config.task_resources:
+        data, pipeline_spec = spec.load(output_path)
+        spec.set_task_resources(pipeline_spec, {node: (r.cpu_limit, r.memory_limit)
+                                                for node, r in config.task_resources.items()}, output_path)
+        with open(output_path, "w") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
     return output_path
 
 

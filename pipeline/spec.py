@@ -10,9 +10,10 @@ named in an error rather than misread.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from config.errors import UserError
+from config.schema import ConfigError
 
 SCHEMA_VERSION = "2.1.0"
 
@@ -78,3 +79,46 @@ def check_schema(path: str, pipeline_spec: Dict[str, Any], why: str) -> None:
     if found != SCHEMA_VERSION:
         raise SpecError(f"{path} has pipeline-spec schema {found or 'unknown'}, not {SCHEMA_VERSION}: {why}; "
                         f"recompile it with `albert-pipeline compile`")
+
+
+_MEMORY_UNITS = {"E": 10**18, "Ei": 1 << 60, "P": 10**15, "Pi": 1 << 50, "T": 10**12, "Ti": 1 << 40, "G": 10**9,
+                 "Gi": 1 << 30, "M": 10**6, "Mi": 1 << 20, "K": 10**3, "Ki": 1 << 10, "": 1}
+
+
+def _number_and_unit(quantity: str) -> Tuple[float, str]:
+    unit = quantity.lstrip("0123456789.")
+    return float(quantity[: len(quantity) - len(unit)]), unit
+
+
+def container_resources(cpu_limit: Optional[str], memory_limit: Optional[str]) -> Dict[str, Any]:
+    """A ``PipelineContainerSpec.ResourceSpec`` as the KFP 2 compiler writes it for ``set_cpu_limit`` /
+    ``set_memory_limit``: the quantity as given (``resourceCpuLimit``, ``resourceMemoryLimit``) and as a number
+    (``cpuLimit`` in CPUs, ``memoryLimit`` in GB), which older backends read."""
+    out: Dict[str, Any] = {}
+    if cpu_limit:
+        number, unit = _number_and_unit(str(cpu_limit))
+        out.update(resourceCpuLimit=str(cpu_limit), cpuLimit=number / 1000 if unit == "m" else number)
+    if memory_limit:
+        number, unit = _number_and_unit(str(memory_limit))
+        out.update(resourceMemoryLimit=str(memory_limit), memoryLimit=number * _MEMORY_UNITS[unit] / 10**9)
+    return out
+
+
+def set_task_resources(pipeline_spec: Dict[str, Any], limits: Dict[str, Tuple[Optional[str], Optional[str]]],
+                       path: str) -> None:
+    """Give each named task's container ``(cpu_limit, memory_limit)``; a name that is no container task of the spec
+    is a :class:`ConfigError` listing those there are."""
+    tasks = pipeline_spec["root"]["dag"]["tasks"]
+    executors = pipeline_spec["deploymentSpec"]["executors"]
+    containers = {}
+    for name, task in tasks.items():
+        label = pipeline_spec["components"][task["componentRef"]["name"]].get("executorLabel")
+        if label and "container" in executors.get(label, {}):
+            containers[name] = executors[label]["container"]
+    for name, (cpu, memory) in limits.items():
+        if name not in containers:
+            raise ConfigError(f"task_resources.{name}: {path} has no container task {name!r} "
+                            f"(its container tasks: {', '.join(sorted(containers))})")
+        resources = container_resources(cpu, memory)
+        if resources:
+            containers[name]["resources"] = resources

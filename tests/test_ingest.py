@@ -18,7 +18,7 @@ from components import corpus_beam
 from components.ingest_tool import ingest
 from components.text.books import read_book
 from components.text.wiki import wiki_documents
-from config import CorpusConfig
+from config import ConfigError, CorpusConfig
 from tests.conftest import CLI, REPO, cli_env
 from tests.reliability import fixtures
 from tests.test_cli_errors import _check_clean_failure
@@ -70,6 +70,33 @@ def test_both_wikipedia_formats_in_one_folder_each_detected(tmp_path):
                                         r"line 1"):
         ingest(str(wiki), None, str(tmp_path / "we"), ONE_SHARD, wikipedia_format="wikiextractor")
     assert not [p for p in os.listdir(tmp_path) if p.startswith(("xml", "we"))]
+
+
+def test_the_dag_and_ingest_read_the_same_files_by_default(tmp_path):
+    """CorpusGen lists its inputs with the configuration's globs (components/tfx_components.py): their defaults take
+    WikiExtractor's AA/wiki_NN files and compressed books as ``ingest`` does, and ``corpus.wikipedia_format`` reaches
+    both (here ``xml``, which refuses WikiExtractor output, naming the file)."""
+    default = CorpusConfig(books_dir="x")
+    listed = corpus_beam.list_inputs(str(WIKI), default.wikipedia_glob, str(BOOKS), default.books_glob)
+    assert [(kind, os.path.relpath(path, root)) for kind, path, root in listed] == [
+        ("books", THOREAU), ("books", DICKENS), ("wikipedia", "AA/wiki_00"), ("wikipedia", "AB/wiki_00.bz2")]
+    assert default.wikipedia_format == "auto"
+    xml = CorpusConfig(books_dir="x", num_shards=1, wikipedia_format="xml").validate()
+    with pytest.raises(Exception, match=r"wiki_00: not a MediaWiki export"):
+        ingest(str(WIKI), None, str(tmp_path / "xml"), xml)
+    assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("corpus.wikipedia_format=html", "corpus.wikipedia_format"),
+    ("corpus.books_glob=[]", "at least one pattern"),
+    ("corpus.wikipedia_glob=[ok/*, ../up/*]", "without '..'"),
+])
+def test_corpus_input_settings_are_checked(override, message):
+    from pipeline.configs import build_config
+
+    with pytest.raises(ConfigError, match=message):
+        build_config("sample", overrides=[override])
 
 
 def test_an_empty_book_archive_is_skipped_and_counted(tmp_path):

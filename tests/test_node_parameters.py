@@ -38,10 +38,13 @@ def _changed_nodes(override):
     ("datagen.dupe_factor=3", {"PretrainingDataGen"}),
     ("vocab.vocab_size=2000", {"VocabGen"}),
     ("corpus.min_doc_chars=10", {"CorpusGen"}),
+    ("corpus.wikipedia_format=wikiextractor", {"CorpusGen"}),
+    ("corpus.books_glob=**/*.txt", {"CorpusGen"}),
     ("seed=1", {"VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
     # The Trainer keeps its checkpoints under the pipeline root (custom_config.checkpoint_root).
     ("pipeline_root=/elsewhere", {"Trainer", "Blesser", "Pusher"}),  # checkpoints; the default push destination
     ("beam_args=--direct_num_workers=2", set()),
+    ("task_resources={VocabGen: {memory_limit: 8G}}", set()),  # deployment only: the compiled task's machine
     # Input folders are only their Importer's URI: the processing nodes see them as input artifacts.
     ("corpus.books_dir=/other/books", {"BooksImporter"}),
     ("benchmarks.glue_dir=/other/glue", {"GlueDataImporter"}),
@@ -331,3 +334,34 @@ def test_plan_cache_key_is_the_one_tfx_launcher_computes(tmp_path):
                 assert ours == launcher_key(nodes[node], {key: [a]}), (node, artifact_id)
                 keys.add(ours)
         assert len(keys) == 4  # two nodes x two input artifacts
+
+
+def test_task_resources_reach_only_their_task_container(compiled):
+    """The paper preset's VocabGen asks for 4 CPUs and 48 GB (its 10 M-sentence sample does not fit Vertex AI's
+    default 16 GB task machine), written as the KFP compiler writes ``set_cpu_limit`` / ``set_memory_limit``; no other
+    task has limits, and the sample spec, which sets none, has none."""
+    from pipeline import spec
+
+    pipeline_spec = compiled["paper"][1]["pipelineSpec"]
+    executors = pipeline_spec["deploymentSpec"]["executors"]
+    limited = {label: e["container"]["resources"] for label, e in executors.items()
+               if "resources" in e.get("container", {})}
+    vocab = pipeline_spec["components"][pipeline_spec["root"]["dag"]["tasks"]["VocabGen"]["componentRef"]["name"]]
+    assert limited == {vocab["executorLabel"]: {"resourceCpuLimit": "4", "cpuLimit": 4.0,
+                                                "resourceMemoryLimit": "48G", "memoryLimit": 48.0}}
+    sample = compiled["sample"][1]["pipelineSpec"]["deploymentSpec"]["executors"]
+    assert not any("resources" in e.get("container", {}) for e in sample.values())
+    assert spec.container_resources("500m", "64Gi") == {"resourceCpuLimit": "500m", "cpuLimit": 0.5,
+                                                       "resourceMemoryLimit": "64Gi", "memoryLimit": 68.719476736}
+    with pytest.raises(ConfigError, match=r"task_resources.Vocab: spec.json has no container task 'Vocab' "
+                                          r"\(its container tasks: .*VocabGen"):
+        spec.set_task_resources(pipeline_spec, {"Vocab": ("1", None)}, "spec.json")
+
+
+@pytest.mark.parametrize("override,message", [
+    ("task_resources={VocabGen: {memory_limit: 48GB}}", "task_resources.VocabGen.memory_limit"),
+    ("task_resources={VocabGen: {cpu_limit: eight}}", "task_resources.VocabGen.cpu_limit"),
+])
+def test_task_resources_are_checked(override, message):
+    with pytest.raises(ConfigError, match=message):
+        build_config("sample", overrides=[override])

@@ -28,7 +28,6 @@ from components.text.wikitext import clean_wikitext
 Source = Union[str, "os.PathLike[str]", BinaryIO]
 
 DEFAULT_MIN_CHARS = 200  # stubs shorter than this give almost no sentence pairs
-WIKIPEDIA_FORMATS = ("auto", "xml", "wikiextractor")
 
 
 @dataclass(frozen=True)
