@@ -5,12 +5,12 @@ Each action is split into *build* (construct the request object, offline, testab
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from components import cloud_auth
 from config.errors import UserError
 from pipeline import spec
 from pipeline.home import IMAGE_HOME
@@ -21,8 +21,6 @@ REMOTE_SCHEMES = {"Vertex AI": ("gs://",), "Kubeflow Pipelines": ("gs://", "s3:/
 # The pipeline image's own copy of the bundled sample (infra/Dockerfile: COPY data/sample): folders under it exist
 # in every container of the image, so a spec may name them wherever it was compiled.
 IMAGE_DATA_ROOT = IMAGE_HOME + "/data/"
-AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service "
-             "account key file")
 
 
 class CloudConfigError(UserError, ValueError):
@@ -83,17 +81,10 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
                                f"{', '.join(bad + data)}; fix: {'; '.join(fixes)}")
 
 
-@contextlib.contextmanager
 def google_credentials():
-    """Google's credential errors (missing, invalid, expired: at construction or at the first call) become one
-    :class:`CloudAuthError` saying how to authenticate."""
-    import google.auth.exceptions
-
-    try:
-        yield
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise CloudAuthError(f"no usable Google Cloud credentials ({str(exc).splitlines()[0][:200]}): "
-                             f"{AUTH_HELP}") from None
+    """Google's credential errors become one :class:`CloudAuthError` saying how to authenticate
+    (:func:`components.cloud_auth.google_credentials`, the rule the Model Registry upload shares)."""
+    return cloud_auth.google_credentials(CloudAuthError)
 
 
 @dataclass

@@ -11,15 +11,12 @@ Missing or unusable credentials are a user error (:class:`RegistryAuthError`) sa
 """
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Dict, Mapping
 
+from components.cloud_auth import google_credentials
 from config.errors import UserError
 
-__all__ = ["RegistryAuthError", "parse_model", "upload_request", "upload", "AUTH_HELP"]
-
-AUTH_HELP = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a service "
-             "account key file")
+__all__ = ["RegistryAuthError", "parse_model", "upload_request", "upload"]
 
 
 class RegistryAuthError(UserError, ValueError):
@@ -56,17 +53,6 @@ def upload_request(settings: Mapping[str, Any], artifact_uri: str, version: int,
     return request
 
 
-@contextlib.contextmanager
-def _credentials():
-    import google.auth.exceptions
-
-    try:
-        yield
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise RegistryAuthError(f"no usable Google Cloud credentials for the Model Registry upload "
-                                f"({str(exc).splitlines()[0][:200]}): {AUTH_HELP}") from None
-
-
 def _client(region: str, credentials=None):
     from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
 
@@ -80,7 +66,7 @@ def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels:
     from google.api_core import exceptions as api_exceptions
 
     where = parse_model(settings["vertex_model"])
-    with _credentials():
+    with google_credentials(RegistryAuthError, " for the Model Registry upload"):
         client = _client(where["region"], credentials)
         try:
             client.get_model(name=settings["vertex_model"])
