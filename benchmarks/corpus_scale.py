@@ -198,7 +198,8 @@ def main(argv=None) -> None:
         rate = r.get("tokens_per_s_per_core") or r.get("words_per_s_per_core")
         unit = "tokens" if r.get("tokens_per_s_per_core") else "words"
         wall = f"{r['wall_s']}" + (" (killed)" if r.get("killed") else "")
-        print(f"| {r['step']} | {r['fraction']:g} | {r['input_words']:,} | {r.get('input_tokens') or 0:,} | "
+        tokens = f"{r['input_tokens']:,}" if r.get("input_tokens") else "-"
+        print(f"| {r['step']} | {r['fraction']:g} | {r['input_words']:,} | {tokens} | "
               f"{r['workers']} | {wall} | {f'{rate:,} {unit}' if rate else '-'} | {r['peak_rss_mib']:,} |")
 
 
