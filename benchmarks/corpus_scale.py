@@ -33,36 +33,19 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from typing import Dict, List, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-from benchmarks.datagen_memory import cli_command, peak_rss  # noqa: E402
+from benchmarks.datagen_memory import cli_command, peak_rss_run  # noqa: E402
 from benchmarks.ingest import cpu_description, list_files, subset, words_of  # noqa: E402
 
 SPM_MODEL = os.path.join(ROOT, "data", "sample", "vocab", "30k-clean.model")
 DATAGEN_CASES = {"L128": ["datagen.max_seq_length=128"], "L512": ["datagen.max_seq_length=512"]}
 _COUNTER = re.compile(r"input_tokens ([\d,]+)")
-
-
-def run_measured(command: List[str], log: str, timeout: Optional[float] = None,
-                 env: Optional[Dict[str, str]] = None) -> Dict:
-    """Run ``command`` (output appended to ``log``); wall seconds, peak RSS (MiB) and whether it was killed at
-    ``timeout``. A failure other than the timeout stops the benchmark, naming the log."""
-    if timeout:
-        command = ["timeout", "-s", "KILL", str(int(timeout)), *command]
-    t0 = time.perf_counter()
-    with open(log, "ab") as out:
-        code, mib = peak_rss(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
-    killed = bool(timeout) and code in (124, 137, -9)
-    if code and not killed:
-        raise SystemExit(f"{' '.join(command)} failed with exit code {code}; see {log}")
-    return {"wall_s": round(time.perf_counter() - t0, 1), "peak_rss_mib": round(mib, 1), "killed": killed}
 
 
 def input_tokens(log: str) -> Optional[int]:
@@ -145,7 +128,7 @@ def main(argv=None) -> None:
                            for a in (f"--{s}", os.path.join(work, tag, "input", s))]
                 command = cli_command() + ["--log-file", log, "ingest", *sources, "--output", out, "--workers",
                                            str(workers), "--set", "corpus.num_shards=4"]
-                m = run_measured(command, log)
+                m = {**peak_rss_run(command, log), "killed": False}
                 if workers != 1:
                     shutil.rmtree(out, ignore_errors=True)
                 if "ingest" in args.steps:
@@ -162,7 +145,7 @@ def main(argv=None) -> None:
                                                    "--output", out, "--workers", str(workers)]
                         for item in overrides:
                             command += ["--set", item]
-                        m = run_measured(command, case_log)
+                        m = {**peak_rss_run(command, case_log), "killed": False}
                         tokens = input_tokens(case_log) or tokens
                         with open(os.path.join(out, "stats.json")) as f:
                             instances = json.load(f)["splits"]["train"]["instances"]
@@ -174,7 +157,7 @@ def main(argv=None) -> None:
                 out = os.path.join(work, tag, "vocab")
                 command = [sys.executable, "-m", "benchmarks.corpus_scale", "_vocab", documents, out,
                            str(args.vocab_size), str(args.input_sentence_size)]
-                m = run_measured(command, log)
+                m = {**peak_rss_run(command, log), "killed": False}
                 shutil.rmtree(out, ignore_errors=True)
                 record({"step": "vocab", **common, "input_tokens": tokens, "workers": 1, **m,
                         "words_per_s_per_core": per_core(words, m["wall_s"], 1)})
@@ -182,7 +165,7 @@ def main(argv=None) -> None:
                 out = os.path.join(work, tag, "official.tfrecord")
                 env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                     p for p in (args.official_albert, os.environ.get("PYTHONPATH")) if p)}
-                m = run_measured(official_command(args.official_albert, documents, out, args.spm_model),
+                m = peak_rss_run(official_command(args.official_albert, documents, out, args.spm_model),
                                  os.path.join(work, tag, "official.log"), timeout=args.official_timeout, env=env)
                 done = os.path.exists(out) and not m["killed"]
                 if os.path.exists(out):

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -90,14 +90,21 @@ def peak_rss(command: List[str], **popen) -> Tuple[int, float]:
             return code, int(f.read()) / 1024
 
 
-def peak_rss_run(command: List[str], log: str) -> Dict[str, float]:
-    """Run ``command`` (output to ``log``); its peak RSS in MiB from the kernel, and its wall seconds."""
+def peak_rss_run(command: List[str], log: str, timeout: Optional[float] = None,
+                 env: Optional[Dict[str, str]] = None) -> Dict[str, float]:
+    """Run ``command`` (output appended to ``log``, environment ``env`` or this one); its peak RSS in MiB from the
+    kernel, and its wall seconds. With ``timeout`` the command is killed after that many seconds, and the result
+    says whether it was (``killed``). A failure other than that kill stops the benchmark, naming the log."""
+    if timeout:
+        command = ["timeout", "-s", "KILL", str(int(timeout)), *command]
     t0 = time.perf_counter()
     with open(log, "ab") as out:
-        code, mib = peak_rss(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-    if code:
+        code, mib = peak_rss(command, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    killed = bool(timeout) and code in (124, 137, -9)
+    if code and not killed:
         raise SystemExit(f"{' '.join(command)} failed with exit code {code}; see {log}")
-    return {"peak_rss_mib": round(mib, 1), "wall_s": round(time.perf_counter() - t0, 1)}
+    result = {"peak_rss_mib": round(mib, 1), "wall_s": round(time.perf_counter() - t0, 1)}
+    return {**result, "killed": killed} if timeout else result
 
 
 def main(argv=None) -> None:
