@@ -345,9 +345,12 @@ TPU_MACHINE_PREFIXES = ("cloud-tpu", "ct4p-", "ct5lp-", "ct5p-", "ct6e-")
 
 
 # Kubernetes quantities as Kubeflow Pipelines accepts them for a task's limits (kfp's set_cpu_limit /
-# set_memory_limit): CPUs as a number or millicores ("500m"); memory as a number of bytes with an optional suffix.
+# set_memory_limit): CPUs as a number or millicores ("500m"); memory as a number of bytes with an optional suffix,
+# each suffix's bytes here (pipeline/spec.py converts with them).
+MEMORY_UNITS = {"E": 10**18, "Ei": 1 << 60, "P": 10**15, "Pi": 1 << 50, "T": 10**12, "Ti": 1 << 40, "G": 10**9,
+                "Gi": 1 << 30, "M": 10**6, "Mi": 1 << 20, "K": 10**3, "Ki": 1 << 10, "": 1}
 _CPU_QUANTITY = re.compile(r"^(\d+(\.\d+)?|\d+m)$")
-_MEMORY_QUANTITY = re.compile(r"^\d+(\.\d+)?(E|Ei|P|Pi|T|Ti|G|Gi|M|Mi|K|Ki)?$")
+_MEMORY_QUANTITY = re.compile(r"^\d+(\.\d+)?(" + "|".join(unit for unit in MEMORY_UNITS if unit) + ")?$")
 
 
 @dataclass
@@ -684,4 +687,4 @@ __all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "Model
            "VertexTrainingConfig", "TaskResources", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig", "ReleaseConfig",
            "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
            "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS",
-           "WIKIPEDIA_GLOBS", "BOOKS_GLOBS", "WIKIPEDIA_FORMATS"]
+           "WIKIPEDIA_GLOBS", "BOOKS_GLOBS", "WIKIPEDIA_FORMATS", "MEMORY_UNITS"]

@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from config.errors import UserError
 from config.schema import ConfigError
+from config.sections import MEMORY_UNITS
 
 SCHEMA_VERSION = "2.1.0"
 
@@ -81,10 +82,6 @@ def check_schema(path: str, pipeline_spec: Dict[str, Any], why: str) -> None:
                         f"recompile it with `albert-pipeline compile`")
 
 
-_MEMORY_UNITS = {"E": 10**18, "Ei": 1 << 60, "P": 10**15, "Pi": 1 << 50, "T": 10**12, "Ti": 1 << 40, "G": 10**9,
-                 "Gi": 1 << 30, "M": 10**6, "Mi": 1 << 20, "K": 10**3, "Ki": 1 << 10, "": 1}
-
-
 def _number_and_unit(quantity: str) -> Tuple[float, str]:
     unit = quantity.lstrip("0123456789.")
     return float(quantity[: len(quantity) - len(unit)]), unit
@@ -100,7 +97,7 @@ def container_resources(cpu_limit: Optional[str], memory_limit: Optional[str]) -
         out.update(resourceCpuLimit=str(cpu_limit), cpuLimit=number / 1000 if unit == "m" else number)
     if memory_limit:
         number, unit = _number_and_unit(str(memory_limit))
-        out.update(resourceMemoryLimit=str(memory_limit), memoryLimit=number * _MEMORY_UNITS[unit] / 10**9)
+        out.update(resourceMemoryLimit=str(memory_limit), memoryLimit=number * MEMORY_UNITS[unit] / 10**9)
     return out
 
 
@@ -118,7 +115,7 @@ def set_task_resources(pipeline_spec: Dict[str, Any], limits: Dict[str, Tuple[Op
     for name, (cpu, memory) in limits.items():
         if name not in containers:
             raise ConfigError(f"task_resources.{name}: {path} has no container task {name!r} "
-                            f"(its container tasks: {', '.join(sorted(containers))})")
+                              f"(its container tasks: {', '.join(sorted(containers))})")
         resources = container_resources(cpu, memory)
         if resources:
             containers[name]["resources"] = resources
