@@ -324,11 +324,11 @@ def Blesser(
     blessing.set_int_custom_property("blessed", int(decision["blessed"]))
     blessing.set_int_custom_property("forced", int(decision["forced"]))
     blessing.set_string_custom_property("current_model", model.uri)
-    blessing.set_int_custom_property("current_model_id", model.id)
+    _set_model_id(blessing, "current_model_id", model, names)
     blessing.set_string_custom_property("reason", decision["reason"][:1000])
     if baseline_model is not None:
         blessing.set_string_custom_property("baseline_model", baseline_model.uri)
-        blessing.set_int_custom_property("baseline_model_id", baseline_model.id)
+        _set_model_id(blessing, "baseline_model_id", baseline_model, names)
     _LOG.info("release decision: %s%s: %s", marker, " (forced)" if decision["forced"] else "", decision["reason"])
 
 
@@ -373,8 +373,7 @@ def Pusher(
                            ("blessing", blessing))}
     results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
     export_info = package.export_info(model.uri)
-    documents_facts = {k: v.int_value for k, v in documents.mlmd_artifact.custom_properties.items()
-                       if v.HasField("int_value")}
+    documents_facts = _int_facts(documents)
     with tempfile.TemporaryDirectory() as built:
         hf_note = package.build(model.uri, export_info, built)
 
@@ -400,6 +399,31 @@ def Pusher(
         uploaded = registry.upload(settings, path, number, labels)
         pushed_model.set_string_custom_property("vertex_model", uploaded["model"])
         pushed_model.set_string_custom_property("vertex_model_version", str(uploaded["version_id"]))
+
+
+def _set_model_id(blessing, key: str, model, names) -> None:
+    """``current_model_id`` / ``baseline_model_id`` as the pipeline's resolver matches them: locally the model's MLMD
+    id (``LatestBlessedModelStrategy`` compares ids); on Kubeflow / Vertex AI its resource name, which the compiled
+    model resolver's query compares with the artifact's ``name`` (TFX rewrites the id so for its own Evaluator
+    only: ``kubeflow_v2_entrypoint_utils.refactor_model_blessing``)."""
+    if model.id in names:
+        blessing.set_string_custom_property(key, names[model.id])
+    else:
+        blessing.set_int_custom_property(key, model.id)
+
+
+def _int_facts(artifact) -> dict:
+    """An artifact's integer custom properties, however they arrived: ``int_value`` from a local MLMD store, a
+    whole number in ``struct_value`` from the Kubeflow / Vertex AI entrypoint (which passes metadata as JSON)."""
+    facts = {}
+    for key, value in artifact.mlmd_artifact.custom_properties.items():
+        if value.HasField("int_value"):
+            facts[key] = value.int_value
+        elif value.HasField("struct_value"):
+            number = artifact.get_json_value_custom_property(key)
+            if isinstance(number, float) and number.is_integer():
+                facts[key] = int(number)
+    return facts
 
 
 def _label(text: str) -> str:

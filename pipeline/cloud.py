@@ -45,13 +45,27 @@ def _spec_values(spec_path: str):
                   for task in tasks.values() if "artifact_uri" in task.get("inputs", {}).get("parameters", {})}
     defaults = {name: value for name, value in spec.parameter_defaults(data).items()
                 if name in uri_params and isinstance(value, str)}
+    return root, _lasting(tasks), defaults, uri_params
+
+
+# The settings naming folders a spec writes to that must outlive its containers: (task, parameter, JSON key).
+LASTING_FOLDERS = (("Trainer", "custom_config", "checkpoint_root"), ("Pusher", "config", "push_destination"))
+
+
+def _lasting(tasks: Dict[str, Any]) -> Dict[str, str]:
     lasting = {}
-    for task, parameter, key in (("Trainer", "custom_config", "checkpoint_root"),
-                                 ("Pusher", "config", "push_destination")):
+    for task, parameter, key in LASTING_FOLDERS:
         text = spec.constant(tasks[task]["inputs"]["parameters"].get(parameter, {})) if task in tasks else None
         if text and json.loads(text).get(key) is not None:
             lasting[f"{task} {key}"] = json.loads(text)[key]
-    return root, lasting, defaults, uri_params
+    return lasting
+
+
+def lasting_folders(spec_path: str) -> Dict[str, str]:
+    """{"Trainer checkpoint_root" | "Pusher push_destination": folder} where the spec sets them (compiled from the
+    pipeline root otherwise)."""
+    _, pipeline_spec = spec.load(spec_path)
+    return _lasting(pipeline_spec.get("root", {}).get("dag", {}).get("tasks", {}))
 
 
 def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dict[str, Any]] = None,

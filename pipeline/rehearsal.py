@@ -6,28 +6,38 @@ parameters the task never receives. For each task of ``root.dag``, in dependency
 do:
 
 * an **Importer** task (``importer`` executor) runs no container: the backend records an artifact with the
-  importer's URI and type schema, and so does the rehearsal;
-* a **resolver** task (the latest blessed model) queries the backend's ML Metadata for earlier runs' artifacts: a
-  rehearsal is a first run and finds none, as the backend does on a pipeline's first run;
-* a **container** task gets an ``ExecutorInput`` JSON built as the backends build it: ``inputs.parameterValues``
+  importer's URI and type schema, or reuses the one it recorded for the same URI and type (``reimport=False``), and
+  so does the rehearsal;
+* a **resolver** task (the latest blessed model) answers its compiled ``outputArtifactQueries`` against the
+  artifacts of earlier runs of the pipeline: the rehearsal keeps them in a store in its output folder
+  (:mod:`pipeline.rehearsal_store`), so the first rehearsal in a folder finds none, as a pipeline's first run does,
+  and the next one finds what the first blessed;
+* a **container** task whose spec enables caching is a cache hit when an earlier execution had the same cache key
+  (KFP v2's fields: input artifact names, parameter values, output definitions, image, command and args): its
+  outputs are reused and nothing runs. Otherwise it gets an ``ExecutorInput`` JSON built as the backends build it: ``inputs.parameterValues``
   (typed protobuf values, the only field open-source KFP fills), input artifacts as their producers'
   ``executor_output.json`` left them, output artifacts with URIs under the pipeline root, and ``outputFile``.
   The JSON replaces ``{{$}}`` in the container's ``command`` + ``args``, and that exact argv runs as a subprocess
   whose ``python`` is the chosen environment's (the image's virtualenv is first on its ``PATH`` the same way), in
   an empty working folder, with no ``PYTHONPATH``: only what is installed in that environment can be imported.
 
+A rehearsal writes nothing outside its output folder and sends nothing anywhere (:class:`Destinations`): the
+pipeline root moves to a local folder (every compiled string under the spec's root moves with it), so does every
+other ``gs://`` location in a parameter or argument and every folder the spec writes to that lies outside the output
+folder (the Pusher's destination, the Trainer's checkpoint root); a remote Beam runner is replaced by Beam's local
+one; Model Registry uploads are recorded (:data:`components.release.registry.RECORD_VAR`) and not sent. The
+summary lists each move. The image's bundled sample, :data:`pipeline.cloud.IMAGE_DATA_ROOT`, is read from this
+project's ``data/``.
+
 What it cannot hold without a real backend: the container image itself (it runs in an environment built the way
-the image is built, see ``infra/build_env.sh``), Vertex's caching, retries and resource limits, credentials,
-``gs://`` I/O (the pipeline root is moved to a local folder: every compiled string under the spec's root moves
-with it, and the image's bundled sample, :data:`pipeline.cloud.IMAGE_DATA_ROOT`, is read from this project's
-``data/``), and a remote Beam runner (a spec whose tasks name one is refused: rehearse the same configuration
-compiled for local Beam).
+the image is built, see ``infra/build_env.sh``), retries and resource limits, credentials and real ``gs://`` I/O.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,6 +51,7 @@ from config.errors import UserError
 from pipeline import spec
 from pipeline.cloud import IMAGE_DATA_ROOT
 from pipeline.home import PROJECT_HOME
+from pipeline.rehearsal_store import QueryError, Store, cache_key, schema_title
 
 # Written next to a spec after a successful rehearsal: `submit` hints at `rehearse` when it is missing or stale.
 MARKER_SUFFIX = ".rehearsal.json"
@@ -66,6 +77,7 @@ class TaskResult:
     outputs: Dict[str, List[Dict[str, Any]]] = field(default_factory=dict)  # output key → runtime artifacts
     output_parameters: Dict[str, Any] = field(default_factory=dict)
     log: Optional[str] = None
+    outcome: str = "done"  # what the progress line says: "cache hit (RUN)", "found none", "recorded", ...
 
 
 def spec_digest(path: str) -> str:
@@ -101,19 +113,95 @@ def task_order(pipeline_spec: Dict[str, Any]) -> List[str]:
     return order
 
 
+class Destinations:
+    """Every place outside the rehearsal's output folder that a spec writes to or sends to, moved or held back.
+
+    * ``gs://BUCKET/PATH`` anywhere in a parameter or container argument (the compiled pipeline root aside, which
+      moves to ``<output>/pipeline_root``) → ``<output>/gs/BUCKET/PATH``;
+    * a folder of this machine the spec writes to (:func:`pipeline.cloud.lasting_folders`: the Pusher's destination,
+      the Trainer's checkpoint root) outside the output folder → ``<output>/moved/<its absolute path>``;
+    * a remote Beam runner (``--runner=DataflowRunner`` …) → Beam's local runner;
+    * Model Registry uploads: recorded in ``<output>/registry_requests.jsonl``, not sent.
+
+    ``moved`` ({original: replacement}) and ``not_sent`` ({what: where it is recorded}) go into the summary.
+    """
+
+    GS = re.compile(r"gs://[^\s\"',;]+")
+
+    def __init__(self, output_dir: str, spec_path: str, compiled_root: Optional[str], root: str):
+        from pipeline.cloud import lasting_folders
+
+        self.output_dir = output_dir
+        self.compiled_root = (compiled_root or "").rstrip("/")
+        self.root = root
+        self.moved: Dict[str, str] = {}
+        self.not_sent: Dict[str, str] = {}
+        self.registry_record = os.path.join(output_dir, "registry_requests.jsonl")
+        self._folders = {}
+        for folder in lasting_folders(spec_path).values():
+            if "://" not in folder and not _inside(folder, output_dir) and not (
+                    self.compiled_root and folder.startswith(self.compiled_root)):
+                self._folders[folder.rstrip("/")] = os.path.join(output_dir, "moved", folder.strip("/"))
+
+    def local(self, value: Any) -> Any:
+        """A compiled string with every destination moved (see the class docstring)."""
+        if not isinstance(value, str):
+            return value
+        if self.compiled_root:
+            value = value.replace(self.compiled_root, self.root)  # also inside compiled JSON settings
+        for folder, replacement in self._folders.items():
+            if folder in value:
+                value = value.replace(folder, replacement)
+                self.moved[folder] = replacement
+        return self.GS.sub(self._gs, value)
+
+    def _gs(self, match) -> str:
+        uri = match.group(0)
+        replacement = os.path.join(self.output_dir, "gs", uri[len("gs://"):].rstrip("/"))
+        self.moved[uri] = replacement
+        return replacement
+
+    def runner_arg(self, arg: str) -> str:
+        runner = arg.split("=", 1)[1] if arg.startswith("--runner=") else None
+        if runner and runner not in LOCAL_RUNNERS:
+            self.moved[arg] = f"--runner={LOCAL_RUNNER}"
+            return f"--runner={LOCAL_RUNNER}"
+        return self.local(arg)
+
+    def registry(self, parameters: Dict[str, Any]) -> Dict[str, str]:
+        """The environment that makes a task record its Model Registry uploads instead of sending them."""
+        from components.release.registry import RECORD_VAR
+
+        for value in parameters.values():
+            if isinstance(value, str) and '"vertex_model"' in value:
+                model = json.loads(value).get("vertex_model")
+                if model:
+                    self.not_sent[f"Model Registry upload to {model}"] = self.registry_record
+        return {RECORD_VAR: self.registry_record}
+
+
+def _inside(path: str, folder: str) -> bool:
+    path, folder = os.path.abspath(path), os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 class _Rehearsal:
-    def __init__(self, spec_path: str, pipeline_root: str, parameter_values: Optional[Dict[str, Any]],
+    def __init__(self, spec_path: str, output_dir: str, parameter_values: Optional[Dict[str, Any]],
                  python: str, log: Callable[[str], None]):
         self.spec_path = spec_path
         self.data, self.pipeline_spec = spec.load(spec_path)
         spec.check_schema(spec_path, self.pipeline_spec, "the backends fill only `parameterValues`, which older "
                                                          "specs do not read")
-        self.root = os.path.abspath(pipeline_root)
+        self.output_dir = os.path.abspath(output_dir)
+        self.root = os.path.join(self.output_dir, "pipeline_root")
         self.compiled_root = (self.data.get("runtimeConfig", {}).get("gcsOutputDirectory")
                               or self.pipeline_spec.get("defaultPipelineRoot"))
+        self.pipeline_name = self.pipeline_spec.get("pipelineInfo", {}).get("name", "")
         self.python_bin = os.path.dirname(os.path.abspath(python))
         self.log = log
         self.run_id = f"rehearsal-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        self.destinations = Destinations(self.output_dir, spec_path, self.compiled_root, self.root)
+        self.store = Store(self.output_dir)
         self.params = self._pipeline_parameters(parameter_values or {})
         self.results: Dict[str, TaskResult] = {}
         self._names = 0
@@ -132,15 +220,11 @@ class _Rehearsal:
         return {name: spec.typed(value, declared[name]) for name, value in values.items()}
 
     def _local(self, value: Any) -> Any:
-        """A compiled string moved to this machine: the spec's pipeline root → the rehearsal's, the image's bundled
-        sample → this project's ``data/``."""
-        if not isinstance(value, str):
-            return value
-        if self.compiled_root:
-            value = value.replace(self.compiled_root.rstrip("/"), self.root)  # also inside compiled JSON settings
-        if value.startswith(IMAGE_DATA_ROOT):  # a data folder parameter naming the image's copy
-            value = os.path.join(PROJECT_HOME, "data", value[len(IMAGE_DATA_ROOT):])
-        return value
+        """A compiled string moved to this machine: destinations as :class:`Destinations` moves them, the image's
+        bundled sample → this project's ``data/``."""
+        if isinstance(value, str) and value.startswith(IMAGE_DATA_ROOT):  # a data folder naming the image's copy
+            return os.path.join(PROJECT_HOME, "data", value[len(IMAGE_DATA_ROOT):])
+        return self.destinations.local(value)
 
     def _new_name(self) -> str:
         self._names += 1
@@ -177,7 +261,6 @@ class _Rehearsal:
     def run(self) -> Dict[str, TaskResult]:
         tasks = self.pipeline_spec["root"]["dag"]["tasks"]
         order = task_order(self.pipeline_spec)
-        self._check_runners()
         for i, name in enumerate(order, 1):
             task = tasks[name]
             component = self.pipeline_spec["components"][task["componentRef"]["name"]]
@@ -186,24 +269,16 @@ class _Rehearsal:
             if "importer" in executor:
                 result = self._importer(name, task, component, executor["importer"])
             elif "resolver" in executor:
-                result = self._resolver(name, component)
+                result = self._resolver(name, task, component, executor["resolver"])
             elif "container" in executor:
                 result = self._container(name, task, component, executor["container"])
             else:
                 raise RehearsalError(f"task {name}: executor kind {sorted(executor)} is not supported")
             result.seconds = time.monotonic() - start
             self.results[name] = result
-            self.log(f"[{i}/{len(order)}] {name}: {result.kind} done in {result.seconds:.1f} s")
+            self.store.save()
+            self.log(f"[{i}/{len(order)}] {name}: {result.kind} {result.outcome} in {result.seconds:.1f} s")
         return self.results
-
-    def _check_runners(self) -> None:
-        for executor in self.pipeline_spec["deploymentSpec"]["executors"].values():
-            for arg in executor.get("container", {}).get("args", []):
-                runner = arg.split("=", 1)[1] if arg.startswith("--runner=") else None
-                if runner and runner not in LOCAL_RUNNERS:
-                    raise RehearsalError(f"{self.spec_path} runs its Beam steps on {runner}, which a rehearsal "
-                                         f"cannot start here: rehearse the same configuration compiled for local "
-                                         f"Beam (`albert-pipeline compile` without a remote runner)")
 
     def _importer(self, name, task, component, importer) -> TaskResult:
         source = importer["artifactUri"]
@@ -211,45 +286,88 @@ class _Rehearsal:
         uri = params[source["runtimeParameter"]] if "runtimeParameter" in source else self._local(
             spec.constant({"runtimeValue": source}))
         if not isinstance(uri, str) or "://" in uri or not os.path.exists(uri):
+            uri = next((k for k, v in self.destinations.moved.items() if v == uri), uri)
             raise RehearsalError(f"task {name}: the folder it imports, {uri!r}, is not on this machine: pass "
                                  f"--parameters with local folders for the data parameters")
         (key,) = component["outputDefinitions"]["artifacts"]
+        reimport = bool(params.get("reimport", False))
+        known = None if reimport else self.store.imported(uri, schema_title(importer["typeSchema"]))
+        if known is not None:  # KFP's importer: the artifact of the same URI and type, not a new one
+            return TaskResult(name, "importer", 0.0, outputs={key: [Store.runtime(known)]}, outcome="reused")
         artifact = {"name": self._new_name(), "type": importer["typeSchema"], "uri": uri,
                     "metadata": importer.get("metadata", {})}
-        return TaskResult(name, "importer", 0.0, outputs={key: [artifact]})
+        self.store.record(artifact, pipeline=self.pipeline_name, run_id=self.run_id, task=name, kind="importer")
+        return TaskResult(name, "importer", 0.0, outputs={key: [artifact]}, outcome="recorded")
 
-    @staticmethod
-    def _resolver(name, component) -> TaskResult:
-        """A resolver task (TFX's latest-blessed-model resolver) queries the backend's ML Metadata for artifacts of
-        earlier runs; a rehearsal is a first run, so it finds none, as the backend does on a pipeline's first run."""
-        keys = component.get("outputDefinitions", {}).get("artifacts", {})
-        return TaskResult(name, "resolver", 0.0, outputs={key: [] for key in keys})
+    _PLACEHOLDER = re.compile(r"\{\{\$\.inputs\.artifacts\['([^']+)'\]\.metadata\['([^']+)'\]\}\}")
+
+    def _resolver(self, name, task, component, resolver) -> TaskResult:
+        """Each output's compiled filter answered against the store: the newest match in this pipeline, or none."""
+        inputs = self._input_artifacts(name, task)
+        queries = resolver.get("outputArtifactQueries", {})
+        outputs = {}
+        for key in component.get("outputDefinitions", {}).get("artifacts", {}):
+            query, unresolved = queries.get(key, {}).get("filter", ""), False
+
+            def value(match):
+                nonlocal unresolved
+                arts = inputs.get(match.group(1), {}).get("artifacts", [])
+                found = arts[0].get("metadata", {}).get(match.group(2)) if arts else None
+                unresolved = unresolved or not isinstance(found, str)
+                return found if isinstance(found, str) else ""
+
+            query = self._PLACEHOLDER.sub(value, query)
+            try:
+                found = None if unresolved or not query else self.store.resolve(query, self.pipeline_name)
+            except QueryError as exc:
+                raise RehearsalError(f"task {name}: {exc}") from None
+            outputs[key] = [Store.runtime(found)] if found else []
+        got = sorted(a["name"] for arts in outputs.values() for a in arts)
+        return TaskResult(name, "resolver", 0.0, outputs=outputs,
+                          outcome=f"found {', '.join(got)}" if got else "found none")
 
     def _container(self, name, task, component, container) -> TaskResult:
+        parameters = self._task_parameters(name, task, component)
+        inputs = self._input_artifacts(name, task)
+        argv_spec = [self.destinations.runner_arg(a) for a in container["command"] + container.get("args", [])]
+        key = cache_key({k: v["artifacts"] for k, v in inputs.items()}, parameters, component,
+                        {"image": container.get("image"), "command": argv_spec})
+        caching = task.get("cachingOptions", {}).get("enableCache", False)
+        hit = self.store.cached(key) if caching else None
+        if hit is not None:
+            return TaskResult(name, "container", 0.0, outputs=hit["outputs"],
+                              output_parameters=hit["output_parameters"], outcome=f"cache hit ({hit['run_id']})")
         task_root = os.path.join(self.root, self.run_id, name)
         outputs = {}
-        for key, definition in component.get("outputDefinitions", {}).get("artifacts", {}).items():
-            uri = os.path.join(task_root, key)
+        for out_key, definition in component.get("outputDefinitions", {}).get("artifacts", {}).items():
+            uri = os.path.join(task_root, out_key)
             os.makedirs(uri, exist_ok=True)  # gs:// has no folders to create; a local filesystem needs them
-            outputs[key] = {"artifacts": [{"name": self._new_name(), "type": definition["artifactType"],
-                                           "uri": uri, "metadata": {}}]}
+            outputs[out_key] = {"artifacts": [{"name": self._new_name(), "type": definition["artifactType"],
+                                               "uri": uri, "metadata": {}}]}
         executor_input = {
-            "inputs": {"parameterValues": self._task_parameters(name, task, component),
-                       "artifacts": self._input_artifacts(name, task)},
+            "inputs": {"parameterValues": parameters, "artifacts": inputs},
             "outputs": {"artifacts": outputs, "outputFile": os.path.join(task_root, "executor_output.json")},
         }
-        argv = [self._placeholders(name, part, executor_input) for part in container["command"] + container.get(
-            "args", [])]
+        argv = [self._placeholders(name, part, executor_input) for part in argv_spec]
         log_path = os.path.join(task_root, "log.txt")
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
         env["PATH"] = self.python_bin + os.pathsep + env.get("PATH", "")
+        env.update(self.destinations.registry(parameters))
         with tempfile.TemporaryDirectory(prefix="rehearsal-cwd-") as cwd, open(log_path, "w") as log_file:
             code = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
                                   stderr=subprocess.STDOUT).returncode
         if code != 0:
             raise TaskFailed(f"task {name} failed (exit {code}): {_last_error(log_path)} (log: {log_path})")
-        outputs, parameters = self._outputs(executor_input, name)
-        return TaskResult(name, "container", 0.0, outputs=outputs, output_parameters=parameters, log=log_path)
+        outputs, output_parameters = self._outputs(executor_input, name)
+        for arts in outputs.values():
+            for artifact in arts:
+                self.store.record(artifact, pipeline=self.pipeline_name, run_id=self.run_id, task=name,
+                                  kind="container")
+        if caching:
+            self.store.remember(key, {"outputs": outputs, "output_parameters": output_parameters,
+                                      "run_id": self.run_id, "task": name})
+        return TaskResult(name, "container", 0.0, outputs=outputs, output_parameters=output_parameters,
+                          log=log_path, outcome="cache miss, ran" if caching else "ran")
 
     @staticmethod
     def _placeholders(name: str, part: str, executor_input: Dict[str, Any]) -> str:
@@ -290,12 +408,13 @@ def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict
              python: Optional[str] = None, log: Callable[[str], None] = print) -> Dict[str, Any]:
     """Run every task of ``spec_path`` with its pipeline root under ``output_dir`` (see the module docstring).
 
+    Rehearsals in one ``output_dir`` share its store: each is a later run of the pipeline than the one before.
+
     ``python``: the interpreter of the environment to run the containers' commands in (default: this one's).
     Returns a JSON-ready summary. Raises :class:`TaskFailed` at the first task that fails, and
     :class:`RehearsalError` or :class:`pipeline.spec.SpecError` before any task runs when the spec cannot run here. A success is recorded next to the spec (``<spec>.rehearsal.json``) for ``submit``'s hint.
     """
-    rehearsal = _Rehearsal(spec_path, os.path.join(output_dir, "pipeline_root"), parameter_values,
-                           python or sys.executable, log)
+    rehearsal = _Rehearsal(spec_path, output_dir, parameter_values, python or sys.executable, log)
     start = time.monotonic()
     results = rehearsal.run()
     summary = {
@@ -303,7 +422,11 @@ def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict
         "schema_version": spec.schema_version(rehearsal.pipeline_spec), "run_id": rehearsal.run_id,
         "pipeline_root": rehearsal.root, "python": python or sys.executable, "parameters": rehearsal.params,
         "seconds": round(time.monotonic() - start, 1),
-        "tasks": {name: {"kind": r.kind, "seconds": round(r.seconds, 1),
+        "store": rehearsal.store.path,
+        # Where each destination of the spec went instead (nothing is written or sent outside the output folder).
+        "moved": dict(sorted(rehearsal.destinations.moved.items())),
+        "not_sent": dict(sorted(rehearsal.destinations.not_sent.items())),
+        "tasks": {name: {"kind": r.kind, "seconds": round(r.seconds, 1), "outcome": r.outcome,
                          "outputs": {key: arts[0]["uri"] if arts else None for key, arts in r.outputs.items()},
                          "artifacts": {key: arts[0]["name"] if arts else None for key, arts in r.outputs.items()}}
                   for name, r in results.items()},

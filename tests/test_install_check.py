@@ -265,6 +265,26 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
 
     assert record["version"] == 1 and record["scores"] == task_scores(local)
     assert os.path.isfile(os.path.join(pushed, "saved_model.pb"))
+    # The card holds the same facts as the local run's card: the Pusher reads the documents' counts as the backend
+    # hands them over (metadata numbers), not only as a local MLMD store holds them.
+    with open(os.path.join(pushed, "model_card.json")) as f:
+        remote_card = json.load(f)
+    with open(os.path.join(sample_run.pipeline_root, "releases", "1", "model_card.json")) as f:
+        local_card = json.load(f)
+    assert remote_card["corpus"]["sources"] == {"books": 2, "wikipedia": 19}
+    assert remote_card["corpus"]["documents"] == 21
+    assert card_differences(local_card, remote_card) == []
+
+
+def card_differences(local, remote):
+    """Two cards' facts, field by field, less what names a run rather than describes the model: artifact ids and
+    paths, and the time training took."""
+    local, remote = json.loads(json.dumps(local)), json.loads(json.dumps(remote))
+    for card in (local, remote):
+        card.pop("artifacts")
+        card["training"].pop("wall_seconds")
+        card["blessing"].pop("model")
+    return differences(local, remote)
 
 
 def _local_report_dir(sample_run) -> str:

@@ -122,11 +122,9 @@ def test_a_failing_task_ends_the_rehearsal_naming_it_and_its_log(tmp_path, capsy
     ("schema", "has pipeline-spec schema 2.0.0, not 2.1.0: the backends fill only `parameterValues`"),
     ("unknown", "has no parameter learning_rate (it has data_dir, steps)"),
     ("remote_data", "task Importer: the folder it imports, 'gs://b/data', is not on this machine"),
-    ("dataflow", "runs its Beam steps on DataflowRunner, which a rehearsal cannot start here"),
 ])
 def test_a_spec_that_cannot_run_here_is_refused_before_any_task(tmp_path, capsys, case, expected):
     path = make_spec(tmp_path, schema="2.0.0" if case == "schema" else "2.1.0",
-                     runner_arg="--runner=DataflowRunner" if case == "dataflow" else None,
                      data_dir="gs://b/data" if case == "remote_data" else None)
     argv = ["rehearse", "--spec", path, "--output-dir", str(tmp_path / "out")]
     if case == "unknown":
@@ -233,3 +231,76 @@ def test_an_output_parameter_reaches_the_task_that_reads_it(tmp_path):
     summary = rehearsal.rehearse(path, str(tmp_path / "out"), log=lambda line: None)
     with open(os.path.join(summary["tasks"]["Next"]["outputs"]["result"], "input.json")) as f:
         assert json.load(f)["inputs"]["parameterValues"] == {"n": 7}
+
+
+def test_every_destination_outside_the_output_folder_is_moved_into_it_and_listed(tmp_path):
+    """A ``gs://`` location outside the pipeline root and a remote Beam runner: moved, and the summary says so."""
+    path = make_spec(tmp_path, runner_arg="--runner=DataflowRunner")
+    with open(path) as f:
+        data = json.load(f)
+    echo = data["pipelineSpec"]["root"]["dag"]["tasks"]["Echo"]["inputs"]["parameters"]
+    echo["config"] = {"runtimeValue": {"constant": json.dumps({"temp": "gs://other-bucket/tmp/x",
+                                                               "root": "gs://b/root/ckpt"})}}
+    with open(path, "w") as f:
+        json.dump(data, f)
+    out = str(tmp_path / "out")
+    summary = rehearsal.rehearse(path, out, log=lambda line: None)
+    with open(os.path.join(summary["tasks"]["Echo"]["outputs"]["result"], "input.json")) as f:
+        received = json.loads(json.load(f)["inputs"]["parameterValues"]["config"])
+    assert received == {"temp": os.path.join(out, "gs", "other-bucket", "tmp", "x"),
+                        "root": os.path.join(out, "pipeline_root", "ckpt")}
+    assert summary["moved"] == {"--runner=DataflowRunner": "--runner=" + rehearsal.LOCAL_RUNNER,
+                                "gs://other-bucket/tmp/x": os.path.join(out, "gs", "other-bucket", "tmp", "x")}
+    assert summary["not_sent"] == {}
+
+
+def _with_caching(path):
+    with open(path) as f:
+        data = json.load(f)
+    data["pipelineSpec"]["root"]["dag"]["tasks"]["Echo"]["cachingOptions"] = {"enableCache": True}
+    with open(path, "w") as f:
+        json.dump(data, f)
+    return path
+
+
+def test_rehearsals_in_one_folder_share_a_store_importers_reuse_and_the_cache_keys_on_kfps_fields(tmp_path):
+    """The second rehearsal imports the same artifact (same URI and type) and is a cache hit; a changed parameter
+    value is a miss; without ``enableCache`` in the spec the task always runs."""
+    path = _with_caching(make_spec(tmp_path))
+    out = str(tmp_path / "out")
+    lines = []
+    first = rehearsal.rehearse(path, out, log=lines.append)
+    second = rehearsal.rehearse(path, out, log=lines.append)
+    assert [t["outcome"] for t in first["tasks"].values()] == ["recorded", "cache miss, ran"]
+    assert [t["outcome"] for t in second["tasks"].values()] == ["reused", f"cache hit ({first['run_id']})"]
+    assert second["tasks"]["Importer"]["artifacts"] == first["tasks"]["Importer"]["artifacts"]
+    assert second["tasks"]["Echo"]["outputs"] == first["tasks"]["Echo"]["outputs"]
+    assert not os.path.exists(os.path.join(out, "pipeline_root", second["run_id"]))  # nothing ran
+    assert lines[-1].startswith(f"[2/2] Echo: container cache hit ({first['run_id']}) in ")
+    third = rehearsal.rehearse(path, out, parameter_values={"steps": 301}, log=lambda line: None)
+    assert third["tasks"]["Echo"]["outcome"] == "cache miss, ran"
+    os.makedirs(tmp_path / "plain")
+    uncached = make_spec(tmp_path / "plain")
+    for _ in range(2):
+        assert rehearsal.rehearse(uncached, str(tmp_path / "out2"), log=lambda line: None)["tasks"]["Echo"][
+            "outcome"] == "ran"
+
+
+def test_a_resolver_answers_the_compiled_filter_with_the_newest_match_of_this_pipeline(tmp_path):
+    from pipeline.rehearsal_store import QueryError, Store, matches
+
+    store = Store(str(tmp_path))
+    blessing = {"type": {"schemaTitle": "tfx.ModelBlessing"}, "uri": "/u"}
+    for i, (blessed, pipeline) in enumerate([(1, "p"), (0, "p"), (1, "q"), (1, "p"), (0, "p")]):
+        store.record({**blessing, "name": f"b{i}", "metadata": {"blessed": float(blessed)}}, pipeline=pipeline,
+                     run_id="r", task="Blesser", kind="container")
+    query = 'schema_title="tfx.ModelBlessing" AND state=LIVE AND metadata.blessed.number_value=1'
+    assert store.resolve(query, "p")["name"] == "b3"
+    assert store.resolve(query, "q")["name"] == "b2"
+    assert store.resolve(query, "other") is None
+    assert store.resolve('schema_title="tfx.Model" AND state=LIVE AND name="b3"', "p") is None
+    assert matches('schema_title="tfx.ModelBlessing" AND name="b4"', store.data["artifacts"][4])
+    with pytest.raises(QueryError, match="create_time"):
+        store.resolve('schema_title="tfx.ModelBlessing" AND create_time>5', "p")
+    store.save()
+    assert Store(str(tmp_path)).resolve(query, "p")["name"] == "b3"  # kept between rehearsals

@@ -14,9 +14,10 @@ import yaml
 from components.report.document import Document, Section, Table, to_markdown
 from trainer.formatting import NONE_TEXT, number_text
 
-__all__ = ["MODEL_CARD", "render", "header"]
+__all__ = ["MODEL_CARD", "FACTS_FILE", "render", "header"]
 
 MODEL_CARD = "model_card.md"
+FACTS_FILE = "model_card.json"  # the facts the card renders
 
 # How the model-index names each task's dataset and task type; the other tasks are GLUE's.
 _DATASETS = {"SQuAD1.1": ("squad", "SQuAD v1.1", "question-answering"),

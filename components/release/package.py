@@ -11,6 +11,7 @@ Layout of a version folder (``<destination>/<N>/``)::
                                           the card as README.md (transformers' AlbertModel.from_pretrained)
     vocab/spm.model                       the SentencePiece vocabulary
     model_card.md                         the card (components.release.model_card)
+    model_card.json                       the card's facts, as the card shows them (for machines)
     release.json                          the record: version, model, blessing, scores, files with sha256 (last)
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
-from components.file_io import copy_tree
+from components.file_io import copy_tree, json_safe
 from components.release import model_card
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
@@ -126,7 +127,11 @@ def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[
 
 
 def write_card(out: str, facts: Mapping[str, Any]) -> str:
+    """The card (``model_card.md``, and the Hugging Face folder's ``README.md``) and its facts
+    (``model_card.json``) in ``out``; returns the card's text."""
     text = model_card.render(facts)
+    with tf.io.gfile.GFile(posixpath.join(out, model_card.FACTS_FILE), "w") as f:
+        f.write(json.dumps(json_safe(dict(facts)), indent=2, sort_keys=True))
     for path in (posixpath.join(out, model_card.MODEL_CARD),) + (
             (posixpath.join(out, HF_DIR, "README.md"),) if tf.io.gfile.isdir(posixpath.join(out, HF_DIR)) else ()):
         with tf.io.gfile.GFile(path, "w") as f:

@@ -8,15 +8,23 @@ version that claims it, e.g. ``production``).
 
 Missing or unusable credentials are a user error (:class:`RegistryAuthError`) saying how to authenticate, as for
 ``submit``.
+
+With :data:`RECORD_VAR` set (``albert-pipeline rehearse`` sets it for every task it starts), :func:`upload` sends
+nothing: it appends the request it would send to that file, one JSON line each, and answers as the registry would,
+with the model and ``recorded-<n>`` as the version id.
 """
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Dict, Mapping
 
 from components.cloud_auth import google_credentials
 from config.errors import UserError
 
-__all__ = ["RegistryAuthError", "parse_model", "upload_request", "upload"]
+__all__ = ["RECORD_VAR", "RegistryAuthError", "parse_model", "upload_request", "upload", "recorded_requests"]
+
+RECORD_VAR = "ALBERT_TFX_REGISTRY_RECORD"  # a file: record the requests there, send nothing
 
 
 class RegistryAuthError(UserError, ValueError):
@@ -63,6 +71,8 @@ def _client(region: str, credentials=None):
 def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels: Mapping[str, str],
            credentials=None, timeout: float = 1800) -> Dict[str, str]:
     """Upload the version (network). Returns {model, version_id} of the registry's new version."""
+    if os.environ.get(RECORD_VAR):
+        return _record(os.environ[RECORD_VAR], settings, artifact_uri, version, labels)
     from google.api_core import exceptions as api_exceptions
 
     where = parse_model(settings["vertex_model"])
@@ -76,3 +86,21 @@ def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels:
         request = upload_request(settings, artifact_uri, version, labels, exists)
         response = client.upload_model(request=request).result(timeout=timeout)
     return {"model": response.model, "version_id": response.model_version_id}
+
+
+def recorded_requests(path: str) -> list:
+    """The requests recorded in ``path`` (see :data:`RECORD_VAR`), oldest first: {model, request}."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _record(path: str, settings: Mapping[str, Any], artifact_uri: str, version: int,
+            labels: Mapping[str, str]) -> Dict[str, str]:
+    earlier = [r for r in recorded_requests(path) if r["model"] == settings["vertex_model"]]
+    request = upload_request(settings, artifact_uri, version, labels, exists=bool(earlier))
+    with open(path, "a") as f:
+        f.write(json.dumps({"model": settings["vertex_model"], "request": type(request).to_dict(request)},
+                           sort_keys=True) + "\n")
+    return {"model": settings["vertex_model"], "version_id": f"recorded-{len(earlier) + 1}"}
