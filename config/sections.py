@@ -242,6 +242,10 @@ OPTIMIZER_OPTIONS = ("bias_correction", "no_decay_lr_multiplier", "end_learning_
 # the sections' JSON the same way: datagen's ``long_*`` fields and the Trainer's switch step.
 LONG_PHASE_OPTIONS = ("long_max_seq_length", "long_max_predictions_per_seq")
 TRAIN_LONG_PHASE_OPTIONS = ("long_seq_from_step",)
+# Continued pretraining (docs/model.md "Continue from a model"): off ("scratch") at the default and then left out of
+# the section's JSON the same way.
+WARM_START_OPTIONS = ("init_from",)
+INIT_FROM_SCRATCH = "scratch"
 
 
 def _without_defaults(section, data: Dict[str, Any], names) -> Dict[str, Any]:
@@ -285,10 +289,17 @@ class TrainConfig(Section):
     # BERT's two-phase sequence length: 0 = one phase (ALBERT). N > 0: steps [N, num_train_steps) read the long
     # examples (``datagen.long_max_seq_length``), step s at records [(s - N) * B, (s - N + 1) * B) of their stream.
     long_seq_from_step: int = 0
+    # Where the weights start: "scratch" (random, the default), or a model location: a pushed version folder or a
+    # folder `convert tf1-to-albert` / `convert hf-to-albert` wrote, local or gs://. The official
+    # --init_checkpoint semantics: the encoder's and pretraining heads' weights restored; the step, the warm-up and
+    # decay schedule and the optimizer's moments start fresh (trainer/base_model.py).
+    init_from: str = INIT_FROM_SCRATCH
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field, less the ``OPTIMIZER_OPTIONS`` and ``TRAIN_LONG_PHASE_OPTIONS`` at their defaults."""
-        return _without_defaults(self, super().to_dict(), OPTIMIZER_OPTIONS + TRAIN_LONG_PHASE_OPTIONS)
+        """Every field, less the ``OPTIMIZER_OPTIONS``, ``TRAIN_LONG_PHASE_OPTIONS`` and ``WARM_START_OPTIONS`` at
+        their defaults."""
+        return _without_defaults(self, super().to_dict(),
+                                 OPTIMIZER_OPTIONS + TRAIN_LONG_PHASE_OPTIONS + WARM_START_OPTIONS)
 
     def optimizer_options(self) -> Dict[str, Any]:
         """The ``OPTIMIZER_OPTIONS`` as keywords of ``create_optimizer``."""
@@ -334,6 +345,8 @@ class TrainConfig(Section):
         check(t.shuffle_buffer >= 1, "train.shuffle_buffer", t.shuffle_buffer, ">= 1")
         check(t.long_seq_from_step == 0 or 0 < t.long_seq_from_step < t.num_train_steps, "train.long_seq_from_step",
               t.long_seq_from_step, f"0 (one phase) or a step in (0, num_train_steps={t.num_train_steps})")
+        check(isinstance(t.init_from, str) and t.init_from.strip() != "", "train.init_from", t.init_from,
+              f"{INIT_FROM_SCRATCH} or a model folder (a pushed version, or what `convert` wrote)")
         return self
 
 

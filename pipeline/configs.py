@@ -489,6 +489,31 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
     if beam_args is not None:
         placement["beam_args"] = [str(a) for a in beam_args]
     config = dataclasses.replace(config, **placement)
+    config = _with_base(config)
     if local:
         config = _local_paths(config)
     return config.validate().freeze()
+
+
+def _with_base(config: PipelineConfig) -> PipelineConfig:
+    """Continued pretraining (``train.init_from`` a model folder), checked before any node runs: the base must be a
+    model folder whose encoder configuration is this run's and whose vocabulary this run uses. VocabGen takes the
+    base's ``spm.model`` (``vocab.import_model`` unset), or the file named there when it is the same vocabulary."""
+    from config.sections import INIT_FROM_SCRATCH
+
+    if config.train.validate().init_from == INIT_FROM_SCRATCH:
+        return config
+    from trainer import base_model
+    from trainer.modeling_albert import AlbertConfig
+
+    base = base_model.describe(config.train.init_from)
+    ours = AlbertConfig(**config.model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()
+    vocab = config.vocab.import_model
+    if vocab is not None and "://" not in vocab and not os.path.isfile(vocab):
+        raise ConfigError(f"config vocab.import_model={vocab!r} is invalid: file {os.path.abspath(vocab)} does not "
+                          "exist")
+    base_model.check(base, ours, base["spm_sha256"] if vocab is None else base_model.sha256_of(vocab))
+    if vocab is None:
+        config = dataclasses.replace(config, vocab=dataclasses.replace(config.vocab, import_model=base["spm_model"],
+                                                                       vocab_size=0))
+    return config

@@ -12,6 +12,10 @@ PRETRAINING_CKPT = "pretraining/ckpt"  # the whole pretraining model (encoder + 
 SPM_FILE = "spm.model"  # the SentencePiece model (also the vocabulary artifact's file name)
 EXPORT_INFO_FILE = "export_info.json"  # facts recorded at export (do_lower_case, final step, eval metrics, ...)
 
+# A pushed version (``<destination>/<N>/``, components/release): its albert folder and its record (written last).
+VERSION_ALBERT_DIR = "checkpoint"
+VERSION_RECORD_FILE = "release.json"
+
 # The Trainer's model_run folder.
 HISTORY_FILE = "train_history.jsonl"  # one JSON line per log point
 RUN_CONFIG_FILE = "run_config.json"  # {model, train, seed, examples}: the settings that produced the model
@@ -30,5 +34,6 @@ TRAIN_LONG_SPLIT = TRAIN_SPLIT + LONG_SUFFIX
 METRICS_FILE = "metrics.json"
 
 __all__ = ["ALBERT_DIR", "CONFIG_FILE", "ENCODER_CKPT", "PRETRAINING_CKPT", "SPM_FILE", "EXPORT_INFO_FILE",
+           "VERSION_ALBERT_DIR", "VERSION_RECORD_FILE",
            "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE", "TRAIN_SPLIT", "EVAL_SPLIT", "LONG_SUFFIX",
            "TRAIN_LONG_SPLIT"]

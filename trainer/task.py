@@ -40,8 +40,9 @@ from typing import Any, Dict, Optional
 import tensorflow as tf
 
 from config import ConfigError, InputError, TrainConfig, canonical_json
+from config.sections import INIT_FROM_SCRATCH
 from config.trainer_settings import parse_settings, trainer_settings
-from trainer import distribute, examples_info
+from trainer import base_model, distribute, examples_info
 from trainer.export import export
 from trainer.files import RUN_CONFIG_FILE, TRAIN_LONG_SPLIT
 from trainer.modeling_albert import AlbertConfig, count_parameters
@@ -126,6 +127,10 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
     with tf.io.gfile.GFile(spm_path, "rb") as f:
         sp.load_from_serialized_proto(f.read())
     albert_config = AlbertConfig(**model.encoder_fields(sp.get_piece_size()))
+    base = None
+    if train.init_from != INIT_FROM_SCRATCH:  # continued pretraining: the base's encoder and vocabulary, checked
+        base = base_model.describe(train.init_from)
+        base_model.check(base, albert_config.to_dict(), base_model.sha256_of(spm_path))
     long_phase = long_phase_facts(facts, train, albert_config, examples_root)
     identity = run_identity(facts["fingerprint"], albert_config, train, seed)
     checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
@@ -139,7 +144,8 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         albert_config=albert_config, train=train, seed=seed,
         train_files=list(train_files), eval_files=list(eval_files or []),
         max_seq_length=int(facts["max_seq_length"]), max_predictions_per_seq=int(facts["max_predictions_per_seq"]),
-        checkpoint_dir=checkpoint_dir, log_dir=log_dir, **long_phase,
+        checkpoint_dir=checkpoint_dir, log_dir=log_dir, init_checkpoint=base["albert_dir"] if base else "",
+        **long_phase,
     )
     if chief:
         tf.io.gfile.makedirs(log_dir)
@@ -164,6 +170,9 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         "do_lower_case": bool(facts.get("do_lower_case", True)),
         "examples_fingerprint": facts["fingerprint"],
     }
+    if base is not None:  # lineage: what this model continued from, and the steps behind it in all
+        info["init_from"] = {k: base[k] for k in ("location", "version", "steps")}
+        info["total_steps"] = (base["steps"] or 0) + result["final_step"]
     if long_phase:  # BERT's two-phase sequence length: which length trained which steps
         info["sequence_phases"] = [
             {"from_step": p.first_step, "max_seq_length": p.max_seq_length,

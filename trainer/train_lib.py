@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import posixpath
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
@@ -31,7 +32,7 @@ import tf_keras
 from config import TrainConfig
 from trainer import distribute
 from trainer.evaluator import held_out_evaluator
-from trainer.files import CONFIG_FILE, ENCODER_CKPT, SPM_FILE  # noqa: F401 (tests/conftest.py reads them here)
+from trainer.files import CONFIG_FILE, ENCODER_CKPT, PRETRAINING_CKPT, SPM_FILE  # noqa: F401 (tests/conftest.py reads them here)
 from trainer.losses import TrainMetrics
 from trainer.modeling_albert import AlbertConfig
 from trainer.precision_probe import resolve_precision
@@ -62,6 +63,9 @@ class PretrainJob:
     long_train_files: Sequence[str] = ()
     long_max_seq_length: int = 0
     long_max_predictions_per_seq: int = 0
+    # Continued pretraining (``train.init_from``): the base's albert folder, whose weights a new run starts from.
+    # Empty: random initial weights.
+    init_checkpoint: str = ""
 
 
 def pretrain(job: PretrainJob) -> Dict[str, object]:
@@ -96,6 +100,8 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     start_step = int(optimizer.iterations.numpy())
     if resume_from:
         log.info("resumed from %s at step %d", resume_from, start_step)
+    elif job.init_checkpoint:
+        warm_start(model, job.init_checkpoint)
 
     if chief:
         tf.io.gfile.makedirs(job.checkpoint_dir)
@@ -118,6 +124,19 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     return {"model": model, "eval_metrics": eval_metrics, "start_step": start_step, "final_step": step,
             "precision": decision.precision, "precision_decision": decision.record(), "num_replicas": num_replicas,
             "gradient_semantics": t.gradient_semantics, "chief": chief, "strategy": strategy}
+
+
+def warm_start(model, albert_dir: str) -> None:
+    """The official ``--init_checkpoint``: the weights of the base in ``albert_dir``, nothing of its optimizer or
+    step. The pretraining checkpoint gives the encoder and whichever heads it holds (a head it lacks starts fresh);
+    the encoder checkpoint, where there is one, must then match the encoder whole. A run that resumes its own
+    checkpoints never comes here."""
+    pretraining, encoder = (posixpath.join(albert_dir, c) for c in (PRETRAINING_CKPT, ENCODER_CKPT))
+    if tf.io.gfile.exists(pretraining + ".index"):
+        tf.train.Checkpoint(model=model).read(pretraining).expect_partial()
+    if tf.io.gfile.exists(encoder + ".index"):
+        tf.train.Checkpoint(encoder=model.albert).read(encoder).assert_existing_objects_matched()
+    log.info("initial weights from %s (optimizer, step and schedule fresh)", albert_dir)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -27,12 +27,12 @@ from components.file_io import copy_tree, json_safe
 from components.release import model_card
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
-from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, RUN_CONFIG_FILE, SPM_FILE
+from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, RUN_CONFIG_FILE, SPM_FILE, VERSION_ALBERT_DIR
 
 __all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "write_card", "file_digests", "run_config", "export_info"]
 
 SERVING_DIR = "Format-Serving"  # where TFX's Trainer keeps the serving SavedModel inside the model artifact
-CHECKPOINT_DIR = "checkpoint"
+CHECKPOINT_DIR = VERSION_ALBERT_DIR
 HF_DIR = "huggingface"
 VOCAB_DIR = "vocab"
 
