@@ -101,9 +101,9 @@ def _expected(kind, fmt, damage, data, damaged, path, beam):
                      "end-of-stream marker)",
         "trailing-garbage": f"the bytes after {fmt} {unit} 1 are not another {unit} (compressed byte {n}, starting "
                             f"b'not an a'): trailing garbage or a damaged {unit} header",
-        "damaged-second-member": f"corrupt {fmt} data in {unit} 2 (compressed bytes {n}-{2 * n}): "
+        "damaged-second-member": f"corrupt {fmt} data in {unit} 2 (detected at compressed bytes {n}-{2 * n}): "
                                  f"{REASON.get((fmt, 'corrupt-header'), reason)}",
-    }.get(damage, f"corrupt {fmt} data in {unit} 1 (compressed bytes 0-{n}): {reason}")
+    }.get(damage, f"corrupt {fmt} data in {unit} 1 (detected at compressed bytes 0-{n}): {reason}")
     first = BEAM_FIRST if beam and kind != "book" else FIRST[kind]
     where = CONTEXT.get((kind, fmt, damage), (first, first))[beam]
     return f"{path}: {detail}{where}"
@@ -152,6 +152,7 @@ def test_a_garbled_bz2_block_is_reported_as_the_archive_not_as_its_text(tmp_path
     path.write_bytes(_flip(data, len(data) // 2, 0x55))
     with pytest.raises(CorruptInputError) as info:
         list(iter_extracted(path))
-    assert str(info.value) == (f"{path}: corrupt bz2 data in stream 1 (compressed bytes 0-{len(data)}): Invalid data "
-                               "stream (after 0 documents, at line 1)")
-    assert str(info.value.__context__).startswith(f"{path}: text outside <doc> ... </doc> at line 1: ")
+    assert str(info.value) == (f"{path}: corrupt bz2 data in stream 1 (detected at compressed bytes 0-{len(data)}): "
+                               "Invalid data stream (after 0 documents, at line 1)")
+    seen_first = info.value.__cause__.__context__  # libbzip2's OSError came while handling the content error
+    assert str(seen_first).startswith(f"{path}: text outside <doc> ... </doc> at line 1: ")

@@ -93,7 +93,7 @@ class _Decompressing(io.RawIOBase):
         try:
             out = self._d.decompress(data, size)
         except (OSError, zlib.error) as exc:  # bz2: "Invalid data stream"; zlib: bad header, block, CRC, length
-            self._fail(f"corrupt {self._kind} data in {self._unit} {self._number} (compressed bytes "
+            self._fail(f"corrupt {self._kind} data in {self._unit} {self._number} (detected at compressed bytes "
                        f"{self._fed_from}-{self._read}): {exc}", exc)
         if self._kind == "gzip":
             self._input = self._d.unconsumed_tail
