@@ -21,6 +21,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from components.file_io import remove_tree
 from components.text.books import book_document_from_bytes
 from components.text.compression import MAGIC_BYTES, check_archive, decompress_bytes, open_decompressed, sniff
 from components.text.documents import Document, doc_fingerprint, to_text_block
@@ -361,16 +362,7 @@ def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards
                 pass
     with FileSystems.create(posixpath.join(output_dir, COUNTS_FILE)) as f:
         f.write(json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
-    _delete_spills(posixpath.join(output_dir, SPILL_DIR))
-
-
-def _delete_spills(spill_dir: str) -> None:
-    """The spill folder, gone from the output: a local folder as a whole, on an object store every object under it."""
-    if FileSystems.get_scheme(spill_dir) in (None, "file"):
-        if FileSystems.exists(spill_dir):
-            FileSystems.delete([spill_dir])
-    elif FileSystems.match([spill_dir + "/**"])[0].metadata_list:
-        FileSystems.delete([spill_dir + "/"])
+    remove_tree(posixpath.join(output_dir, SPILL_DIR))  # the spill folder, gone from the output
 
 
 def read_counts(output_dir: str) -> Dict:

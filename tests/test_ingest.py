@@ -244,6 +244,35 @@ def test_every_reader_works_on_gs_paths(tmp_path, gcs):
     assert sorted(os.listdir(gcs / "bkt")) == ["docs", "raw"]
 
 
+def test_a_failure_while_publishing_to_gs_publishes_nothing_and_leaves_no_staging(cli, tmp_path, gcs, monkeypatch):
+    """gs:// has no folder rename, so ingest moves object by object: counts.json (the mark of a complete output) last,
+    and a failure after the first shard removes that shard and the staging prefix; the error says so."""
+    from tests.gcs_standin import GcsStandIn
+
+    shutil.copytree(WIKI, gcs / "bkt" / "raw" / "wikipedia")
+    shutil.copytree(BOOKS, gcs / "bkt" / "raw" / "books")
+    real, moved = GcsStandIn.rename, []
+
+    def fail_after_the_first(self, sources, destinations):
+        if moved:
+            raise OSError("injected: connection reset")
+        moved.extend(destinations)
+        return real(self, sources, destinations)
+
+    monkeypatch.setattr(GcsStandIn, "rename", fail_after_the_first)
+    monkeypatch.chdir(tmp_path)
+    done = cli("ingest", "--wikipedia", "gs://bkt/raw/wikipedia", "--books", "gs://bkt/raw/books", "--output",
+               "gs://bkt/docs", "--set", "corpus.num_shards=3")
+    assert moved == ["gs://bkt/docs/documents-00000-of-00003.txt"]
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    line = [ln for ln in done.stderr.splitlines() if "error" in ln]
+    assert len(line) == 1 and line[0].startswith(
+        "albert-pipeline ingest: internal error: PublishError: publishing gs://bkt/docs failed after moving 1 "
+        f"of 4 files from gs://bkt/docs.tmp-{os.getpid()} (they were removed again: nothing is published; the staging "
+        "folder was removed): OSError: injected: connection reset"), done.stderr[-2000:]
+    assert sorted(os.listdir(gcs / "bkt")) == ["raw"]  # no shard, no counts.json, no staging prefix
+
+
 def test_a_preset_without_corpus_folders_takes_them_from_the_flags(cli, tmp_path, monkeypatch):
     """--preset paper names no corpus folder; --books is the one, and the preset's corpus settings apply (corpus.num_shards=256)."""
     monkeypatch.chdir(tmp_path)
