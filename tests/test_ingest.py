@@ -251,15 +251,7 @@ def test_a_failure_while_publishing_to_gs_publishes_nothing_and_leaves_no_stagin
 
     shutil.copytree(WIKI, gcs / "bkt" / "raw" / "wikipedia")
     shutil.copytree(BOOKS, gcs / "bkt" / "raw" / "books")
-    real, moved = GcsStandIn.rename, []
-
-    def fail_after_the_first(self, sources, destinations):
-        if moved:
-            raise OSError("injected: connection reset")
-        moved.extend(destinations)
-        return real(self, sources, destinations)
-
-    monkeypatch.setattr(GcsStandIn, "rename", fail_after_the_first)
+    moved = fixtures.fail_renames_after_the_first(monkeypatch, GcsStandIn, "injected: connection reset")
     monkeypatch.chdir(tmp_path)
     done = cli("ingest", "--wikipedia", "gs://bkt/raw/wikipedia", "--books", "gs://bkt/raw/books", "--output",
                "gs://bkt/docs", "--set", "corpus.num_shards=3")

@@ -45,15 +45,7 @@ def test_a_failure_while_publishing_removes_what_was_moved_and_the_staging(tmp_p
     from components.tfx_components import _staged
 
     uri = str(tmp_path / "examples" / "9")
-    real, moved = LocalFileSystem.rename, []
-
-    def fail_after_the_first(self, sources, destinations):
-        if moved:
-            raise OSError("injected: disk full")
-        moved.extend(destinations)
-        return real(self, sources, destinations)
-
-    monkeypatch.setattr(LocalFileSystem, "rename", fail_after_the_first)
+    moved = fixtures.fail_renames_after_the_first(monkeypatch, LocalFileSystem, "injected: disk full")
     with pytest.raises(PublishError) as info:
         with _staged(uri) as staging:
             fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00000-of-00002.gz"), b"a")
@@ -65,7 +57,7 @@ def test_a_failure_while_publishing_removes_what_was_moved_and_the_staging(tmp_p
                                "again: nothing is published; the staging folder was removed): OSError: injected: disk "
                                "full")
     assert os.listdir(uri) == []  # nor the Split-train folder the move created
-    monkeypatch.setattr(LocalFileSystem, "rename", real)
+    monkeypatch.undo()
     with _staged(uri) as staging:  # and a second try publishes the whole output, the marker last
         fixtures.write(os.path.join(staging, "examples_info.json"), "{}")
         publish(staging, uri, last=["examples_info.json"])
