@@ -176,9 +176,11 @@ def publish(staging: str, output: str, names: Optional[Iterable[str]] = None, la
                 os.makedirs(parent)
             FileSystems.rename([posixpath.join(staging, rel)], [dst])
             moved.append(dst)
-    except Exception as exc:
+    except BaseException as exc:  # Ctrl-C too: undo, then let it through as it is
         undone = _undo(moved, created)
         remove_tree(staging)
+        if not isinstance(exc, Exception):
+            raise
         raise PublishError(f"publishing {output} failed after moving {len(moved)} of {len(rels)} files from {staging}"
                            f" ({undone}; the staging folder was removed): {type(exc).__name__}: {exc}") from exc
     remove_tree(staging)
