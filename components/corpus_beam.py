@@ -21,8 +21,9 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from components.file_io import remove_tree
 from components.text.books import book_document_from_bytes
-from components.text.compression import MAGIC_BYTES, decompress_bytes, open_decompressed, sniff
+from components.text.compression import MAGIC_BYTES, check_archive, decompress_bytes, open_decompressed, sniff
 from components.text.documents import Document, doc_fingerprint, to_text_block
 from components.text.errors import CorruptInputError
 from components.text.wiki import iter_pages, page_to_document, sniff_wikipedia_format
@@ -84,16 +85,17 @@ def wikipedia_file_format(path: str) -> str:
     """``xml`` or ``wikiextractor``, from the first decompressed bytes of ``path`` (read through Beam's filesystems);
     an empty file, a truncated archive or a file of neither format raises :class:`CorruptInputError` naming it."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-        stream = open_decompressed(raw)
+        stream, compressed = open_decompressed(raw, path, lambda: "reading its first bytes to tell its format")
         try:
             prefix = stream.read(256)
-        except (EOFError, OSError) as exc:
-            raise CorruptInputError(path, f"corrupt or truncated compressed data (nothing readable: after 0 pages or "
-                                          f"documents, compressed byte offset ~{raw.tell()}): {exc}") from exc
+            try:
+                return sniff_wikipedia_format(prefix, path, compressed)
+            except CorruptInputError:
+                check_archive(stream, compressed)  # garbled text from a damaged archive: report the archive
+                raise
         finally:
             if stream is not raw:
                 stream.close()
-    return sniff_wikipedia_format(prefix, path)
 
 
 def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallback: Optional[str],
@@ -360,16 +362,7 @@ def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards
                 pass
     with FileSystems.create(posixpath.join(output_dir, COUNTS_FILE)) as f:
         f.write(json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
-    _delete_spills(posixpath.join(output_dir, SPILL_DIR))
-
-
-def _delete_spills(spill_dir: str) -> None:
-    """The spill folder, gone from the output: a local folder as a whole, on an object store every object under it."""
-    if FileSystems.get_scheme(spill_dir) in (None, "file"):
-        if FileSystems.exists(spill_dir):
-            FileSystems.delete([spill_dir])
-    elif FileSystems.match([spill_dir + "/**"])[0].metadata_list:
-        FileSystems.delete([spill_dir + "/"])
+    remove_tree(posixpath.join(output_dir, SPILL_DIR))  # the spill folder, gone from the output
 
 
 def read_counts(output_dir: str) -> Dict:

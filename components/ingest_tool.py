@@ -6,7 +6,8 @@ document) as ``documents-NNNNN-of-NNNNN.txt`` shards with ``counts.json``: the l
 artifact, so ``make-pretraining-data --input`` takes the folder as it is.
 
 Nothing partial is published: the job writes into a sibling staging folder (``<output>.tmp-<pid>``) that is moved into
-place only when the whole job succeeded, and deleted when it fails. Local folders and ``gs://`` URIs both go
+place only when the whole job succeeded (:func:`components.file_io.publish`: one rename locally; on ``gs://`` object by
+object with ``counts.json`` last, and a failure midway removes what was moved), and deleted when anything fails. Local folders and ``gs://`` URIs both go
 through Beam's filesystems, so the same command runs on Dataflow with ``--beam-arg=--runner=DataflowRunner ...``
 instead of the local runner.
 """
@@ -14,8 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import posixpath
-import shutil
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
@@ -23,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import corpus_beam
+from components.file_io import publish, remove_tree
 from config.errors import MissingInputError, OutputExistsError
 from config.schema import ConfigError
 
@@ -37,25 +37,6 @@ def _is_nonempty_folder(path: str) -> bool:
     if not _is_uri(path):
         return os.path.exists(path) and (not os.path.isdir(path) or bool(os.listdir(path)))
     return bool(FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list)
-
-
-def _delete(path: str) -> None:
-    if not _is_uri(path):
-        shutil.rmtree(path, ignore_errors=True)
-    elif FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list:  # every object under it, nested too
-        FileSystems.delete([path.rstrip("/") + "/"])
-
-
-def _publish(staging: str, output: str) -> None:
-    """Move the finished staging folder to ``output`` (an atomic rename locally; per file on object stores)."""
-    if not _is_uri(output):
-        if os.path.isdir(output):
-            os.rmdir(output)  # empty (checked before the job)
-        os.replace(staging, output)
-        return
-    files = sorted(m.path for m in FileSystems.match([staging.rstrip("/") + "/*"])[0].metadata_list)
-    FileSystems.rename(files, [posixpath.join(output, posixpath.basename(f)) for f in files])
-    _delete(staging)
 
 
 def pipeline_options(workers: int, beam_args: Sequence[str] = ()) -> PipelineOptions:
@@ -95,7 +76,7 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
     LOG.info("ingest: %d input files (%d Wikipedia, %d books)", len(inputs),
              sum(kind == "wikipedia" for kind, _, _ in inputs), sum(kind == "books" for kind, _, _ in inputs))
     staging = f"{output}.tmp-{os.getpid()}"
-    _delete(staging)
+    remove_tree(staging)
     try:
         p = beam.Pipeline(options=pipeline_options(workers, beam_args))
         corpus_beam.build_corpus(p, inputs, staging, num_shards=corpus.num_shards, min_chars=corpus.min_doc_chars,
@@ -103,10 +84,11 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
                                  wikipedia_format=wikipedia_format or corpus.wikipedia_format)
         result = p.run()
         result.wait_until_finish()
+        # All or nothing, counts.json (the mark of a complete output) last; a failure removes what was moved.
+        publish(staging, output, last=[corpus_beam.COUNTS_FILE])
     except BaseException:
-        _delete(staging)
+        remove_tree(staging)  # publish has removed it already where it ran
         raise
-    _publish(staging, output)
     from components.datagen_tool import beam_counters
 
     found = beam_counters(result, "albert.corpus")

@@ -9,10 +9,11 @@ each node records on its outputs.
 Atomic outputs. TFX publishes an output artifact (state LIVE in MLMD) only when the executor returns,
 so a failed execution never feeds a downstream step. On top of that, the data components build their
 files in ``<artifact uri>/.staging-<random>/`` and move them into the URI only after the whole Beam
-job succeeded (:func:`_staged` / :func:`_publish`, through ``tf.io.gfile`` so ``gs://`` works): an
-exception removes the staging folder; a killed process (SIGKILL, preemption) leaves at most a
-``.staging-*`` folder inside an *unpublished* URI, never a file named like output. A rerun writes to
-new URIs (new execution id), so leftovers are never read back.
+job succeeded (:func:`_staged` / :func:`components.file_io.publish`, which ``ingest`` uses too; both work on
+``gs://``): an exception removes the staging folder, and a failure while moving removes what was moved, so the
+URI is left empty. A killed process (SIGKILL, preemption) leaves a ``.staging-*`` folder, or during the moves part
+of the files, inside an *unpublished* URI. A rerun writes to new URIs (new execution id), so leftovers are never
+read back.
 """
 
 import contextlib
@@ -32,7 +33,7 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
 from components import artifacts, beam_options
-from components.file_io import copy_tree
+from components.file_io import copy_tree, publish
 from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, VocabConfig
 from trainer.files import ALBERT_DIR, SPM_FILE, STATS_FILE
 
@@ -66,7 +67,7 @@ def CorpusGen(
                                      dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback,
                                      wikipedia_format=cfg.wikipedia_format)
         _record_counters(p, "albert.corpus", [documents])
-        _publish(staging, documents.uri)
+        publish(staging, documents.uri, last=[corpus_beam.COUNTS_FILE])
     counts = corpus_beam.read_counts(documents.uri)
     documents.set_int_custom_property("num_documents", counts["documents"])
     documents.set_int_custom_property("num_sentences", counts["sentences"])
@@ -107,7 +108,7 @@ def VocabGen(
             digest = hashlib.sha256(f.read()).hexdigest()
         with _staged(vocab.uri) as staging:
             copy_tree(tmp, staging)
-            _publish(staging, vocab.uri)
+            publish(staging, vocab.uri)
     vocab.set_int_custom_property("vocab_size", size)
     vocab.set_int_custom_property("do_lower_case", int(cfg.do_lower_case))
     vocab.set_string_custom_property("origin", origin)
@@ -173,8 +174,8 @@ def PretrainingDataGen(
         info = examples_info.make_info(d, do_lower_case, vocab_size, examples_info.fingerprint(ex_staging, names))
         examples_info.write_info(ex_staging, info)
         # Only the outputs move; the spill folder (normally already removed) stays behind and is deleted.
-        _publish(ex_staging, examples.uri, names=names + [examples_info.INFO_FILE])
-        _publish(st_staging, statistics.uri, names=[STATS_FILE])
+        publish(ex_staging, examples.uri, names=names + [examples_info.INFO_FILE], last=[examples_info.INFO_FILE])
+        publish(st_staging, statistics.uri, names=[STATS_FILE])
     examples.split_names = json.dumps(list(splits))
     examples.set_string_custom_property("payload_format", "FORMAT_TF_EXAMPLE")
     with tf.io.gfile.GFile(posixpath.join(statistics.uri, STATS_FILE)) as f:
@@ -319,7 +320,7 @@ def Blesser(
             f.write(json.dumps(decision, indent=2, sort_keys=True))
         with tf.io.gfile.GFile(posixpath.join(staging, marker), "w") as f:
             f.write("")
-        _publish(staging, blessing.uri)
+        publish(staging, blessing.uri)
     # TFX's ModelBlessing convention (tfx/components/evaluator/constants.py), so TFX's resolvers work on it.
     blessing.set_int_custom_property("blessed", int(decision["blessed"]))
     blessing.set_int_custom_property("forced", int(decision["forced"]))
@@ -482,27 +483,6 @@ def _staged(uri: str):
     finally:
         if tf.io.gfile.exists(staging):
             tf.io.gfile.rmtree(staging)
-
-
-def _publish(staging: str, uri: str, names=None) -> None:
-    """Move ``names`` (default: everything) from ``staging`` into ``uri``, file by file (``gs://`` has no
-    directory rename), then delete ``staging``. Runs only after the producing job has fully succeeded."""
-    names = sorted(n.rstrip("/") for n in tf.io.gfile.listdir(staging)) if names is None else names
-    for name in names:
-        src = posixpath.join(staging, name)
-        if tf.io.gfile.exists(src):
-            _move(src, posixpath.join(uri, name))
-    tf.io.gfile.rmtree(staging)
-
-
-def _move(src: str, dst: str) -> None:
-    if tf.io.gfile.isdir(src):
-        tf.io.gfile.makedirs(dst)
-        for child in sorted(tf.io.gfile.listdir(src)):
-            child = child.rstrip("/")
-            _move(posixpath.join(src, child), posixpath.join(dst, child))
-    else:
-        tf.io.gfile.rename(src, dst, overwrite=True)
 
 
 __all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "BenchmarkEval", "BenchmarkReport", "Blesser", "Pusher"]

@@ -135,10 +135,37 @@ def _truncated(data):
     return data[: len(data) // 2]
 
 
+def _flipped(data, at, mask=0xFF):
+    data = bytearray(data)
+    data[at] ^= mask
+    return bytes(data)
+
+
+DUMP = XML_DUMP.read_bytes()  # one bz2 stream of 200,139 bytes; its one block ends at the end of the file
+
+
 CLASSES = {
     # name: (file under the input folder, its bytes, what the one line must say besides the file name)
     "truncated-wikiextractor-archive": ("wiki/AA/wiki_01.bz2", _truncated(bz2.compress(TEXT * 40)),
-                                        ["corrupt or truncated compressed data"]),
+                                        ["truncated bz2 data: the file ends at compressed byte 964, inside stream 1 "
+                                         "(no end-of-stream marker) (reading its first bytes to tell its format)"]),
+    # The issue's case: one damaged deflate header byte (the first after gzip's 10-byte header).
+    "damaged-deflate-wikiextractor-gz": ("wiki/AA/wiki_01.gz", _flipped(gzip.compress(TEXT, mtime=0), 10),
+                                         ["corrupt gzip data in member 1 (detected at compressed bytes 0-933): Error -3 "
+                                          "while decompressing data: invalid distance too far back (reading its first "
+                                          "bytes to tell its format)"]),
+    "damaged-deflate-xml-dump-gz": ("wiki/enwiki-damaged-pages-articles.xml.gz",
+                                    _flipped(gzip.compress(bz2.decompress(DUMP), mtime=0), 10),
+                                    ["corrupt gzip data in member 1 (detected at compressed bytes 0-65536): Error -3 "
+                                     "while decompressing data: invalid distance too far back"]),
+    "damaged-block-xml-dump-bz2": ("wiki/enwiki-damaged-pages-articles.xml.bz2",
+                                   _flipped(DUMP, len(DUMP) // 2, 0x55),
+                                   ["corrupt bz2 data in stream 1 (detected at compressed bytes 196608-200139): "
+                                    "Invalid data stream (reading its first bytes to tell its format)"]),
+    "trailing-garbage-after-xml-dump-bz2": ("wiki/enwiki-damaged-pages-articles.xml.bz2", DUMP + b"\x00\x00junk",
+                                            ["the bytes after bz2 stream 1 are not another stream (compressed byte "
+                                             "200141, starting b'junk'): trailing garbage or a damaged stream header "
+                                             "(after 37 pages, in page 'Ampere')"]),
     "doc-without-end": ("wiki/AA/wiki_01", TEXT[: TEXT.index(b"</doc>", TEXT.index(b'id="6563"'))],
                         ["<doc id=6563", "opened at line 15 has no </doc>"]),
     "nested-doc": ("wiki/AA/wiki_01", TEXT.replace(b"Short scale.\n", b'<doc id="5" url="u" title="T">\n', 1),
@@ -149,8 +176,9 @@ CLASSES = {
     "invalid-utf8-in-wikiextractor-archive": ("wiki/AA/wiki_01.bz2", bz2.compress(TEXT.replace(b"One centillion",
                                                                                               b"\xffOne", 1)),
                                               ["not valid UTF-8 at line 4 (byte offset 93 of the decompressed text)"]),
-    "truncated-book-archive": ("books/cut.txt.gz", _truncated(gzip.compress(BOOK)),
-                               ["corrupt or truncated gzip data"]),
+    "truncated-book-archive": ("books/cut.txt.gz", _truncated(gzip.compress(BOOK, mtime=0)),
+                               ["truncated gzip data: the file ends at compressed byte 377, inside member 1 (no "
+                                "end-of-stream marker)"]),
     "invalid-utf8-in-compressed-book": ("books/latin.txt.bz2", bz2.compress(BOOK[:AT] + b"\xe9" + BOOK[AT:]),
                                         [f"not valid UTF-8 at byte offset {AT} of the bz2-decompressed text (line 17, "
                                          "byte 0xe9)"]),
@@ -211,9 +239,30 @@ def test_every_reader_works_on_gs_paths(tmp_path, gcs):
     assert sorted(os.listdir(gcs / "bkt" / "docs")) == ["counts.json", name]  # and no spill file was published
     # A failure on gs:// publishes nothing either.
     (gcs / "bkt" / "raw" / "books" / "cut.txt.gz").write_bytes(_truncated(gzip.compress(BOOK)))
-    with pytest.raises(Exception, match="gs://bkt/raw/books/cut.txt.gz: corrupt or truncated gzip data"):
+    with pytest.raises(Exception, match="gs://bkt/raw/books/cut.txt.gz: truncated gzip data: the file ends at"):
         ingest("gs://bkt/raw/wikipedia", "gs://bkt/raw/books", "gs://bkt/docs2", ONE_SHARD)
     assert sorted(os.listdir(gcs / "bkt")) == ["docs", "raw"]
+
+
+def test_a_failure_while_publishing_to_gs_publishes_nothing_and_leaves_no_staging(cli, tmp_path, gcs, monkeypatch):
+    """gs:// has no folder rename, so ingest moves object by object: counts.json (the mark of a complete output) last,
+    and a failure after the first shard removes that shard and the staging prefix; the error says so."""
+    from tests.gcs_standin import GcsStandIn
+
+    shutil.copytree(WIKI, gcs / "bkt" / "raw" / "wikipedia")
+    shutil.copytree(BOOKS, gcs / "bkt" / "raw" / "books")
+    moved = fixtures.fail_renames_after_the_first(monkeypatch, GcsStandIn, "injected: connection reset")
+    monkeypatch.chdir(tmp_path)
+    done = cli("ingest", "--wikipedia", "gs://bkt/raw/wikipedia", "--books", "gs://bkt/raw/books", "--output",
+               "gs://bkt/docs", "--set", "corpus.num_shards=3")
+    assert moved == ["gs://bkt/docs/documents-00000-of-00003.txt"]
+    assert done.returncode == 1 and done.stdout == "" and "Traceback" not in done.stderr
+    line = [ln for ln in done.stderr.splitlines() if "error" in ln]
+    assert len(line) == 1 and line[0].startswith(
+        "albert-pipeline ingest: internal error: PublishError: publishing gs://bkt/docs failed after moving 1 "
+        f"of 4 files from gs://bkt/docs.tmp-{os.getpid()} (they were removed again: nothing is published; the staging "
+        "folder was removed): OSError: injected: connection reset"), done.stderr[-2000:]
+    assert sorted(os.listdir(gcs / "bkt")) == ["raw"]  # no shard, no counts.json, no staging prefix
 
 
 def test_a_preset_without_corpus_folders_takes_them_from_the_flags(cli, tmp_path, monkeypatch):

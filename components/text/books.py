@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, Union
 
-from components.text.compression import MAGIC_BYTES, decompress_bytes, sniff
+from components.text.compression import MAGIC_BYTES, decompress_bytes, misnamed, sniff
 from components.text.documents import Document, make_document
 from components.text.errors import CorruptInputError
 
@@ -77,7 +77,8 @@ def decode_book(data: bytes, path: str, encoding_fallback: Optional[str] = None,
             line = data.count(b"\n", 0, at) + 1
             raise CorruptInputError(
                 path,
-                f"not valid UTF-8 at byte offset {at}{of} (line {line}, byte 0x{bad.hex()}); "
+                f"not valid UTF-8 at byte offset {at}{of} (line {line}, byte 0x{bad.hex()})"
+                f"{'' if compressed else misnamed(path)}; "
                 "pass encoding_fallback='latin-1' to read such files as Latin-1",
             ) from exc
     try:

@@ -12,15 +12,13 @@ parallelise over files and over :func:`page_to_document` (the expensive part), n
 """
 from __future__ import annotations
 
-import bz2
-import gzip
-import io
 import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, Optional, Tuple, Union
 
+from components.text.compression import check_archive, misnamed, open_decompressed
 from components.text.documents import Document, make_document
 from components.text.errors import CorruptInputError
 from components.text.wikitext import clean_wikitext
@@ -44,55 +42,11 @@ class WikiPage:
 # ----------------------------------------------------------------------------------------------
 
 
-class _Prepended(io.RawIOBase):
-    """A read-only stream that replays ``prefix`` before the rest of ``stream`` (for magic sniffing
-    on streams without ``peek``/``seek``)."""
-
-    def __init__(self, prefix: bytes, stream: BinaryIO):
-        self._prefix, self._stream = prefix, stream
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._prefix:
-            n = min(len(buffer), len(self._prefix))
-            buffer[:n] = self._prefix[:n]
-            self._prefix = self._prefix[n:]
-            return n
-        data = self._stream.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-
 def _open_source(source: Source, name: Optional[str]) -> Tuple[BinaryIO, str, bool]:
     """(byte stream, display name, whether we own the stream): a path is opened here, a stream is used as given."""
     if isinstance(source, (str, os.PathLike)):
         return open(source, "rb"), name or os.fspath(source), True
     return source, name or str(getattr(source, "name", "<stream>")), False
-
-
-def _open_xml(source: Source, name: Optional[str]) -> Tuple[BinaryIO, BinaryIO, str, bool]:
-    """Return (xml byte stream, underlying raw stream, display name, whether we own the stream).
-
-    Compression is detected from magic bytes, not the file name, so a ``.bz2`` that a filesystem
-    layer already decompressed (Beam's AUTO compression) is read correctly too.
-    """
-    raw, name, owned = _open_source(source, name)
-    if hasattr(raw, "peek"):
-        magic = raw.peek(3)[:3]
-    elif getattr(raw, "seekable", lambda: False)():
-        pos = raw.tell()
-        magic = raw.read(3)
-        raw.seek(pos)
-    else:
-        magic = raw.read(3)
-        raw = io.BufferedReader(_Prepended(magic, raw))
-    if magic == b"BZh":
-        return bz2.BZ2File(raw), raw, name, owned  # BZ2File also reads multistream dumps
-    if magic[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw), raw, name, owned
-    return raw, raw, name, owned
 
 
 _REDIRECT_TEXT = re.compile(r"\s*#REDIRECT\b", re.IGNORECASE)
@@ -131,20 +85,25 @@ def iter_pages(source: Source, *, articles_only: bool = True, name: Optional[str
     and the position for truncated/corrupt compressed data and malformed or non-MediaWiki XML; pages
     before the damage have already been yielded by then.
     """
-    stream, raw, name, owned = _open_xml(source, name)
+    raw, name, owned = _open_source(source, name)
     count, current_title = 0, None
 
-    def where() -> str:
+    def where(offset: bool = True) -> str:
         parts = [f"after {count} pages"]
         if current_title is not None:
             parts.append(f"in page {current_title!r}")
         try:
-            parts.append(f"compressed/raw byte offset ~{raw.tell()}")
+            if offset:
+                parts.append(f"compressed/raw byte offset ~{raw.tell()}")
         except (OSError, ValueError, AttributeError):
             pass
         return ", ".join(parts)
 
+    # Compression from magic bytes, not the file name, so a .bz2 that a filesystem layer already decompressed (Beam's
+    # AUTO compression) reads too; a damaged archive raises there, naming the file and the page being read.
+    stream, compressed = raw, None
     try:
+        stream, compressed = open_decompressed(raw, name, lambda: where(offset=False))
         context = ET.iterparse(stream, events=("start", "end"))
         root = None
         prefix = ""
@@ -155,7 +114,8 @@ def iter_pages(source: Source, *, articles_only: bool = True, name: Optional[str
                 tag = elem.tag
                 prefix = tag[: tag.index("}") + 1] if tag.startswith("{") else ""
                 if tag[len(prefix) :] != "mediawiki":
-                    raise CorruptInputError(name, f"not a MediaWiki export (root element {tag!r})")
+                    raise CorruptInputError(name, f"not a MediaWiki export (root element {tag!r})"
+                                                  f"{'' if compressed else misnamed(name)}")
                 page_tag, title_tag = prefix + "page", prefix + "title"
                 continue
             if event != "end":
@@ -171,11 +131,14 @@ def iter_pages(source: Source, *, articles_only: bool = True, name: Optional[str
                     yield page
         if root is None:
             raise CorruptInputError(name, "empty input")
+    except CorruptInputError:
+        check_archive(stream, compressed)  # a damaged bz2 block shows as bad content before its CRC is checked
+        raise
     except ET.ParseError as exc:
+        check_archive(stream, compressed)
         line, column = getattr(exc, "position", (None, None))
-        raise CorruptInputError(name, f"malformed or truncated XML at line {line}, column {column} ({where()}): {exc}") from exc
-    except (EOFError, OSError, gzip.BadGzipFile) as exc:
-        raise CorruptInputError(name, f"corrupt or truncated compressed data ({where()}): {exc}") from exc
+        raise CorruptInputError(name, f"malformed or truncated XML at line {line}, column {column} ({where()}): {exc}"
+                                      f"{'' if compressed else misnamed(name)}") from exc
     finally:
         if stream is not raw:
             stream.close()  # the decompressor only; it never closes the caller's stream
@@ -224,9 +187,10 @@ def wiki_documents(
             yield doc
 
 
-def sniff_wikipedia_format(prefix: bytes, name: str) -> str:
-    """``"xml"`` (a MediaWiki export) or ``"wikiextractor"`` from the first bytes of the *decompressed* text;
-    :class:`CorruptInputError` for an empty file or anything else."""
+def sniff_wikipedia_format(prefix: bytes, name: str, compressed: Optional[str] = None) -> str:
+    """``"xml"`` (a MediaWiki export) or ``"wikiextractor"`` from the first bytes of the *decompressed* text
+    (``compressed``: the archive type it came from, None for a plain file); :class:`CorruptInputError` for an empty file
+    or anything else."""
     head = prefix.lstrip(b"\xef\xbb\xbf").lstrip()
     if not head:
         raise CorruptInputError(name, "empty input (neither a MediaWiki export nor WikiExtractor output)")
@@ -235,4 +199,5 @@ def sniff_wikipedia_format(prefix: bytes, name: str) -> str:
     if head.startswith(b"<?xml") or head.startswith(b"<mediawiki"):
         return "xml"
     shown = head[:40].decode("utf-8", "replace")
-    raise CorruptInputError(name, f"neither a MediaWiki XML export nor WikiExtractor output (starts with {shown!r})")
+    raise CorruptInputError(name, f"neither a MediaWiki XML export nor WikiExtractor output (starts with {shown!r})"
+                                  f"{misnamed(name) if compressed is None else ''}")

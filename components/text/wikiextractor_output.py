@@ -6,13 +6,12 @@ holds is told from its content by :func:`components.text.wiki.sniff_wikipedia_fo
 """
 from __future__ import annotations
 
-import gzip
 import html
-import io
 import re
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
+from components.text.compression import check_archive, misnamed, open_decompressed
 from components.text.documents import Document, make_document
 from components.text.errors import CorruptInputError
 from components.text.wiki import DEFAULT_MIN_CHARS, Source, _open_source, is_disambiguation
@@ -68,23 +67,26 @@ def iter_extracted(source: Source, *, articles_only: bool = True, name: Optional
     without a numeric id or a title, text outside the blocks, and a file with no ``<doc>`` at all. Documents before
     the damage have been yielded by then (callers publish nothing of a failed run).
     """
-    from components.text.compression import open_decompressed
-
     raw, name, owned = _open_source(source, name)
-    if not owned and not hasattr(raw, "peek") and not getattr(raw, "seekable", lambda: False)():
-        raw = io.BufferedReader(raw)
-    stream = open_decompressed(raw)
     number, offset, count = 0, 0, 0
     open_doc: Optional[Tuple[int, str, int]] = None  # (id, title, line)
     body: List[str] = []
+
+    def where() -> str:
+        at = f"after {count} documents, at line {number}"
+        return at + (f", in <doc id={open_doc[0]} title={open_doc[1]!r}>" if open_doc is not None else "")
+
+    stream, compressed = raw, None
     try:
+        stream, compressed = open_decompressed(raw, name, where)  # a damaged archive raises there, naming the file
         for data in stream:
             number += 1
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise CorruptInputError(name, f"not valid UTF-8 at line {number} (byte offset {offset + exc.start} "
-                                              f"of the {'decompressed ' if stream is not raw else ''}text)") from None
+                                              f"of the {'decompressed ' if compressed else ''}text)"
+                                              f"{'' if compressed else misnamed(name)}") from None
             offset += len(data)
             stripped = line.strip()
             header = _DOC_OPEN.match(stripped) if stripped.startswith("<doc") else None
@@ -109,17 +111,15 @@ def iter_extracted(source: Source, *, articles_only: bool = True, name: Optional
                 body.append(line.rstrip("\r\n"))
             elif stripped:
                 raise CorruptInputError(name, f"text outside <doc> ... </doc> at line {number}: {stripped[:80]!r} "
-                                              "(not WikiExtractor output?)")
+                                              f"(not WikiExtractor output?){'' if compressed else misnamed(name)}")
         if open_doc is not None:
             raise CorruptInputError(name, f"<doc id={open_doc[0]} title={open_doc[1]!r}> opened at line "
                                           f"{open_doc[2]} has no </doc> (the file ends at line {number}: truncated?)")
         if count == 0:
             raise CorruptInputError(name, "empty input: no <doc> in this WikiExtractor file")
-    except (EOFError, OSError, gzip.BadGzipFile) as exc:
-        where = f"after {count} documents, at line {number}"
-        if open_doc is not None:
-            where += f", in <doc id={open_doc[0]} title={open_doc[1]!r}>"
-        raise CorruptInputError(name, f"corrupt or truncated compressed data ({where}): {exc}") from exc
+    except CorruptInputError:
+        check_archive(stream, compressed)  # a damaged bz2 block shows as bad content before its CRC is checked
+        raise
     finally:
         if stream is not raw:
             stream.close()  # the decompressor only

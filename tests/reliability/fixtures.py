@@ -18,6 +18,21 @@ def wiki_xml() -> str:
         return f.read().decode("utf-8")
 
 
+def fail_renames_after_the_first(monkeypatch, filesystem, message: str) -> list:
+    """Make ``filesystem.rename`` (a Beam filesystem class) move one file, then raise ``OSError(message)``: a storage
+    fault in the middle of publishing. Returns the list of what was moved (filled as it happens)."""
+    real, moved = filesystem.rename, []
+
+    def rename(self, sources, destinations):
+        if moved:
+            raise OSError(message)
+        moved.extend(destinations)
+        return real(self, sources, destinations)
+
+    monkeypatch.setattr(filesystem, "rename", rename)
+    return moved
+
+
 def write(path, data) -> str:
     path = str(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)

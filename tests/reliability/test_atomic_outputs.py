@@ -15,7 +15,8 @@ from tests.reliability import fixtures, mlmd
 
 
 def test_staged_output_is_removed_when_the_job_raises(tmp_path):
-    from components.tfx_components import STAGING_PREFIX, _publish, _staged
+    from components.file_io import publish
+    from components.tfx_components import STAGING_PREFIX, _staged
 
     uri = str(tmp_path / "documents" / "7")
     with pytest.raises(RuntimeError, match="worker died"):
@@ -29,9 +30,38 @@ def test_staged_output_is_removed_when_the_job_raises(tmp_path):
         fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00000-of-00001.gz"), b"x")
         fixtures.write(os.path.join(staging, ".datagen-spill", "spill-1"), b"y")
         assert os.listdir(uri) == [os.path.basename(staging)] and os.path.basename(staging).startswith(STAGING_PREFIX)
-        _publish(staging, uri, names=["documents-00000-of-00001.txt", "Split-train"])
+        publish(staging, uri, names=["documents-00000-of-00001.txt", "Split-train"])
     assert sorted(os.listdir(uri)) == ["Split-train", "documents-00000-of-00001.txt"]  # spill dropped
     assert open(os.path.join(uri, "Split-train", "data_tfrecord-00000-of-00001.gz"), "rb").read() == b"x"
+
+
+
+def test_a_failure_while_publishing_removes_what_was_moved_and_the_staging(tmp_path, monkeypatch):
+    """The TFX components publish with the function ``ingest`` uses (components/file_io.py): the completion marker
+    last, and a move that fails after the first file leaves the URI as it was (empty), with no staging folder."""
+    from apache_beam.io.localfilesystem import LocalFileSystem
+
+    from components.file_io import PublishError, publish
+    from components.tfx_components import _staged
+
+    uri = str(tmp_path / "examples" / "9")
+    moved = fixtures.fail_renames_after_the_first(monkeypatch, LocalFileSystem, "injected: disk full")
+    with pytest.raises(PublishError) as info:
+        with _staged(uri) as staging:
+            fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00000-of-00002.gz"), b"a")
+            fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00001-of-00002.gz"), b"b")
+            fixtures.write(os.path.join(staging, "examples_info.json"), "{}")
+            publish(staging, uri, names=["Split-train", "examples_info.json"], last=["examples_info.json"])
+    assert moved == [os.path.join(uri, "Split-train", "data_tfrecord-00000-of-00002.gz")]  # the marker comes last
+    assert str(info.value) == (f"publishing {uri} failed after moving 1 of 3 files from {staging} (they were removed "
+                               "again: nothing is published; the staging folder was removed): OSError: injected: disk "
+                               "full")
+    assert os.listdir(uri) == []  # nor the Split-train folder the move created
+    monkeypatch.undo()
+    with _staged(uri) as staging:  # and a second try publishes the whole output, the marker last
+        fixtures.write(os.path.join(staging, "examples_info.json"), "{}")
+        publish(staging, uri, last=["examples_info.json"])
+    assert os.listdir(uri) == ["examples_info.json"]
 
 
 SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_dir=none",
@@ -50,8 +80,8 @@ def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_pa
                           output_dir=str(tmp_path / "out"), local=True)
 
     # The executor's error, re-raised by Beam as a RuntimeError holding the original's text.
-    with pytest.raises(RuntimeError, match=rf"CorruptInputError: \S+/{re.escape(os.path.basename(bad))}: corrupt or "
-                                           r"truncated compressed data"):
+    with pytest.raises(RuntimeError, match=rf"CorruptInputError: \S+/{re.escape(os.path.basename(bad))}: truncated "
+                                           r"bz2 data: the file ends at compressed byte 133426, inside stream 1 "):
         run_local(config, runner="beam")
 
     store = mlmd.open_store(config.metadata_path)

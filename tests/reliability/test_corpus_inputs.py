@@ -48,9 +48,9 @@ def _fails_naming(inputs, out, *needles):
 def test_truncated_bz2_stops_naming_file_and_position(tmp_path):
     path = fixtures.truncated_bz2(tmp_path / "wiki")
     msg = _fails_naming(_wiki(tmp_path / "wiki"), tmp_path / "out", path, "truncated")
-    assert msg.endswith(f"{path}: corrupt or truncated compressed data (nothing readable: after 0 pages or documents, "
-                        f"compressed byte offset ~133426): Compressed file ended before the end-of-stream marker was "
-                        f"reached [while running 'ReadFiles/ParDo(_ReadFiles)']"), msg
+    assert msg.endswith(f"{path}: truncated bz2 data: the file ends at compressed byte 133426, inside stream 1 (no "
+                        f"end-of-stream marker) (reading its first bytes to tell its format) [while running "
+                        f"'ReadFiles/ParDo(_ReadFiles)']"), msg
 
 
 def test_corrupt_bz2_block_stops_naming_file(tmp_path):
