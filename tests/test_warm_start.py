@@ -130,3 +130,24 @@ def test_a_base_with_another_configuration_or_vocabulary_is_refused_before_train
     assert not (tmp_path / "out").exists()
     done = cli(*argv, f"--set=train.init_from={tmp_path / 'nowhere'}")
     assert done.returncode == 2 and f"train.init_from={tmp_path / 'nowhere'} is not a model folder" in done.stderr
+
+
+def test_the_model_card_says_what_the_model_continued_from():
+    from components.release import model_card, package
+
+    decision = {"blessed": True, "forced": False, "reason": "no criteria", "checks": [], "baseline": None}
+    facts = package.card_facts(
+        name="m", license="apache-2.0", version=2, results={}, run_config={}, decision=decision, documents={},
+        artifacts={}, arm="random_init", hf_note=None,
+        export_info={"final_step": 5, "total_steps": 11,
+                     "init_from": {"location": "gs://b/releases/1", "version": 1, "steps": 6}})
+    assert (facts["training"]["continued_from"], facts["training"]["total_steps"]) == (
+        {"location": "gs://b/releases/1", "version": 1, "steps": 6}, 11)
+    card = model_card.render(facts)
+    assert "| continued from | version 1 at gs://b/releases/1 (6 steps) |" in card
+    assert "| total steps (with the base's) | 11 |" in card
+    scratch = package.card_facts(name="m", license="apache-2.0", version=1, results={}, run_config={},
+                                 decision=decision, documents={}, artifacts={}, arm="random_init", hf_note=None,
+                                 export_info={"final_step": 5})
+    assert (scratch["training"]["continued_from"], scratch["training"]["total_steps"]) == (None, 5)
+    assert "continued from" not in model_card.render(scratch)

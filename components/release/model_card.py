@@ -55,6 +55,16 @@ def _rows(mapping: Mapping[str, Any]) -> List[List[str]]:
     return [[str(k), NONE_TEXT if v is None else str(v)] for k, v in mapping.items()]
 
 
+def _continued(training: Mapping[str, Any]) -> Dict[str, Any]:
+    """The rows a continued pretraining adds: what it continued from and the steps behind it in all."""
+    base = training.get("continued_from")
+    if not base:
+        return {}
+    version = f"version {base['version']} at " if base.get("version") is not None else ""
+    return {"continued from": f"{version}{base['location']} ({base.get('steps')} steps)",
+            "total steps (with the base's)": training.get("total_steps")}
+
+
 def render(facts: Mapping[str, Any]) -> str:
     """The card (``model_card.md``) of one pushed version."""
     b, c, t, blessing = facts["benchmarks"], facts["corpus"], facts["training"], facts["blessing"]
@@ -76,7 +86,7 @@ def render(facts: Mapping[str, Any]) -> str:
                 **{f"datagen {k}": v for k, v in sorted(c["datagen"].items())}}))]),
         Section("Training", [
             Table(["fact", "value"], _rows({
-                "steps": t["steps"], "batch size": t["batch_size"], "optimizer": t["optimizer"],
+                "steps": t["steps"], **_continued(t), "batch size": t["batch_size"], "optimizer": t["optimizer"],
                 "learning rate": t["learning_rate"], "precision": t["precision"], "hardware": t["hardware"],
                 "wall time of the final training execution (s)": t["wall_seconds"],
                 **{f"held-out {k}": number_text(v, 4) for k, v in sorted(t["eval"].items())}}))]),

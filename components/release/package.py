@@ -98,6 +98,9 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
             "optimizer": train.get("optimizer"), "learning_rate": train.get("learning_rate"),
             "precision": export_info.get("precision"), "hardware": export_info.get("hardware"),
             "wall_seconds": export_info.get("wall_seconds"), "eval": export_info.get("eval_metrics") or {},
+            # Continued pretraining (train.init_from): the base and the steps behind this model in all.
+            "continued_from": export_info.get("init_from"),
+            "total_steps": export_info.get("total_steps", export_info.get("final_step")),
         },
         "benchmarks": {"scores": scores, "metrics": {t: _score_metric(t) for t in scores}, "gains": gains,
                        "arm": arm, "protocol": protocol or "none recorded"},
