@@ -29,7 +29,7 @@ import traceback
 from typing import Dict, List
 
 DISTRIBUTION = "albert-tfx"
-# Import names that code used beside this project owns: the official ALBERT code is ``from albert import
+# Import names owned by code used beside this project: the official ALBERT code is ``from albert import
 # tokenization`` (the ``albert-tensorflow`` distribution, or a checkout on PYTHONPATH; an unrelated ``albert``
 # distribution exists as well). This project's artifact-type namespace is ``albert_tfx`` for that reason.
 FOREIGN_NAMES = ("albert",)

@@ -173,6 +173,33 @@ def test_the_official_albert_code_imports_beside_the_installed_project(image_env
     assert found["titles"] == {title: True for title in found["titles"]} and len(found["titles"]) == 6
 
 
+class _Dist:
+    """What ``install_check`` reads of a distribution: its name, RECORD paths and ``top_level.txt``."""
+
+    def __init__(self, name, files, top_level=None):
+        self.metadata, self.files, self._top_level = {"Name": name}, files, top_level
+
+    def read_text(self, name):
+        return self._top_level if name == "top_level.txt" else None
+
+
+def test_the_top_level_names_are_read_from_the_record_and_checked_against_other_distributions(monkeypatch):
+    import importlib.metadata
+
+    from pipeline import install_check
+
+    ours = _Dist("albert-tfx", ["albert_tfx/__init__.py", "config/__init__.py", "config/sections.py", "stray.py",
+                                "albert_tfx-0.1.0.dist-info/RECORD", "../../../bin/albert-pipeline",
+                                "config/__pycache__/sections.cpython-311.pyc"])
+    assert install_check._top_level_names(ours) == ["albert_tfx", "config", "stray"]
+    assert install_check._top_level_packages(ours) == ["albert_tfx", "config"]
+    others = [ours, _Dist("config", ["config.py", "config-0.5.1.dist-info/RECORD"]),
+              _Dist("albert-tensorflow", [], top_level="albert\n"), _Dist("six", ["six.py"])]
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: iter(others))
+    assert install_check._shared_names(ours, ["albert_tfx", "config"]) == ["config (config)"]
+    assert install_check._shared_names(ours, ["albert"]) == ["albert (albert-tensorflow)"]
+
+
 @pytest.mark.parametrize("package", ["albert_tfx", "config"])
 def test_the_smoke_check_fails_when_the_metadata_leaves_a_package_out(image_env, tmp_path, package):
     """``config`` is the package the image once lacked; ``albert_tfx`` the one the artifact titles need."""
