@@ -15,7 +15,9 @@ largest process of it), as in ``benchmarks/datagen_memory.py``:
    setting: the whole of this corpus), single-threaded as VocabGen runs it (the same seed gives the same model);
 3. ``albert-pipeline make-pretraining-data`` at the ``small`` preset's L 128 and at L 512 (official SOP, dupe 2);
 4. with ``--official-albert DIR`` (a checkout of google-research/albert holding ``create_pretraining_data.py`` and
-   ``tokenization.py``, put on ``PYTHONPATH``; its ``tokenization.py`` imports ``tensorflow_hub``, which needs a
+   ``tokenization.py``, in a folder named ``albert``: the official code imports itself as ``from albert import
+   tokenization``, so the checkout's parent is put on ``PYTHONPATH``; nothing of this project is named ``albert``, so
+   the order does not matter; its ``tokenization.py`` imports ``tensorflow_hub``, which needs a
    release that imports under TF 2.16+, e.g. 0.16.1, and ``pkg_resources``: install those into a folder of your
    own and add it to ``PYTHONPATH`` rather than into this project's venv), that script on the same documents with the same L 512 settings, killed after
    ``--official-timeout`` seconds: it holds every document and every instance in memory, so its RSS against size is
@@ -76,6 +78,16 @@ def official_command(albert_dir: str, documents: str, output: str, spm_model: st
             "--max_seq_length=512", "--max_predictions_per_seq=20", "--dupe_factor=2", "--random_seed=12345"]
 
 
+def official_env(albert_dir: str, environ=None) -> dict:
+    """The environment the official script runs in: the checkout's parent (where ``import albert`` finds it), the
+    checkout, then the caller's ``PYTHONPATH`` (e.g. the folder holding ``tensorflow_hub``)."""
+    environ = dict(os.environ if environ is None else environ)
+    checkout = os.path.abspath(albert_dir)
+    environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (os.path.dirname(checkout), checkout, environ.get("PYTHONPATH")) if p)
+    return environ
+
+
 def per_core(amount: Optional[int], wall: float, workers: int) -> Optional[int]:
     return round(amount / wall / min(workers, os.cpu_count() or 1)) if amount else None
 
@@ -102,6 +114,9 @@ def main(argv=None) -> None:
         args.steps = [s for s in args.steps if s != "official"]
     if args.official_albert and not os.path.exists(os.path.join(args.official_albert, "create_pretraining_data.py")):
         ap.error(f"--official-albert {args.official_albert} holds no create_pretraining_data.py")
+    if args.official_albert and os.path.basename(os.path.abspath(args.official_albert)) != "albert":
+        ap.error(f"--official-albert {args.official_albert}: the official code imports itself as `from albert import "
+                 "tokenization`: put the checkout in a folder named albert")
     files = list_files(args.data_dir)
     work = tempfile.mkdtemp(prefix="corpus_scale_")
     rows: List[Dict] = []
@@ -163,10 +178,9 @@ def main(argv=None) -> None:
                         "words_per_s_per_core": per_core(words, m["wall_s"], 1)})
             if "official" in args.steps and (args.official_fractions is None or fraction in args.official_fractions):
                 out = os.path.join(work, tag, "official.tfrecord")
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-                    p for p in (args.official_albert, os.environ.get("PYTHONPATH")) if p)}
                 m = peak_rss_run(official_command(args.official_albert, documents, out, args.spm_model),
-                                 os.path.join(work, tag, "official.log"), timeout=args.official_timeout, env=env)
+                                 os.path.join(work, tag, "official.log"), timeout=args.official_timeout,
+                                 env=official_env(args.official_albert))
                 done = os.path.exists(out) and not m["killed"]
                 if os.path.exists(out):
                     os.remove(out)

@@ -218,7 +218,8 @@ def find_run_artifacts(metadata_path: str, sop_mode: str) -> Dict[str, str]:
                  if e.type == pb2.Event.OUTPUT][0]
     run_ids = [e.artifact_id for e in store.get_events_by_execution_ids([execution]) if e.type == pb2.Event.OUTPUT]
     model_run = next(a for a in store.get_artifacts_by_id(run_ids) if a.uri != model.uri)
-    reports = live("albert.BenchmarkReport")
+    # A store made before 2026-11-26 knows the type by its former name.
+    reports = live("albert_tfx.BenchmarkReport") or live("albert.BenchmarkReport")
     return {"examples": examples.uri, "model": model.uri, "model_run": model_run.uri,
             "report": reports[0].uri if reports else None}
 

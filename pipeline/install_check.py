@@ -10,7 +10,10 @@ It checks the installed *distribution*, never a source checkout:
 3. every module of every top-level package the distribution declares imports, and from the installed copy:
    a package left out of the metadata fails here, through the first module that imports it;
 4. every custom artifact type resolves from the schema title it is compiled with, by the same functions TFX's
-   Kubeflow v2 container entrypoint uses.
+   Kubeflow v2 container entrypoint uses;
+5. the top-level import names the distribution installs (``top_level``) are packages of its own: no stray
+   top-level module, none of the names other code imports beside this project (``albert``, the official ALBERT
+   code's package), and none that another distribution installed here also installs.
 
 Prints a JSON report on stdout; exits 0 when every check passes, 1 otherwise.
 """
@@ -26,12 +29,46 @@ import traceback
 from typing import Dict, List
 
 DISTRIBUTION = "albert-tfx"
+# Import names owned by code used beside this project: the official ALBERT code is ``from albert import
+# tokenization`` (the ``albert-tensorflow`` distribution, or a checkout on PYTHONPATH; an unrelated ``albert``
+# distribution exists as well). This project's artifact-type namespace is ``albert_tfx`` for that reason.
+FOREIGN_NAMES = ("albert",)
 
 
 def _top_level_packages(dist) -> List[str]:
     """Top-level packages of the distribution, from the files its RECORD lists (``pkg/__init__.py``)."""
     return sorted({str(f).split("/")[0] for f in dist.files or [] if str(f).count("/") == 1
                    and str(f).endswith("/__init__.py")})
+
+
+def _top_level_names(dist) -> List[str]:
+    """Every top-level import name the distribution's RECORD installs: packages and top-level modules (``x.py``,
+    ``x.cpython-311-x86_64-linux-gnu.so``), not its ``.dist-info``, ``.pth`` files, scripts or byte-code."""
+    names = set()
+    for f in dist.files or []:
+        parts = str(f).split("/")
+        if (parts[0] in ("..", "__pycache__") or parts[0].startswith("__editable__")
+                or parts[0].endswith((".dist-info", ".egg-info", ".data"))):
+            continue
+        if len(parts) > 1:
+            if parts[-1].endswith(".py"):
+                names.add(parts[0])
+        elif parts[0].endswith((".py", ".so", ".pyd")):
+            names.add(parts[0].split(".")[0])
+    return sorted(names)
+
+
+def _shared_names(dist, names: List[str]) -> List[str]:
+    """``name (other distribution)`` for each of ``names`` that another installed distribution installs too."""
+    found = []
+    for other in importlib.metadata.distributions():
+        other_name = other.metadata["Name"] or ""
+        if other_name.lower().replace("_", "-") == DISTRIBUTION:
+            continue
+        text = other.read_text("top_level.txt")
+        theirs = set(text.split()) if text else set(_top_level_names(other))
+        found += [f"{name} ({other_name})" for name in sorted(theirs & set(names))]
+    return sorted(found)
 
 
 def _editable(dist) -> bool:
@@ -60,6 +97,16 @@ def check() -> Dict[str, object]:
         failures.append(f"{len(missing)} file(s) of the RECORD are missing, e.g. {', '.join(sorted(missing)[:5])}")
     packages = _top_level_packages(dist)
     report["packages"] = packages
+    top_level = _top_level_names(dist)
+    report["top_level"] = top_level
+    if top_level != packages:
+        failures.append(f"top-level modules that are not packages: {sorted(set(top_level) - set(packages))}")
+    foreign = sorted(set(top_level) & set(FOREIGN_NAMES))
+    if foreign:
+        failures.append(f"top-level {foreign} is another project's import name (the official ALBERT code's)")
+    shared = _shared_names(dist, top_level)
+    if shared:
+        failures.append(f"top-level names another installed distribution also installs: {', '.join(shared)}")
     modules = []
     for package in packages:
         try:

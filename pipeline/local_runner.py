@@ -15,6 +15,7 @@ from tfx.orchestration.beam.beam_dag_runner import BeamDagRunner
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import launcher as tfx_launcher
 
+from components.artifacts import BenchmarkReport
 from pipeline import mlmd
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline
@@ -101,7 +102,7 @@ def latest_report(metadata_path: str, pipeline_name: str) -> str:
     from ml_metadata.proto import metadata_store_pb2
 
     store = mlmd.open_readonly(metadata_path)
-    reports = [a for a in store.get_artifacts_by_type("albert.BenchmarkReport")
+    reports = [a for a in store.get_artifacts_by_type(BenchmarkReport.TYPE_NAME)
                if a.state == metadata_store_pb2.Artifact.LIVE]
     if not reports:
         raise RuntimeError(f"no BenchmarkReport artifact in {metadata_path}")

@@ -89,9 +89,9 @@ class ImageEnv:
         self.python = os.path.join(venv, "bin", "python")
         self.cli = os.path.join(venv, "bin", "albert-pipeline")
 
-    def run(self, *argv, timeout=900):
-        return subprocess.run(list(argv), cwd=self.home, env=image_env_vars(self.home), capture_output=True,
-                              text=True, timeout=timeout)
+    def run(self, *argv, timeout=900, env=None):
+        return subprocess.run(list(argv), cwd=self.home, env={**image_env_vars(self.home), **(env or {})},
+                              capture_output=True, text=True, timeout=timeout)
 
     def install_check(self):
         done = self.run(self.python, "-m", "pipeline.install_check", timeout=600)
@@ -131,17 +131,78 @@ def test_the_image_environment_holds_every_package_and_resolves_every_artifact_t
     code, report, stderr = image_env.install_check()
     assert code == 0, report["failures"] if report else stderr[-2000:]
     assert report["failures"] == []
-    assert report["packages"] == product_packages() == ["albert", "components", "config", "pipeline", "trainer"]
+    assert report["packages"] == product_packages() == ["albert_tfx", "components", "config", "pipeline", "trainer"]
+    # Every top-level import name the wheel installs is one of those packages: no `albert` (the official code's).
+    assert report["top_level"] == report["packages"]
     assert report["location"] == os.path.realpath(os.path.join(image_env.venv, "lib", "python3.11", "site-packages"))
     assert report["artifact_types"] == {cls.TYPE_NAME: f"components.artifacts.{cls.__name__}" for cls in ALL_TYPES}
-    assert set(report["artifact_types"]) == {"albert.RawCorpus", "albert.Documents", "albert.SentencePieceModel",
-                                             "albert.DataGenStatistics", "albert.BenchmarkResult",
-                                             "albert.BenchmarkReport"}
+    assert set(report["artifact_types"]) == {"albert_tfx.RawCorpus", "albert_tfx.Documents",
+                                             "albert_tfx.SentencePieceModel", "albert_tfx.DataGenStatistics",
+                                             "albert_tfx.BenchmarkResult", "albert_tfx.BenchmarkReport"}
 
 
-@pytest.mark.parametrize("package", ["albert", "config"])
+# Run in the environment under test: the official package's import, then every artifact title resolved as the KFP v2
+# entrypoint does (``import_class_by_path``), in the same process.
+OFFICIAL_PROBE = """
+import json
+from albert import tokenization
+from tfx.utils import import_utils
+from components.artifacts import ALL_TYPES
+print(json.dumps({"tokenization": tokenization.__file__,
+                  "titles": {c.TYPE_NAME: import_utils.import_class_by_path(c.TYPE_NAME) is c for c in ALL_TYPES}}))
+"""
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_the_official_albert_code_imports_beside_the_installed_project(image_env, tmp_path, where):
+    """The official ALBERT code imports itself as ``albert`` (``from albert import tokenization``). With the project
+    installed from its wheel, a stand-in official package imports as ``albert`` both after the project on
+    ``sys.path`` (where an installed distribution's package would lose to one of the project's own name) and before
+    it (``PYTHONPATH``, as a checkout is run), and every artifact title still resolves in that process."""
+    from tests.official_albert import make_official_albert
+
+    checkout = make_official_albert(str(tmp_path))
+    if where == "after":
+        done = image_env.run(image_env.python, "-c", f"import sys; sys.path.append({str(tmp_path)!r})\n"
+                             + OFFICIAL_PROBE, timeout=300)
+    else:
+        done = image_env.run(image_env.python, "-c", OFFICIAL_PROBE, env={"PYTHONPATH": str(tmp_path)}, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["tokenization"] == os.path.join(checkout, "tokenization.py")
+    assert found["titles"] == {title: True for title in found["titles"]} and len(found["titles"]) == 6
+
+
+class _Dist:
+    """What ``install_check`` reads of a distribution: its name, RECORD paths and ``top_level.txt``."""
+
+    def __init__(self, name, files, top_level=None):
+        self.metadata, self.files, self._top_level = {"Name": name}, files, top_level
+
+    def read_text(self, name):
+        return self._top_level if name == "top_level.txt" else None
+
+
+def test_the_top_level_names_are_read_from_the_record_and_checked_against_other_distributions(monkeypatch):
+    import importlib.metadata
+
+    from pipeline import install_check
+
+    ours = _Dist("albert-tfx", ["albert_tfx/__init__.py", "config/__init__.py", "config/sections.py", "stray.py",
+                                "albert_tfx-0.1.0.dist-info/RECORD", "../../../bin/albert-pipeline",
+                                "config/__pycache__/sections.cpython-311.pyc"])
+    assert install_check._top_level_names(ours) == ["albert_tfx", "config", "stray"]
+    assert install_check._top_level_packages(ours) == ["albert_tfx", "config"]
+    others = [ours, _Dist("config", ["config.py", "config-0.5.1.dist-info/RECORD"]),
+              _Dist("albert-tensorflow", [], top_level="albert\n"), _Dist("six", ["six.py"])]
+    monkeypatch.setattr(importlib.metadata, "distributions", lambda: iter(others))
+    assert install_check._shared_names(ours, ["albert_tfx", "config"]) == ["config (config)"]
+    assert install_check._shared_names(ours, ["albert"]) == ["albert (albert-tensorflow)"]
+
+
+@pytest.mark.parametrize("package", ["albert_tfx", "config"])
 def test_the_smoke_check_fails_when_the_metadata_leaves_a_package_out(image_env, tmp_path, package):
-    """``config`` is the package the image once lacked; ``albert`` the one the artifact titles need."""
+    """``config`` is the package the image once lacked; ``albert_tfx`` the one the artifact titles need."""
     context = build_context(str(tmp_path / "context"))  # not a copy of a built one: setuptools leaves build/ there
     pyproject = os.path.join(context, "pyproject.toml")
     with open(pyproject) as f:
@@ -249,8 +310,9 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
     assert ids["model"]["id"] == summary["tasks"]["Trainer"]["artifacts"]["model"]
     assert ids["model"]["id"].startswith("projects/rehearsal/locations/local/metadataStores/default/artifacts/")
     assert {name: value["type"] for name, value in ids.items()} == {
-        "model": "Model", "model_run": "ModelRun", "statistics": "albert.DataGenStatistics",
-        "glue": "albert.BenchmarkResult", "squad": "albert.BenchmarkResult", "race": "albert.BenchmarkResult"}
+        "model": "Model", "model_run": "ModelRun", "statistics": "albert_tfx.DataGenStatistics",
+        "glue": "albert_tfx.BenchmarkResult", "squad": "albert_tfx.BenchmarkResult",
+        "race": "albert_tfx.BenchmarkResult"}
 
 
     # The release ran as the backend runs it: a first run (the resolver found no blessed model), blessed with no

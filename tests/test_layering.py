@@ -12,18 +12,19 @@ import os
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PACKAGES = ("config", "trainer", "components", "pipeline", "albert", "benchmarks", "experiments")
-# ``albert`` is no layer: it only re-exports the artifact types under their schema titles (albert/__init__.py), for
-# the Kubeflow v2 container entrypoint. It imports components alone, and no package imports it.
+PACKAGES = ("config", "trainer", "components", "pipeline", "albert_tfx", "benchmarks", "experiments")
+# ``albert_tfx`` is no layer: it only re-exports the artifact types under their schema titles
+# (albert_tfx/__init__.py), for the Kubeflow v2 container entrypoint. It imports components alone, and no package
+# imports it.
 # ``benchmarks`` and ``experiments`` are the top layer: they may import every package (experiments the benchmarks'
 # helpers too), and no package of the product imports them.
 TOP = {"benchmarks", "experiments"}
 FORBIDDEN = {
-    "config": {"trainer", "components", "pipeline", "albert"} | TOP,
-    "trainer": {"components", "pipeline", "albert"} | TOP,
-    "components": {"pipeline", "albert"} | TOP,
-    "pipeline": {"albert"} | TOP,
-    "albert": {"config", "trainer", "pipeline"} | TOP,
+    "config": {"trainer", "components", "pipeline", "albert_tfx"} | TOP,
+    "trainer": {"components", "pipeline", "albert_tfx"} | TOP,
+    "components": {"pipeline", "albert_tfx"} | TOP,
+    "pipeline": {"albert_tfx"} | TOP,
+    "albert_tfx": {"config", "trainer", "pipeline"} | TOP,
     "benchmarks": {"experiments"},
 }
 

@@ -53,7 +53,7 @@ def _inputs(store, execution_id):
 
 def test_report_traces_back_to_raw_files(store, sample_dir):
     """MLMD lineage: report ← benchmarks ← model ← examples ← vocab/documents ← imported raw folders."""
-    reports = store.get_artifacts_by_type("albert.BenchmarkReport")
+    reports = store.get_artifacts_by_type("albert_tfx.BenchmarkReport")
     assert len(reports) == 1
     seen_uris, frontier = set(), [reports[0].id]
     while frontier:
@@ -68,7 +68,7 @@ def test_report_traces_back_to_raw_files(store, sample_dir):
 
 
 def test_documents_artifact_counts_recorded(store):
-    docs = store.get_artifacts_by_type("albert.Documents")[0]
+    docs = store.get_artifacts_by_type("albert_tfx.Documents")[0]
     assert docs.custom_properties["num_documents"].int_value >= 15
     assert docs.custom_properties["num_sentences"].int_value > 1000
     assert docs.custom_properties["wikipedia_documents"].int_value >= 10
@@ -88,7 +88,7 @@ def test_documents_artifact_counts_recorded(store):
 def test_vocab_has_albert_special_ids(store):
     import sentencepiece as spm
 
-    vocab = store.get_artifacts_by_type("albert.SentencePieceModel")[0]
+    vocab = store.get_artifacts_by_type("albert_tfx.SentencePieceModel")[0]
     sp = spm.SentencePieceProcessor(model_file=os.path.join(vocab.uri, "spm.model"))
     assert [sp.id_to_piece(i) for i in range(5)] == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"]
     assert sp.get_piece_size() == vocab.custom_properties["vocab_size"].int_value == 3000
@@ -152,7 +152,7 @@ def _benchmark_outputs(store):
 def test_report_scores_are_the_benchmarks_rescored_from_their_prediction_files(store, cli, sample_dir):
     """Every score in the report is its benchmark node's, and the official scorer (`albert-pipeline score`) on the
     node's prediction file gives it back; the Table-2 row and its Avg are those numbers."""
-    report = store.get_artifacts_by_type("albert.BenchmarkReport")[0]
+    report = store.get_artifacts_by_type("albert_tfx.BenchmarkReport")[0]
     results = json.load(open(os.path.join(report.uri, "results.json")))
     benchmarks = _benchmark_outputs(store)
     assert set(benchmarks) == set(results["results"]) == {"glue", "squad", "race"}
@@ -210,7 +210,7 @@ def test_report_compares_pretrained_with_random_init(store, sample_run):
     """The sample preset's ``random_init`` arm: both arms in results.json, the gain table in the report, and the
     step-0 proof that the pretrained arm started from the exported encoder and the baseline did not."""
     config = sample_run.config
-    report = store.get_artifacts_by_type("albert.BenchmarkReport")[0]
+    report = store.get_artifacts_by_type("albert_tfx.BenchmarkReport")[0]
     results = json.load(open(os.path.join(report.uri, "results.json")))
     text = open(os.path.join(report.uri, "report.md"), encoding="utf-8").read()
     gains = results["summary"]["baselines"]["random_init"]

@@ -23,7 +23,7 @@ def make_spec(tmp_path, *, schema="2.1.0", runner_arg=None, command=None, data_d
     data_dir = data_dir or str(tmp_path / "data")
     if "://" not in data_dir:
         os.makedirs(data_dir, exist_ok=True)
-    title = {"instanceSchema": "title: albert.RawCorpus\ntype: object\n"}
+    title = {"instanceSchema": "title: albert_tfx.RawCorpus\ntype: object\n"}
     args = ["{{$}}"] + ([runner_arg] if runner_arg else [])
     data = {
         "displayName": "t",
@@ -80,7 +80,7 @@ def test_a_container_task_gets_the_executor_input_the_backends_build(tmp_path):
     assert "parameters" not in received["inputs"]
     (raw,) = received["inputs"]["artifacts"]["raw"]["artifacts"]
     assert raw == {"name": summary["tasks"]["Importer"]["artifacts"]["result"], "uri": str(tmp_path / "data"),
-                   "type": {"instanceSchema": "title: albert.RawCorpus\ntype: object\n"}, "metadata": {}}
+                   "type": {"instanceSchema": "title: albert_tfx.RawCorpus\ntype: object\n"}, "metadata": {}}
     assert raw["name"] == f"projects/rehearsal/locations/local/metadataStores/default/artifacts/{summary['run_id']}-1"
     assert received["outputs"]["outputFile"] == os.path.join(root, summary["run_id"], "Echo", "executor_output.json")
     assert rehearsal.was_rehearsed(path)

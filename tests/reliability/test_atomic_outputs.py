@@ -88,7 +88,7 @@ def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_pa
     states = mlmd.states_by_node(store)
     assert states.get("CorpusGen") and "COMPLETE" not in states["CorpusGen"], states
     assert not {"VocabGen", "PretrainingDataGen", "Trainer", "BenchmarkReport"} & set(states), states
-    assert "albert.Documents" not in mlmd.live_artifacts(store)
+    assert "albert_tfx.Documents" not in mlmd.live_artifacts(store)
     docs_root = os.path.join(config.pipeline_root, "CorpusGen", "documents")
     leftovers = [os.path.join(r, f) for r, _, fs in os.walk(docs_root) for f in fs] if os.path.exists(docs_root) else []
     assert leftovers == [], leftovers  # the failed execution's URI holds no shard, no counts, no staging
@@ -104,8 +104,8 @@ def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_pa
     for node in ("CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "BenchmarkReport"):
         assert new.get(node) == "COMPLETE", new
     live = mlmd.live_artifacts(store)
-    assert len(live["albert.Documents"]) == 1
-    uri = live["albert.Documents"][0].uri
+    assert len(live["albert_tfx.Documents"]) == 1
+    uri = live["albert_tfx.Documents"][0].uri
     assert sorted(os.listdir(uri)) == ["counts.json", "documents-00000-of-00002.txt", "documents-00001-of-00002.txt"]
-    props = live["albert.Documents"][0].custom_properties
+    props = live["albert_tfx.Documents"][0].custom_properties
     assert props["wikipedia_documents"].int_value > 10 and "wikipedia_short_documents" in props

@@ -114,7 +114,7 @@ def runs(tmp_path_factory, sample_run_pending):
 
 def test_kill_during_datagen_publishes_no_examples(runs):
     after = runs["after_kill_data"]
-    assert "Examples" not in after["live"] and "albert.DataGenStatistics" not in after["live"]
+    assert "Examples" not in after["live"] and "albert_tfx.DataGenStatistics" not in after["live"]
     assert {"CorpusGen", "VocabGen"} <= set(after["states"])
     assert "COMPLETE" not in after["states"].get("PretrainingDataGen", [])
     # What the killed executor left is only a staging folder, never a file named like output.
@@ -143,13 +143,13 @@ def test_training_resumes_from_the_last_checkpoint(runs):
 
 
 def test_no_duplicate_live_artifacts(runs):
-    for type_name in ("albert.Documents", "albert.SentencePieceModel", "Examples", "albert.DataGenStatistics",
-                      "Model", "ModelRun", "albert.BenchmarkReport"):
+    for type_name in ("albert_tfx.Documents", "albert_tfx.SentencePieceModel", "Examples",
+                      "albert_tfx.DataGenStatistics", "Model", "ModelRun", "albert_tfx.BenchmarkReport"):
         assert len(runs["live"][type_name]) == 1, (type_name, [a.uri for a in runs["live"][type_name]])
 
 
-@pytest.mark.parametrize("type_name", ["albert.Documents", "albert.SentencePieceModel", "Examples",
-                                       "albert.DataGenStatistics"])
+@pytest.mark.parametrize("type_name", ["albert_tfx.Documents", "albert_tfx.SentencePieceModel", "Examples",
+                                       "albert_tfx.DataGenStatistics"])
 def test_outputs_are_byte_identical_to_an_uninterrupted_one_worker_run(runs, type_name):
     """Same data settings and seed: identical bytes across runs, a crash in between, and 1 vs 2 workers."""
     (ours,) = runs["live"][type_name]
