@@ -38,7 +38,7 @@ class QueryError(ValueError):
 
 
 def schema_title(artifact_type: Mapping[str, Any]) -> str:
-    """``albert.RawCorpus`` from a compiled ``artifactType`` / ``typeSchema`` (``schemaTitle`` or the title line of
+    """``albert_tfx.RawCorpus`` from a compiled ``artifactType`` / ``typeSchema`` (``schemaTitle`` or the title line of
     ``instanceSchema``)."""
     if artifact_type.get("schemaTitle"):
         return artifact_type["schemaTitle"]
