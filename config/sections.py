@@ -244,8 +244,9 @@ LONG_PHASE_OPTIONS = ("long_max_seq_length", "long_max_predictions_per_seq")
 TRAIN_LONG_PHASE_OPTIONS = ("long_seq_from_step",)
 # Continued pretraining (docs/model.md "Continue from a model"): off ("scratch") at the default and then left out of
 # the section's JSON the same way.
-WARM_START_OPTIONS = ("init_from",)
+WARM_START_OPTIONS = ("init_from", "init_restore")
 INIT_FROM_SCRATCH = "scratch"
+INIT_RESTORE_CHOICES = ("weights", "all")
 
 
 def _without_defaults(section, data: Dict[str, Any], names) -> Dict[str, Any]:
@@ -294,6 +295,10 @@ class TrainConfig(Section):
     # --init_checkpoint semantics: the encoder's and pretraining heads' weights restored; the step, the warm-up and
     # decay schedule and the optimizer's moments start fresh (trainer/base_model.py).
     init_from: str = INIT_FROM_SCRATCH
+    # What of the base a run restores: "weights" (official) or "all": the base's last training checkpoint, with its
+    # optimizer moments, step and loss window, so the run continues the base's run as a resume would (the base must
+    # be this project's Trainer output whose training checkpoints are still where its export_info.json says).
+    init_restore: str = "weights"
 
     def to_dict(self) -> Dict[str, Any]:
         """Every field, less the ``OPTIMIZER_OPTIONS``, ``TRAIN_LONG_PHASE_OPTIONS`` and ``WARM_START_OPTIONS`` at
@@ -347,6 +352,10 @@ class TrainConfig(Section):
               t.long_seq_from_step, f"0 (one phase) or a step in (0, num_train_steps={t.num_train_steps})")
         check(isinstance(t.init_from, str) and t.init_from.strip() != "", "train.init_from", t.init_from,
               f"{INIT_FROM_SCRATCH} or a model folder (a pushed version, or what `convert` wrote)")
+        check(t.init_restore in INIT_RESTORE_CHOICES, "train.init_restore", t.init_restore,
+              "|".join(INIT_RESTORE_CHOICES))
+        check(t.init_restore == "weights" or t.init_from != INIT_FROM_SCRATCH, "train.init_restore", t.init_restore,
+              f"weights unless train.init_from names a model (it is {INIT_FROM_SCRATCH})")
         return self
 
 

@@ -33,14 +33,16 @@ def _config(extra):
     return build_config("sample", overrides=DATA + TRAIN + list(extra))
 
 
+BASE_TRAIN = [f"train.num_train_steps={BASE_STEPS}", "train.num_warmup_steps=2"]
+
+
 @pytest.fixture(scope="module")
 def base(resume_examples, tmp_path_factory):
     from trainer.task import pretrain_from_examples
 
     out = str(tmp_path_factory.mktemp("base"))
-    info = pretrain_from_examples(resume_examples["dir"], out, _config(
-        [f"train.num_train_steps={BASE_STEPS}", "train.num_warmup_steps=2"]))
-    return {"dir": os.path.join(out, "model", "albert"), "info": info}
+    info = pretrain_from_examples(resume_examples["dir"], out, _config(BASE_TRAIN))
+    return {"out": out, "dir": os.path.join(out, "model", "albert"), "info": info}
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +104,7 @@ def test_after_a_zero_learning_rate_step_the_weights_and_held_out_metrics_are_th
 def test_the_export_says_what_the_model_continued_from(base, warm):
     with open(os.path.join(warm["dir"], "export_info.json")) as f:
         info = json.load(f)
-    assert info["init_from"] == {"location": base["dir"], "version": None, "steps": BASE_STEPS}
+    assert info["init_from"] == {"location": base["dir"], "version": None, "steps": BASE_STEPS, "restored": "weights"}
     assert info["total_steps"] == BASE_STEPS + 1
     with open(os.path.join(base["dir"], "export_info.json")) as f:
         assert "init_from" not in json.load(f)
@@ -151,3 +153,51 @@ def test_the_model_card_says_what_the_model_continued_from():
                                  export_info={"final_step": 5})
     assert (scratch["training"]["continued_from"], scratch["training"]["total_steps"]) == (None, 5)
     assert "continued from" not in model_card.render(scratch)
+
+
+def test_restoring_the_whole_state_continues_the_bases_run_as_a_resume_does(base, resume_examples, tmp_path_factory):
+    """``train.init_restore=all`` from the base's export, to 9 steps, is the base's own run resumed with
+    ``num_train_steps`` raised to 9 (the Trainer's continuation): the same history lines and the same weights."""
+    from trainer.run_state import read_history
+    from trainer.task import pretrain_from_examples
+
+    more = [o.replace(f"num_train_steps={BASE_STEPS}", "num_train_steps=9") for o in BASE_TRAIN]
+    reference = str(tmp_path_factory.mktemp("reference"))
+    shutil.copytree(base["out"], reference, dirs_exist_ok=True)  # the base's run, its checkpoints included
+    ref_info = pretrain_from_examples(resume_examples["dir"], reference, _config(more))
+    assert (ref_info["start_step"], ref_info["final_step"]) == (BASE_STEPS, 9)
+    out = str(tmp_path_factory.mktemp("continued"))
+    info = pretrain_from_examples(resume_examples["dir"], out, _config(
+        more + [f"train.init_from={base['dir']}", "train.init_restore=all"]))
+    assert (info["start_step"], info["final_step"], info["total_steps"]) == (BASE_STEPS, 9, 9)
+
+    def lines(folder):
+        return [r for r in read_history(os.path.join(folder, "model_run")) if r["step"] > BASE_STEPS]
+
+    got, ref = lines(out), lines(reference)
+    assert [r["step"] for r in got if r["split"] == "train"] == [7, 8, 9]
+    assert [(r["step"], r["split"]) for r in got] == [(r["step"], r["split"]) for r in ref]
+    for a, b in zip(got, ref):
+        for name in ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy", "learning_rate"):
+            if name in b:  # the metrics, not the timings
+                np.testing.assert_allclose(a[name], b[name], rtol=1e-5, atol=1e-7, err_msg=f"step {a['step']} {name}")
+    import tensorflow as tf
+
+    ours = tf.train.load_checkpoint(os.path.join(out, "model", "albert", "pretraining/ckpt"))
+    theirs = tf.train.load_checkpoint(os.path.join(reference, "model", "albert", "pretraining/ckpt"))
+    names = [n for n in theirs.get_variable_to_shape_map() if "/.ATTRIBUTES/VARIABLE_VALUE" in n]
+    assert len(names) > 10
+    for n in names:
+        np.testing.assert_allclose(ours.get_tensor(n), theirs.get_tensor(n), rtol=1e-5, atol=1e-7, err_msg=n)
+
+
+def test_restoring_the_whole_state_of_another_run_is_refused(base, resume_examples, cli, tmp_path):
+    argv = ["pretrain", "--examples", resume_examples["dir"], "--output", str(tmp_path / "out"), "--preset",
+            "sample"] + [f"--set={o}" for o in DATA + TRAIN + ["train.num_train_steps=9", "train.num_warmup_steps=2",
+                                                               f"train.init_from={base['dir']}",
+                                                               "train.init_restore=all"]]
+    done = cli(*argv, "--set=train.learning_rate=0.001")
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert (f"train.init_from={base['dir']} with train.init_restore=all: this run is not the base's run continued "
+            "(differs in train.learning_rate); use train.init_restore=weights") in line

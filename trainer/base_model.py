@@ -23,7 +23,12 @@ from config.schema import ConfigError
 from trainer.files import (CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE,
                            VERSION_ALBERT_DIR, VERSION_RECORD_FILE)
 
-__all__ = ["describe", "check", "config_differences", "sha256_of"]
+__all__ = ["describe", "check", "config_differences", "sha256_of", "training_state", "WARM_START_FIELDS"]
+
+# The train fields that say how a run starts, not how it trains: left out when a run that restores a base's whole
+# training state is compared with the base's run.
+WARM_START_FIELDS = ("init_from", "init_restore")
+IDENTITY_FILE = "run_identity.json"  # in a training checkpoint folder (trainer/task.py writes it)
 
 
 def _gfile():
@@ -70,6 +75,7 @@ def describe(location: str) -> Dict[str, Any]:
     version = _read_json(record).get("version") if albert_dir != location and gfile.exists(record) else None
     steps = export_info.get("total_steps", export_info.get("final_step"))
     return {"location": location, "albert_dir": albert_dir, "checkpoint": checkpoint,
+            "training_checkpoints": export_info.get("checkpoint_dir"),
             "config": _read_json(posixpath.join(albert_dir, CONFIG_FILE)), "spm_model": spm_model,
             "spm_sha256": sha256_of(spm_model), "steps": None if steps is None else int(steps), "version": version}
 
@@ -94,3 +100,30 @@ def check(base: Mapping[str, Any], albert_config: Mapping[str, Any], spm_sha256:
         raise ConfigError(f"train.init_from={base['location']}: the vocabulary is not the base's (spm.model sha256 "
                           f"{spm_sha256[:12]}… here, {base['spm_sha256'][:12]}… in the base); leave vocab.import_model "
                           f"unset (VocabGen then takes {base['spm_model']}) or point it there")
+
+
+def training_state(base: Mapping[str, Any], identity: Mapping[str, Any]) -> str:
+    """``train.init_restore=all``: the folder of the base's training checkpoints (model, optimizer, step, loss
+    window), whose run must be this run but for the data and how it starts: the same encoder, ``train`` identity
+    and seed. One :class:`ConfigError` otherwise, naming what differs or what is missing."""
+    folder = base.get("training_checkpoints")
+    where = f"train.init_from={base['location']} with train.init_restore=all"
+    gfile = _gfile()
+    if not folder or not gfile.exists(posixpath.join(folder, IDENTITY_FILE)):
+        raise ConfigError(f"{where}: the base holds no training checkpoints (optimizer and step) where its "
+                          f"{EXPORT_INFO_FILE} says ({folder}); use train.init_restore=weights")
+    theirs = _read_json(posixpath.join(folder, IDENTITY_FILE))
+
+    def comparable(ident: Mapping[str, Any]) -> Dict[str, Any]:
+        train = {k: v for k, v in ident["train"].items() if k not in WARM_START_FIELDS}
+        return {"albert_config": ident["albert_config"], "train": train, "seed": ident["seed"]}
+
+    ours, base_run = comparable(identity), comparable(theirs)
+    differences = [f"{section}.{key}" for section in ("albert_config", "train")
+                   for key in sorted(set(ours[section]) | set(base_run[section]))
+                   if ours[section].get(key) != base_run[section].get(key)]
+    differences += ["seed"] if ours["seed"] != base_run["seed"] else []
+    if differences:
+        raise ConfigError(f"{where}: this run is not the base's run continued (differs in {', '.join(differences)}); "
+                          "use train.init_restore=weights to start a new run from its weights")
+    return folder

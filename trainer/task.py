@@ -133,6 +133,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         base_model.check(base, albert_config.to_dict(), base_model.sha256_of(spm_path))
     long_phase = long_phase_facts(facts, train, albert_config, examples_root)
     identity = run_identity(facts["fingerprint"], albert_config, train, seed)
+    init_state = base_model.training_state(base, identity) if base and train.init_restore == "all" else ""
     checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
     # In a cluster (train.strategy=multi_worker) every task trains; the chief alone writes what outlives the run.
     chief = distribute.is_chief(distribute.cluster_for(train.strategy))
@@ -145,7 +146,7 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         train_files=list(train_files), eval_files=list(eval_files or []),
         max_seq_length=int(facts["max_seq_length"]), max_predictions_per_seq=int(facts["max_predictions_per_seq"]),
         checkpoint_dir=checkpoint_dir, log_dir=log_dir, init_checkpoint=base["albert_dir"] if base else "",
-        **long_phase,
+        init_state=init_state, **long_phase,
     )
     if chief:
         tf.io.gfile.makedirs(log_dir)
@@ -171,8 +172,9 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
         "examples_fingerprint": facts["fingerprint"],
     }
     if base is not None:  # lineage: what this model continued from, and the steps behind it in all
-        info["init_from"] = {k: base[k] for k in ("location", "version", "steps")}
-        info["total_steps"] = (base["steps"] or 0) + result["final_step"]
+        info["init_from"] = {**{k: base[k] for k in ("location", "version", "steps")}, "restored": train.init_restore}
+        # Restoring the whole state continues the base's step count; restoring weights starts a new one.
+        info["total_steps"] = result["final_step"] if init_state else (base["steps"] or 0) + result["final_step"]
     if long_phase:  # BERT's two-phase sequence length: which length trained which steps
         info["sequence_phases"] = [
             {"from_step": p.first_step, "max_seq_length": p.max_seq_length,

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 import tensorflow as tf
 import tf_keras
 
-from config import TrainConfig
+from config import ConfigError, TrainConfig
 from trainer import distribute
 from trainer.evaluator import held_out_evaluator
 from trainer.files import CONFIG_FILE, ENCODER_CKPT, PRETRAINING_CKPT, SPM_FILE  # noqa: F401 (tests/conftest.py reads them here)
@@ -66,6 +66,9 @@ class PretrainJob:
     # Continued pretraining (``train.init_from``): the base's albert folder, whose weights a new run starts from.
     # Empty: random initial weights.
     init_checkpoint: str = ""
+    # ``train.init_restore=all``: the base run's training checkpoint folder, restored whole (model, optimizer, step,
+    # loss window) instead of the weights alone.
+    init_state: str = ""
 
 
 def pretrain(job: PretrainJob) -> Dict[str, object]:
@@ -97,11 +100,17 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     scratch = distribute.worker_scratch(cluster)
     checkpoints = Checkpoints(checkpoint, job.checkpoint_dir, scratch)
     resume_from = checkpoints.restore()
-    start_step = int(optimizer.iterations.numpy())
     if resume_from:
-        log.info("resumed from %s at step %d", resume_from, start_step)
+        log.info("resumed from %s at step %d", resume_from, int(optimizer.iterations.numpy()))
+    elif job.init_state:  # the base's run continued: its whole state, as a resume would restore it
+        state = Checkpoints(checkpoint, job.init_state).restore()
+        if state is None:
+            raise ConfigError(f"train.init_restore=all: {job.init_state} holds no checkpoint of the base's run; use "
+                              "train.init_restore=weights")
+        log.info("continuing the base's run from %s at step %d", state, int(optimizer.iterations.numpy()))
     elif job.init_checkpoint:
         warm_start(model, job.init_checkpoint)
+    start_step = int(optimizer.iterations.numpy())
 
     if chief:
         tf.io.gfile.makedirs(job.checkpoint_dir)
