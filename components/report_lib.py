@@ -93,6 +93,7 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "baselines": gains(inputs.results),
         "init_check": {f"{bench}/{arm}": c for (bench, arm), c in sorted(init_checks(inputs.results).items())},
         "artifact_ids": inputs.artifact_ids,
+        "model_source": inputs.source,
         "files": files,
     }
     payload = {"summary": summary, "results": inputs.results, "config": inputs.settings}

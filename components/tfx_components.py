@@ -35,7 +35,7 @@ from tfx.types import standard_artifacts
 from components import artifacts, beam_options
 from components.file_io import copy_tree, publish
 from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, VocabConfig
-from trainer.files import ALBERT_DIR, SPM_FILE, STATS_FILE
+from trainer.files import ALBERT_DIR, MODEL_SOURCE_FILE, SPM_FILE, STATS_FILE
 
 # Every executor below runs in a process that imported this module: Beam pipelines whose args name no runner run on
 # the FnApiRunner, never a PrismRunner downloaded at run time (components/beam_options.py).
@@ -192,6 +192,51 @@ def PretrainingDataGen(
             examples.set_string_custom_property(key, str(value))
 
 
+# ------------------------------------------------------------------------------------------------
+# 4b. A given model (mode=benchmark: no corpus, vocabulary, data or pretraining nodes)
+# ------------------------------------------------------------------------------------------------
+@component
+def ModelImport(
+    model: OutputArtifact[standard_artifacts.Model],
+    location: Parameter[str],
+    digest: Parameter[str],
+) -> None:
+    """The model at ``location`` (``train.init_from``: a pushed version, or a folder ``albert-pipeline convert``
+    wrote; local or ``gs://``) as a Model artifact laid out as the Trainer's: ``albert/`` (its albert folder) and
+    ``Format-Serving/`` (its serving SavedModel, where it has one), plus ``model_source.json``, which the report and
+    the model card read. ``digest``: the sha256 of those files when the configuration was resolved
+    (:func:`trainer.base_model.digest`); the copies must have it, else the node fails naming the location, so a
+    changed folder is never scored under the old digest's cache key.
+    """
+    from components.release.package import SERVING_DIR
+    from config.errors import InputError
+    from trainer import base_model
+
+    base = base_model.describe(location)
+    sources = base_model.model_files(base)
+    with _staged(model.uri) as staging:
+        copies: dict = {}
+        for part, folder in (("albert", ALBERT_DIR), ("serving", SERVING_DIR)):
+            copies[part] = {}
+            for rel, src in sources[part].items():
+                dst = posixpath.join(staging, folder, rel)
+                tf.io.gfile.makedirs(posixpath.dirname(dst))
+                tf.io.gfile.copy(src, dst, overwrite=True)
+                copies[part][rel] = dst
+        found = base_model.digest(copies)
+        if found != digest:
+            raise InputError(f"train.init_from={location} changed after the run's configuration was resolved "
+                             f"(files sha256 {found[:12]}… now, {digest[:12]}… then); run or compile again")
+        record = base_model.source_record(base, found, serving=bool(copies["serving"]))
+        with tf.io.gfile.GFile(posixpath.join(staging, MODEL_SOURCE_FILE), "w") as f:
+            f.write(json.dumps(record, indent=2, sort_keys=True))
+        publish(staging, model.uri, last=[MODEL_SOURCE_FILE])
+    model.set_string_custom_property("source_location", record["location"])
+    model.set_string_custom_property("source_digest", found)
+    for key in ("version", "steps"):
+        if record.get(key) is not None:
+            model.set_int_custom_property(f"source_{key}", int(record[key]))
+
 
 # ------------------------------------------------------------------------------------------------
 # 5. Benchmarks and report
@@ -243,10 +288,10 @@ def BenchmarkEval(
 @component
 def BenchmarkReport(
     model: InputArtifact[standard_artifacts.Model],
-    model_run: InputArtifact[standard_artifacts.ModelRun],
-    statistics: InputArtifact[artifacts.DataGenStatistics],
     report: OutputArtifact[artifacts.BenchmarkReport],
     config: Parameter[str],
+    model_run: InputArtifact[standard_artifacts.ModelRun] = None,
+    statistics: InputArtifact[artifacts.DataGenStatistics] = None,
     glue: InputArtifact[artifacts.BenchmarkResult] = None,
     squad: InputArtifact[artifacts.BenchmarkResult] = None,
     squad2: InputArtifact[artifacts.BenchmarkResult] = None,
@@ -255,7 +300,9 @@ def BenchmarkReport(
     """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids.
 
     ``config``: presentation settings only; the run's settings shown in the report are read from the
-    artifacts (the Trainer's ``run_config.json``, each benchmark result's ``settings``).
+    artifacts (the Trainer's ``run_config.json``, each benchmark result's ``settings``). A benchmark-only DAG
+    (``mode=benchmark``) has no ``model_run`` or ``statistics``: the report names the model's source
+    (``model_source.json``) and says that the pretraining facts are not this run's.
     """
     from components import backend_names, report_lib
 
@@ -267,10 +314,11 @@ def BenchmarkReport(
     summary = report_lib.write_report(
         report.uri, cfg,
         results={name: report_lib.load_result(art.uri) for name, art in results.items()},
-        model_dir=model.uri, model_run_dir=model_run.uri, stats_dir=statistics.uri,
+        model_dir=model.uri, model_run_dir=model_run.uri if model_run else None,
+        stats_dir=statistics.uri if statistics else None,
         artifact_ids={name: {"id": names.get(art.id, art.id), "type": art.type_name, "uri": art.uri}
                       for name, art in (("model", model), ("model_run", model_run), ("statistics", statistics),
-                                        *results.items())})
+                                        *results.items()) if art is not None})
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
 
@@ -336,18 +384,20 @@ def Blesser(
 @component
 def Pusher(
     model: InputArtifact[standard_artifacts.Model],
-    model_run: InputArtifact[standard_artifacts.ModelRun],
     report: InputArtifact[artifacts.BenchmarkReport],
-    documents: InputArtifact[artifacts.Documents],
     blessing: InputArtifact[standard_artifacts.ModelBlessing],
     pushed_model: OutputArtifact[standard_artifacts.PushedModel],
     config: Parameter[str],
+    model_run: InputArtifact[standard_artifacts.ModelRun] = None,
+    documents: InputArtifact[artifacts.Documents] = None,
 ) -> None:
     """Push a blessed model as the destination's next version, whole or not at all, with its model card
     (:mod:`components.release`); with ``vertex_model`` set, also upload it as a new Model Registry version.
 
     A model that is not blessed is not pushed (``pushed`` 0, as TFX's Pusher records it). A model the destination
-    already holds is not pushed again: the record names the version that holds it.
+    already holds is not pushed again: the record names the version that holds it. A benchmark-only DAG
+    (``mode=benchmark``) has no ``model_run`` or ``documents``: the card names the model's source instead of this
+    pipeline's pretraining.
     """
     from components import backend_names, report_lib
     from components.release import blessing as blessing_lib
@@ -371,18 +421,19 @@ def Pusher(
     names = backend_names.artifact_names()
     ids = {name: {"id": names.get(a.id, a.id), "type": a.type_name, "uri": a.uri}
            for name, a in (("model", model), ("model_run", model_run), ("report", report), ("documents", documents),
-                           ("blessing", blessing))}
+                           ("blessing", blessing)) if a is not None}
     results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
     export_info = package.export_info(model.uri)
-    documents_facts = _int_facts(documents)
+    documents_facts = _int_facts(documents) if documents is not None else {}
     with tempfile.TemporaryDirectory() as built:
         hf_note = package.build(model.uri, export_info, built)
 
         def finish(number: int) -> dict:
             facts = package.card_facts(
                 name=settings["model_name"], license=settings["license"], version=number, results=results,
-                export_info=export_info, run_config=package.run_config(model_run.uri), decision=decision,
-                documents=documents_facts, artifacts=ids, arm=decision["settings"]["baseline_arm"], hf_note=hf_note)
+                export_info=export_info, run_config=package.run_config(model_run.uri) if model_run else {},
+                decision=decision, documents=documents_facts, artifacts=ids, arm=decision["settings"]["baseline_arm"],
+                hf_note=hf_note, source=package.model_source(model.uri))
             package.write_card(built, facts)
             return {"version": number, "model": ids["model"], "blessed": True, "forced": decision["forced"],
                     "reason": decision["reason"], "baseline": decision["baseline"], "scores": decision["scores"],
@@ -485,4 +536,5 @@ def _staged(uri: str):
             tf.io.gfile.rmtree(staging)
 
 
-__all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "BenchmarkEval", "BenchmarkReport", "Blesser", "Pusher"]
+__all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "ModelImport", "BenchmarkEval", "BenchmarkReport", "Blesser",
+           "Pusher"]

@@ -41,6 +41,10 @@ IMPORTERS = {"wikipedia": ("WikipediaImporter", "corpus.wikipedia_dir"),
              "race": ("RaceDataImporter", "benchmarks.race_dir")}
 IMPORTER_OUTPUT_KEY = "result"
 TRAINER_RUN_FN = "trainer.task.run_fn"
+# ``mode``: ``pretrain`` (the whole DAG) or ``benchmark`` (no corpus, vocabulary, data or pretraining nodes: the model
+# comes from ``train.init_from`` through the ``ModelImport`` node, then the benchmarks, report, blessing and push).
+MODES = ("pretrain", "benchmark")
+MODEL_IMPORT_NODE = "ModelImport"
 
 
 @dataclass
@@ -50,6 +54,10 @@ class PipelineConfig(Section):
 
     pipeline_name: str = "albert-tfx"
     preset: str = "paper"
+    mode: str = "pretrain"  # pretrain | benchmark (MODES)
+    # Benchmark mode only: the sha256 of the files ModelImport copies from train.init_from, resolved by build_config
+    # (a value given here is replaced), so a changed model folder makes ModelImport run again.
+    model_digest: Optional[str] = None
     seed: int = 12345
     pipeline_root: str = os.path.join("outputs", "pipeline_root")
     metadata_path: str = os.path.join("outputs", "metadata.sqlite")
@@ -100,29 +108,20 @@ class PipelineConfig(Section):
         """Node id → parameter → (value, source): the one table behind both views above. A source is the config
         key the value comes from, a dict of them for a structured value, or None for a constant of the DAG."""
         table: Dict[str, Dict[str, Tuple[Any, Any]]] = {}
-        inputs = {"wikipedia": self.corpus.wikipedia_dir, "books": self.corpus.books_dir, **self.benchmarks.nodes()}
+        benchmark_only = self.mode == "benchmark"
+        corpus_inputs = {} if benchmark_only else {"wikipedia": self.corpus.wikipedia_dir,
+                                                    "books": self.corpus.books_dir}
+        inputs = {**corpus_inputs, **self.benchmarks.nodes()}
         for key, uri in inputs.items():
             if uri:
                 node_id, setting = IMPORTERS[key]
                 table[node_id] = {"artifact_uri": (uri, setting), "output_key": (IMPORTER_OUTPUT_KEY, None),
                                   "reimport": (False, None)}
-        table["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
-        table["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
-        table["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
-        custom = {"albert": trainer_settings(self.model, self.train, self.seed),
-                  "checkpoint_root": self.checkpoint_root}
-        custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
-                          "checkpoint_root": "pipeline_root"}
-        if self.vertex_training.enabled:
-            from pipeline.vertex_training import vertex_settings  # TFX's Vertex keys: only for Vertex configs
-
-            vertex = vertex_settings(self.vertex_training, image)
-            custom.update(vertex)
-            custom_sources.update({key: "vertex_training" for key in vertex})
-        table["Trainer"] = {"custom_config": (custom, custom_sources),
-                            "num_train_steps": (self.train.num_train_steps, "train.num_train_steps"),
-                            "eval_args": ({"num_steps": self.train.eval_steps}, {"num_steps": "train.eval_steps"}),
-                            "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
+        if benchmark_only:
+            table[MODEL_IMPORT_NODE] = {"location": (self.train.init_from, "train.init_from"),
+                                        "digest": (self.model_digest, "train.init_from")}
+        else:
+            table.update(self._pretraining_nodes(image))
         for node in self.benchmarks.nodes():
             table[BENCHMARK_NODE_IDS[node]] = {
                 "config": (self.benchmarks.node_settings(node, self.seed), "benchmarks"),
@@ -136,6 +135,28 @@ class PipelineConfig(Section):
                                       self._pusher_sources())}
         return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
                 for node, params in table.items()}
+
+    def _pretraining_nodes(self, image: Optional[str]) -> Dict[str, Dict[str, Tuple[Any, Any]]]:
+        """The corpus, vocabulary, data and pretraining nodes' rows of :meth:`_node_table` (mode ``pretrain``)."""
+        out: Dict[str, Dict[str, Tuple[Any, Any]]] = {}
+        out["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
+        out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
+        out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
+        custom = {"albert": trainer_settings(self.model, self.train, self.seed),
+                  "checkpoint_root": self.checkpoint_root}
+        custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
+                          "checkpoint_root": "pipeline_root"}
+        if self.vertex_training.enabled:
+            from pipeline.vertex_training import vertex_settings  # TFX's Vertex keys: only for Vertex configs
+
+            vertex = vertex_settings(self.vertex_training, image)
+            custom.update(vertex)
+            custom_sources.update({key: "vertex_training" for key in vertex})
+        out["Trainer"] = {"custom_config": (custom, custom_sources),
+                            "num_train_steps": (self.train.num_train_steps, "train.num_train_steps"),
+                            "eval_args": ({"num_steps": self.train.eval_steps}, {"num_steps": "train.eval_steps"}),
+                            "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
+        return out
 
     @property
     def checkpoint_root(self) -> str:
@@ -161,6 +182,18 @@ class PipelineConfig(Section):
         """Every section's range and consistency checks (the model's too), before any node runs."""
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
+        check(self.mode in MODES, "mode", self.mode, "|".join(MODES))
+        if self.mode == "benchmark":
+            from config.sections import INIT_FROM_SCRATCH
+
+            check(self.train.init_from != INIT_FROM_SCRATCH, "mode", self.mode,
+                  "pretrain unless train.init_from names the model to benchmark (a pushed version, or a folder "
+                  "`albert-pipeline convert` wrote)")
+            check(self.train.init_restore == "weights", "train.init_restore", self.train.init_restore,
+                  "weights with mode=benchmark (nothing is trained)")
+            check(self.benchmarks.nodes(), "mode", self.mode,
+                  "pretrain unless a benchmark data folder is set (benchmarks.glue_dir, squad_dir, squad_v2_dir or "
+                  "race_dir)")
         for section in (self.corpus, self.vocab, self.datagen, self.train, self.vertex_training, self.benchmarks,
                         self.report, self.release, self.model):
             section.validate()
@@ -489,7 +522,7 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
     if beam_args is not None:
         placement["beam_args"] = [str(a) for a in beam_args]
     config = dataclasses.replace(config, **placement)
-    config = _with_base(config)
+    config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
     if local:
         config = _local_paths(config)
     return config.validate().freeze()
@@ -517,3 +550,22 @@ def _with_base(config: PipelineConfig) -> PipelineConfig:
         config = dataclasses.replace(config, vocab=dataclasses.replace(config.vocab, import_model=base["spm_model"],
                                                                        vocab_size=0))
     return config
+
+
+def _benchmark_base(config: PipelineConfig) -> PipelineConfig:
+    """A benchmark-only run (``mode=benchmark``): the model at ``train.init_from`` found before any node runs (one
+    error naming the location when it is not a model folder), a local location made absolute, and ``model_digest``
+    resolved from the files ModelImport copies. The model's own configuration and vocabulary are used as they are:
+    ``model.*`` and ``vocab.*`` play no part."""
+    from config.sections import INIT_FROM_SCRATCH
+
+    location = config.train.validate().init_from
+    if config.mode not in MODES or location == INIT_FROM_SCRATCH:
+        return config  # validate() names the setting
+    from trainer import base_model
+
+    if "://" not in location:
+        location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
+    base = base_model.describe(location)
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location),
+                               model_digest=base_model.digest(base_model.model_files(base)))

@@ -11,7 +11,9 @@ Raw inputs enter through Importers, so MLMD lineage runs from every score back t
 is TFX's pattern: a ``LatestBlessedModelStrategy`` resolver finds the last blessed model, ``Blesser`` decides
 against it from the report (``release.*``) and always writes a ``ModelBlessing``, and ``Pusher`` pushes a blessed
 model as a new version (:mod:`components.release`).
-Benchmark nodes exist only for the data sets the config names. Every node's parameters are
+Benchmark nodes exist only for the data sets the config names. With ``mode=benchmark`` the DAG has no corpus,
+vocabulary, data or pretraining nodes: ``ModelImport`` brings the model at ``train.init_from`` in, laid out as the
+Trainer's model, and the benchmarks, report, blessing and push run on it as above. Every node's parameters are
 ``PipelineConfig.node_parameters()`` and nothing else: only the settings that determine its output, so
 a change reruns exactly the nodes downstream of it.
 
@@ -34,10 +36,10 @@ from tfx.orchestration.pipeline import Pipeline
 from tfx.types import Channel, standard_artifacts
 
 from components import artifacts
-from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, PretrainingDataGen,
-                                       Pusher, VocabGen)
+from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, ModelImport,
+                                       PretrainingDataGen, Pusher, VocabGen)
 from config import canonical_json
-from pipeline.configs import BENCHMARK_NODE_IDS, IMPORTER_OUTPUT_KEY, IMPORTERS, PipelineConfig
+from pipeline.configs import BENCHMARK_NODE_IDS, IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig
 from pipeline.vertex_training import create_trainer
 
 # Pipeline runtime parameter → (config key it overrides, type).
@@ -97,40 +99,50 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
                         reimport=p["reimport"], output_key=p["output_key"]).with_id(node_id)
 
     nodes = []
-    corpus_inputs = {key: importer(key) for key in ("wikipedia", "books") if IMPORTERS[key][0] in params}
-    nodes += list(corpus_inputs.values())
-    corpus = CorpusGen(**args("CorpusGen"), **{k: v.outputs[IMPORTER_OUTPUT_KEY] for k, v in corpus_inputs.items()})
-    vocab = VocabGen(documents=corpus.outputs["documents"], **args("VocabGen"))
     data = {key: importer(key) for key in config.benchmarks.nodes()}
-    dev_inputs = {}
-    if config.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
-        dev_inputs = {f"{key}_dev": data[key].outputs[IMPORTER_OUTPUT_KEY] for key in ("squad", "race") if key in data}
-    datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
-                                 **args("PretrainingDataGen"), **dev_inputs)
-    # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
-    # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
-    trainer = create_trainer(args("Trainer"), datagen.outputs["examples"]).with_id("Trainer")
-    nodes += [corpus, vocab, datagen, trainer]
+    pretraining: Dict[str, Any] = {}  # the Trainer's and datagen's outputs the report and the push read
+    if config.mode == "benchmark":
+        model_import = ModelImport(**args(MODEL_IMPORT_NODE)).with_id(MODEL_IMPORT_NODE)
+        model = model_import.outputs["model"]
+        nodes.append(model_import)
+    else:
+        corpus_inputs = {key: importer(key) for key in ("wikipedia", "books") if IMPORTERS[key][0] in params}
+        nodes += list(corpus_inputs.values())
+        corpus = CorpusGen(**args("CorpusGen"),
+                           **{k: v.outputs[IMPORTER_OUTPUT_KEY] for k, v in corpus_inputs.items()})
+        vocab = VocabGen(documents=corpus.outputs["documents"], **args("VocabGen"))
+        dev_inputs = {}
+        if config.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
+            dev_inputs = {f"{key}_dev": data[key].outputs[IMPORTER_OUTPUT_KEY] for key in ("squad", "race")
+                          if key in data}
+        datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
+                                     **args("PretrainingDataGen"), **dev_inputs)
+        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
+        # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
+        trainer = create_trainer(args("Trainer"), datagen.outputs["examples"]).with_id("Trainer")
+        nodes += [corpus, vocab, datagen, trainer]
+        model = trainer.outputs["model"]
+        pretraining = {"model_run": trainer.outputs["model_run"], "statistics": datagen.outputs["statistics"],
+                       "documents": corpus.outputs["documents"]}
 
     results: Dict[str, Any] = {}
     for key, data_importer in data.items():
         node_id = BENCHMARK_NODE_IDS[key]
-        evaluator = BenchmarkEval(model=trainer.outputs["model"], dataset=data_importer.outputs[IMPORTER_OUTPUT_KEY],
+        evaluator = BenchmarkEval(model=model, dataset=data_importer.outputs[IMPORTER_OUTPUT_KEY],
                                   **args(node_id)).with_id(node_id)
         nodes += [data_importer, evaluator]
         results[key] = evaluator.outputs["result"]
-    report = BenchmarkReport(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
-                             statistics=datagen.outputs["statistics"], **args("BenchmarkReport"), **results)
+    report = BenchmarkReport(model=model, **{k: v for k, v in pretraining.items() if k != "documents"},
+                             **args("BenchmarkReport"), **results)
     nodes.append(report)
 
     latest = Resolver(strategy_class=LatestBlessedModelStrategy, model=Channel(type=standard_artifacts.Model),
                       model_blessing=Channel(type=standard_artifacts.ModelBlessing)).with_id("LatestBlessedModel")
-    blesser = Blesser(model=trainer.outputs["model"], report=report.outputs["report"],
+    blesser = Blesser(model=model, report=report.outputs["report"],
                       baseline_model=latest.outputs["model"],
                       **args("Blesser"))
-    pusher = Pusher(model=trainer.outputs["model"], model_run=trainer.outputs["model_run"],
-                    report=report.outputs["report"], documents=corpus.outputs["documents"],
-                    blessing=blesser.outputs["blessing"], **args("Pusher"))
+    pusher = Pusher(model=model, report=report.outputs["report"], blessing=blesser.outputs["blessing"],
+                    **{k: v for k, v in pretraining.items() if k != "statistics"}, **args("Pusher"))
     nodes += [latest, blesser, pusher]
 
     return Pipeline(

@@ -20,15 +20,18 @@ from typing import Any, Dict, List, Mapping
 
 from config.errors import MissingInputError
 from config.schema import ConfigError
-from trainer.files import (CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE,
-                           VERSION_ALBERT_DIR, VERSION_RECORD_FILE)
+from trainer.files import (CONFIG_FILE, CONVERT_SERVING_DIR, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT,
+                           SPM_FILE, VERSION_ALBERT_DIR, VERSION_RECORD_FILE)
 
-__all__ = ["describe", "check", "config_differences", "sha256_of", "training_state", "WARM_START_FIELDS"]
+__all__ = ["describe", "check", "config_differences", "sha256_of", "training_state", "model_files", "digest",
+           "source_record", "source_text", "WARM_START_FIELDS", "SAVED_MODEL_NAMES"]
 
 # The train fields that say how a run starts, not how it trains: left out when a run that restores a base's whole
 # training state is compared with the base's run.
 WARM_START_FIELDS = ("init_from", "init_restore")
 IDENTITY_FILE = "run_identity.json"  # in a training checkpoint folder (trainer/task.py writes it)
+# What a SavedModel folder holds (TensorFlow's layout): the serving model at the top of a pushed version.
+SAVED_MODEL_NAMES = ("saved_model.pb", "saved_model.pbtxt", "fingerprint.pb", "variables", "assets", "assets.extra")
 
 
 def _gfile():
@@ -127,3 +130,68 @@ def training_state(base: Mapping[str, Any], identity: Mapping[str, Any]) -> str:
         raise ConfigError(f"{where}: this run is not the base's run continued (differs in {', '.join(differences)}); "
                           "use train.init_restore=weights to start a new run from its weights")
     return folder
+
+
+def _walk(folder: str, names=None) -> List[str]:
+    """The files under ``folder`` (only under its entries ``names`` when given), as paths relative to it, sorted."""
+    gfile = _gfile()
+    out = []
+    for name in sorted(n.rstrip("/") for n in gfile.listdir(folder)):
+        if names is not None and name not in names:
+            continue
+        path = posixpath.join(folder, name)
+        if gfile.isdir(path):
+            out += [posixpath.join(name, sub) for sub in _walk(path)]
+        else:
+            out.append(name)
+    return out
+
+
+def model_files(base: Mapping[str, Any]) -> Dict[str, Dict[str, str]]:
+    """What a benchmark-only run takes from a base (:func:`describe`'s result): ``{"albert": {relative path: source
+    file}, "serving": {...}}``: the albert folder's files (less a conversion's ``serving/``), and the serving
+    SavedModel's: a conversion's ``serving/``, or the SavedModel at the top of a pushed version (empty when the base
+    has none, e.g. an encoder-only conversion)."""
+    albert_dir, location = base["albert_dir"], base["location"]
+    gfile = _gfile()
+    albert = {rel: posixpath.join(albert_dir, rel) for rel in _walk(albert_dir)
+              if rel.split("/", 1)[0] != CONVERT_SERVING_DIR}
+    serving: Dict[str, str] = {}
+    if gfile.isdir(posixpath.join(albert_dir, CONVERT_SERVING_DIR)):
+        root = posixpath.join(albert_dir, CONVERT_SERVING_DIR)
+        serving = {rel: posixpath.join(root, rel) for rel in _walk(root)}
+    elif albert_dir != location and gfile.exists(posixpath.join(location, SAVED_MODEL_NAMES[0])):
+        serving = {rel: posixpath.join(location, rel) for rel in _walk(location, SAVED_MODEL_NAMES)}
+    return {"albert": albert, "serving": serving}
+
+
+def digest(files: Mapping[str, Mapping[str, str]]) -> str:
+    """One sha256 over :func:`model_files`' files: each one's part, relative path and content hash."""
+    lines = [f"{part}/{rel} {sha256_of(src)}" for part, entries in sorted(files.items())
+             for rel, src in sorted(entries.items())]
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def source_record(base: Mapping[str, Any], files_digest: str, serving: bool) -> Dict[str, Any]:
+    """What a benchmark-only run's model is (``model_source.json``): the location, its pushed version (or None),
+    the steps behind it (None when its export says nothing), what ``convert`` made it from (or None), the files'
+    digest and whether it came with a serving SavedModel."""
+    export_info = {}
+    path = posixpath.join(base["albert_dir"], EXPORT_INFO_FILE)
+    if _gfile().exists(path):
+        export_info = _read_json(path)
+    return {"location": base["location"], "version": base["version"], "steps": base["steps"],
+            "converted_from": export_info.get("converted_from"), "conversion": export_info.get("kind"),
+            "encoder_only": bool(export_info.get("encoder_only", False)), "digest": files_digest,
+            "serving_model": serving}
+
+
+def source_text(record: Mapping[str, Any]) -> str:
+    """One line naming a benchmark-only run's model (:func:`source_record`), for the report and the model card."""
+    what = f"version {record['version']} at " if record.get("version") is not None else ""
+    facts = [f"{record['steps']} pretraining steps" if record.get("steps") is not None else "pretraining steps "
+             "not recorded"]
+    if record.get("converted_from"):
+        facts.append(f"`{record['conversion']}` of {record['converted_from']}")
+    facts.append(f"files sha256 {record['digest'][:12]}…")
+    return f"{what}{record['location']} ({'; '.join(facts)})"

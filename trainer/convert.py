@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from config.errors import InputError, MissingInputError
 from trainer import checkpoint_interop as interop
-from trainer.files import CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE
+from trainer.files import CONFIG_FILE, CONVERT_SERVING_DIR, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
 
 __all__ = ["KINDS", "convert", "hf_to_albert", "albert_to_hf", "tf1_to_albert", "write_albert_dir",
@@ -43,7 +43,7 @@ __all__ = ["KINDS", "convert", "hf_to_albert", "albert_to_hf", "tf1_to_albert", 
 
 KINDS = ("hf-to-albert", "albert-to-hf", "tf1-to-albert")
 
-SERVING_DIR = "serving"
+SERVING_DIR = CONVERT_SERVING_DIR
 HF_SPM_FILE = "spiece.model"
 
 

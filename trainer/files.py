@@ -11,6 +11,10 @@ ENCODER_CKPT = "encoder/ckpt"  # what fine-tuning restores
 PRETRAINING_CKPT = "pretraining/ckpt"  # the whole pretraining model (encoder + MLM/SOP heads)
 SPM_FILE = "spm.model"  # the SentencePiece model (also the vocabulary artifact's file name)
 EXPORT_INFO_FILE = "export_info.json"  # facts recorded at export (do_lower_case, final step, eval metrics, ...)
+CONVERT_SERVING_DIR = "serving"  # the serving SavedModel inside an albert folder `albert-pipeline convert` wrote
+# The model a benchmark-only run imported (mode=benchmark, components ModelImport): where it came from, in the Model
+# artifact beside ``albert/``.
+MODEL_SOURCE_FILE = "model_source.json"
 
 # A pushed version (``<destination>/<N>/``, components/release): its albert folder and its record (written last).
 VERSION_ALBERT_DIR = "checkpoint"
@@ -34,6 +38,7 @@ TRAIN_LONG_SPLIT = TRAIN_SPLIT + LONG_SUFFIX
 METRICS_FILE = "metrics.json"
 
 __all__ = ["ALBERT_DIR", "CONFIG_FILE", "ENCODER_CKPT", "PRETRAINING_CKPT", "SPM_FILE", "EXPORT_INFO_FILE",
+           "CONVERT_SERVING_DIR", "MODEL_SOURCE_FILE",
            "VERSION_ALBERT_DIR", "VERSION_RECORD_FILE",
            "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE", "TRAIN_SPLIT", "EVAL_SPLIT", "LONG_SUFFIX",
            "TRAIN_LONG_SPLIT"]

@@ -65,17 +65,14 @@ def _continued(training: Mapping[str, Any]) -> Dict[str, Any]:
             "total steps (with the base's)": training.get("total_steps")}
 
 
-def render(facts: Mapping[str, Any]) -> str:
-    """The card (``model_card.md``) of one pushed version."""
-    b, c, t, blessing = facts["benchmarks"], facts["corpus"], facts["training"], facts["blessing"]
-    sections = [
-        Section("Model", [
-            f"ALBERT encoder pretrained by the `{facts['pipeline']}` pipeline (version {facts['version']}), "
-            f"{facts['parameters']:,} parameters. Files: the TF SavedModel at the top of this folder "
-            "(`serving_default`: token ids in; sequence and pooled output, MLM and sentence-order logits out), "
-            "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
-            "(`AlbertModel.from_pretrained`) and `vocab/spm.model`.",
-            Table(["setting", "value"], _rows(facts["albert_config"]))]),
+def _pretraining_sections(facts: Mapping[str, Any]) -> List[Section]:
+    """The card's "Pretraining data" and "Training" sections: this pipeline's pretraining, or (a benchmark-only
+    run's model, ``facts["source"]``) one line saying where the model came from, with no number invented."""
+    c, t = facts["corpus"], facts["training"]
+    if facts.get("source"):
+        line = "None by this pipeline: a benchmark-only run of the model named under Model."
+        return [Section("Pretraining data", [line]), Section("Training", [line])]
+    return [
         Section("Pretraining data", [
             Table(["fact", "value"], _rows({
                 "sources": ", ".join(f"{name}: {n:,} documents" for name, n in sorted(c["sources"].items())),
@@ -90,6 +87,28 @@ def render(facts: Mapping[str, Any]) -> str:
                 "learning rate": t["learning_rate"], "precision": t["precision"], "hardware": t["hardware"],
                 "wall time of the final training execution (s)": t["wall_seconds"],
                 **{f"held-out {k}": number_text(v, 4) for k, v in sorted(t["eval"].items())}}))]),
+    ]
+
+
+def render(facts: Mapping[str, Any]) -> str:
+    """The card (``model_card.md``) of one pushed version."""
+    b, blessing = facts["benchmarks"], facts["blessing"]
+    if facts.get("source"):
+        from trainer.base_model import source_text
+
+        made = (f"benchmarked by the `{facts['pipeline']}` pipeline (version {facts['version']}; source: "
+                f"{source_text(facts['source'])})")
+    else:
+        made = f"pretrained by the `{facts['pipeline']}` pipeline (version {facts['version']})"
+    sections = [
+        Section("Model", [
+            f"ALBERT encoder {made}, "
+            f"{facts['parameters']:,} parameters. Files: the TF SavedModel at the top of this folder "
+            "(`serving_default`: token ids in; sequence and pooled output, MLM and sentence-order logits out), "
+            "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
+            "(`AlbertModel.from_pretrained`) and `vocab/spm.model`.",
+            Table(["setting", "value"], _rows(facts["albert_config"]))]),
+        *_pretraining_sections(facts),
         Section("Benchmarks", [
             f"Dev-set scores (0-100) of fine-tuning this encoder; protocol: {b['protocol']}.",
             Table(["task", "score (metrics)", "score", f"gain over {b['arm']} (medians)"],

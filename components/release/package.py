@@ -27,9 +27,11 @@ from components.file_io import copy_tree, json_safe
 from components.release import model_card
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
-from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, RUN_CONFIG_FILE, SPM_FILE, VERSION_ALBERT_DIR
+from trainer.files import (ALBERT_DIR, EXPORT_INFO_FILE, MODEL_SOURCE_FILE, RUN_CONFIG_FILE, SPM_FILE,
+                           VERSION_ALBERT_DIR)
 
-__all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "write_card", "file_digests", "run_config", "export_info"]
+__all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "write_card", "file_digests", "run_config", "export_info",
+           "model_source"]
 
 SERVING_DIR = "Format-Serving"  # where TFX's Trainer keeps the serving SavedModel inside the model artifact
 CHECKPOINT_DIR = VERSION_ALBERT_DIR
@@ -52,8 +54,10 @@ def _score_metric(task: str) -> str:
 
 def card_facts(*, name: str, license: str, version: int, results: Mapping[str, Any], export_info: Mapping[str, Any],
                run_config: Mapping[str, Any], decision: Mapping[str, Any], documents: Mapping[str, int],
-               artifacts: Mapping[str, Mapping[str, Any]], arm: str, hf_note: Optional[str]) -> Dict[str, Any]:
-    """The facts the card shows, every one read from the inputs (nothing typed by hand)."""
+               artifacts: Mapping[str, Mapping[str, Any]], arm: str, hf_note: Optional[str],
+               source: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The facts the card shows, every one read from the inputs (nothing typed by hand). ``source``: a
+    benchmark-only run's ``model_source.json`` (:func:`model_source`), None for a model this pipeline pretrained."""
     summary = results.get("summary") or {}
     datagen = summary.get("datagen") or {}
     examples = run_config.get("examples") or {}
@@ -66,10 +70,14 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
     sources = {key[:-len("_documents")]: int(v) for key, v in documents.items()
                if key.endswith("_documents") and not key.startswith("num_")
                and key[:-len("_documents")] in ("wikipedia", "books")}
-    limitations = [
+    pretraining = (
+        "Not pretrained by this pipeline, which only benchmarked it (its source is under Model): its pretraining "
+        "data and training are not described here." if source else
         f"Pretrained for {export_info.get('final_step')} steps of batch {train.get('train_batch_size')} on "
         f"{datagen.get('train', {}).get('tokens')} training tokens; the paper's ALBERT-base: 125,000 steps of "
-        "batch 4,096 at 512 tokens on 16 GB of text.",
+        "batch 4,096 at 512 tokens on 16 GB of text.")
+    limitations = [
+        pretraining,
         "Scores are dev-set scores of this pipeline's fine-tuning protocol (above), not test-set or leaderboard "
         "scores.",
     ]
@@ -80,8 +88,12 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
         limitations.append("The tokenizer lower-cases its input (do_lower_case).")
     if hf_note:
         limitations.append(hf_note)
+    if source and not source.get("serving_model"):
+        limitations.append("No serving SavedModel: the model holds only the encoder (no pretraining heads), so this "
+                           "version has no saved_model.pb.")
     return {
         "name": name, "pipeline": name, "license": license, "version": version,
+        "source": dict(source) if source else None,
         "parameters": int((export_info.get("parameters") or {}).get("total", 0)),
         "albert_config": dict(sorted((export_info.get("albert_config") or {}).items())),
         "corpus": {
@@ -117,7 +129,10 @@ def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[
     from trainer.convert import albert_to_hf
 
     albert = posixpath.join(model_uri, ALBERT_DIR)
-    copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
+    if tf.io.gfile.isdir(posixpath.join(model_uri, SERVING_DIR)):  # an imported encoder-only model has none
+        copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
+    else:
+        tf.io.gfile.makedirs(out)
     copy_tree(albert, posixpath.join(out, CHECKPOINT_DIR))
     tf.io.gfile.makedirs(posixpath.join(out, VOCAB_DIR))
     tf.io.gfile.copy(posixpath.join(albert, SPM_FILE), posixpath.join(out, VOCAB_DIR, SPM_FILE), overwrite=True)
@@ -156,6 +171,13 @@ def file_digests(folder: str) -> Dict[str, Dict[str, Any]]:
 
 def export_info(model_uri: str) -> Dict[str, Any]:
     return read_json(posixpath.join(model_uri, ALBERT_DIR, EXPORT_INFO_FILE))
+
+
+def model_source(model_uri: str) -> Optional[Dict[str, Any]]:
+    """Where a benchmark-only run's model came from (``model_source.json``, written by ``ModelImport``); None for a
+    model this pipeline's Trainer made."""
+    path = posixpath.join(model_uri, MODEL_SOURCE_FILE)
+    return read_json(path) if tf.io.gfile.exists(path) else None
 
 
 def run_config(model_run_uri: str) -> Dict[str, Any]:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from components.file_io import join, read_json
-from trainer.files import ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, HISTORY_FILE, RUN_CONFIG_FILE, STATS_FILE
+from trainer.files import (ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, HISTORY_FILE, MODEL_SOURCE_FILE, RUN_CONFIG_FILE,
+                           STATS_FILE)
 
 __all__ = ["ParameterCount", "ReportInputs", "read_inputs", "title_and_settings", "parameter_count",
            "datagen_highlights"]
@@ -39,6 +40,7 @@ class ReportInputs:
     history: List[Dict[str, Any]]             # train_history.jsonl records
     history_path: Optional[str]
     artifact_ids: Dict[str, Any]              # {name: id or {"id", "type", "uri"}}
+    source: Optional[Dict[str, Any]] = None   # a benchmark-only run's model_source.json (ModelImport); None else
 
     @property
     def sentence_task(self) -> str:
@@ -129,4 +131,5 @@ def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Option
         datagen=datagen_highlights(read_json(join(stats_dir, STATS_FILE)) if stats_dir else None),
         history=_history(model_run_dir),
         history_path=join(model_run_dir, HISTORY_FILE) if model_run_dir else None,
-        artifact_ids=dict(artifact_ids or {}))
+        artifact_ids=dict(artifact_ids or {}),
+        source=read_json(join(model_dir, MODEL_SOURCE_FILE)) if model_dir else None)

@@ -205,9 +205,15 @@ def protocol_section(results: Mapping[str, Any], cfg_d: Mapping[str, Any]) -> Se
 
 
 def model_section(params: Optional[ParameterCount], export_info: Optional[Mapping[str, Any]], curves_ok: bool,
-                  history_path: Optional[str]) -> Section:
-    """Parameter count by part, the pretraining eval metrics and facts, and the curves."""
+                  history_path: Optional[str], source: Optional[Mapping[str, Any]] = None) -> Section:
+    """Where the model came from (a benchmark-only run's ``source``), parameter count by part, the pretraining eval
+    metrics and facts, and the curves."""
     blocks: List[Block] = []
+    if source:
+        from trainer.base_model import source_text
+
+        blocks.append(f"Model source: {source_text(source)}. This run did not pretrain it (a benchmark-only run, "
+                      "mode=benchmark): the pretraining facts below are the model's own, where it recorded them.")
     if params:
         c = params.counts
         blocks.append(Table(["part", "parameters"],
@@ -228,14 +234,18 @@ def model_section(params: Optional[ParameterCount], export_info: Optional[Mappin
         blocks.append(f"Pretraining {EXPORT_INFO_FILE} not found.")
     if curves_ok:
         blocks.append(Image(CURVES_PNG, "Pretraining curves: MLM and SOP loss and accuracy vs step"))
+    elif source:
+        blocks.append("Pretraining curves: none (no pretraining in this run).")
     else:
         blocks.append(f"Pretraining curves: no history found ({history_path or 'no model_run dir given'}).")
     return Section("Pretrained model", blocks)
 
 
-def data_section(highlights: Mapping[str, Mapping[str, Any]]) -> Section:
+def data_section(highlights: Mapping[str, Mapping[str, Any]], benchmark_only: bool = False) -> Section:
     """The pretraining data per split: sizes, lengths, SOP balance and masking shares."""
     heading = "Pretraining data (datagen statistics)"
+    if benchmark_only:
+        return Section(heading, ["None in this run: a benchmark-only run has no corpus, vocabulary or data nodes."])
     if not highlights:
         return Section(heading, [f"{STATS_FILE} not found."])
     rows = [[split, _int_text(h.get("instances")), _int_text(h.get("tokens")), number_text(h.get("length_mean")),
@@ -275,6 +285,6 @@ def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool
     sections = [table2_section(row, inputs.reference), glue_section(tasks, inputs.results),
                 squad_race_section(tasks), gain_section(inputs.results), init_check_section(inputs.results),
                 protocol_section(inputs.results, inputs.settings),
-                model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path),
-                data_section(inputs.datagen), artifacts_section(inputs.artifact_ids)]
+                model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path, inputs.source),
+                data_section(inputs.datagen, inputs.source is not None), artifacts_section(inputs.artifact_ids)]
     return Document(inputs.title, [s for s in sections if s is not None], _REFERENCE_LABELS)

@@ -1,0 +1,173 @@
+"""Benchmark any model (issue 47, scope 3): ``mode=benchmark`` with ``train.init_from`` a model folder builds a DAG with
+no corpus, vocabulary, data or pretraining nodes. ``ModelImport`` brings the model in, laid out as the Trainer's, and
+the benchmarks, report, blessing and push run on it with the preset's protocol and seeds.
+
+The end-to-end test takes a Hugging Face ALBERT (a small random ``AlbertForPreTraining`` saved with
+``save_pretrained``; skipped without torch), converts it with ``albert-pipeline convert hf-to-albert``, and runs the
+smallest benchmark settings (``tests/test_change_impact.py``'s: GLUE RTE and RACE, a few steps, one seed) locally,
+then compiles the same configuration and rehearses the spec.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from tests.test_change_impact import BASE
+
+# The benchmark settings of the smallest DAG (BASE less its corpus, vocabulary, data and training settings).
+BENCH = [o for o in BASE if o.startswith("benchmarks.")]
+PRETRAINING_NODES = {"WikipediaImporter", "BooksImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer"}
+EXPECTED_NODES = {"GlueDataImporter", "RaceDataImporter", "ModelImport", "GlueBenchmark", "RaceBenchmark",
+                  "BenchmarkReport", "LatestBlessedModel", "Blesser", "Pusher"}
+# The same nodes as compiled tasks: TFX compiles the resolver as two tasks.
+EXPECTED_TASKS = (EXPECTED_NODES - {"LatestBlessedModel"}) | {"LatestBlessedModel-model-resolver",
+                                                              "LatestBlessedModel-model-blessing-resolver"}
+
+
+def _sets(model_dir, *extra):
+    return ["mode=benchmark", f"train.init_from={model_dir}", *BENCH, *extra]
+
+
+def _argv(command, model_dir, *flags):
+    argv = [command, "--preset", "sample", *flags]
+    for override in _sets(model_dir):
+        argv += ["--set", override]
+    return argv
+
+
+@pytest.fixture(scope="module")
+def albert_folder(tmp_path_factory):
+    """An albert folder of an untrained albert-tiny with the bundled 30k vocabulary (encoder only)."""
+    from tests.conftest import export_untrained_albert
+
+    return export_untrained_albert(str(tmp_path_factory.mktemp("base") / "albert"), seed=3)
+
+
+def test_the_benchmark_only_dag_has_exactly_the_benchmark_and_release_nodes(albert_folder, tmp_path):
+    from pipeline.configs import build_config
+    from pipeline.pipeline import create_pipeline
+    from trainer import base_model
+
+    config = build_config("sample", overrides=_sets(albert_folder), output_dir=str(tmp_path), local=True)
+    assert {c.id for c in create_pipeline(config).components} == EXPECTED_NODES
+    params = config.node_parameters()
+    assert set(params) == EXPECTED_NODES - {"LatestBlessedModel"}
+    digest = base_model.digest(base_model.model_files(base_model.describe(albert_folder)))
+    assert params["ModelImport"] == {"location": albert_folder, "digest": digest}
+    assert config.parameter_settings()["ModelImport"] == {"location": "train.init_from", "digest": "train.init_from"}
+    # The benchmark nodes receive what they receive in the whole DAG: the same protocol and seeds.
+    whole = build_config("sample", overrides=BENCH, output_dir=str(tmp_path), local=True).node_parameters()
+    for node in ("GlueBenchmark", "RaceBenchmark", "BenchmarkReport", "Blesser", "Pusher", "GlueDataImporter"):
+        assert params[node] == whole[node], node
+    # A changed model folder is a changed ModelImport parameter (never served from the cache).
+    with open(os.path.join(albert_folder, "spm.model"), "ab") as f:
+        f.write(b"\0")
+    try:
+        changed = build_config("sample", overrides=_sets(albert_folder), output_dir=str(tmp_path), local=True)
+        assert changed.node_parameters()["ModelImport"]["digest"] != digest
+    finally:
+        shutil.copy(os.path.join(os.path.dirname(__file__), "..", "data", "sample", "vocab", "30k-clean.model"),
+                    os.path.join(albert_folder, "spm.model"))
+
+
+@pytest.mark.parametrize("sets, message", [
+    (["mode=benchmark"], "config mode='benchmark' is invalid: expected pretrain unless train.init_from names the "
+                         "model to benchmark"),
+    (["mode=benchmarks"], "config mode='benchmarks' is invalid: expected pretrain|benchmark"),
+])
+def test_a_benchmark_only_run_without_a_model_ends_with_one_line_before_any_node_runs(cli, tmp_path, sets, message):
+    argv = ["run", "--preset", "sample", "--output-dir", str(tmp_path / "out")]
+    for override in sets:
+        argv += ["--set", override]
+    result = cli(*argv)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_benchmark_only_run_on_a_folder_that_is_no_model_names_it(cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = cli(*_argv("run", tmp_path / "empty", "--output-dir", str(tmp_path / "out")))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and f"train.init_from={tmp_path / 'empty'} is not a model folder" \
+        in result.stderr, result.stderr
+
+
+def _hf_converted(root):
+    """A Hugging Face ALBERT saved with ``save_pretrained`` (small, random), then ``convert hf-to-albert``."""
+    torch = pytest.importorskip("torch", reason="the test-only torch wheel is not installed (TORCH_WHEELS)")
+    transformers = pytest.importorskip("transformers", reason="the test-only transformers is not installed")
+    from pipeline.cli import run_cli
+    from pipeline.configs import SAMPLE_DATA
+
+    torch.manual_seed(0)
+    config = transformers.AlbertConfig(vocab_size=30000, embedding_size=32, hidden_size=64, num_hidden_layers=2,
+                                       num_attention_heads=2, intermediate_size=128, hidden_act="gelu_new",
+                                       max_position_embeddings=512)
+    hf = root / "hf"
+    transformers.AlbertForPreTraining(config).eval().save_pretrained(str(hf), safe_serialization=True)
+    shutil.copy(os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model"), hf / "spiece.model")
+    converted = root / "albert"
+    assert run_cli(["convert", "hf-to-albert", str(hf), str(converted)]) == 0
+    return str(converted)
+
+
+def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source(cli, tmp_path):
+    from pipeline import rehearsal
+    from tests.test_change_impact import _last_run
+
+    model_dir = _hf_converted(tmp_path)
+    out = tmp_path / "out"
+    result = cli(*_argv("run", model_dir, "--output-dir", str(out)))
+    assert result.returncode == 0, result.stderr
+
+    # The local run: exactly the benchmark-only nodes executed, nothing of pretraining.
+    states, _ = _last_run(str(out / "metadata.sqlite"))
+    assert set(states) == EXPECTED_NODES - {"LatestBlessedModel"}
+    assert set(states.values()) == {"EXECUTED"}
+    root = out / "pipeline_root"
+    assert not PRETRAINING_NODES & {p.name for p in root.iterdir()}
+    (report_dir,) = (root / "BenchmarkReport" / "report").iterdir()
+    with open(report_dir / "results.json") as f:
+        results = json.load(f)
+    scores = {task: m["score"] for r in results["results"].values() for task, m in r["tasks"].items()}
+    assert set(scores) == {"RTE", "RACE"} and all(isinstance(v, float) for v in scores.values()), scores
+    source = results["summary"]["model_source"]
+    assert (source["location"], source["conversion"], source["converted_from"], source["version"],
+            source["serving_model"]) == (model_dir, "hf-to-albert", str(tmp_path / "hf"), None, True)
+    report_md = (report_dir / "report.md").read_text()
+    assert f"Model source: {model_dir} (pretraining steps not recorded; `hf-to-albert` of {tmp_path / 'hf'}; " \
+           f"files sha256 {source['digest'][:12]}…)" in report_md
+
+    # The push: version 1, its card names the source, its files are the converted model's.
+    version = root / "releases" / "1"
+    with open(version / "model_card.json") as f:
+        card = json.load(f)
+    assert card["source"] == source
+    assert card["benchmarks"]["scores"] == scores
+    card_md = (version / "model_card.md").read_text()
+    assert f"benchmarked by the `albert-tfx-sample` pipeline (version 1; source: {model_dir} (pretraining steps not " \
+           f"recorded; `hf-to-albert` of {tmp_path / 'hf'}; files sha256 {source['digest'][:12]}…))" in card_md
+    assert (version / "saved_model.pb").is_file() and (version / "huggingface" / "model.safetensors").is_file()
+    assert (version / "checkpoint" / "spm.model").read_bytes() == (tmp_path / "hf" / "spiece.model").read_bytes()
+    assert not (version / "checkpoint" / "serving").exists()
+    with open(version / "release.json") as f:
+        assert set(json.load(f)["artifacts"]) == {"model", "report", "blessing"}
+
+    # The compiled spec holds the same nodes, and its rehearsal runs them.
+    spec_path = str(tmp_path / "spec.json")
+    compiled = cli(*_argv("compile", model_dir, "--output", spec_path, "--image", "img:1", "--pipeline-root",
+                          str(tmp_path / "compiled_root")))
+    assert compiled.returncode == 0, compiled.stderr
+    with open(spec_path) as f:
+        tasks = set(json.load(f)["pipelineSpec"]["root"]["dag"]["tasks"])
+    assert tasks == EXPECTED_TASKS
+    rehearsed = rehearsal.rehearse(spec_path, str(tmp_path / "rehearsal"), log=lambda line: None)
+    assert set(rehearsed["tasks"]) == EXPECTED_TASKS
+    pushed = rehearsed["tasks"]["Pusher"]["outputs"]["pushed_model"]
+    assert pushed
+    with open(os.path.join(rehearsed["tasks"]["ModelImport"]["outputs"]["model"], "model_source.json")) as f:
+        assert json.load(f) == source
