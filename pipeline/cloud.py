@@ -45,7 +45,15 @@ def _spec_values(spec_path: str):
                   for task in tasks.values() if "artifact_uri" in task.get("inputs", {}).get("parameters", {})}
     defaults = {name: value for name, value in spec.parameter_defaults(data).items()
                 if name in uri_params and isinstance(value, str)}
-    return root, _lasting(tasks), defaults, uri_params
+    return root, _lasting(tasks), defaults, uri_params, _model_location(tasks)
+
+
+def _model_location(tasks: Dict[str, Any]) -> Optional[str]:
+    """A benchmark-only spec's model folder (``ModelImport``'s ``location``: ``train.init_from``), else None."""
+    from pipeline.configs import MODEL_IMPORT_NODE
+
+    task = tasks.get(MODEL_IMPORT_NODE)
+    return spec.constant(task["inputs"]["parameters"]["location"]) if task else None
 
 
 # The settings naming folders a spec writes to that must outlive its containers: (task, parameter, JSON key).
@@ -75,10 +83,11 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
     Checked: the compiled pipeline root (or ``pipeline_root``, where the submission sets one), the Trainer's
     checkpoint root and the Pusher's destination (compiled from the pipeline root unless set: a folder of the
     container is lost with it), and
-    every data folder after ``parameter_values`` overrides (a remote URI, or the image's bundled sample).
+    every data folder after ``parameter_values`` overrides (a remote URI, or the image's bundled sample), and a
+    benchmark-only spec's model folder (``train.init_from``).
     """
     schemes = REMOTE_SCHEMES[target]
-    root, lasting, defaults, data_params = _spec_values(spec_path)
+    root, lasting, defaults, data_params, model = _spec_values(spec_path)
     given = {k: v for k, v in (parameter_values or {}).items() if k in data_params and isinstance(v, str)}
     values = {**defaults, **given}
     bad: List[str] = []
@@ -87,12 +96,14 @@ def check_spec_paths(spec_path: str, target: str, parameter_values: Optional[Dic
     bad += [f"{what}={folder}" for what, folder in sorted(lasting.items()) if not folder.startswith(schemes)]
     data = [f"{name}={value}" for name, value in sorted(values.items())
             if not value.startswith(schemes + (IMAGE_DATA_ROOT,))]
-    if bad or data:
+    unreachable_model = [f"train.init_from={model}"] if model is not None and not model.startswith(schemes) else []
+    if bad or data or unreachable_model:
         fixes = ([f"recompile with --pipeline-root {schemes[0]}BUCKET/PATH"] if bad else []) + (
+            [f"recompile with --set train.init_from={schemes[0]}BUCKET/PATH"] if unreachable_model else []) + (
             [f"pass --parameters '{{\"{data[0].split('=')[0]}\": \"{schemes[0]}...\"}}' for each data folder (or "
              f"name the pipeline image's bundled sample under {IMAGE_DATA_ROOT})"] if data else [])
         raise CloudConfigError(f"{spec_path} cannot run on {target} (paths must be {' or '.join(schemes)}): "
-                               f"{', '.join(bad + data)}; fix: {'; '.join(fixes)}")
+                               f"{', '.join(bad + unreachable_model + data)}; fix: {'; '.join(fixes)}")
 
 
 def google_credentials():

@@ -183,6 +183,8 @@ class PipelineConfig(Section):
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
         check(self.mode in MODES, "mode", self.mode, "|".join(MODES))
+        check(self.mode == "benchmark" or self.model_digest is None, "model_digest", self.model_digest,
+              "unset (build_config resolves it from train.init_from with mode=benchmark)")
         if self.mode == "benchmark":
             from config.sections import INIT_FROM_SCRATCH
 

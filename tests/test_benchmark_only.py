@@ -96,6 +96,20 @@ def test_a_benchmark_only_run_on_a_folder_that_is_no_model_names_it(cli, tmp_pat
         in result.stderr, result.stderr
 
 
+def test_a_benchmark_only_spec_whose_model_the_cloud_cannot_read_is_refused(albert_folder, tmp_path):
+    from pipeline import cloud
+    from pipeline.configs import build_config
+    from pipeline.kubeflow_v2_runner import compile_pipeline
+
+    config = build_config("sample", pipeline_root="gs://b/root", overrides=_sets(albert_folder))
+    path = compile_pipeline(config, str(tmp_path / "spec.json"), image="gcr.io/p/albert:1")
+    data = {"glue_dir": "gs://b/data/glue", "race_dir": "gs://b/data/race"}
+    with pytest.raises(cloud.CloudConfigError) as caught:
+        cloud.check_spec_paths(path, "Vertex AI", data)
+    assert str(caught.value) == (f"{path} cannot run on Vertex AI (paths must be gs://): train.init_from={albert_folder}; "
+                                 "fix: recompile with --set train.init_from=gs://BUCKET/PATH")
+
+
 def _hf_converted(root):
     """A Hugging Face ALBERT saved with ``save_pretrained`` (small, random), then ``convert hf-to-albert``."""
     torch = pytest.importorskip("torch", reason="the test-only torch wheel is not installed (TORCH_WHEELS)")
@@ -157,6 +171,21 @@ def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_
     with open(version / "release.json") as f:
         assert set(json.load(f)["artifacts"]) == {"model", "report", "blessing"}
 
+    assert f"Release: BLESSED: no criteria; version 1: {version}" in result.stderr
+
+    # `plan`: as in the whole DAG, a rerun decides once more (the baseline moved to this model) and nothing else
+    # runs; a changed model folder reruns ModelImport and all that follows.
+    from pipeline.configs import build_config
+    from pipeline.plan import plan
+
+    config = build_config("sample", overrides=_sets(model_dir), output_dir=str(out), local=True)
+    assert {r.node for r in plan(config) if r.status == "WILL RUN"} == {"Blesser", "Pusher"}
+    with open(os.path.join(model_dir, "export_info.json"), "a") as f:
+        f.write("\n")
+    config = build_config("sample", overrides=_sets(model_dir), output_dir=str(out), local=True)
+    assert {r.node for r in plan(config) if r.status == "WILL RUN"} == EXPECTED_NODES - {
+        "GlueDataImporter", "RaceDataImporter", "LatestBlessedModel"}
+
     # The compiled spec holds the same nodes, and its rehearsal runs them.
     spec_path = str(tmp_path / "spec.json")
     compiled = cli(*_argv("compile", model_dir, "--output", spec_path, "--image", "img:1", "--pipeline-root",
@@ -167,7 +196,5 @@ def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_
     assert tasks == EXPECTED_TASKS
     rehearsed = rehearsal.rehearse(spec_path, str(tmp_path / "rehearsal"), log=lambda line: None)
     assert set(rehearsed["tasks"]) == EXPECTED_TASKS
-    pushed = rehearsed["tasks"]["Pusher"]["outputs"]["pushed_model"]
-    assert pushed
-    with open(os.path.join(rehearsed["tasks"]["ModelImport"]["outputs"]["model"], "model_source.json")) as f:
-        assert json.load(f) == source
+    with open(tmp_path / "rehearsal" / "pipeline_root" / "releases" / "1" / "model_card.json") as f:
+        assert json.load(f)["source"] == {**source, "digest": config.model_digest}
