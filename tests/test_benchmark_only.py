@@ -73,6 +73,27 @@ def test_the_benchmark_only_dag_has_exactly_the_benchmark_and_release_nodes(albe
                     os.path.join(albert_folder, "spm.model"))
 
 
+def test_from_a_pushed_version_it_takes_the_checkpoint_folder_and_the_savedmodel_at_the_top(albert_folder, tmp_path):
+    from trainer import base_model
+
+    version = tmp_path / "releases" / "3"
+    shutil.copytree(albert_folder, version / "checkpoint")
+    for name in ("saved_model.pb", "variables/variables.index", "huggingface/config.json", "vocab/spm.model",
+                 "model_card.md"):
+        (version / name).parent.mkdir(parents=True, exist_ok=True)
+        (version / name).write_text(name)
+    (version / "release.json").write_text(json.dumps({"version": 3}))
+    base = base_model.describe(str(version))
+    files = base_model.model_files(base)
+    assert files["albert"] == {rel: str(version / "checkpoint" / rel) for rel in base_model.model_files(
+        base_model.describe(albert_folder))["albert"]}
+    assert files["serving"] == {"saved_model.pb": str(version / "saved_model.pb"),
+                                "variables/variables.index": str(version / "variables" / "variables.index")}
+    record = base_model.source_record(base, "ab" * 32, serving=True)
+    assert base_model.source_text(record) == (f"version 3 at {version} (pretraining steps not recorded; files sha256 "
+                                              "abababababab…)")
+
+
 @pytest.mark.parametrize("sets, message", [
     (["mode=benchmark"], "config mode='benchmark' is invalid: expected pretrain unless train.init_from names the "
                          "model to benchmark"),
