@@ -175,6 +175,7 @@ SLOW = {
     "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
     "test_rehearsal_release.py",
     "test_benchmark_only.py::test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source",
+    "test_benchmark_only.py::test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model",
     "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",
     "test_eval_serving.py::test_tasks_with_the_same_key_build_the_transform_graph_once",
     "test_atomic_outputs.py::test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds",

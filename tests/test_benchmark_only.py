@@ -219,3 +219,33 @@ def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_
     assert set(rehearsed["tasks"]) == EXPECTED_TASKS
     with open(tmp_path / "rehearsal" / "pipeline_root" / "releases" / "1" / "model_card.json") as f:
         assert json.load(f)["source"] == {**source, "digest": config.model_digest}
+
+
+def test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model(cli, tmp_path):
+    """A folder ``convert`` writes for an encoder-only source (a bare ``AlbertModel``: no pretraining heads, so no
+    serving SavedModel): every task scored, a version pushed whose card says it has no SavedModel."""
+    import tf_keras
+
+    from pipeline.configs import SAMPLE_DATA
+    from trainer.convert import write_albert_dir
+    from trainer.modeling_albert import AlbertConfig, AlbertModel
+
+    tf_keras.utils.set_random_seed(5)
+    encoder = AlbertModel(AlbertConfig.named("albert-tiny", vocab_size=30000))
+    encoder(encoder.dummy_inputs(1, 4))
+    model_dir = str(tmp_path / "albert")
+    write_albert_dir(encoder, model_dir, os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model"))
+    out = tmp_path / "out"
+    result = cli(*_argv("run", model_dir, "--output-dir", str(out)))
+    assert result.returncode == 0, result.stderr
+    version = out / "pipeline_root" / "releases" / "1"
+    with open(version / "model_card.json") as f:
+        card = json.load(f)
+    assert set(card["benchmarks"]["scores"]) == {"RTE", "RACE"}
+    assert (card["source"]["encoder_only"], card["source"]["serving_model"]) == (True, False)
+    assert "No serving SavedModel: the model holds only the encoder (no pretraining heads), so this version has no " \
+           "saved_model.pb." in card["limitations"]
+    assert not (version / "saved_model.pb").exists()
+    assert "Files: `checkpoint/`" in (version / "model_card.md").read_text()
+    with open(version / "huggingface" / "config.json") as f:
+        assert json.load(f)["architectures"] == ["AlbertModel"]

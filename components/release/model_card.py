@@ -103,9 +103,11 @@ def render(facts: Mapping[str, Any]) -> str:
     sections = [
         Section("Model", [
             f"ALBERT encoder {made}, "
-            f"{facts['parameters']:,} parameters. Files: the TF SavedModel at the top of this folder "
-            "(`serving_default`: token ids in; sequence and pooled output, MLM and sentence-order logits out), "
-            "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
+            f"{facts['parameters']:,} parameters. Files: "
+            + ("" if (facts.get("source") or {}).get("serving_model") is False else
+               "the TF SavedModel at the top of this folder (`serving_default`: token ids in; sequence and pooled "
+               "output, MLM and sentence-order logits out), ")
+            + "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
             "(`AlbertModel.from_pretrained`) and `vocab/spm.model`.",
             Table(["setting", "value"], _rows(facts["albert_config"]))]),
         *_pretraining_sections(facts),

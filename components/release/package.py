@@ -3,8 +3,9 @@ it: the files, the model card's facts (read from the run's own files and MLMD pr
 
 Layout of a version folder (``<destination>/<N>/``)::
 
-    saved_model.pb, variables/, assets/   the Trainer's serving SavedModel, whole (TF Serving and Vertex AI load
-                                          the version folder itself)
+    saved_model.pb, variables/, assets/   the model's serving SavedModel, whole (TF Serving and Vertex AI load
+                                          the version folder itself); none for an encoder-only model that a
+                                          benchmark-only run imported
     checkpoint/                           the Trainer's albert folder: TF2 checkpoints, albert_config.json
                                           (official keys), spm.model, export_info.json
     huggingface/                          config.json, model.safetensors, spiece.model, tokenizer_config.json and
