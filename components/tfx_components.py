@@ -59,8 +59,8 @@ def CorpusGen(
     from components import corpus_beam
 
     cfg = CorpusConfig.from_json(config, "corpus.")
-    inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, cfg.wikipedia_glob,
-                                     books.uri if books else None, cfg.books_glob)
+    inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, _in_folders(wikipedia, cfg.wikipedia_glob),
+                                     books.uri if books else None, _in_folders(books, cfg.books_glob))
     with _staged(documents.uri) as staging:
         with beam_pipeline as p:
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
@@ -400,6 +400,24 @@ def Pusher(
         uploaded = registry.upload(settings, path, number, labels)
         pushed_model.set_string_custom_property("vertex_model", uploaded["model"])
         pushed_model.set_string_custom_property("vertex_model_version", str(uploaded["version_id"]))
+
+
+def _in_folders(raw, globs):
+    """The globs of a data location under the folders its Importer recorded (``folders``: a window of spans,
+    relative to the artifact's URI, pipeline/spans.py); the globs themselves for a single folder."""
+    if raw is None or not raw.has_custom_property("folders"):
+        return globs
+    folders = [f for f in json.loads(raw.get_string_custom_property("folders")) if f]
+    if not folders:
+        return globs
+    patterns = [globs] if isinstance(globs, str) else list(globs)
+    out = []
+    for folder in folders:
+        for pattern in patterns:
+            out.append(posixpath.join(folder, pattern))
+            if pattern.startswith("**/"):  # "**/" also matches files directly under the folder
+                out.append(posixpath.join(folder, pattern[3:]))
+    return out
 
 
 def _set_model_id(blessing, key: str, model, names) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from config import schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
-from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataGenConfig,
+from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataConfig, DataGenConfig,
                              FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TaskResources, TrainConfig,
                              VertexTrainingConfig, VocabConfig)
 from config.trainer_settings import trainer_settings
@@ -66,6 +66,10 @@ class PipelineConfig(Section):
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     # Compiled spec only: node id → its task's CPU / memory limits (config.sections.TaskResources).
     task_resources: Dict[str, TaskResources] = field(default_factory=dict)
+    data: DataConfig = field(default_factory=DataConfig)
+    # Where it runs, like the roots: what each data location resolved to when this run started (a local run's
+    # build_config; pipeline/spans.py): data key ("wikipedia", "glue", …) → {uri, properties}. Empty when compiled.
+    data_snapshots: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     # -- (de)serialisation -------------------------------------------------------------------
     def to_json(self) -> str:
@@ -104,8 +108,11 @@ class PipelineConfig(Section):
         for key, uri in inputs.items():
             if uri:
                 node_id, setting = IMPORTERS[key]
-                table[node_id] = {"artifact_uri": (uri, setting), "output_key": (IMPORTER_OUTPUT_KEY, None),
-                                  "reimport": (False, None)}
+                snapshot = self.data_snapshots.get(key)
+                table[node_id] = {"artifact_uri": (snapshot["uri"] if snapshot else uri, setting),
+                                  "output_key": (IMPORTER_OUTPUT_KEY, None), "reimport": (False, None)}
+                if snapshot:  # the span(s) and fingerprint the run read: a new artifact exactly when they change
+                    table[node_id]["custom_properties"] = (snapshot["properties"], "data")
         table["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
         table["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
         table["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
@@ -220,7 +227,11 @@ def _local_paths(config: PipelineConfig) -> PipelineConfig:
             continue
         path = os.path.abspath(os.path.expanduser(value))
         want_file = name == "vocab.import_model"
-        if not (os.path.isfile(path) if want_file else os.path.isdir(path)):
+        from pipeline.spans import has_pattern
+
+        if has_pattern(path):  # a span pattern: resolved (and checked) when the run starts
+            pass
+        elif not (os.path.isfile(path) if want_file else os.path.isdir(path)):
             raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
                               f"{path} does not exist")
         section, key = name.split(".")
@@ -491,8 +502,40 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
     config = dataclasses.replace(config, **placement)
     config = _with_base(config)
     if local:
-        config = _local_paths(config)
+        config = _resolve_data(_local_paths(config))
+    else:
+        _refuse_patterns(config)
     return config.validate().freeze()
+
+
+def _data_locations(config: PipelineConfig) -> Dict[str, Tuple[str, str]]:
+    """data key → (its config key, its location) for every data location that is set."""
+    inputs = {"wikipedia": config.corpus.wikipedia_dir, "books": config.corpus.books_dir,
+              **config.benchmarks.nodes()}
+    return {key: (IMPORTERS[key][1], uri) for key, uri in inputs.items() if uri}
+
+
+def _resolve_data(config: PipelineConfig) -> PipelineConfig:
+    """A local run resolves every data location now, when it starts: the span pattern's latest (or ``data.span``'s)
+    folder and every folder's fingerprint (``pipeline/spans.py``)."""
+    from pipeline import spans
+
+    snapshots = {}
+    for key, (setting, location) in _data_locations(config).items():
+        window = config.data.span_window if key in ("wikipedia", "books") else 1
+        snap = spans.resolve(setting, location, span=config.data.span, window=window)
+        snapshots[key] = {"uri": snap.uri, "properties": snap.properties()}
+    return dataclasses.replace(config, data_snapshots=snapshots)
+
+
+def _refuse_patterns(config: PipelineConfig) -> None:
+    from pipeline import spans
+
+    for key, (setting, location) in _data_locations(config).items():
+        if spans.has_pattern(location):
+            raise ConfigError(f"config {setting}={location!r} is invalid here: span patterns are resolved when a "
+                              "local run starts; a compiled spec cannot resolve them yet (use a folder, e.g. "
+                              "the span's, in a compiled spec)")
 
 
 def _with_base(config: PipelineConfig) -> PipelineConfig:
