@@ -171,3 +171,25 @@ def test_a_gs_destination_exists_once_it_holds_an_object(tmp_path, gcs):
     local = str(tmp_path / "claim")
     with pytest.raises(ValueError, match=f"{local}: create-only writes are implemented for gs:// only"):
         versions.create_only(local)
+
+
+def test_on_real_gcs_a_claim_is_a_write_with_the_generation_precondition(monkeypatch):
+    """Beam's own GCS filesystem (no stand-in) offers no ``create_only``: the claim goes through
+    google-cloud-storage with ``if_generation_match=0``, and GCS's 412 answer means the number is taken."""
+    import google.auth
+    from google.api_core.exceptions import PreconditionFailed
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    sent = []
+
+    def upload_from_string(self, data, content_type=None, **kwargs):
+        sent.append((self.bucket.name, self.name, data, kwargs))
+        if len(sent) > 1:
+            raise PreconditionFailed("At least one of the pre-conditions you specified did not hold.")
+
+    monkeypatch.setattr(storage.Blob, "upload_from_string", upload_from_string)
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
+    claim = f"{DEST}/{versions.CLAIMS_DIR}/1"
+    assert versions.create_only(claim) is True and versions.create_only(claim) is False
+    assert sent == [("bkt", "root/releases/.claims/1", b"", {"if_generation_match": 0})] * 2
