@@ -79,19 +79,20 @@ def cmd_releases(args) -> int:
     from config import InputError
 
     destination = args.destination or _config(args, output_dir=args.output_dir).push_destination
-    from components.release.versions import list_versions
-    import tensorflow as tf
+    from components.release.versions import is_destination, list_versions
 
-    if not tf.io.gfile.isdir(destination):
+    if not is_destination(destination):
         raise InputError(f"{destination}: no such release destination (nothing was pushed there)")
     versions = list_versions(destination)
     for v in versions:
         scores = ", ".join(f"{task} {score:.2f}" for task, score in sorted((v.get("scores") or {}).items()))
+        registered = f"  registry version {v['registry']['version_id']}" if v["registry"] else ""
         print(f"{v['version']:>4}  {v.get('pushed_at', '')[:19]}  {'forced' if v.get('forced') else 'blessed'}  "
-              f"{scores or 'no scores'}  ({v.get('reason')})", file=sys.stderr)
+              f"{scores or 'no scores'}  ({v.get('reason')}){registered}", file=sys.stderr)
     print(json.dumps({"destination": destination,
                       "versions": [{k: v.get(k) for k in ("version", "path", "pushed_at", "forced", "reason",
-                                                          "scores", "model", "baseline")} for v in versions]},
+                                                          "scores", "model", "baseline", "registry")}
+                                   for v in versions]},
                      indent=2, sort_keys=True))
     return 0
 

@@ -43,6 +43,20 @@ def shared_data():
     return shared_path
 
 
+@pytest.fixture
+def gcs(tmp_path, monkeypatch):
+    """``gs://`` served from ``tmp_path/gcs`` by :class:`tests.gcs_standin.GcsStandIn` for the test's duration."""
+    from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
+
+    from tests.gcs_standin import GcsStandIn
+
+    root = tmp_path / "gcs"
+    root.mkdir()
+    monkeypatch.setattr(GCSFileSystem, "scheme", classmethod(lambda cls: "gs-real-unregistered"))
+    monkeypatch.setattr(GcsStandIn, "root", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def sample_dir() -> str:
     return SAMPLE

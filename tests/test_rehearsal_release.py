@@ -39,7 +39,7 @@ def rehearsals(tmp_path_factory):
     gcs = root / "gcs"
     gcs.mkdir()
     GcsStandIn.root = str(gcs)
-    FileSystems._FILESYSTEMS = {}  # re-read the registry, as tests/test_ingest.py's fixture does
+    FileSystems._FILESYSTEMS = {}  # re-read the registry (the scheme moved to the stand-in)
     try:
         spec_path = str(root / "spec.json")
         argv = ["compile", "--preset", "sample", "--output", spec_path, "--image", "img:1",

@@ -294,6 +294,7 @@ def model_rpcs(monkeypatch):
     """Stub the Model Service's gapic methods (the last step before the wire) and record their requests."""
     from google.api_core import exceptions
     from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+    from google.cloud.aiplatform_v1.types import model as gca_model
     from google.cloud.aiplatform_v1.types import model_service
 
     calls, registry = [], {}
@@ -308,6 +309,9 @@ def model_rpcs(monkeypatch):
         calls.append(("upload_model", request))
         registry[f"{request.parent}/models/albert-sample"] = True
         version = sum(1 for c in calls if c[0] == "upload_model")
+        for alias in request.model.version_aliases:  # GetModel answers MODEL@ALIAS with that version
+            registry[f"{MODEL}@{alias}"] = gca_model.Model(artifact_uri=request.model.artifact_uri,
+                                                           version_id=str(version))
 
         class Operation:
             def result(self, timeout=None):
@@ -354,6 +358,78 @@ def test_the_registry_upload_without_credentials_says_how_to_authenticate(regist
     with pytest.raises(registry.RegistryAuthError, match="gcloud auth application-default login") as raised:
         registry.upload(registry_settings, "gs://b/root/releases/1", 1, {})
     assert isinstance(raised.value, UserError) and model_rpcs == []
+
+
+def _pusher_inputs(config):
+    """The first run's Pusher inputs, as TFX artifacts read back from MLMD."""
+    from tfx.types import artifact_utils
+
+    from tests.reliability.mlmd import node_of, open_store
+
+    store = open_store(config.metadata_path)
+    [execution] = [e for e in store.get_executions() if node_of(store, e) == "Pusher"][:1]
+    inputs = {}
+    for event in store.get_events_by_execution_ids([execution.id]):
+        if event.type == event.INPUT:
+            [artifact] = store.get_artifacts_by_id([event.artifact_id])
+            [kind] = store.get_artifact_types_by_id([artifact.type_id])
+            inputs[event.path.steps[0].key] = artifact_utils.deserialize_artifact(kind, artifact)
+    return inputs
+
+
+def test_the_pushers_rerun_uploads_a_version_whose_upload_failed_and_never_twice(
+        first, registry_settings, model_rpcs, gcs, monkeypatch):
+    """The Pusher itself, on the first run's model, to a gs:// destination (the stand-in) with ``vertex_model``
+    set: the upload fails once after the push; the rerun finds the model pushed and uploads it; later reruns send
+    nothing, also when the record of the upload was lost."""
+    import google.auth
+    from google.api_core import exceptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+    from tfx.types import standard_artifacts
+
+    from components.release import versions
+    from components.tfx_components import Pusher
+
+    _, config, _ = first
+    inputs = _pusher_inputs(config)
+    destination = registry_settings["push_destination"]
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
+    sent = []
+    stub = ModelServiceClient.upload_model
+
+    def upload_model(self, request=None, **kwargs):
+        sent.append(request)
+        if len(sent) == 1:
+            raise exceptions.ServiceUnavailable("quota exceeded (injected)")
+        return stub(self, request=request, **kwargs)
+
+    monkeypatch.setattr(ModelServiceClient, "upload_model", upload_model)
+
+    def pusher(tmp):
+        out = standard_artifacts.PushedModel()
+        out.uri = str(gcs.parent / tmp)
+        Pusher.EXECUTOR_SPEC.executor_class._FUNCTION(pushed_model=out, config=json.dumps(registry_settings),
+                                                       **inputs)
+        return {k: getattr(v, v.WhichOneof("value")) for k, v in out.mlmd_artifact.custom_properties.items()}
+
+    with pytest.raises(exceptions.ServiceUnavailable, match="injected"):
+        pusher("pushed-1")
+    [v1] = versions.list_versions(destination)
+    assert (v1["version"], v1["path"], v1["registry"]) == (1, f"{destination}/1", None)
+    pushed = pusher("pushed-2")  # the rerun: the model is already pushed, its upload is not recorded
+    assert pushed == {"pushed": 1, "pushed_version": 1, "pushed_path": f"{destination}/1",
+                      "pushed_destination": destination, "vertex_model": MODEL, "vertex_model_version": "1"}
+    assert [(r.model_id, r.model.artifact_uri, list(r.model.version_aliases), dict(r.model.labels)) for r in sent] == [
+        ("albert-sample", f"{destination}/1", ["v1", "production"],
+         {"pipeline": "albert-tfx-sample", "version": "1", "blessing": "blessed"})] * 2
+    [v1] = versions.list_versions(destination)
+    assert v1["registry"] == {"model": MODEL, "version_id": "1"}
+    assert pusher("pushed-3") == pushed and len(sent) == 2  # recorded: not sent again
+    os.remove(gcs / "b" / "root" / "releases" / "1" / versions.REGISTRY_FILE)  # the process died before recording
+    assert pusher("pushed-4") == pushed and len(sent) == 2  # found by its alias v1, recorded, not sent
+    assert versions.list_versions(destination)[0]["registry"] == {"model": MODEL, "version_id": "1"}
+    assert [v["version"] for v in versions.list_versions(destination)] == [1]
 
 
 def test_a_registry_model_needs_a_destination_it_can_read():
