@@ -29,10 +29,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from trainer.files import VERSION_RECORD_FILE
+
 __all__ = ["RECORD_FILE", "REGISTRY_FILE", "CLAIMS_DIR", "STAGING_PREFIX", "SAVED_MODEL_FILE", "is_destination",
            "list_versions", "next_version", "publish", "find_version", "copy_order", "create_only", "write_registry"]
 
-RECORD_FILE = "release.json"  # written last: the folder's record, and the mark that it is complete
+RECORD_FILE = VERSION_RECORD_FILE  # written last: the folder's record, and the mark that it is complete
 REGISTRY_FILE = "registry.json"  # the Model Registry's {model, version_id}, written after a successful upload
 CLAIMS_DIR = ".claims"  # gs:// only: one create-only object per number ever taken
 STAGING_PREFIX = ".staging-"
