@@ -201,7 +201,8 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
         node_id = pn.node_info.id
         if store is None:
             produced[node_id] = None
-            result.append(NodePlan(node_id, WILL_RUN, ["no MLMD store yet at " + metadata_path]))
+            first = [_data_change(None, ir.pipeline_info.id, pn)] if _data_properties(pn) else []
+            result.append(NodePlan(node_id, WILL_RUN, first + ["no MLMD store yet at " + metadata_path]))
             continue
         params = data_types_utils.build_parsed_value_dict(
             inputs_utils.resolve_parameters_with_schema(node_parameters=pn.parameters))
@@ -265,32 +266,41 @@ def _why(store, previous, settings: Dict[str, str], params: Dict[str, Any],
     return reasons
 
 
+def _data_properties(pn, output_key: str = "result") -> Dict[str, Any]:
+    """The custom properties an Importer gives its artifact: a data location's span(s) and fingerprint
+    (pipeline/spans.py), {} when it records none."""
+    spec = pn.outputs.outputs[output_key].artifact_spec if output_key in pn.outputs.outputs else None
+    return {k: _mlmd_value(v.field_value) for k, v in spec.additional_custom_properties.items()} if spec else {}
+
+
+def _data_change(store, pipeline_name: str, pn, output_key: str = "result") -> str:
+    """How the data location of an Importer changed since the artifact its last execution registered."""
+    from pipeline import spans
+
+    old = None
+    previous = _latest_execution(store, pipeline_name, pn.node_info.id) if store is not None else None
+    outputs = _outputs_of(store, previous.id) if previous is not None else None
+    if outputs and outputs.get(output_key):
+        old = {k: _mlmd_value(v) for k, v in outputs[output_key][0].custom_properties.items()}
+    key = next((k for k, (node, _) in IMPORTERS.items() if node == pn.node_info.id), pn.node_info.id)
+    return spans.describe_change(key, _data_properties(pn, output_key), old)
+
+
 def _plan_importer(store, pipeline_name: str, pn, params):
     """TFX's importer reuses the newest LIVE artifact of the same type, URI and custom properties
     (``reimport=False``): a data location whose span or fingerprint (pipeline/spans.py) changed since the last run
-    gets a new artifact, and the line says how the data changed."""
+    gets a new artifact, and the plan's first line says how the data changed."""
     from ml_metadata.proto import metadata_store_pb2
-
-    from pipeline import spans
 
     uri = params.get("artifact_uri") or params.get("source_uri")
     output_key = params.get("output_key", "result")
-    spec = pn.outputs.outputs[output_key].artifact_spec
-    type_name = spec.type.name
-    wanted = {k: _mlmd_value(v.field_value) for k, v in spec.additional_custom_properties.items()}
+    type_name = pn.outputs.outputs[output_key].artifact_spec.type.name
+    wanted = _data_properties(pn, output_key)
     found = [a for a in store.get_artifacts_by_uri(uri) if a.state == metadata_store_pb2.Artifact.LIVE]
     types = {t.id: t.name for t in store.get_artifact_types_by_id(list({a.type_id for a in found}))} if found else {}
     found = [a for a in found if types.get(a.type_id) == type_name
              and all(k in a.custom_properties and _mlmd_value(a.custom_properties[k]) == v for k, v in wanted.items())]
-    change = []
-    if "data_fingerprint" in wanted:
-        previous = _latest_execution(store, pipeline_name, pn.node_info.id)
-        outputs = _outputs_of(store, previous.id) if previous is not None else None
-        old = None
-        if outputs and outputs.get(output_key):
-            old = {k: _mlmd_value(v) for k, v in outputs[output_key][0].custom_properties.items()}
-        key = next((k for k, (node, _) in IMPORTERS.items() if node == pn.node_info.id), pn.node_info.id)
-        change = [spans.describe_change(key, wanted, old)]
+    change = [_data_change(store, pipeline_name, pn, output_key)] if wanted else []
     if params.get("reimport") or not found:
         return None, WILL_RUN, change + [f"new import of {uri}"]
     newest = max(found, key=lambda a: (a.create_time_since_epoch, a.id))

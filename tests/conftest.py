@@ -185,7 +185,7 @@ def squad_v2_from_v1(path):
 # A name here that no longer exists is an error, so a renamed file cannot drop out of the list unnoticed.
 SLOW = {
     "test_pipeline_e2e.py", "test_cli_run.py", "test_change_impact.py", "test_trainer.py", "test_exit_codes.py",
-    "test_resume_same_run.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
+    "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
     "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
     "test_rehearsal_release.py",
     "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",

@@ -27,11 +27,12 @@ def _config(root, extra=()):
 
 
 def _run(root, extra=()):
-    from pipeline.local_runner import latest_release, run_local
+    """(the config, the release of the run it made, that run's report folder)."""
+    from pipeline.local_runner import run_local, run_release, run_report
 
     config = _config(root, extra)
-    run_local(config)
-    return config, latest_release(config.metadata_path, config.pipeline_name)
+    run_id = run_local(config)["run_id"]
+    return config, run_release(config.metadata_path, run_id), run_report(config.metadata_path, run_id)
 
 
 def _executed(config):
@@ -51,12 +52,11 @@ def _versions(config):
 @pytest.fixture(scope="module")
 def first(tmp_path_factory):
     root = tmp_path_factory.mktemp("release")
-    config, release = _run(root)
-    return root, config, release
+    return (root, *_run(root))
 
 
 def test_the_first_run_pushes_version_1_blessed_with_no_criteria(first):
-    root, config, release = first
+    root, config, release, _ = first
     assert release == {"blessed": True, "forced": False, "reason": "no criteria", "version": 1,
                        "path": os.path.join(config.push_destination, "1")}
     [v1] = _versions(config)
@@ -80,11 +80,10 @@ def test_the_first_run_pushes_version_1_blessed_with_no_criteria(first):
 
 def test_the_model_card_numbers_are_those_of_results_json(first):
     from components.release.blessing import task_scores
-    from pipeline.local_runner import latest_report
     from trainer.formatting import number_text
 
-    _, config, release = first
-    results = json.load(open(os.path.join(latest_report(config.metadata_path, config.pipeline_name), "results.json")))
+    _, config, release, report = first
+    results = json.load(open(os.path.join(report, "results.json")))
     scores = task_scores(results)
     assert sorted(scores) == ["RACE", "RTE"]
     card = open(os.path.join(release["path"], "model_card.md"), encoding="utf-8").read()
@@ -106,21 +105,21 @@ def test_the_model_card_numbers_are_those_of_results_json(first):
 
 
 def test_an_unchanged_rerun_pushes_nothing_new(first):
-    root, config, _ = first
+    root, config, _, _ = first
     # The second run resolves the model the first one blessed as its baseline (the first had none), so the
     # Blesser decides once more; the Pusher finds the model already pushed. From then on everything is cached.
-    _, release = _run(root)
+    _, release, _ = _run(root)
     assert _executed(config) == {"Blesser", "Pusher"}
     assert release["version"] == 1
-    _, release = _run(root)
+    _, release, _ = _run(root)
     assert _executed(config) == set() and release["version"] == 1
     assert [v["version"] for v in _versions(config)] == [1]
 
 
 def test_a_floor_above_the_score_is_not_blessed_and_nothing_is_pushed(first):
-    root, config, _ = first
+    root, config, _, _ = first
     first_model = _versions(config)[0]["model"]
-    config, release = _run(root, MORE_STEPS + FLOOR)
+    config, release, _ = _run(root, MORE_STEPS + FLOOR)
     assert release == {"blessed": False, "forced": False,
                        "reason": f"failed: min_scores.RTE (RTE scored {_rte(config):.2f}, floor 101.00)"}
     decision = _decision(config)
@@ -132,8 +131,8 @@ def test_a_floor_above_the_score_is_not_blessed_and_nothing_is_pushed(first):
 
 
 def test_force_bless_pushes_the_model_and_says_so(first):
-    root, config, _ = first
-    config, release = _run(root, MORE_STEPS + FLOOR + ["release.force_bless=true"])
+    root, config, _, _ = first
+    config, release, _ = _run(root, MORE_STEPS + FLOOR + ["release.force_bless=true"])
     assert _executed(config) == {"Blesser", "Pusher"}
     assert release["blessed"] and release["forced"] and release["version"] == 2
     assert release["reason"].startswith("forced by release.force_bless (criteria failed: min_scores.RTE")
@@ -147,7 +146,7 @@ def test_force_bless_pushes_the_model_and_says_so(first):
 def test_a_push_that_fails_midway_leaves_no_version_and_a_rerun_pushes(first, monkeypatch):
     from components.release import versions
 
-    root, config, _ = first
+    root, config, _, _ = first
     extra = ["train.num_train_steps=8"]  # a new model, blessed (no criteria), so the Pusher pushes it
     copied = []
     real_copy = versions.copy_file
@@ -164,7 +163,7 @@ def test_a_push_that_fails_midway_leaves_no_version_and_a_rerun_pushes(first, mo
     assert len(copied) == 5
     assert sorted(os.listdir(config.push_destination)) == ["1", "2"]  # no version 3, no staging folder left
     monkeypatch.setattr(versions, "copy_file", real_copy)
-    config, release = _run(root, extra)
+    config, release, _ = _run(root, extra)
     # Everything before the Pusher is cached, except the Blesser: its baseline moved to this model, which the
     # failed run blessed.
     assert _executed(config) == {"Blesser", "Pusher"}
@@ -178,7 +177,7 @@ def test_the_pushed_hugging_face_folder_gives_the_savedmodel_outputs(first):
     import numpy as np
     import tensorflow as tf
 
-    _, config, release = first
+    _, config, release, _ = first
     path = release["path"]
     ids = np.array([[2, 15, 27, 99, 3, 41, 8, 3], [2, 7, 19, 3, 64, 3, 0, 0]], dtype=np.int32)
     mask = (ids > 0).astype(np.int32)
@@ -194,7 +193,7 @@ def test_the_pushed_hugging_face_folder_gives_the_savedmodel_outputs(first):
 
 
 def test_releases_command_lists_the_versions(first, cli):
-    root, config, _ = first
+    root, config, _, _ = first
     done = cli("releases", "--destination", config.push_destination)
     assert done.returncode == 0
     listed = json.loads(done.stdout)
@@ -206,7 +205,6 @@ def test_releases_command_lists_the_versions(first, cli):
 
 
 def _decision(config):
-    from pipeline.local_runner import latest_release  # noqa: F401  (the same MLMD store)
     from tests.reliability.mlmd import live_artifacts, open_store
 
     blessings = live_artifacts(open_store(config.metadata_path))["ModelBlessing"]
