@@ -40,10 +40,17 @@ class NodePlan:
         return {"node": self.node, "status": self.status, "reasons": self.reasons, "last_seconds": self.last_seconds}
 
 
-def _seconds(execution) -> Optional[float]:
-    if execution is None or not execution.last_update_time_since_epoch:
+def _seconds(store, pipeline_name: str, node_id: str) -> Optional[float]:
+    """Wall time of the node's newest execution that ran (not one served from the cache), from MLMD."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    ctx = store.get_context_by_type_and_name("node", f"{pipeline_name}.{node_id}")
+    ran = [e for e in (store.get_executions_by_context(ctx.id) if ctx is not None else [])
+           if e.last_known_state == metadata_store_pb2.Execution.COMPLETE]
+    if not ran:
         return None
-    return round((execution.last_update_time_since_epoch - execution.create_time_since_epoch) / 1000.0, 1)
+    last = max(ran, key=lambda e: (e.create_time_since_epoch, e.id))
+    return round((last.last_update_time_since_epoch - last.create_time_since_epoch) / 1000.0, 1)
 
 
 def _cache_key(pipeline_info, pipeline_node, executor_spec, inputs, outputs, parameters) -> str:
@@ -229,7 +236,8 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
         if new_inputs:
             produced[node_id] = None
             why = _why(store, previous, node_settings, params, inputs)
-            result.append(NodePlan(node_id, WILL_RUN, new_inputs + why, _seconds(previous)))
+            cost = _seconds(store, ir.pipeline_info.id, node_id)
+            result.append(NodePlan(node_id, WILL_RUN, new_inputs + why, cost))
             continue
         key = node_cache_key(ir, deployment, pn, inputs)
         cached = _cached_outputs(store, key) if pn.execution_options.caching_options.enable_cache else None
@@ -239,7 +247,7 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
         else:
             reasons = _why(store, previous, node_settings, params, inputs) or [
                 "code or TFX version (same settings and inputs as the last execution)"]
-            result.append(NodePlan(node_id, WILL_RUN, reasons, _seconds(previous)))
+            result.append(NodePlan(node_id, WILL_RUN, reasons, _seconds(store, ir.pipeline_info.id, node_id)))
     return result
 
 

@@ -46,7 +46,8 @@ def _tick(root):
     run_local(config)
     states, imported = _last_run(config.metadata_path)
     executed = {n for n, s in states.items() if s == "EXECUTED"} - IMPORTERS
-    return config, predicted, lines, executed, imported
+    costs = {r.node: r.last_seconds for r in rows if r.status == "WILL RUN" and r.node not in IMPORTERS}
+    return config, predicted, lines, executed, imported, _versions(config), costs
 
 
 @pytest.fixture(scope="module")
@@ -74,28 +75,31 @@ def _versions(config):
 
 def test_tick_1_reads_span_1_and_runs_every_node(ticks):
     root, out = ticks
-    config, predicted, lines, executed, _ = out[0]
+    config, predicted, lines, executed, _, versions, costs = out[0]
     assert predicted == executed == CORPUS_DOWN
+    assert set(costs.values()) == {None}  # nothing ran before
     assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-1")
     assert config.data_snapshots["wikipedia"]["properties"]["span"] == 1
     assert lines["WikipediaImporter"] == "wikipedia: first read (span 1)"
-    assert _versions(config) == [1]
+    assert versions == [1]
 
 
 def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_nothing(ticks):
     _, out = ticks
-    config, predicted, lines, executed, imported = out[1]
+    config, predicted, lines, executed, imported, versions, costs = out[1]
     assert predicted == executed == RELEASE
+    assert all(costs[node] is not None and costs[node] >= 0 for node in RELEASE), costs  # the last time, from MLMD
     assert lines == {"WikipediaImporter": "wikipedia: unchanged", "GlueDataImporter": "glue: unchanged",
                      "RaceDataImporter": "race: unchanged"}
     assert imported == out[0][4]  # the same artifacts: the Importers reused them
-    assert _versions(config) == [1]
+    assert versions == [1]
 
 
 def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstream(ticks):
     root, out = ticks
-    config, predicted, lines, executed, imported = out[2]
+    config, predicted, lines, executed, imported, versions, costs = out[2]
     assert predicted == executed == CORPUS_DOWN
+    assert all(costs[node] is not None for node in CORPUS_DOWN) and costs["Trainer"] > 1, costs
     assert lines["WikipediaImporter"] == "wikipedia: new span 2 (last run read 1)"
     assert (lines["GlueDataImporter"], lines["RaceDataImporter"]) == ("glue: unchanged", "race: unchanged")
     assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-2")
@@ -105,7 +109,7 @@ def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstre
 
 def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_benchmark_and_the_release(ticks):
     _, out = ticks
-    config, predicted, lines, executed, imported = out[3]
+    config, predicted, lines, executed, imported, versions, costs = out[3]
     assert predicted == executed == {"GlueBenchmark", "BenchmarkReport"} | RELEASE
     assert lines["GlueDataImporter"] == "glue: 1 file changed since the last run"
     assert lines["WikipediaImporter"] == "wikipedia: unchanged"
