@@ -59,8 +59,8 @@ def CorpusGen(
     from components import corpus_beam
 
     cfg = CorpusConfig.from_json(config, "corpus.")
-    inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, cfg.wikipedia_glob,
-                                     books.uri if books else None, cfg.books_glob)
+    inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, _in_folders(wikipedia, cfg.wikipedia_glob),
+                                     books.uri if books else None, _in_folders(books, cfg.books_glob))
     with _staged(documents.uri) as staging:
         with beam_pipeline as p:
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
@@ -395,7 +395,9 @@ def Pusher(
     (:mod:`components.release`); with ``vertex_model`` set, also upload it as a new Model Registry version.
 
     A model that is not blessed is not pushed (``pushed`` 0, as TFX's Pusher records it). A model the destination
-    already holds is not pushed again: the record names the version that holds it. A benchmark-only DAG
+    already holds is not pushed again: the record names the version that holds it. With ``vertex_model`` set, a
+    version whose registry upload has not succeeded yet (no ``registry.json`` in its folder: the upload failed
+    after the push) is uploaded by this rerun; one that has is not uploaded again. A benchmark-only DAG
     (``mode=benchmark``) has no ``model_run`` or ``documents``: the card names the model's source instead of this
     pipeline's pretraining.
     """
@@ -411,46 +413,60 @@ def Pusher(
         pushed_model.set_int_custom_property("pushed", 0)
         _LOG.info("release: not pushed (NOT_BLESSED: %s)", decision["reason"])
         return
-    existing = versions.find_version(destination, model.uri)
-    if existing is not None:  # e.g. the decision was taken again after the baseline moved
-        pushed_model.set_int_custom_property("pushed", 1)
-        pushed_model.set_int_custom_property("pushed_version", int(existing["version"]))
-        pushed_model.set_string_custom_property("pushed_path", existing["path"])
-        _LOG.info("release: already pushed as version %s: %s", existing["version"], existing["path"])
-        return
-    names = backend_names.artifact_names()
-    ids = {name: {"id": names.get(a.id, a.id), "type": a.type_name, "uri": a.uri}
-           for name, a in (("model", model), ("model_run", model_run), ("report", report), ("documents", documents),
-                           ("blessing", blessing)) if a is not None}
-    results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
-    export_info = package.export_info(model.uri)
-    documents_facts = _int_facts(documents) if documents is not None else {}
-    with tempfile.TemporaryDirectory() as built:
-        hf_note = package.build(model.uri, export_info, built)
+    version = versions.find_version(destination, model.uri)
+    if version is not None:  # e.g. the decision was taken again after the baseline moved
+        _LOG.info("release: already pushed as version %s: %s", version["version"], version["path"])
+    else:
+        names = backend_names.artifact_names()
+        ids = {name: {"id": names.get(a.id, a.id), "type": a.type_name, "uri": a.uri}
+               for name, a in (("model", model), ("model_run", model_run), ("report", report),
+                               ("documents", documents), ("blessing", blessing)) if a is not None}
+        results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
+        export_info = package.export_info(model.uri)
+        documents_facts = _int_facts(documents) if documents is not None else {}
+        with tempfile.TemporaryDirectory() as built:
+            hf_note = package.build(model.uri, export_info, built)
 
-        def finish(number: int) -> dict:
-            facts = package.card_facts(
-                name=settings["model_name"], license=settings["license"], version=number, results=results,
-                export_info=export_info, run_config=package.run_config(model_run.uri) if model_run else {},
-                decision=decision, documents=documents_facts, artifacts=ids, arm=decision["settings"]["baseline_arm"],
-                hf_note=hf_note, source=package.model_source(model.uri))
-            package.write_card(built, facts)
-            return {"version": number, "model": ids["model"], "blessed": True, "forced": decision["forced"],
-                    "reason": decision["reason"], "baseline": decision["baseline"], "scores": decision["scores"],
-                    "artifacts": ids, "pushed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-                    "files": package.file_digests(built)}
+            def finish(number: int) -> dict:
+                facts = package.card_facts(
+                    name=settings["model_name"], license=settings["license"], version=number, results=results,
+                    export_info=export_info, run_config=package.run_config(model_run.uri) if model_run else {},
+                    decision=decision, documents=documents_facts, artifacts=ids,
+                    arm=decision["settings"]["baseline_arm"], hf_note=hf_note, source=package.model_source(model.uri))
+                package.write_card(built, facts)
+                return {"version": number, "model": ids["model"], "blessed": True, "forced": decision["forced"],
+                        "reason": decision["reason"], "baseline": decision["baseline"], "scores": decision["scores"],
+                        "artifacts": ids, "pushed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+                        "files": package.file_digests(built)}
 
-        number, path = versions.publish(built, destination, finish)
+            number, path = versions.publish(built, destination, finish)
+        version = {"version": number, "path": path, "forced": decision["forced"], "registry": None}
+        _LOG.info("release: pushed version %d: %s", number, path)
     pushed_model.set_int_custom_property("pushed", 1)
-    pushed_model.set_int_custom_property("pushed_version", number)
-    pushed_model.set_string_custom_property("pushed_path", path)
-    _LOG.info("release: pushed version %d: %s", number, path)
+    pushed_model.set_int_custom_property("pushed_version", int(version["version"]))
+    pushed_model.set_string_custom_property("pushed_path", version["path"])
     if settings.get("vertex_model"):
-        labels = {"pipeline": _label(settings["model_name"]), "version": str(number),
-                  "blessing": "forced" if decision["forced"] else "blessed"}
-        uploaded = registry.upload(settings, path, number, labels)
+        uploaded = registry.register(settings, version)
         pushed_model.set_string_custom_property("vertex_model", uploaded["model"])
         pushed_model.set_string_custom_property("vertex_model_version", str(uploaded["version_id"]))
+
+
+def _in_folders(raw, globs):
+    """The globs of a data location under the folders its Importer recorded (``folders``: a window of spans,
+    relative to the artifact's URI, pipeline/spans.py); the globs themselves for a single folder."""
+    if raw is None or not raw.has_custom_property("folders"):
+        return globs
+    folders = [f for f in json.loads(raw.get_string_custom_property("folders")) if f]
+    if not folders:
+        return globs
+    patterns = [globs] if isinstance(globs, str) else list(globs)
+    out = []
+    for folder in folders:
+        for pattern in patterns:
+            out.append(posixpath.join(folder, pattern))
+            if pattern.startswith("**/"):  # "**/" also matches files directly under the folder
+                out.append(posixpath.join(folder, pattern[3:]))
+    return out
 
 
 def _set_model_id(blessing, key: str, model, names) -> None:
@@ -476,11 +492,6 @@ def _int_facts(artifact) -> dict:
             if isinstance(number, float) and number.is_integer():
                 facts[key] = int(number)
     return facts
-
-
-def _label(text: str) -> str:
-    """A Google Cloud label value: lower case letters, digits, '-' and '_', at most 63 characters."""
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())[:63]
 
 
 def _record_counters(pipeline, namespace: str, outputs) -> None:

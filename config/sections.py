@@ -622,6 +622,20 @@ class BenchmarkConfig(Section):
 
 
 @dataclass
+class DataConfig(Section):
+    """Which spans of the data locations a run reads, where a location has TFX's span pattern (``{SPAN}``,
+    ``{VERSION}``, ``{YYYY}{MM}{DD}``; ``pipeline/spans.py``). Resolved when a run starts, by the Importers."""
+
+    span: int = 0  # 0: the latest span; N: span N (a backfill)
+    span_window: int = 1  # the corpus reads this many spans, up to the chosen one (benchmarks read one)
+
+    def validate(self) -> "DataConfig":
+        check(self.span >= 0, "data.span", self.span, ">= 0 (0: the latest span)")
+        check(self.span_window >= 1, "data.span_window", self.span_window, ">= 1")
+        return self
+
+
+@dataclass
 class ReportConfig(Section):
     """The report (node ``BenchmarkReport``): presentation only; scores and facts come from its inputs."""
 
@@ -705,7 +719,7 @@ def replace(section, **changes):
     return dataclasses.replace(section, **changes)
 
 
-__all__ = ["ConfigError", "CorpusConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
+__all__ = ["ConfigError", "CorpusConfig", "DataConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
            "VertexTrainingConfig", "TaskResources", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig", "ReleaseConfig",
            "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
            "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS",

@@ -1,6 +1,7 @@
 """``albert-pipeline``: the one command-line entry point.
 
     albert-pipeline run [--preset sample|paper] [--config FILE.yaml] [--set section.key=value ...] [--output-dir D]
+                        [--wait [SECONDS]]   (one run per output folder: pipeline/run_lock.py)
     albert-pipeline plan [same flags as run]   (CACHED / WILL RUN per node, and why; runs nothing)
     albert-pipeline compile --output spec.json --image IMAGE [...]
     albert-pipeline rehearse --spec spec.json [--output-dir D] [--parameters JSON] [--python ENV/bin/python]
@@ -59,12 +60,15 @@ def _config(args, **placement):
 
 def cmd_run(args) -> int:
     config = _config(args, output_dir=args.output_dir, local=True)
-    from pipeline.local_runner import latest_release, latest_report, run_local
+    wait = _wait_seconds(args.wait)
+    from pipeline.local_runner import run_local, run_release, run_report
 
-    paths = run_local(config, runner=args.runner)
-    report_dir = latest_report(paths["metadata_path"], config.pipeline_name)
-    release = latest_release(paths["metadata_path"], config.pipeline_name)
-    print(json.dumps({**paths, "report": os.path.join(report_dir, "report.md"),
+    paths = run_local(config, runner=args.runner, wait=wait)
+    # The report and the release of the run this process made (its pipeline_run context), never a newer run's.
+    report_dir = run_report(paths["metadata_path"], paths["run_id"])
+    release = run_release(paths["metadata_path"], paths["run_id"])
+    print(json.dumps({"pipeline_root": paths["pipeline_root"], "metadata_path": paths["metadata_path"],
+                      "report": os.path.join(report_dir, "report.md"),
                       "report_html": os.path.join(report_dir, "report.html"), "release": release}, indent=2))
     LOG.info("Report: %s", os.path.join(report_dir, "report.md"))
     if release:
@@ -74,24 +78,36 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _wait_seconds(value: Optional[float]) -> float:
+    """``run --wait [SECONDS]``: absent 0 (refuse at once), bare ``--wait`` without limit, else that many seconds."""
+    from pipeline.configs import ConfigError
+
+    if value is None:
+        return 0.0
+    if not value >= 0:  # NaN too
+        raise ConfigError(f"--wait must be a number of seconds >= 0, got {value:g}")
+    return value
+
+
 def cmd_releases(args) -> int:
     """The pushed versions of a destination (default: the config's), oldest first, with scores and reasons."""
     from config import InputError
 
     destination = args.destination or _config(args, output_dir=args.output_dir).push_destination
-    from components.release.versions import list_versions
-    import tensorflow as tf
+    from components.release.versions import is_destination, list_versions
 
-    if not tf.io.gfile.isdir(destination):
+    if not is_destination(destination):
         raise InputError(f"{destination}: no such release destination (nothing was pushed there)")
     versions = list_versions(destination)
     for v in versions:
         scores = ", ".join(f"{task} {score:.2f}" for task, score in sorted((v.get("scores") or {}).items()))
+        registered = f"  registry version {v['registry']['version_id']}" if v["registry"] else ""
         print(f"{v['version']:>4}  {v.get('pushed_at', '')[:19]}  {'forced' if v.get('forced') else 'blessed'}  "
-              f"{scores or 'no scores'}  ({v.get('reason')})", file=sys.stderr)
+              f"{scores or 'no scores'}  ({v.get('reason')}){registered}", file=sys.stderr)
     print(json.dumps({"destination": destination,
                       "versions": [{k: v.get(k) for k in ("version", "path", "pushed_at", "forced", "reason",
-                                                          "scores", "model", "baseline")} for v in versions]},
+                                                          "scores", "model", "baseline", "registry")}
+                                   for v in versions]},
                      indent=2, sort_keys=True))
     return 0
 
@@ -364,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runner", default="beam", choices=["beam", "local"])
     p.add_argument("--output-dir", help="put the pipeline root and the MLMD sqlite here (default: the config's "
                                         "pipeline_root and metadata_path)")
+    p.add_argument("--wait", type=float, nargs="?", const=float("inf"), metavar="SECONDS",
+                   help="while another run holds the output folder, wait for it (up to SECONDS, or as long as it "
+                        "takes) instead of refusing at once")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("plan", help="list each node as CACHED or WILL RUN (and why) for `run` with the same flags; "
@@ -581,7 +600,7 @@ _USER_ERROR_NAMES = frozenset({
     "UserError", "InputError", "MissingInputError", "OutputExistsError", "ConfigError", "CorruptInputError",
     "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
     "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
-    "RegistryAuthError"})  # the last: components/release/registry.py
+    "RegistryAuthError", "RunInProgressError"})  # the last two: components/release/registry.py, pipeline/run_lock.py
 
 
 _BEAM_STEP = re.compile(r" \[while running '[^']*'\]")

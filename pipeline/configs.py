@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from config import schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
-from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataGenConfig,
+from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataConfig, DataGenConfig,
                              FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TaskResources, TrainConfig,
                              VertexTrainingConfig, VocabConfig)
 from config.trainer_settings import trainer_settings
@@ -74,6 +74,10 @@ class PipelineConfig(Section):
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
     # Compiled spec only: node id → its task's CPU / memory limits (config.sections.TaskResources).
     task_resources: Dict[str, TaskResources] = field(default_factory=dict)
+    data: DataConfig = field(default_factory=DataConfig)
+    # Where it runs, like the roots: what each data location resolved to when this run started (a local run's
+    # build_config; pipeline/spans.py): data key ("wikipedia", "glue", …) → {uri, properties}. Empty when compiled.
+    data_snapshots: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     # -- (de)serialisation -------------------------------------------------------------------
     def to_json(self) -> str:
@@ -108,16 +112,14 @@ class PipelineConfig(Section):
         """Node id → parameter → (value, source): the one table behind both views above. A source is the config
         key the value comes from, a dict of them for a structured value, or None for a constant of the DAG."""
         table: Dict[str, Dict[str, Tuple[Any, Any]]] = {}
-        benchmark_only = self.mode == "benchmark"
-        corpus_inputs = {} if benchmark_only else {"wikipedia": self.corpus.wikipedia_dir,
-                                                    "books": self.corpus.books_dir}
-        inputs = {**corpus_inputs, **self.benchmarks.nodes()}
-        for key, uri in inputs.items():
-            if uri:
-                node_id, setting = IMPORTERS[key]
-                table[node_id] = {"artifact_uri": (uri, setting), "output_key": (IMPORTER_OUTPUT_KEY, None),
-                                  "reimport": (False, None)}
-        if benchmark_only:
+        for key, uri in self.data_inputs().items():
+            node_id, setting = IMPORTERS[key]
+            snapshot = self.data_snapshots.get(key)
+            table[node_id] = {"artifact_uri": (snapshot["uri"] if snapshot else uri, setting),
+                              "output_key": (IMPORTER_OUTPUT_KEY, None), "reimport": (False, None)}
+            if snapshot:  # the span(s) and fingerprint the run read: a new artifact exactly when they change
+                table[node_id]["custom_properties"] = (snapshot["properties"], "data")
+        if self.mode == "benchmark":
             table[MODEL_IMPORT_NODE] = {"location": (self.train.init_from, "train.init_from"),
                                         "digest": (self.model_digest, "train.init_from")}
         else:
@@ -135,6 +137,13 @@ class PipelineConfig(Section):
                                       self._pusher_sources())}
         return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
                 for node, params in table.items()}
+
+    def data_inputs(self) -> Dict[str, str]:
+        """Importer key → the data location it registers, for every Importer of this DAG: the corpus folders (none
+        in a benchmark-only DAG, ``mode=benchmark``) and the benchmarks' data folders that are set."""
+        corpus = {} if self.mode == "benchmark" else {"wikipedia": self.corpus.wikipedia_dir,
+                                                      "books": self.corpus.books_dir}
+        return {key: uri for key, uri in {**corpus, **self.benchmarks.nodes()}.items() if uri}
 
     def _pretraining_nodes(self, image: Optional[str]) -> Dict[str, Dict[str, Tuple[Any, Any]]]:
         """The corpus, vocabulary, data and pretraining nodes' rows of :meth:`_node_table` (mode ``pretrain``)."""
@@ -255,7 +264,11 @@ def _local_paths(config: PipelineConfig) -> PipelineConfig:
             continue
         path = os.path.abspath(os.path.expanduser(value))
         want_file = name == "vocab.import_model"
-        if not (os.path.isfile(path) if want_file else os.path.isdir(path)):
+        from pipeline.spans import has_pattern
+
+        if has_pattern(path):  # a span pattern: resolved (and checked) when the run starts
+            pass
+        elif not (os.path.isfile(path) if want_file else os.path.isdir(path)):
             raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
                               f"{path} does not exist")
         section, key = name.split(".")
@@ -526,8 +539,38 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
     config = dataclasses.replace(config, **placement)
     config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
     if local:
-        config = _local_paths(config)
+        config = _resolve_data(_local_paths(config))
+    else:
+        _refuse_patterns(config)
     return config.validate().freeze()
+
+
+def _data_locations(config: PipelineConfig) -> Dict[str, Tuple[str, str]]:
+    """data key → (its config key, its location) for every data location the DAG reads."""
+    return {key: (IMPORTERS[key][1], uri) for key, uri in config.data_inputs().items()}
+
+
+def _resolve_data(config: PipelineConfig) -> PipelineConfig:
+    """A local run resolves every data location now, when it starts: the span pattern's latest (or ``data.span``'s)
+    folder and every folder's fingerprint (``pipeline/spans.py``)."""
+    from pipeline import spans
+
+    snapshots = {}
+    for key, (setting, location) in _data_locations(config).items():
+        window = config.data.span_window if key in ("wikipedia", "books") else 1
+        snap = spans.resolve(setting, location, span=config.data.span, window=window)
+        snapshots[key] = {"uri": snap.uri, "properties": snap.properties()}
+    return dataclasses.replace(config, data_snapshots=snapshots)
+
+
+def _refuse_patterns(config: PipelineConfig) -> None:
+    from pipeline import spans
+
+    for key, (setting, location) in _data_locations(config).items():
+        if spans.has_pattern(location):
+            raise ConfigError(f"config {setting}={location!r} is invalid here: span patterns are resolved when a "
+                              "local run starts; a compiled spec cannot resolve them yet (use a folder, e.g. "
+                              "the span's, in a compiled spec)")
 
 
 def _with_base(config: PipelineConfig) -> PipelineConfig:

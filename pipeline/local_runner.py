@@ -9,37 +9,52 @@ import logging
 import os
 import threading
 import time
-from typing import Dict, Iterator
+from typing import Dict, Iterator, List
 
 from tfx.orchestration.beam.beam_dag_runner import BeamDagRunner
 from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 from tfx.orchestration.portable import launcher as tfx_launcher
 
-from components.artifacts import BenchmarkReport
-from pipeline import mlmd
+from pipeline import mlmd, run_lock
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline
 
 RUNNERS = ("beam", "local")
 
 
-def run_local(config: PipelineConfig, runner: str = "beam") -> Dict[str, str]:
-    """Run the whole DAG in this process; returns the pipeline root and the MLMD sqlite path.
+def run_local(config: PipelineConfig, runner: str = "beam", wait: float = 0.0) -> Dict[str, str]:
+    """Run the whole DAG in this process; returns the pipeline root, the MLMD sqlite path and ``run_id``, the name
+    of the ``pipeline_run`` context this run created in MLMD (what :func:`run_report` and :func:`run_release` read).
 
     ``config`` comes from ``build_config(..., local=True)``: its input paths were checked (missing inputs fail
-    there, before TFX starts, naming the config key) and every path is absolute."""
+    there, before TFX starts, naming the config key) and every path is absolute. The run holds the store's lock
+    (``pipeline/run_lock.py``) from before it looks at the store until its last node has finished: while another
+    run holds it, this one refuses at once (``wait`` 0) or waits up to ``wait`` seconds (``math.inf``: as long as
+    it takes), then raises :class:`pipeline.run_lock.RunInProgressError` naming that run."""
     if runner not in RUNNERS:
         raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
     if not (config.frozen and config.is_local()):
         raise ValueError("run_local needs the configuration of build_config(..., local=True)")
-    os.makedirs(os.path.dirname(config.metadata_path), exist_ok=True)
-    pipeline = create_pipeline(config, metadata_connection_config=mlmd.connection_config(config.metadata_path))
-    with node_progress():
-        if runner == "beam":
-            BeamDagRunner().run(pipeline)
-        else:
-            LocalDagRunner().run(pipeline)
-    return {"pipeline_root": config.pipeline_root, "metadata_path": config.metadata_path}
+    with run_lock.exclusive_run(config.metadata_path, wait=wait):
+        before = _run_contexts(config.metadata_path)
+        pipeline = create_pipeline(config, metadata_connection_config=mlmd.connection_config(config.metadata_path))
+        with node_progress():
+            if runner == "beam":
+                BeamDagRunner().run(pipeline)
+            else:
+                LocalDagRunner().run(pipeline)
+        created = sorted(set(_run_contexts(config.metadata_path)) - set(before))
+    if len(created) != 1:  # under the lock no other run can add one
+        raise RuntimeError(f"expected this run to create one pipeline_run context in {config.metadata_path}, "
+                           f"found {created}")
+    return {"pipeline_root": config.pipeline_root, "metadata_path": config.metadata_path, "run_id": created[0]}
+
+
+def _run_contexts(metadata_path: str) -> List[str]:
+    """Names of the ``pipeline_run`` contexts in the store (none while there is no store)."""
+    if not os.path.exists(metadata_path):
+        return []
+    return [c.name for c in mlmd.open_readonly(metadata_path).get_contexts_by_type("pipeline_run")]
 
 
 PROGRESS = logging.getLogger("albert_tfx.progress")
@@ -97,44 +112,37 @@ def node_progress() -> Iterator[None]:
             tfx_launcher.Launcher = original
 
 
-def latest_report(metadata_path: str, pipeline_name: str) -> str:
-    """URI of the newest BenchmarkReport artifact recorded in MLMD for ``pipeline_name``."""
-    from ml_metadata.proto import metadata_store_pb2
-
+def _run_outputs(metadata_path: str, run_id: str) -> Dict[str, object]:
+    """Node id → the output artifact its execution in run ``run_id`` recorded (executed in that run or served from
+    the cache: a cached execution records the reused artifact as its output), for the nodes with one output that
+    a run reports: ``BenchmarkReport``, ``Blesser``, ``Pusher``."""
     store = mlmd.open_readonly(metadata_path)
-    reports = [a for a in store.get_artifacts_by_type(BenchmarkReport.TYPE_NAME)
-               if a.state == metadata_store_pb2.Artifact.LIVE]
-    if not reports:
-        raise RuntimeError(f"no BenchmarkReport artifact in {metadata_path}")
-    contexts = {c.id for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name}
-    if contexts:
-        in_pipeline = set()
-        for ctx in contexts:
-            in_pipeline.update(a.id for a in store.get_artifacts_by_context(ctx))
-        reports = [a for a in reports if a.id in in_pipeline] or reports
-    return max(reports, key=lambda a: (a.create_time_since_epoch, a.id)).uri
-
-
-def latest_release(metadata_path: str, pipeline_name: str) -> Dict[str, object]:
-    """The release of the newest run of ``pipeline_name``: its Blesser's decision and its Pusher's result (executed
-    in that run or served from the cache), read from MLMD. Empty when that run has no Blesser."""
-    store = mlmd.open_readonly(metadata_path)
-    pipeline_ids = {c.id for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name}
-    in_pipeline = {e.id for ctx in pipeline_ids for e in store.get_executions_by_context(ctx)}
-    runs = sorted(store.get_contexts_by_type("pipeline_run"), key=lambda c: (c.create_time_since_epoch, c.id))
-    executions = []
-    for run in reversed(runs):  # the newest run of this pipeline
-        executions = [e for e in store.get_executions_by_context(run.id) if e.id in in_pipeline]
-        if executions:
-            break
+    run = store.get_context_by_type_and_name("pipeline_run", run_id)
+    if run is None:
+        raise RuntimeError(f"no pipeline run {run_id!r} in {metadata_path}")
     outputs: Dict[str, object] = {}
-    for execution in executions:
+    for execution in store.get_executions_by_context(run.id):
         nodes = [c.name.rsplit(".", 1)[-1] for c in store.get_contexts_by_execution(execution.id)
                  if store.get_context_types_by_id([c.type_id])[0].name == "node"]
-        if nodes and nodes[0] in ("Blesser", "Pusher"):
+        if nodes and nodes[0] in ("BenchmarkReport", "Blesser", "Pusher"):
             ids = [e.artifact_id for e in store.get_events_by_execution_ids([execution.id]) if e.type == e.OUTPUT]
             if ids:
                 outputs[nodes[0]] = store.get_artifacts_by_id(ids)[0]
+    return outputs
+
+
+def run_report(metadata_path: str, run_id: str) -> str:
+    """URI of the BenchmarkReport artifact of run ``run_id`` (made by it or served to it from the cache)."""
+    report = _run_outputs(metadata_path, run_id).get("BenchmarkReport")
+    if report is None:
+        raise RuntimeError(f"pipeline run {run_id!r} in {metadata_path} has no BenchmarkReport output")
+    return report.uri
+
+
+def run_release(metadata_path: str, run_id: str) -> Dict[str, object]:
+    """The release of run ``run_id``: its Blesser's decision and its Pusher's result (executed in that run or served
+    from the cache), read from MLMD. Empty when that run has no Blesser."""
+    outputs = _run_outputs(metadata_path, run_id)
     if "Blesser" not in outputs:
         return {}
     blessing = outputs["Blesser"].custom_properties

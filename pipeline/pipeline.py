@@ -96,7 +96,8 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
         node_id = IMPORTERS[key][0]
         p = args(node_id)
         return Importer(source_uri=p["artifact_uri"], artifact_type=artifacts.RawCorpus,
-                        reimport=p["reimport"], output_key=p["output_key"]).with_id(node_id)
+                        reimport=p["reimport"], output_key=p["output_key"],
+                        custom_properties=p.get("custom_properties")).with_id(node_id)
 
     nodes = []
     data = {key: importer(key) for key in config.benchmarks.nodes()}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from pipeline import mlmd
-from pipeline.configs import PipelineConfig
+from pipeline.configs import IMPORTERS, PipelineConfig
 
 CACHED, WILL_RUN = "CACHED", "WILL RUN"
 RESOLVED = "RESOLVED"  # a resolver node: it executes nothing, its artifacts are looked up when its consumer starts
@@ -32,9 +32,25 @@ class NodePlan:
     node: str
     status: str
     reasons: List[str] = field(default_factory=list)
+    # What a node that will run cost the last time it ran: its newest successful execution's wall time in MLMD
+    # (None: it never ran in this store).
+    last_seconds: Optional[float] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"node": self.node, "status": self.status, "reasons": self.reasons}
+        return {"node": self.node, "status": self.status, "reasons": self.reasons, "last_seconds": self.last_seconds}
+
+
+def _seconds(store, pipeline_name: str, node_id: str) -> Optional[float]:
+    """Wall time of the node's newest execution that ran (not one served from the cache), from MLMD."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    ctx = store.get_context_by_type_and_name("node", f"{pipeline_name}.{node_id}")
+    ran = [e for e in (store.get_executions_by_context(ctx.id) if ctx is not None else [])
+           if e.last_known_state == metadata_store_pb2.Execution.COMPLETE]
+    if not ran:
+        return None
+    last = max(ran, key=lambda e: (e.create_time_since_epoch, e.id))
+    return round((last.last_update_time_since_epoch - last.create_time_since_epoch) / 1000.0, 1)
 
 
 def _cache_key(pipeline_info, pipeline_node, executor_spec, inputs, outputs, parameters) -> str:
@@ -192,12 +208,13 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
         node_id = pn.node_info.id
         if store is None:
             produced[node_id] = None
-            result.append(NodePlan(node_id, WILL_RUN, ["no MLMD store yet at " + metadata_path]))
+            first = [_data_change(None, ir.pipeline_info.id, pn)] if _data_properties(pn) else []
+            result.append(NodePlan(node_id, WILL_RUN, first + ["no MLMD store yet at " + metadata_path]))
             continue
         params = data_types_utils.build_parsed_value_dict(
             inputs_utils.resolve_parameters_with_schema(node_parameters=pn.parameters))
         if pn.node_info.type.name.endswith("Importer"):
-            produced[node_id], status, reasons = _plan_importer(store, pn, params)
+            produced[node_id], status, reasons = _plan_importer(store, ir.pipeline_info.id, pn, params)
             result.append(NodePlan(node_id, status, reasons))
             continue
         if pn.node_info.type.name.endswith("Resolver"):
@@ -219,7 +236,8 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
         if new_inputs:
             produced[node_id] = None
             why = _why(store, previous, node_settings, params, inputs)
-            result.append(NodePlan(node_id, WILL_RUN, new_inputs + why))
+            cost = _seconds(store, ir.pipeline_info.id, node_id)
+            result.append(NodePlan(node_id, WILL_RUN, new_inputs + why, cost))
             continue
         key = node_cache_key(ir, deployment, pn, inputs)
         cached = _cached_outputs(store, key) if pn.execution_options.caching_options.enable_cache else None
@@ -229,7 +247,7 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
         else:
             reasons = _why(store, previous, node_settings, params, inputs) or [
                 "code or TFX version (same settings and inputs as the last execution)"]
-            result.append(NodePlan(node_id, WILL_RUN, reasons))
+            result.append(NodePlan(node_id, WILL_RUN, reasons, _seconds(store, ir.pipeline_info.id, node_id)))
     return result
 
 
@@ -256,20 +274,45 @@ def _why(store, previous, settings: Dict[str, str], params: Dict[str, Any],
     return reasons
 
 
-def _plan_importer(store, pn, params):
-    """TFX's importer reuses the newest LIVE artifact of the same type and URI (``reimport=False``)."""
+def _data_properties(pn, output_key: str = "result") -> Dict[str, Any]:
+    """The custom properties an Importer gives its artifact: a data location's span(s) and fingerprint
+    (pipeline/spans.py), {} when it records none."""
+    spec = pn.outputs.outputs[output_key].artifact_spec if output_key in pn.outputs.outputs else None
+    return {k: _mlmd_value(v.field_value) for k, v in spec.additional_custom_properties.items()} if spec else {}
+
+
+def _data_change(store, pipeline_name: str, pn, output_key: str = "result") -> str:
+    """How the data location of an Importer changed since the artifact its last execution registered."""
+    from pipeline import spans
+
+    old = None
+    previous = _latest_execution(store, pipeline_name, pn.node_info.id) if store is not None else None
+    outputs = _outputs_of(store, previous.id) if previous is not None else None
+    if outputs and outputs.get(output_key):
+        old = {k: _mlmd_value(v) for k, v in outputs[output_key][0].custom_properties.items()}
+    key = next((k for k, (node, _) in IMPORTERS.items() if node == pn.node_info.id), pn.node_info.id)
+    return spans.describe_change(key, _data_properties(pn, output_key), old)
+
+
+def _plan_importer(store, pipeline_name: str, pn, params):
+    """TFX's importer reuses the newest LIVE artifact of the same type, URI and custom properties
+    (``reimport=False``): a data location whose span or fingerprint (pipeline/spans.py) changed since the last run
+    gets a new artifact, and the plan's first line says how the data changed."""
     from ml_metadata.proto import metadata_store_pb2
 
     uri = params.get("artifact_uri") or params.get("source_uri")
     output_key = params.get("output_key", "result")
     type_name = pn.outputs.outputs[output_key].artifact_spec.type.name
+    wanted = _data_properties(pn, output_key)
     found = [a for a in store.get_artifacts_by_uri(uri) if a.state == metadata_store_pb2.Artifact.LIVE]
     types = {t.id: t.name for t in store.get_artifact_types_by_id(list({a.type_id for a in found}))} if found else {}
-    found = [a for a in found if types.get(a.type_id) == type_name]
+    found = [a for a in found if types.get(a.type_id) == type_name
+             and all(k in a.custom_properties and _mlmd_value(a.custom_properties[k]) == v for k, v in wanted.items())]
+    change = [_data_change(store, pipeline_name, pn, output_key)] if wanted else []
     if params.get("reimport") or not found:
-        return None, WILL_RUN, [f"new import of {uri}"]
+        return None, WILL_RUN, change + [f"new import of {uri}"]
     newest = max(found, key=lambda a: (a.create_time_since_epoch, a.id))
-    return {output_key: [newest]}, CACHED, []
+    return {output_key: [newest]}, CACHED, change
 
 
 def _plan_latest_blessed(store, pipeline_name: str):
@@ -298,7 +341,12 @@ def format_plan(plan_rows: List[NodePlan]) -> str:
     width = max(len(r.node) for r in plan_rows) if plan_rows else 10
     lines = []
     for r in plan_rows:
-        lines.append(f"{r.node:<{width}}  {r.status}")
+        cost = f" (last time {r.last_seconds:.0f} s)" if r.status == WILL_RUN and r.last_seconds is not None else ""
+        lines.append(f"{r.node:<{width}}  {r.status}{cost}")
         for reason in r.reasons:
             lines.append(f"{'':<{width}}    - {reason}")
+    runs = [r for r in plan_rows if r.status == WILL_RUN and r.last_seconds is not None]
+    if runs:
+        lines.append(f"what will run took {sum(r.last_seconds for r in runs):.0f} s the last time "
+                     f"({len(runs)} of {sum(r.status == WILL_RUN for r in plan_rows)} nodes that will run had run)")
     return "\n".join(lines)

@@ -43,6 +43,20 @@ def shared_data():
     return shared_path
 
 
+@pytest.fixture
+def gcs(tmp_path, monkeypatch):
+    """``gs://`` served from ``tmp_path/gcs`` by :class:`tests.gcs_standin.GcsStandIn` for the test's duration."""
+    from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
+
+    from tests.gcs_standin import GcsStandIn
+
+    root = tmp_path / "gcs"
+    root.mkdir()
+    monkeypatch.setattr(GCSFileSystem, "scheme", classmethod(lambda cls: "gs-real-unregistered"))
+    monkeypatch.setattr(GcsStandIn, "root", str(root))
+    return root
+
+
 @pytest.fixture(scope="session")
 def sample_dir() -> str:
     return SAMPLE
@@ -171,7 +185,7 @@ def squad_v2_from_v1(path):
 # A name here that no longer exists is an error, so a renamed file cannot drop out of the list unnoticed.
 SLOW = {
     "test_pipeline_e2e.py", "test_cli_run.py", "test_change_impact.py", "test_trainer.py", "test_exit_codes.py",
-    "test_resume_same_run.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
+    "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
     "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
     "test_rehearsal_release.py",
     "test_benchmark_only.py::test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source",

@@ -168,6 +168,7 @@ FAMILY = {
     "pipeline.environments": ["EnvironmentConfigError"],
     "pipeline.spec": ["SpecError"],
     "pipeline.rehearsal": ["RehearsalError"],
+    "pipeline.run_lock": ["RunInProgressError"],
 }
 NAMES = {name for names in FAMILY.values() for name in names}
 
@@ -214,10 +215,12 @@ def test_family_classes_keep_their_standard_bases():
     from config import InputError, MissingInputError, OutputExistsError, UserError
     from components.text.errors import CorruptInputError
     from pipeline.cloud import CloudAuthError
+    from pipeline.run_lock import RunInProgressError
 
     assert issubclass(InputError, ValueError) and issubclass(CorruptInputError, ValueError)
     assert issubclass(MissingInputError, FileNotFoundError) and issubclass(OutputExistsError, FileExistsError)
     assert issubclass(CloudAuthError, UserError) and not issubclass(UserError, (ValueError, OSError))
+    assert issubclass(RunInProgressError, RuntimeError)
 
 
 @pytest.mark.parametrize("error,line", [

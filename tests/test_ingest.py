@@ -210,20 +210,6 @@ def test_neither_folder_nor_an_existing_output(cli, tmp_path, monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------- gs:// paths
-@pytest.fixture
-def gcs(tmp_path, monkeypatch):
-    """``gs://`` served from ``tmp_path/gcs`` by :class:`tests.gcs_standin.GcsStandIn` for the test's duration."""
-    from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
-
-    from tests.gcs_standin import GcsStandIn
-
-    root = tmp_path / "gcs"
-    root.mkdir()
-    monkeypatch.setattr(GCSFileSystem, "scheme", classmethod(lambda cls: "gs-real-unregistered"))
-    monkeypatch.setattr(GcsStandIn, "root", str(root))
-    return root
-
-
 def test_every_reader_works_on_gs_paths(tmp_path, gcs):
     shutil.copytree(WIKI, gcs / "bkt" / "raw" / "wikipedia")
     shutil.copy(XML_DUMP, gcs / "bkt" / "raw" / "wikipedia" / XML_DUMP.name)  # the XML reader too

@@ -27,11 +27,12 @@ def _config(root, extra=()):
 
 
 def _run(root, extra=()):
-    from pipeline.local_runner import latest_release, run_local
+    """(the config, the release of the run it made, that run's report folder)."""
+    from pipeline.local_runner import run_local, run_release, run_report
 
     config = _config(root, extra)
-    run_local(config)
-    return config, latest_release(config.metadata_path, config.pipeline_name)
+    run_id = run_local(config)["run_id"]
+    return config, run_release(config.metadata_path, run_id), run_report(config.metadata_path, run_id)
 
 
 def _executed(config):
@@ -51,12 +52,11 @@ def _versions(config):
 @pytest.fixture(scope="module")
 def first(tmp_path_factory):
     root = tmp_path_factory.mktemp("release")
-    config, release = _run(root)
-    return root, config, release
+    return (root, *_run(root))
 
 
 def test_the_first_run_pushes_version_1_blessed_with_no_criteria(first):
-    root, config, release = first
+    root, config, release, _ = first
     assert release == {"blessed": True, "forced": False, "reason": "no criteria", "version": 1,
                        "path": os.path.join(config.push_destination, "1")}
     [v1] = _versions(config)
@@ -80,11 +80,10 @@ def test_the_first_run_pushes_version_1_blessed_with_no_criteria(first):
 
 def test_the_model_card_numbers_are_those_of_results_json(first):
     from components.release.blessing import task_scores
-    from pipeline.local_runner import latest_report
     from trainer.formatting import number_text
 
-    _, config, release = first
-    results = json.load(open(os.path.join(latest_report(config.metadata_path, config.pipeline_name), "results.json")))
+    _, config, release, report = first
+    results = json.load(open(os.path.join(report, "results.json")))
     scores = task_scores(results)
     assert sorted(scores) == ["RACE", "RTE"]
     card = open(os.path.join(release["path"], "model_card.md"), encoding="utf-8").read()
@@ -106,21 +105,21 @@ def test_the_model_card_numbers_are_those_of_results_json(first):
 
 
 def test_an_unchanged_rerun_pushes_nothing_new(first):
-    root, config, _ = first
+    root, config, _, _ = first
     # The second run resolves the model the first one blessed as its baseline (the first had none), so the
     # Blesser decides once more; the Pusher finds the model already pushed. From then on everything is cached.
-    _, release = _run(root)
+    _, release, _ = _run(root)
     assert _executed(config) == {"Blesser", "Pusher"}
     assert release["version"] == 1
-    _, release = _run(root)
+    _, release, _ = _run(root)
     assert _executed(config) == set() and release["version"] == 1
     assert [v["version"] for v in _versions(config)] == [1]
 
 
 def test_a_floor_above_the_score_is_not_blessed_and_nothing_is_pushed(first):
-    root, config, _ = first
+    root, config, _, _ = first
     first_model = _versions(config)[0]["model"]
-    config, release = _run(root, MORE_STEPS + FLOOR)
+    config, release, _ = _run(root, MORE_STEPS + FLOOR)
     assert release == {"blessed": False, "forced": False,
                        "reason": f"failed: min_scores.RTE (RTE scored {_rte(config):.2f}, floor 101.00)"}
     decision = _decision(config)
@@ -132,8 +131,8 @@ def test_a_floor_above_the_score_is_not_blessed_and_nothing_is_pushed(first):
 
 
 def test_force_bless_pushes_the_model_and_says_so(first):
-    root, config, _ = first
-    config, release = _run(root, MORE_STEPS + FLOOR + ["release.force_bless=true"])
+    root, config, _, _ = first
+    config, release, _ = _run(root, MORE_STEPS + FLOOR + ["release.force_bless=true"])
     assert _executed(config) == {"Blesser", "Pusher"}
     assert release["blessed"] and release["forced"] and release["version"] == 2
     assert release["reason"].startswith("forced by release.force_bless (criteria failed: min_scores.RTE")
@@ -147,7 +146,7 @@ def test_force_bless_pushes_the_model_and_says_so(first):
 def test_a_push_that_fails_midway_leaves_no_version_and_a_rerun_pushes(first, monkeypatch):
     from components.release import versions
 
-    root, config, _ = first
+    root, config, _, _ = first
     extra = ["train.num_train_steps=8"]  # a new model, blessed (no criteria), so the Pusher pushes it
     copied = []
     real_copy = versions.copy_file
@@ -164,7 +163,7 @@ def test_a_push_that_fails_midway_leaves_no_version_and_a_rerun_pushes(first, mo
     assert len(copied) == 5
     assert sorted(os.listdir(config.push_destination)) == ["1", "2"]  # no version 3, no staging folder left
     monkeypatch.setattr(versions, "copy_file", real_copy)
-    config, release = _run(root, extra)
+    config, release, _ = _run(root, extra)
     # Everything before the Pusher is cached, except the Blesser: its baseline moved to this model, which the
     # failed run blessed.
     assert _executed(config) == {"Blesser", "Pusher"}
@@ -178,7 +177,7 @@ def test_the_pushed_hugging_face_folder_gives_the_savedmodel_outputs(first):
     import numpy as np
     import tensorflow as tf
 
-    _, config, release = first
+    _, config, release, _ = first
     path = release["path"]
     ids = np.array([[2, 15, 27, 99, 3, 41, 8, 3], [2, 7, 19, 3, 64, 3, 0, 0]], dtype=np.int32)
     mask = (ids > 0).astype(np.int32)
@@ -194,7 +193,7 @@ def test_the_pushed_hugging_face_folder_gives_the_savedmodel_outputs(first):
 
 
 def test_releases_command_lists_the_versions(first, cli):
-    root, config, _ = first
+    root, config, _, _ = first
     done = cli("releases", "--destination", config.push_destination)
     assert done.returncode == 0
     listed = json.loads(done.stdout)
@@ -206,7 +205,6 @@ def test_releases_command_lists_the_versions(first, cli):
 
 
 def _decision(config):
-    from pipeline.local_runner import latest_release  # noqa: F401  (the same MLMD store)
     from tests.reliability.mlmd import live_artifacts, open_store
 
     blessings = live_artifacts(open_store(config.metadata_path))["ModelBlessing"]
@@ -294,6 +292,7 @@ def model_rpcs(monkeypatch):
     """Stub the Model Service's gapic methods (the last step before the wire) and record their requests."""
     from google.api_core import exceptions
     from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+    from google.cloud.aiplatform_v1.types import model as gca_model
     from google.cloud.aiplatform_v1.types import model_service
 
     calls, registry = [], {}
@@ -308,6 +307,9 @@ def model_rpcs(monkeypatch):
         calls.append(("upload_model", request))
         registry[f"{request.parent}/models/albert-sample"] = True
         version = sum(1 for c in calls if c[0] == "upload_model")
+        for alias in request.model.version_aliases:  # GetModel answers MODEL@ALIAS with that version
+            registry[f"{MODEL}@{alias}"] = gca_model.Model(artifact_uri=request.model.artifact_uri,
+                                                           version_id=str(version))
 
         class Operation:
             def result(self, timeout=None):
@@ -354,6 +356,78 @@ def test_the_registry_upload_without_credentials_says_how_to_authenticate(regist
     with pytest.raises(registry.RegistryAuthError, match="gcloud auth application-default login") as raised:
         registry.upload(registry_settings, "gs://b/root/releases/1", 1, {})
     assert isinstance(raised.value, UserError) and model_rpcs == []
+
+
+def _pusher_inputs(config):
+    """The first run's Pusher inputs, as TFX artifacts read back from MLMD."""
+    from tfx.types import artifact_utils
+
+    from tests.reliability.mlmd import node_of, open_store
+
+    store = open_store(config.metadata_path)
+    [execution] = [e for e in store.get_executions() if node_of(store, e) == "Pusher"][:1]
+    inputs = {}
+    for event in store.get_events_by_execution_ids([execution.id]):
+        if event.type == event.INPUT:
+            [artifact] = store.get_artifacts_by_id([event.artifact_id])
+            [kind] = store.get_artifact_types_by_id([artifact.type_id])
+            inputs[event.path.steps[0].key] = artifact_utils.deserialize_artifact(kind, artifact)
+    return inputs
+
+
+def test_the_pushers_rerun_uploads_a_version_whose_upload_failed_and_never_twice(
+        first, registry_settings, model_rpcs, gcs, monkeypatch):
+    """The Pusher itself, on the first run's model, to a gs:// destination (the stand-in) with ``vertex_model``
+    set: the upload fails once after the push; the rerun finds the model pushed and uploads it; later reruns send
+    nothing, also when the record of the upload was lost."""
+    import google.auth
+    from google.api_core import exceptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+    from tfx.types import standard_artifacts
+
+    from components.release import versions
+    from components.tfx_components import Pusher
+
+    _, config, _ = first
+    inputs = _pusher_inputs(config)
+    destination = registry_settings["push_destination"]
+    monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
+    sent = []
+    stub = ModelServiceClient.upload_model
+
+    def upload_model(self, request=None, **kwargs):
+        sent.append(request)
+        if len(sent) == 1:
+            raise exceptions.ServiceUnavailable("quota exceeded (injected)")
+        return stub(self, request=request, **kwargs)
+
+    monkeypatch.setattr(ModelServiceClient, "upload_model", upload_model)
+
+    def pusher(tmp):
+        out = standard_artifacts.PushedModel()
+        out.uri = str(gcs.parent / tmp)
+        Pusher.EXECUTOR_SPEC.executor_class._FUNCTION(pushed_model=out, config=json.dumps(registry_settings),
+                                                       **inputs)
+        return {k: getattr(v, v.WhichOneof("value")) for k, v in out.mlmd_artifact.custom_properties.items()}
+
+    with pytest.raises(exceptions.ServiceUnavailable, match="injected"):
+        pusher("pushed-1")
+    [v1] = versions.list_versions(destination)
+    assert (v1["version"], v1["path"], v1["registry"]) == (1, f"{destination}/1", None)
+    pushed = pusher("pushed-2")  # the rerun: the model is already pushed, its upload is not recorded
+    assert pushed == {"pushed": 1, "pushed_version": 1, "pushed_path": f"{destination}/1",
+                      "pushed_destination": destination, "vertex_model": MODEL, "vertex_model_version": "1"}
+    assert [(r.model_id, r.model.artifact_uri, list(r.model.version_aliases), dict(r.model.labels)) for r in sent] == [
+        ("albert-sample", f"{destination}/1", ["v1", "production"],
+         {"pipeline": "albert-tfx-sample", "version": "1", "blessing": "blessed"})] * 2
+    [v1] = versions.list_versions(destination)
+    assert v1["registry"] == {"model": MODEL, "version_id": "1"}
+    assert pusher("pushed-3") == pushed and len(sent) == 2  # recorded: not sent again
+    os.remove(gcs / "b" / "root" / "releases" / "1" / versions.REGISTRY_FILE)  # the process died before recording
+    assert pusher("pushed-4") == pushed and len(sent) == 2  # found by its alias v1, recorded, not sent
+    assert versions.list_versions(destination)[0]["registry"] == {"model": MODEL, "version_id": "1"}
+    assert [v["version"] for v in versions.list_versions(destination)] == [1]
 
 
 def test_a_registry_model_needs_a_destination_it_can_read():

@@ -14,6 +14,7 @@ Layout of a version folder (``<destination>/<N>/``)::
     model_card.md                         the card (components.release.model_card)
     model_card.json                       the card's facts, as the card shows them (for machines)
     release.json                          the record: version, model, blessing, scores, files with sha256 (last)
+    registry.json                         with vertex_model only: the Model Registry's answer, after the upload
 """
 from __future__ import annotations
 

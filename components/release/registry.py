@@ -6,6 +6,12 @@ name it as ``parent_model``, which is how Vertex AI adds a version (kubeflow/pip
 alias ``v<N>`` of its pushed folder, plus ``release.vertex_version_aliases`` (Vertex AI moves an alias to the newest
 version that claims it, e.g. ``production``).
 
+The upload follows the push and can fail on its own (credentials, quota, a timeout): :func:`register` records a
+successful upload in the version folder (``registry.json``, :func:`components.release.versions.write_registry`), and
+the Pusher's rerun, finding the model already pushed without that record, uploads then. One pushed version gets one
+registry version: a recorded upload is not sent again, and an upload whose record was lost (the process died
+between the two) is found by its alias ``v<N>`` and recorded instead of sent twice.
+
 Missing or unusable credentials are a user error (:class:`RegistryAuthError`) saying how to authenticate, as for
 ``submit``.
 
@@ -22,7 +28,8 @@ from typing import Any, Dict, Mapping
 from components.cloud_auth import google_credentials
 from config.errors import UserError
 
-__all__ = ["RECORD_VAR", "RegistryAuthError", "parse_model", "upload_request", "upload", "recorded_requests"]
+__all__ = ["RECORD_VAR", "RegistryAuthError", "parse_model", "version_labels", "upload_request", "upload", "register",
+           "recorded_requests"]
 
 RECORD_VAR = "ALBERT_TFX_REGISTRY_RECORD"  # a file: record the requests there, send nothing
 
@@ -35,6 +42,12 @@ def parse_model(resource: str) -> Dict[str, str]:
     """``projects/P/locations/R/models/M`` → {project, region, model_id, parent}."""
     parts = resource.split("/")
     return {"project": parts[1], "region": parts[3], "model_id": parts[5], "parent": "/".join(parts[:4])}
+
+
+def version_labels(model_name: str, version: int, forced: bool) -> Dict[str, str]:
+    """The registry version's labels: the pipeline, the pushed version and whether its blessing was forced."""
+    pipeline = "".join(c if c.isalnum() or c in "-_" else "-" for c in model_name.lower())[:63]  # a label value
+    return {"pipeline": pipeline, "version": str(version), "blessing": "forced" if forced else "blessed"}
 
 
 def upload_request(settings: Mapping[str, Any], artifact_uri: str, version: int, labels: Mapping[str, str],
@@ -70,7 +83,9 @@ def _client(region: str, credentials=None):
 
 def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels: Mapping[str, str],
            credentials=None, timeout: float = 1800) -> Dict[str, str]:
-    """Upload the version (network). Returns {model, version_id} of the registry's new version."""
+    """Upload the version (network), unless the registry already holds it: a version of the model with the alias
+    ``v<version>`` and this ``artifact_uri`` (GetModel accepts ``MODEL@ALIAS``). Returns {model, version_id} of
+    the registry's version. With :data:`RECORD_VAR` set, records the request instead of sending it."""
     if os.environ.get(RECORD_VAR):
         return _record(os.environ[RECORD_VAR], settings, artifact_uri, version, labels)
     from google.api_core import exceptions as api_exceptions
@@ -83,9 +98,30 @@ def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels:
             exists = True
         except api_exceptions.NotFound:
             exists = False
+        if exists:
+            try:
+                held = client.get_model(name=f"{settings['vertex_model']}@v{version}")
+            except api_exceptions.NotFound:
+                held = None
+            if held is not None and held.artifact_uri == artifact_uri:
+                return {"model": settings["vertex_model"], "version_id": held.version_id}
         request = upload_request(settings, artifact_uri, version, labels, exists)
         response = client.upload_model(request=request).result(timeout=timeout)
     return {"model": response.model, "version_id": response.model_version_id}
+
+
+def register(settings: Mapping[str, Any], version: Mapping[str, Any], credentials=None) -> Dict[str, str]:
+    """The Model Registry version of the pushed ``version`` (an entry of
+    :func:`components.release.versions.list_versions`): the one its folder records, else uploaded now and then
+    recorded there. Raises what the upload raised, recording nothing: the next call uploads again."""
+    from components.release import versions
+
+    if version.get("registry"):
+        return dict(version["registry"])
+    uploaded = upload(settings, version["path"], version["version"],
+                      version_labels(settings["model_name"], version["version"], version["forced"]), credentials)
+    versions.write_registry(version["path"], uploaded)
+    return uploaded
 
 
 def recorded_requests(path: str) -> list:

@@ -1,30 +1,44 @@
 """Versioned pushes: a destination folder holds one folder per version, ``1``, ``2``, ... (TF Serving's layout).
 
-A version appears whole or not at all:
+A version appears whole or not at all, and two pushers never share a number or a file:
 
 * on a local destination the version is built in ``<destination>/.staging-<random>`` and renamed to its number in
   one ``rename`` (which fails when another pusher took the number first: the next number is tried);
-* on ``gs://`` (no folder rename) every file is copied under the number first and :data:`RECORD_FILE` last.
+* on ``gs://`` (no folder rename) a pusher first claims its number by creating the object ``.claims/<N>`` with a
+  create-only write (:func:`create_only`: GCS's ``ifGenerationMatch=0`` precondition; of two pushers that try one
+  number, exactly one succeeds and the other tries the next). It then copies every file under ``<N>/`` in
+  :func:`copy_order` (the SavedModel's ``saved_model.pb`` after every other file) and :data:`RECORD_FILE` last. A
+  failed push removes its own ``<N>/`` and nothing else; its claim stays, so the number is never reused.
 
 Either way a folder is a version only when it holds :data:`RECORD_FILE`: readers (:func:`list_versions`, the
-``releases`` command) never see a partial push, and a push that fails midway removes what it wrote. Numbers are
-unique and only grow: the next one is above every numbered folder, complete or not, so an abandoned partial folder
-is never reused. All file access goes through ``tf.io.gfile`` (local paths and ``gs://``).
+``releases`` command) never see a partial push. Numbers are unique and only grow: the next one is above every
+numbered folder, complete or not, and every claim. After the push the Pusher may add :data:`REGISTRY_FILE` (the
+Model Registry's answer), written only once the upload succeeded.
+
+Local paths go through ``tf.io.gfile``; ``gs://`` paths through Beam's ``FileSystems`` (its GCS filesystem, or
+the test stand-in ``tests/gcs_standin.py`` registered for the scheme).
 """
 from __future__ import annotations
 
 import json
 import posixpath
 import re
+import shutil
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-__all__ = ["RECORD_FILE", "STAGING_PREFIX", "list_versions", "next_version", "publish", "find_version"]
+from trainer.files import VERSION_RECORD_FILE
 
-RECORD_FILE = "release.json"  # written last: the folder's record, and the mark that it is complete
+__all__ = ["RECORD_FILE", "REGISTRY_FILE", "CLAIMS_DIR", "STAGING_PREFIX", "SAVED_MODEL_FILE", "is_destination",
+           "list_versions", "next_version", "publish", "find_version", "copy_order", "create_only", "write_registry"]
+
+RECORD_FILE = VERSION_RECORD_FILE  # written last: the folder's record, and the mark that it is complete
+REGISTRY_FILE = "registry.json"  # the Model Registry's {model, version_id}, written after a successful upload
+CLAIMS_DIR = ".claims"  # gs:// only: one create-only object per number ever taken
 STAGING_PREFIX = ".staging-"
+SAVED_MODEL_FILE = "saved_model.pb"  # what TF Serving's loader opens first: copied after every other file
 _NUMBER = re.compile(r"[0-9]+")
 
 
@@ -32,28 +46,128 @@ def _is_remote(path: str) -> bool:
     return "://" in path
 
 
-def _numbers(destination: str) -> List[int]:
-    if not tf.io.gfile.isdir(destination):
-        return []
-    names = (n.rstrip("/") for n in tf.io.gfile.listdir(destination))
-    return sorted(int(n) for n in names if _NUMBER.fullmatch(n))
+# --------------------------------------------------------------------------------------- gs:// through Beam
+def _objects(destination: str) -> List[str]:
+    """Every object under ``destination``, as names relative to it (``3/saved_model.pb``, ``.claims/3``)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    prefix = destination.rstrip("/") + "/"
+    found = FileSystems.match([prefix + "**"])[0].metadata_list
+    return sorted(m.path[len(prefix):] for m in found)
+
+
+def _read_remote(path: str) -> bytes:
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
+def _write_remote(path: str, source) -> None:
+    """Write the bytes of the open binary file ``source`` (or ``bytes``) as the object ``path``."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.create(path, mime_type="application/octet-stream",
+                            compression_type=CompressionTypes.UNCOMPRESSED) as out:
+        if isinstance(source, bytes):
+            out.write(source)
+        else:
+            shutil.copyfileobj(source, out, 1 << 20)
+
+
+def _remove_remote_folder(path: str) -> None:
+    """Delete every object under ``path/`` (this push's folder; ``3/`` never matches ``30/``)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if _objects(path):
+        FileSystems.delete([path.rstrip("/") + "/"])
+
+
+def create_only(path: str, data: bytes = b"") -> bool:
+    """Create the object ``path`` unless it exists; True when this call created it, False when it was there.
+
+    The seam is the filesystem Beam has registered for the path's scheme: one that offers ``create_only(path,
+    data)`` (the test stand-in, with ``os.O_EXCL``) answers itself. Otherwise ``gs://`` is written through
+    google-cloud-storage with the precondition ``if_generation_match=0`` (GCS refuses the write with 412 when any
+    generation of the object exists), using the client and credentials Beam's GCS filesystem uses. A write retried
+    after a lost reply may answer False for an object this call created: the number is then skipped, never shared.
+    """
+    from apache_beam.io.filesystems import FileSystems
+
+    own = getattr(FileSystems.get_filesystem(path), "create_only", None)
+    if own is not None:
+        return own(path, data)
+    if not path.startswith("gs://"):
+        raise ValueError(f"{path}: create-only writes are implemented for gs:// only")
+    from apache_beam.io.gcp import gcsio
+    from apache_beam.options.pipeline_options import PipelineOptions
+    from google.api_core.exceptions import PreconditionFailed
+
+    bucket, name = gcsio.parse_gcs_path(path)
+    blob = gcsio.create_storage_client(PipelineOptions()).bucket(bucket).blob(name)
+    try:
+        blob.upload_from_string(data, content_type="application/octet-stream", if_generation_match=0)
+    except PreconditionFailed:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------------- readers
+def is_destination(destination: str) -> bool:
+    """Whether ``destination`` exists: a local folder, or a ``gs://`` prefix holding at least one object."""
+    return bool(_objects(destination)) if _is_remote(destination) else tf.io.gfile.isdir(destination)
+
+
+def _layout(destination: str) -> Tuple[List[int], List[int], Dict[int, set]]:
+    """(numbered folders, claimed numbers, {number: names directly in its folder}) of ``destination``."""
+    if not _is_remote(destination):
+        if not tf.io.gfile.isdir(destination):
+            return [], [], {}
+        names = (n.rstrip("/") for n in tf.io.gfile.listdir(destination))
+        numbers = sorted(int(n) for n in names
+                         if _NUMBER.fullmatch(n) and tf.io.gfile.isdir(posixpath.join(destination, n)))
+        inside = {n: {m.rstrip("/") for m in tf.io.gfile.listdir(posixpath.join(destination, str(n)))}
+                  for n in numbers}
+        return numbers, [], inside
+    inside: Dict[int, set] = {}
+    claims = []
+    for name in _objects(destination):
+        head, _, rest = name.partition("/")
+        if _NUMBER.fullmatch(head) and rest:
+            inside.setdefault(int(head), set()).add(rest.split("/", 1)[0])
+        elif head == CLAIMS_DIR and _NUMBER.fullmatch(rest):
+            claims.append(int(rest))
+    return sorted(inside), sorted(claims), inside
+
+
+def _read(path: str) -> bytes:
+    if _is_remote(path):
+        return _read_remote(path)
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
 
 
 def next_version(destination: str) -> int:
-    """1 + the highest numbered folder in ``destination`` (complete or not); 1 for an empty or new one."""
-    numbers = _numbers(destination)
-    return numbers[-1] + 1 if numbers else 1
+    """1 + the highest number in ``destination``: numbered folders (complete or not) and, on ``gs://``, claims;
+    1 for an empty or new destination."""
+    numbers, claims, _ = _layout(destination)
+    return max(numbers + claims, default=0) + 1
 
 
 def list_versions(destination: str) -> List[Dict[str, Any]]:
-    """Every complete version, oldest first: its record plus ``path``."""
+    """Every complete version, oldest first: its record plus ``path`` and ``registry`` (the content of
+    :data:`REGISTRY_FILE`; None when no Model Registry upload succeeded for it)."""
+    numbers, _, inside = _layout(destination)
     out = []
-    for number in _numbers(destination):
+    for number in numbers:
+        if RECORD_FILE not in inside[number]:
+            continue
         path = posixpath.join(destination, str(number))
-        record = posixpath.join(path, RECORD_FILE)
-        if tf.io.gfile.exists(record):
-            with tf.io.gfile.GFile(record) as f:
-                out.append({**json.loads(f.read()), "path": path})
+        registry = (json.loads(_read(posixpath.join(path, REGISTRY_FILE))) if REGISTRY_FILE in inside[number]
+                    else None)
+        out.append({**json.loads(_read(posixpath.join(path, RECORD_FILE))), "path": path, "registry": registry})
     return out
 
 
@@ -63,9 +177,15 @@ def find_version(destination: str, model_uri: str) -> Optional[Dict[str, Any]]:
     return found[-1] if found else None
 
 
+# ---------------------------------------------------------------------------------------------------- writers
 def copy_file(src: str, dst: str) -> None:
-    """One file of a push (the seam a test uses to make a push fail midway)."""
-    tf.io.gfile.copy(src, dst, overwrite=True)
+    """One file of a push, from this machine to the destination (the seam a test uses to make a push fail
+    midway)."""
+    if _is_remote(dst):
+        with open(src, "rb") as f:
+            _write_remote(dst, f)
+    else:
+        tf.io.gfile.copy(src, dst, overwrite=True)
 
 
 def _files(folder: str) -> List[str]:
@@ -77,16 +197,46 @@ def _files(folder: str) -> List[str]:
     return sorted(out)
 
 
+def copy_order(files: List[str]) -> List[str]:
+    """The order a push copies ``files`` (paths relative to the version folder): every other file, sorted, then the
+    SavedModel's :data:`SAVED_MODEL_FILE`. A loader that opens ``saved_model.pb`` thus finds the variables it names
+    already there. :data:`RECORD_FILE` is not among them: it is written after all of them."""
+    return sorted(f for f in files if f != SAVED_MODEL_FILE) + [f for f in files if f == SAVED_MODEL_FILE]
+
+
 def _copy_tree(src: str, dst: str) -> None:
-    for rel in _files(src):
+    for rel in copy_order(_files(src)):
         target = posixpath.join(dst, rel)
-        tf.io.gfile.makedirs(posixpath.dirname(target))
+        if not _is_remote(target):
+            tf.io.gfile.makedirs(posixpath.dirname(target))
         copy_file(posixpath.join(src, rel), target)
 
 
-def _write_record(folder: str, record: Dict[str, Any]) -> None:
-    with tf.io.gfile.GFile(posixpath.join(folder, RECORD_FILE), "w") as f:
-        f.write(json.dumps(record, indent=2, sort_keys=True))
+def _record_bytes(record: Dict[str, Any]) -> bytes:
+    return json.dumps(record, indent=2, sort_keys=True).encode("utf-8")
+
+
+def _write(path: str, data: bytes) -> None:
+    if _is_remote(path):
+        _write_remote(path, data)
+    else:
+        with tf.io.gfile.GFile(path, "wb") as f:
+            f.write(data)
+
+
+def write_registry(path: str, uploaded: Dict[str, Any]) -> None:
+    """Record in the version folder ``path`` that its Model Registry upload succeeded (:data:`REGISTRY_FILE`)."""
+    _write(posixpath.join(path, REGISTRY_FILE), _record_bytes(uploaded))
+
+
+def _claim(destination: str, attempts: int) -> int:
+    """A number no other pusher holds: the first of ``next_version``, +1, ... whose claim this call created."""
+    number = next_version(destination)
+    for _ in range(attempts):
+        if create_only(posixpath.join(destination, CLAIMS_DIR, str(number))):
+            return number
+        number += 1  # another pusher holds it
+    raise RuntimeError(f"{destination}: {attempts} version numbers were taken while pushing; try again")
 
 
 def publish(built: str, destination: str, finish: Callable[[int], Dict[str, Any]],
@@ -95,20 +245,19 @@ def publish(built: str, destination: str, finish: Callable[[int], Dict[str, Any]
 
     ``finish(number)`` writes the files that name the version (the model card) into ``built`` and returns the
     version's :data:`RECORD_FILE` content. Returns (number, path). Raises whatever a write raised, after removing
-    what this push wrote."""
-    tf.io.gfile.makedirs(destination)
+    what this push wrote (and only that)."""
     if _is_remote(destination):
-        number = next_version(destination)
+        number = _claim(destination, attempts)
         path = posixpath.join(destination, str(number))
-        record = finish(number)
         try:
+            record = finish(number)
             _copy_tree(built, path)
-            _write_record(path, record)  # last: from here on it is a version
+            _write(posixpath.join(path, RECORD_FILE), _record_bytes(record))  # last: from here on it is a version
         except BaseException:
-            if tf.io.gfile.exists(path) and not tf.io.gfile.exists(posixpath.join(path, RECORD_FILE)):
-                tf.io.gfile.rmtree(path)
+            _remove_remote_folder(path)  # the claim stays: the number is never reused
             raise
         return number, path
+    tf.io.gfile.makedirs(destination)
     staging = posixpath.join(destination, STAGING_PREFIX + uuid.uuid4().hex[:12])
     try:
         for _ in range(attempts):
@@ -118,7 +267,7 @@ def publish(built: str, destination: str, finish: Callable[[int], Dict[str, Any]
             if tf.io.gfile.exists(staging):
                 tf.io.gfile.rmtree(staging)
             _copy_tree(built, staging)
-            _write_record(staging, record)
+            _write(posixpath.join(staging, RECORD_FILE), _record_bytes(record))
             try:
                 tf.io.gfile.rename(staging, path)  # one step: the whole version appears at once
                 return number, path

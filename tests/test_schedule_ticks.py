@@ -1,0 +1,132 @@
+"""Every tick of a schedule does the right work (issue 46), locally: four runs of one configuration on one data
+layout, each after ``plan`` predicted exactly what it then ran.
+
+The layout: the sample Wikipedia dump as span 1 of ``wiki/span-{SPAN}`` (the corpus's location is the pattern), and
+unpatterned copies of the GLUE and RACE samples. The configuration is tests/test_change_impact.py's small DAG.
+
+1. span 1: every node runs;
+2. nothing new: no node before the Blesser runs (its one re-decision after the first blessing: docs/release.md),
+   nothing is pushed;
+3. span 2 lands: the Wikipedia Importer registers it, CorpusGen and everything downstream run; the benchmark data's
+   Importers reuse their artifacts;
+4. one file of the unpatterned GLUE folder changes in place: only the GLUE benchmark, the report and the release run.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import REPO
+from tests.test_change_impact import BASE, IMPORTERS, RELEASE, RESOLVER, _last_run
+
+SAMPLE = os.path.join(REPO, "data", "sample")
+CORPUS_DOWN = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "RaceBenchmark",
+               "BenchmarkReport"} | RELEASE
+
+
+def _config(root):
+    from pipeline.configs import build_config
+
+    return build_config("sample", output_dir=str(root / "out"), local=True, overrides=BASE + [
+        f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",
+        f"benchmarks.glue_dir={root / 'data' / 'glue'}", f"benchmarks.race_dir={root / 'data' / 'race'}"])
+
+
+def _tick(root):
+    """(plan's WILL RUN nodes, plan's importer lines, the nodes the run then executed), Importers aside."""
+    from pipeline.local_runner import run_local
+    from pipeline.plan import plan
+
+    config = _config(root)
+    rows = plan(config)
+    predicted = {r.node for r in rows if r.status == "WILL RUN"} - IMPORTERS - {RESOLVER}
+    lines = {r.node: r.reasons[0] for r in rows if r.node in IMPORTERS and r.reasons}
+    run_local(config)
+    states, imported = _last_run(config.metadata_path)
+    executed = {n for n, s in states.items() if s == "EXECUTED"} - IMPORTERS
+    costs = {r.node: r.last_seconds for r in rows if r.status == "WILL RUN" and r.node not in IMPORTERS}
+    return config, predicted, lines, executed, imported, _versions(config), costs
+
+
+@pytest.fixture(scope="module")
+def ticks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ticks")
+    shutil.copytree(os.path.join(SAMPLE, "wikipedia"), root / "data" / "wiki" / "span-1")
+    for name in ("glue", "race"):
+        shutil.copytree(os.path.join(SAMPLE, name), root / "data" / name)
+    out = [_tick(root)]
+    out.append(_tick(root))
+    shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-2")
+    out.append(_tick(root))
+    rte = root / "data" / "glue" / "RTE" / "dev.tsv"
+    stat = os.stat(rte)
+    os.utime(rte, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # rewritten in place, same name
+    out.append(_tick(root))
+    return root, out
+
+
+def _versions(config):
+    from components.release.versions import list_versions
+
+    return [v["version"] for v in list_versions(config.push_destination)]
+
+
+def test_tick_1_reads_span_1_and_runs_every_node(ticks):
+    root, out = ticks
+    config, predicted, lines, executed, _, versions, costs = out[0]
+    assert predicted == executed == CORPUS_DOWN
+    assert set(costs.values()) == {None}  # nothing ran before
+    assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-1")
+    assert config.data_snapshots["wikipedia"]["properties"]["span"] == 1
+    assert lines["WikipediaImporter"] == "wikipedia: first read (span 1)"
+    assert versions == [1]
+
+
+def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_nothing(ticks):
+    _, out = ticks
+    config, predicted, lines, executed, imported, versions, costs = out[1]
+    assert predicted == executed == RELEASE
+    assert all(costs[node] is not None and costs[node] >= 0 for node in RELEASE), costs  # the last time, from MLMD
+    assert lines == {"WikipediaImporter": "wikipedia: unchanged", "GlueDataImporter": "glue: unchanged",
+                     "RaceDataImporter": "race: unchanged"}
+    assert imported == out[0][4]  # the same artifacts: the Importers reused them
+    assert versions == [1]
+
+
+def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstream(ticks):
+    root, out = ticks
+    config, predicted, lines, executed, imported, versions, costs = out[2]
+    assert predicted == executed == CORPUS_DOWN
+    assert all(costs[node] is not None for node in CORPUS_DOWN) and costs["Trainer"] > 1, costs
+    assert lines["WikipediaImporter"] == "wikipedia: new span 2 (last run read 1)"
+    assert (lines["GlueDataImporter"], lines["RaceDataImporter"]) == ("glue: unchanged", "race: unchanged")
+    assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-2")
+    assert imported["WikipediaImporter"] != out[1][4]["WikipediaImporter"]
+    assert imported["GlueDataImporter"] == out[1][4]["GlueDataImporter"]
+
+
+def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_benchmark_and_the_release(ticks):
+    _, out = ticks
+    config, predicted, lines, executed, imported, versions, costs = out[3]
+    assert predicted == executed == {"GlueBenchmark", "BenchmarkReport"} | RELEASE
+    assert lines["GlueDataImporter"] == "glue: 1 file changed since the last run"
+    assert lines["WikipediaImporter"] == "wikipedia: unchanged"
+    assert imported["GlueDataImporter"] != out[2][4]["GlueDataImporter"]
+
+
+def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ticks):
+    from config import UserError
+    from pipeline.configs import build_config
+
+    root, _ = ticks
+    overrides = [f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}"]
+    config = build_config("sample", overrides=overrides + ["data.span=1"], output_dir=str(root / "o"), local=True)
+    assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-1")
+    window = build_config("sample", overrides=overrides + ["data.span_window=2"], output_dir=str(root / "o"),
+                          local=True)
+    assert window.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki")
+    assert window.data_snapshots["wikipedia"]["properties"]["folders"] == '["span-1", "span-2"]'
+    with pytest.raises(UserError, match=r"no span 7 \(data.span\); there are spans 1, 2"):
+        build_config("sample", overrides=overrides + ["data.span=7"], output_dir=str(root / "o"), local=True)
