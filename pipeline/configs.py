@@ -56,7 +56,8 @@ class PipelineConfig(Section):
     preset: str = "paper"
     mode: str = "pretrain"  # pretrain | benchmark (MODES)
     # Benchmark mode only: the sha256 of the files ModelImport copies from train.init_from, resolved by build_config
-    # (a value given here is replaced), so a changed model folder makes ModelImport run again.
+    # (which replaces a value given in benchmark mode; validate() refuses one in pretrain mode), so a changed model
+    # folder makes ModelImport run again.
     model_digest: Optional[str] = None
     seed: int = 12345
     pipeline_root: str = os.path.join("outputs", "pipeline_root")
@@ -162,9 +163,9 @@ class PipelineConfig(Section):
             custom.update(vertex)
             custom_sources.update({key: "vertex_training" for key in vertex})
         out["Trainer"] = {"custom_config": (custom, custom_sources),
-                            "num_train_steps": (self.train.num_train_steps, "train.num_train_steps"),
-                            "eval_args": ({"num_steps": self.train.eval_steps}, {"num_steps": "train.eval_steps"}),
-                            "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
+                          "num_train_steps": (self.train.num_train_steps, "train.num_train_steps"),
+                          "eval_args": ({"num_steps": self.train.eval_steps}, {"num_steps": "train.eval_steps"}),
+                          "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
         return out
 
     @property
@@ -605,8 +606,8 @@ def _benchmark_base(config: PipelineConfig) -> PipelineConfig:
     from config.sections import INIT_FROM_SCRATCH
 
     location = config.train.validate().init_from
-    if config.mode not in MODES or location == INIT_FROM_SCRATCH:
-        return config  # validate() names the setting
+    if location == INIT_FROM_SCRATCH:
+        return config  # validate() refuses it, naming the setting
     from trainer import base_model
 
     if "://" not in location:
