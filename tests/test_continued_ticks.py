@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import pytest
 
 from tests.test_change_impact import BASE, IMPORTERS, RELEASE, RESOLVER, _last_run
-from tests.test_schedule_ticks import CORPUS_DOWN, SAMPLE
+from tests.test_schedule_ticks import CORPUS_DOWN, add_span_2, data_layout
 
 
 def _config(root):
@@ -43,11 +42,9 @@ def _tick(root):
 @pytest.fixture(scope="module")
 def ticks(tmp_path_factory):
     root = tmp_path_factory.mktemp("continued")
-    shutil.copytree(os.path.join(SAMPLE, "wikipedia"), root / "data" / "wiki" / "span-1")
-    for name in ("glue", "race"):
-        shutil.copytree(os.path.join(SAMPLE, name), root / "data" / name)
+    data_layout(root)
     out = [_tick(root), _tick(root)]
-    shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-2")
+    add_span_2(root)
     out.append(_tick(root))
     return root, out
 
