@@ -89,6 +89,7 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "num_parameters": params.counts["total"] if params else None,
         "parameters": params.counts if params else None,
         "pretraining_eval": (inputs.export_info or {}).get("eval_metrics"),
+        "continued_from": (inputs.export_info or {}).get("init_from"),  # train.init_from's base, or None
         "datagen": inputs.datagen,
         "baselines": gains(inputs.results),
         "init_check": {f"{bench}/{arm}": c for (bench, arm), c in sorted(init_checks(inputs.results).items())},

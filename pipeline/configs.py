@@ -538,11 +538,19 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
     if beam_args is not None:
         placement["beam_args"] = [str(a) for a in beam_args]
     config = dataclasses.replace(config, **placement)
-    config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
+    if config.mode == "benchmark":
+        from pipeline.continuation import LATEST_BLESSED
+
+        check(config.train.init_from != LATEST_BLESSED, "train.init_from", config.train.init_from,
+              "a model folder with mode=benchmark (a pushed version's folder, or what `albert-pipeline convert` "
+              "wrote)")
     if local:
-        config = _resolve_data(_local_paths(config))
+        from pipeline.continuation import resolve_latest_blessed
+
+        config = resolve_latest_blessed(_resolve_data(_local_paths(config)))
     else:
         _refuse_patterns(config)
+    config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
     return config.validate().freeze()
 
 
@@ -565,8 +573,14 @@ def _resolve_data(config: PipelineConfig) -> PipelineConfig:
 
 
 def _refuse_patterns(config: PipelineConfig) -> None:
+    """What only a local run resolves when it starts: span patterns and ``train.init_from=latest_blessed``."""
     from pipeline import spans
+    from pipeline.continuation import LATEST_BLESSED
 
+    if config.train.init_from == LATEST_BLESSED:
+        raise ConfigError(f"config train.init_from={LATEST_BLESSED} is invalid here: the last blessed model is "
+                          "resolved when a local run starts; a compiled spec cannot resolve it yet (name a pushed "
+                          "version's folder)")
     for key, (setting, location) in _data_locations(config).items():
         if spans.has_pattern(location):
             raise ConfigError(f"config {setting}={location!r} is invalid here: span patterns are resolved when a "
@@ -585,7 +599,11 @@ def _with_base(config: PipelineConfig) -> PipelineConfig:
     from trainer import base_model
     from trainer.modeling_albert import AlbertConfig
 
-    base = base_model.describe(config.train.init_from)
+    location = config.train.init_from
+    if "://" not in location:  # a folder of this machine: absolute, as the run's other paths are
+        location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
+        config = dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location))
+    base = base_model.describe(location)
     ours = AlbertConfig(**config.model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()
     vocab = config.vocab.import_model
     if vocab is not None and "://" not in vocab and not os.path.isfile(vocab):

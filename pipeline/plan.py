@@ -316,24 +316,15 @@ def _plan_importer(store, pipeline_name: str, pn, params):
 
 
 def _plan_latest_blessed(store, pipeline_name: str):
-    """What TFX's ``LatestBlessedModelStrategy`` resolves now: the newest LIVE model of the pipeline that a LIVE
-    blessing with ``blessed`` = 1 names as ``current_model_id`` (none before the first blessing). Nothing is
-    executed: the resolution happens when the consuming node starts, before this run blesses anything."""
-    from ml_metadata.proto import metadata_store_pb2
+    """What TFX's ``LatestBlessedModelStrategy`` resolves now (:func:`pipeline.continuation.latest_blessed_model`).
+    Nothing is executed: the resolution happens when the consuming node starts, before this run blesses anything."""
+    from pipeline.continuation import latest_blessed_model
 
-    contexts = [c for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name]
-    in_pipeline = {a.id: a for c in contexts for a in store.get_artifacts_by_context(c.id)
-                   if a.state == metadata_store_pb2.Artifact.LIVE}
-    types = {t.id: t.name for t in store.get_artifact_types()}
-    blessings = [a for a in in_pipeline.values() if types.get(a.type_id) == "ModelBlessing"
-                 and a.custom_properties["blessed"].int_value == 1]
-    blessed = {b.custom_properties["current_model_id"].int_value: b for b in sorted(blessings, key=lambda a: a.id)}
-    models = sorted((a for a in in_pipeline.values() if types.get(a.type_id) == "Model" and a.id in blessed),
-                    key=lambda a: a.id)
-    if not models:
+    found = latest_blessed_model(store, pipeline_name)
+    if found is None:
         return {"model": [], "model_blessing": []}, ["no blessed model yet"]
-    model = models[-1]
-    return ({"model": [model], "model_blessing": [blessed[model.id]]},
+    model, blessing = found
+    return ({"model": [model], "model_blessing": [blessing]},
             [f"the latest blessed model: artifact {model.id} ({model.uri})"])
 
 

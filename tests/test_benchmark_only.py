@@ -98,6 +98,8 @@ def test_from_a_pushed_version_it_takes_the_checkpoint_folder_and_the_savedmodel
     (["mode=benchmark"], "config mode='benchmark' is invalid: expected pretrain unless train.init_from names the "
                          "model to benchmark"),
     (["mode=benchmarks"], "config mode='benchmarks' is invalid: expected pretrain|benchmark"),
+    (["mode=benchmark", "train.init_from=latest_blessed"], "config train.init_from='latest_blessed' is invalid: "
+                                                            "expected a model folder with mode=benchmark"),
 ])
 def test_a_benchmark_only_run_without_a_model_ends_with_one_line_before_any_node_runs(cli, tmp_path, sets, message):
     argv = ["run", "--preset", "sample", "--output-dir", str(tmp_path / "out")]

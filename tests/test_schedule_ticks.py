@@ -50,15 +50,24 @@ def _tick(root):
     return config, predicted, lines, executed, imported, _versions(config), costs
 
 
-@pytest.fixture(scope="module")
-def ticks(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ticks")
+def data_layout(root):
+    """Span 1 of ``wiki/span-{SPAN}`` (the sample dump) and unpatterned copies of the GLUE and RACE samples."""
     shutil.copytree(os.path.join(SAMPLE, "wikipedia"), root / "data" / "wiki" / "span-1")
     for name in ("glue", "race"):
         shutil.copytree(os.path.join(SAMPLE, name), root / "data" / name)
+
+
+def add_span_2(root):
+    shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-2")
+
+
+@pytest.fixture(scope="module")
+def ticks(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ticks")
+    data_layout(root)
     out = [_tick(root)]
     out.append(_tick(root))
-    shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-2")
+    add_span_2(root)
     out.append(_tick(root))
     rte = root / "data" / "glue" / "RTE" / "dev.tsv"
     stat = os.stat(rte)

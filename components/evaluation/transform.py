@@ -322,7 +322,13 @@ def transform_rows(rows: Sequence[Mapping[str, str]], transform_output_dir: str,
 class _ServingModule(tf.Module):
     def __init__(self, model, tft_layer, has_text_b: bool, num_labels: int):
         super().__init__()
-        self.model = model
+        # The classifier's variables are tracked, not the Keras model: a tracked Keras model makes
+        # tf.saved_model.save serialize each of its layers for Keras reloading (tracing their call functions),
+        # seconds per export that nothing here loads. The Transform layer stays tracked (its tables and assets).
+        from trainer.export import Untracked
+
+        self.model_variables = list(model.variables)
+        self._model = Untracked(model)
         self.tft_layer = tft_layer
         self._has_text_b = has_text_b
         self._num_labels = num_labels
@@ -330,7 +336,7 @@ class _ServingModule(tf.Module):
     def outputs(self, raw: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         feats = self.tft_layer(raw)
         inputs = {k: tf.cast(feats[k], tf.int32) for k in FEATURE_KEYS}
-        logits = self.model(inputs, training=False)["logits"]
+        logits = self._model.model(inputs, training=False)["logits"]
         if self._num_labels == 1:
             return {"logits": logits, "predictions": logits[:, 0]}
         probs = tf.nn.softmax(logits, axis=-1)

@@ -230,6 +230,11 @@ def model_section(params: Optional[ParameterCount], export_info: Optional[Mappin
         facts = [f"{k} {export_info[k]}" for k in ("final_step", "precision", "num_replicas") if k in export_info]
         if facts:
             blocks.append("Pretraining: " + ", ".join(facts) + ".")
+        base = export_info.get("init_from")
+        if base:  # continued pretraining (train.init_from)
+            version = f"version {base['version']} at " if base.get("version") is not None else ""
+            blocks.append(f"Continued from {version}{base['location']} ({base.get('steps')} steps, "
+                          f"{base.get('restored')} restored); {export_info.get('total_steps')} steps in all.")
     else:
         blocks.append(f"Pretraining {EXPORT_INFO_FILE} not found.")
     if curves_ok:
