@@ -389,7 +389,7 @@ def test_the_pushers_rerun_uploads_a_version_whose_upload_failed_and_never_twice
     from components.release import versions
     from components.tfx_components import Pusher
 
-    _, config, _ = first
+    _, config, _, _ = first
     inputs = _pusher_inputs(config)
     destination = registry_settings["push_destination"]
     monkeypatch.setattr(google.auth, "default", lambda *a, **k: (AnonymousCredentials(), "p-albert"))
