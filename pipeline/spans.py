@@ -13,8 +13,7 @@ when the URI, type and all of these match: new data, new artifact, and every nod
 the same artifact, and every node downstream is a cache hit. A folder changed in place is read, never served
 from the cache.
 
-Light: local folders are walked with ``os``; ``gs://`` is listed in one call through Beam's filesystems (imported
-then), whose object metadata holds each object's size and update time.
+Pure and light: paths go through ``tf.io.gfile`` only for ``gs://`` (imported then).
 """
 from __future__ import annotations
 
@@ -74,23 +73,18 @@ def _is_uri(path: str) -> bool:
     return "://" in path
 
 
-def _remote_files(pattern: str) -> Dict[str, List[int]]:
-    """path → [bytes, mtime ns] of the objects matching ``pattern``: one listing through Beam's filesystems (GCS's
-    update time changes when an object is rewritten in place)."""
-    from apache_beam.io.filesystems import FileSystems
-
-    (result,) = FileSystems.match([pattern])
-    return {m.path: [int(m.size_in_bytes), int(round((m.last_updated_in_seconds or 0) * 1e9))]
-            for m in result.metadata_list if not m.path.endswith("/")}
-
-
 def _walk(folder: str) -> Dict[str, List[int]]:
     """relative path → [bytes, mtime ns] of every file under ``folder``."""
     out: Dict[str, List[int]] = {}
     if _is_uri(folder):
-        prefix = folder.rstrip("/") + "/"
-        return {path[len(prefix):]: value for path, value in _remote_files(prefix + "**").items()
-                if path.startswith(prefix)}
+        import tensorflow as tf
+
+        for dirpath, _, names in tf.io.gfile.walk(folder):
+            for name in names:
+                path = posixpath.join(dirpath, name)
+                stat = tf.io.gfile.stat(path)
+                out[posixpath.relpath(path, folder)] = [int(stat.length), int(stat.mtime_nsec)]
+        return out
     for dirpath, _, names in os.walk(folder):
         for name in names:
             path = os.path.join(dirpath, name)
@@ -109,15 +103,10 @@ def fingerprint(listing: Dict[str, List[int]]) -> str:
 
 
 def _glob(pattern: str) -> List[str]:
-    """The folders ``pattern`` (``*`` for each token) matches; on an object store, the folders that hold objects."""
     if _is_uri(pattern):
-        folder = re.compile(re.escape(pattern.rstrip("/")).replace(r"\*", "[^/]*") + "/")  # "*": within a name
-        found = set()
-        for path in _remote_files(pattern.rstrip("/") + "/**"):
-            m = folder.match(path)
-            if m:
-                found.add(m.group(0)[:-1])
-        return sorted(found)
+        import tensorflow as tf
+
+        return [p.rstrip("/") for p in tf.io.gfile.glob(pattern)]
     import glob
 
     return [p for p in glob.glob(pattern) if os.path.isdir(p)]

@@ -1,5 +1,4 @@
-"""pipeline/spans.py on its own: TFX's span patterns and folder fingerprints, on local folders and on ``gs://`` (the
-object-store stand-in, tests/gcs_standin.py, through Beam's filesystems as on GCS)."""
+"""pipeline/spans.py on its own: TFX's span patterns and folder fingerprints, on local folders."""
 from __future__ import annotations
 
 import json
@@ -16,13 +15,12 @@ def _write(path, text):
         f.write(text)
 
 
-@pytest.mark.parametrize("where", ["local", "gs"])
-def test_the_latest_span_and_version_a_fixed_span_and_a_window(tmp_path, where, request):
-    root = str(request.getfixturevalue("gcs")) if where == "gs" else str(tmp_path / "d")
+def test_the_latest_span_and_version_a_fixed_span_and_a_window(tmp_path):
+    root = str(tmp_path / "d")
     for rel, text in [("span-1/v-1/a.txt", "one"), ("span-2/v-1/a.txt", "two"), ("span-2/v-3/a.txt", "two-3"),
                       ("span-2/v-3/sub/b.txt", "b"), ("span-10/v-1/a.txt", "ten"), ("notes/x.txt", "x")]:
         _write(os.path.join(root, "bucket", "wiki", rel), text)
-    base = ("gs://bucket" if where == "gs" else os.path.join(root, "bucket")) + "/wiki"
+    base = os.path.join(root, "bucket") + "/wiki"
     pattern = base + "/span-{SPAN}/v-{VERSION}"
     latest = spans.resolve("corpus.wikipedia_dir", pattern)
     assert (latest.uri, latest.spans, latest.version) == (base + "/span-10/v-1", (10,), 1)
