@@ -20,17 +20,13 @@ import posixpath
 from typing import Any, Dict, List, Optional, Tuple
 
 from config.sections import INIT_FROM_SCRATCH
+from pipeline import mlmd
 
 __all__ = ["LATEST_BLESSED", "resolve_latest_blessed", "latest_blessed_model", "upstream_data"]
 
 LATEST_BLESSED = "latest_blessed"
 CORPUS_IMPORTERS = ("WikipediaImporter", "BooksImporter")
 _LOG = logging.getLogger(__name__)
-
-
-def _value(value) -> Any:
-    which = value.WhichOneof("value")
-    return getattr(value, which) if which else None
 
 
 def latest_blessed_model(store, pipeline_name: str) -> Optional[Tuple[Any, Any]]:
@@ -88,7 +84,7 @@ def upstream_data(store, artifact_id: int) -> Dict[str, Dict[str, Any]]:
         node = _node_of(store, execution.id)
         if node in CORPUS_IMPORTERS:
             (artifact,) = store.get_artifacts_by_id([current])
-            found[node] = {k: _value(v) for k, v in artifact.custom_properties.items()}
+            found[node] = {k: mlmd.value(v) for k, v in artifact.custom_properties.items()}
             continue
         todo += [e.artifact_id for e in store.get_events_by_execution_ids([execution.id])
                  if e.type == metadata_store_pb2.Event.INPUT]
@@ -100,7 +96,7 @@ def _trainer_init_from(store, model_id: int) -> Optional[str]:
     execution = _producer(store, model_id)
     if execution is None or "custom_config" not in execution.custom_properties:
         return None
-    albert = json.loads(json.loads(_value(execution.custom_properties["custom_config"]))["albert"])
+    albert = json.loads(json.loads(mlmd.value(execution.custom_properties["custom_config"]))["albert"])
     return albert["train"].get("init_from", INIT_FROM_SCRATCH)
 
 
@@ -126,8 +122,6 @@ def resolve_latest_blessed(config):
         return config
     location, why = INIT_FROM_SCRATCH, "no blessed model in this pipeline yet: pretraining from scratch"
     if os.path.exists(config.metadata_path):
-        from pipeline import mlmd
-
         store = mlmd.open_readonly(config.metadata_path)
         found = latest_blessed_model(store, config.pipeline_name)
         if found is not None:

@@ -23,3 +23,9 @@ def open_readonly(path: str):
     from ml_metadata.metadata_store import metadata_store
 
     return metadata_store.MetadataStore(connection_config(path, readonly=True))
+
+
+def value(mlmd_value):
+    """The Python value an MLMD ``Value`` holds (int, double, string, …), None when unset."""
+    which = mlmd_value.WhichOneof("value")
+    return getattr(mlmd_value, which) if which else None

@@ -165,11 +165,6 @@ def _display(settings: Dict[str, str], path: str) -> str:
     return path
 
 
-def _mlmd_value(value) -> Any:
-    which = value.WhichOneof("value")
-    return getattr(value, which) if which else None
-
-
 def _param_diff(settings: Dict[str, str], old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     reasons = []
     for param in sorted(set(old) | set(new)):
@@ -260,7 +255,7 @@ def _why(store, previous, settings: Dict[str, str], params: Dict[str, Any],
 
     if previous is None:
         return ["never ran in this store"]
-    old = {k: _mlmd_value(v) for k, v in previous.custom_properties.items() if not k.startswith("__")}
+    old = {k: mlmd.value(v) for k, v in previous.custom_properties.items() if not k.startswith("__")}
     new = {k: (json_format.MessageToJson(v) if isinstance(v, pb_message.Message) else v)
            for k, v in params.items() if k in old or v is not None}
     reasons = _param_diff(settings, {k: v for k, v in old.items() if k in new}, new)
@@ -278,7 +273,7 @@ def _data_properties(pn, output_key: str = "result") -> Dict[str, Any]:
     """The custom properties an Importer gives its artifact: a data location's span(s) and fingerprint
     (pipeline/spans.py), {} when it records none."""
     spec = pn.outputs.outputs[output_key].artifact_spec if output_key in pn.outputs.outputs else None
-    return {k: _mlmd_value(v.field_value) for k, v in spec.additional_custom_properties.items()} if spec else {}
+    return {k: mlmd.value(v.field_value) for k, v in spec.additional_custom_properties.items()} if spec else {}
 
 
 def _data_change(store, pipeline_name: str, pn, output_key: str = "result") -> str:
@@ -289,7 +284,7 @@ def _data_change(store, pipeline_name: str, pn, output_key: str = "result") -> s
     previous = _latest_execution(store, pipeline_name, pn.node_info.id) if store is not None else None
     outputs = _outputs_of(store, previous.id) if previous is not None else None
     if outputs and outputs.get(output_key):
-        old = {k: _mlmd_value(v) for k, v in outputs[output_key][0].custom_properties.items()}
+        old = {k: mlmd.value(v) for k, v in outputs[output_key][0].custom_properties.items()}
     key = next((k for k, (node, _) in IMPORTERS.items() if node == pn.node_info.id), pn.node_info.id)
     return spans.describe_change(key, _data_properties(pn, output_key), old)
 
@@ -307,7 +302,7 @@ def _plan_importer(store, pipeline_name: str, pn, params):
     found = [a for a in store.get_artifacts_by_uri(uri) if a.state == metadata_store_pb2.Artifact.LIVE]
     types = {t.id: t.name for t in store.get_artifact_types_by_id(list({a.type_id for a in found}))} if found else {}
     found = [a for a in found if types.get(a.type_id) == type_name
-             and all(k in a.custom_properties and _mlmd_value(a.custom_properties[k]) == v for k, v in wanted.items())]
+             and all(k in a.custom_properties and mlmd.value(a.custom_properties[k]) == v for k, v in wanted.items())]
     change = [_data_change(store, pipeline_name, pn, output_key)] if wanted else []
     if params.get("reimport") or not found:
         return None, WILL_RUN, change + [f"new import of {uri}"]

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping
 from config.errors import MissingInputError
 from config.schema import ConfigError
 from trainer.files import (CONFIG_FILE, CONVERT_SERVING_DIR, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT,
-                           SPM_FILE, VERSION_ALBERT_DIR, VERSION_RECORD_FILE)
+                           RUN_IDENTITY_FILE, SPM_FILE, VERSION_ALBERT_DIR, VERSION_RECORD_FILE)
 
 __all__ = ["describe", "check", "config_differences", "sha256_of", "training_state", "model_files", "digest",
            "source_record", "source_text", "WARM_START_FIELDS", "SAVED_MODEL_NAMES"]
@@ -29,7 +29,6 @@ __all__ = ["describe", "check", "config_differences", "sha256_of", "training_sta
 # The train fields that say how a run starts, not how it trains: left out when a run that restores a base's whole
 # training state is compared with the base's run.
 WARM_START_FIELDS = ("init_from", "init_restore")
-IDENTITY_FILE = "run_identity.json"  # in a training checkpoint folder (trainer/task.py writes it)
 # What a SavedModel folder holds (TensorFlow's layout): the serving model at the top of a pushed version.
 SAVED_MODEL_NAMES = ("saved_model.pb", "saved_model.pbtxt", "fingerprint.pb", "variables", "assets", "assets.extra")
 
@@ -112,10 +111,10 @@ def training_state(base: Mapping[str, Any], identity: Mapping[str, Any]) -> str:
     folder = base.get("training_checkpoints")
     where = f"train.init_from={base['location']} with train.init_restore=all"
     gfile = _gfile()
-    if not folder or not gfile.exists(posixpath.join(folder, IDENTITY_FILE)):
+    if not folder or not gfile.exists(posixpath.join(folder, RUN_IDENTITY_FILE)):
         raise ConfigError(f"{where}: the base holds no training checkpoints (optimizer and step) where its "
                           f"{EXPORT_INFO_FILE} says ({folder}); use train.init_restore=weights")
-    theirs = _read_json(posixpath.join(folder, IDENTITY_FILE))
+    theirs = _read_json(posixpath.join(folder, RUN_IDENTITY_FILE))
 
     def comparable(ident: Mapping[str, Any]) -> Dict[str, Any]:
         train = {k: v for k, v in ident["train"].items() if k not in WARM_START_FIELDS}

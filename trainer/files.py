@@ -20,6 +20,9 @@ MODEL_SOURCE_FILE = "model_source.json"
 VERSION_ALBERT_DIR = "checkpoint"
 VERSION_RECORD_FILE = "release.json"
 
+# A pretraining run's checkpoint folder: the identity its checkpoints belong to (trainer/task.py).
+RUN_IDENTITY_FILE = "run_identity.json"
+
 # The Trainer's model_run folder.
 HISTORY_FILE = "train_history.jsonl"  # one JSON line per log point
 RUN_CONFIG_FILE = "run_config.json"  # {model, train, seed, examples}: the settings that produced the model
@@ -39,6 +42,6 @@ METRICS_FILE = "metrics.json"
 
 __all__ = ["ALBERT_DIR", "CONFIG_FILE", "ENCODER_CKPT", "PRETRAINING_CKPT", "SPM_FILE", "EXPORT_INFO_FILE",
            "CONVERT_SERVING_DIR", "MODEL_SOURCE_FILE",
-           "VERSION_ALBERT_DIR", "VERSION_RECORD_FILE",
+           "VERSION_ALBERT_DIR", "VERSION_RECORD_FILE", "RUN_IDENTITY_FILE",
            "HISTORY_FILE", "RUN_CONFIG_FILE", "STATS_FILE", "METRICS_FILE", "TRAIN_SPLIT", "EVAL_SPLIT", "LONG_SUFFIX",
            "TRAIN_LONG_SPLIT"]

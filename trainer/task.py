@@ -44,14 +44,14 @@ from config.sections import INIT_FROM_SCRATCH
 from config.trainer_settings import parse_settings, trainer_settings
 from trainer import base_model, distribute, examples_info
 from trainer.export import export
-from trainer.files import RUN_CONFIG_FILE, TRAIN_LONG_SPLIT
+from trainer.files import RUN_CONFIG_FILE, RUN_IDENTITY_FILE, TRAIN_LONG_SPLIT
 from trainer.modeling_albert import AlbertConfig, count_parameters
 from trainer.sequence_phases import sequence_phases
 from trainer.train_lib import PretrainJob, pretrain
 
 log = logging.getLogger(__name__)
 
-IDENTITY_FILE = "run_identity.json"
+IDENTITY_FILE = RUN_IDENTITY_FILE
 
 
 def _examples_root(train_files):
