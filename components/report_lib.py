@@ -50,18 +50,20 @@ def load_result(uri: str) -> Dict[str, Any]:
 
 def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Optional[str],
                  model_run_dir: Optional[str], stats_dir: Optional[str],
-                 artifact_ids: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                 artifact_ids: Optional[Mapping[str, Any]] = None,
+                 data_read: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """Write report.md / report.html / results.json (+ pretraining_curves.png) into ``out_dir``.
 
     ``results``: {name: metrics dict as written by ``run_benchmark.run_benchmark``} (e.g. glue/squad/race);
     ``model_dir``: the Trainer's model artifact (``albert/albert_config.json``,
     ``albert/export_info.json``); ``model_run_dir``: holds ``train_history.jsonl``;
-    ``stats_dir``: holds the datagen ``stats.json``; ``artifact_ids``: {name: id or {"id","type","uri"}}.
+    ``stats_dir``: holds the datagen ``stats.json``; ``artifact_ids``: {name: id or {"id","type","uri"}};
+    ``data_read``: {data key: what the run read of it} (the ``data_snapshot`` its nodes were given).
     Returns the summary (also in results.json): ``avg`` (None if no Table-2 column), ``table2``,
     ``missing_columns``, ``num_parameters``, ``files``.
     """
     makedirs(out_dir)
-    inputs = read_inputs(cfg, results, model_dir, model_run_dir, stats_dir, artifact_ids)
+    inputs = read_inputs(cfg, results, model_dir, model_run_dir, stats_dir, artifact_ids, data_read)
     tasks = all_tasks(inputs.results)
     row = table2_row(tasks)
     curves_path = join(out_dir, CURVES_PNG)
@@ -95,6 +97,7 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "init_check": {f"{bench}/{arm}": c for (bench, arm), c in sorted(init_checks(inputs.results).items())},
         "artifact_ids": inputs.artifact_ids,
         "model_source": inputs.source,
+        "data_read": inputs.data_read,
         "files": files,
     }
     payload = {"summary": summary, "results": inputs.results, "config": inputs.settings}

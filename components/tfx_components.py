@@ -53,14 +53,20 @@ def CorpusGen(
     config: Parameter[str],
     wikipedia: InputArtifact[artifacts.RawCorpus] = None,
     books: InputArtifact[artifacts.RawCorpus] = None,
+    data_snapshot: Parameter[str] = None,
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
 ) -> None:
-    """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line)."""
+    """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line).
+
+    ``data_snapshot``: what the run resolved each input location to when it started (``pipeline/spans.py``), whose
+    ``folders`` (a window of spans under the Importer's URI) are the folders read."""
     from components import corpus_beam
 
     cfg = CorpusConfig.from_json(config, "corpus.")
-    inputs = corpus_beam.list_inputs(wikipedia.uri if wikipedia else None, _in_folders(wikipedia, cfg.wikipedia_glob),
-                                     books.uri if books else None, _in_folders(books, cfg.books_glob))
+    read = json.loads(data_snapshot) if data_snapshot else {}
+    inputs = corpus_beam.list_inputs(
+        wikipedia.uri if wikipedia else None, _in_folders(read.get("wikipedia"), cfg.wikipedia_glob),
+        books.uri if books else None, _in_folders(read.get("books"), cfg.books_glob))
     with _staged(documents.uri) as staging:
         with beam_pipeline as p:
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
@@ -73,6 +79,8 @@ def CorpusGen(
     documents.set_int_custom_property("num_sentences", counts["sentences"])
     documents.set_int_custom_property("num_chars", counts["characters"])
     documents.set_int_custom_property("num_input_files", counts["num_input_files"])
+    if data_snapshot:  # the spans and fingerprints read, for the report and the card
+        documents.set_string_custom_property("data_snapshot", data_snapshot)
     for source, c in counts["per_source"].items():
         for key, value in c.items():
             documents.set_int_custom_property(f"{source}_{key}", value)
@@ -128,6 +136,7 @@ def PretrainingDataGen(
     seed: Parameter[int],
     squad_dev: InputArtifact[artifacts.RawCorpus] = None,
     race_dev: InputArtifact[artifacts.RawCorpus] = None,
+    data_snapshot: Parameter[str] = None,
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
 ) -> None:
     """Documents → ``[CLS] A [SEP] B [SEP]`` SOP instances with n-gram masking, as sharded TFRecords.
@@ -249,11 +258,13 @@ def BenchmarkEval(
     config: Parameter[str],
     seeds: Parameter[int],
     benchmark: Parameter[str],
+    data_snapshot: Parameter[str] = None,
 ) -> None:
     """Fine-tune the pretrained encoder on one benchmark family (glue | squad | race) and score dev.
 
     ``config``: this benchmark's own settings (``BenchmarkConfig.node_settings``); ``seeds``: how many
-    fine-tuning seeds (a pipeline runtime parameter when compiled for Vertex / KFP).
+    fine-tuning seeds (a pipeline runtime parameter when compiled for Vertex / KFP); ``data_snapshot``: the
+    dataset's folder and fingerprint as the run resolved them when it started, recorded on the result.
     """
     from components.evaluation.run_benchmark import run_benchmark
 
@@ -263,6 +274,8 @@ def BenchmarkEval(
     result.set_string_custom_property("benchmark", benchmark)
     result.set_string_custom_property("settings", config)
     result.set_int_custom_property("seeds", int(seeds))
+    if data_snapshot:
+        result.set_string_custom_property("data_snapshot", data_snapshot)
     for task, values in metrics.get("tasks", {}).items():
         if values.get("score") is not None:  # NaN metrics are stored as null
             result.set_float_custom_property(f"{task}_score", float(values["score"]))
@@ -296,13 +309,15 @@ def BenchmarkReport(
     squad: InputArtifact[artifacts.BenchmarkResult] = None,
     squad2: InputArtifact[artifacts.BenchmarkResult] = None,
     race: InputArtifact[artifacts.BenchmarkResult] = None,
+    documents: InputArtifact[artifacts.Documents] = None,
 ) -> None:
     """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids.
 
     ``config``: presentation settings only; the run's settings shown in the report are read from the
     artifacts (the Trainer's ``run_config.json``, each benchmark result's ``settings``). A benchmark-only DAG
     (``mode=benchmark``) has no ``model_run`` or ``statistics``: the report names the model's source
-    (``model_source.json``) and says that the pretraining facts are not this run's.
+    (``model_source.json``) and says that the pretraining facts are not this run's. The "Data read" section is
+    what ``documents`` and the results recorded of the raw data they read (their ``data_snapshot``).
     """
     from components import backend_names, report_lib
 
@@ -318,7 +333,8 @@ def BenchmarkReport(
         stats_dir=statistics.uri if statistics else None,
         artifact_ids={name: {"id": names.get(art.id, art.id), "type": art.type_name, "uri": art.uri}
                       for name, art in (("model", model), ("model_run", model_run), ("statistics", statistics),
-                                        *results.items()) if art is not None})
+                                        *results.items()) if art is not None},
+        data_read=_data_read(documents, results))
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
 
@@ -395,7 +411,9 @@ def Pusher(
     (:mod:`components.release`); with ``vertex_model`` set, also upload it as a new Model Registry version.
 
     A model that is not blessed is not pushed (``pushed`` 0, as TFX's Pusher records it). A model the destination
-    already holds is not pushed again: the record names the version that holds it. With ``vertex_model`` set, a
+    already holds is not pushed again: the same artifact, or the same model from another run (the same pretraining
+    run at the same step, :func:`components.release.package.model_key`: two overlapping runs of the same data push
+    one version; on ``gs://`` the model is claimed create-only first). The record names the version that holds it. With ``vertex_model`` set, a
     version whose registry upload has not succeeded yet (no ``registry.json`` in its folder: the upload failed
     after the push) is uploaded by this rerun; one that has is not uploaded again. A benchmark-only DAG
     (``mode=benchmark``) has no ``model_run`` or ``documents``: the card names the model's source instead of this
@@ -413,7 +431,9 @@ def Pusher(
         pushed_model.set_int_custom_property("pushed", 0)
         _LOG.info("release: not pushed (NOT_BLESSED: %s)", decision["reason"])
         return
-    version = versions.find_version(destination, model.uri)
+    export_info = package.export_info(model.uri)
+    model_key = package.model_key(export_info)
+    version = versions.find_version(destination, model.uri, model_key)
     if version is not None:  # e.g. the decision was taken again after the baseline moved
         _LOG.info("release: already pushed as version %s: %s", version["version"], version["path"])
     else:
@@ -422,7 +442,6 @@ def Pusher(
                for name, a in (("model", model), ("model_run", model_run), ("report", report),
                                ("documents", documents), ("blessing", blessing)) if a is not None}
         results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
-        export_info = package.export_info(model.uri)
         documents_facts = _int_facts(documents) if documents is not None else {}
         with tempfile.TemporaryDirectory() as built:
             hf_note = package.build(model.uri, export_info, built)
@@ -434,14 +453,23 @@ def Pusher(
                     decision=decision, documents=documents_facts, artifacts=ids,
                     arm=decision["settings"]["baseline_arm"], hf_note=hf_note, source=package.model_source(model.uri))
                 package.write_card(built, facts)
-                return {"version": number, "model": ids["model"], "blessed": True, "forced": decision["forced"],
+                return {"version": number, "model": ids["model"], "model_key": model_key, "blessed": True,
+                        "forced": decision["forced"],
                         "reason": decision["reason"], "baseline": decision["baseline"], "scores": decision["scores"],
                         "artifacts": ids, "pushed_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
                         "files": package.file_digests(built)}
 
-            number, path = versions.publish(built, destination, finish)
-        version = {"version": number, "path": path, "forced": decision["forced"], "registry": None}
-        _LOG.info("release: pushed version %d: %s", number, path)
+            try:
+                number, path = versions.publish(built, destination, finish, model_key=model_key)
+            except versions.ModelClaimed as claimed:  # an overlapping run trained the same run: one version of it
+                _LOG.info("release: %s; waiting for its version", claimed)
+                version = versions.wait_for_model(destination, model_key, versions.CLAIM_WAIT_S)
+                _LOG.info("release: already pushed as version %s by another run: %s", version["version"],
+                          version["path"])
+                number = None
+        if number is not None:
+            version = {"version": number, "path": path, "forced": decision["forced"], "registry": None}
+            _LOG.info("release: pushed version %d: %s", number, path)
     pushed_model.set_int_custom_property("pushed", 1)
     pushed_model.set_int_custom_property("pushed_version", int(version["version"]))
     pushed_model.set_string_custom_property("pushed_path", version["path"])
@@ -451,12 +479,23 @@ def Pusher(
         pushed_model.set_string_custom_property("vertex_model_version", str(uploaded["version_id"]))
 
 
-def _in_folders(raw, globs):
-    """The globs of a data location under the folders its Importer recorded (``folders``: a window of spans,
-    relative to the artifact's URI, pipeline/spans.py); the globs themselves for a single folder."""
-    if raw is None or not raw.has_custom_property("folders"):
-        return globs
-    folders = [f for f in json.loads(raw.get_string_custom_property("folders")) if f]
+def _data_read(documents, results) -> dict:
+    """{data key: what was read of it}, from the ``data_snapshot`` properties CorpusGen (its corpus locations) and
+    each benchmark (its dataset) recorded."""
+    out = {}
+    if documents is not None and documents.has_custom_property("data_snapshot"):
+        out.update(json.loads(documents.get_string_custom_property("data_snapshot")))
+    for name, result in results.items():
+        if result.has_custom_property("data_snapshot"):
+            out[name] = json.loads(result.get_string_custom_property("data_snapshot"))["dataset"]
+    return out
+
+
+def _in_folders(snapshot, globs):
+    """The globs of a data location under the folders the run resolved it to (``folders`` of its ``data_snapshot``
+    entry: a window of spans, relative to the Importer's URI, pipeline/spans.py); the globs themselves for one
+    folder."""
+    folders = [f for f in (snapshot or {}).get("folders", []) if f]
     if not folders:
         return globs
     patterns = [globs] if isinstance(globs, str) else list(globs)

@@ -35,14 +35,19 @@ def _spec_values(spec_path: str):
     """(compiled pipeline root, {what: folder} of the folders that must outlive the containers (the Trainer's
     ``checkpoint_root``, the Pusher's ``push_destination``), {data parameter: default}, data parameter names).
 
-    Data parameters are those feeding an Importer's ``artifact_uri``: the raw data folders.
+    Data parameters are the raw data locations: those the DataSnapshot task resolves (:mod:`pipeline.snapshot_task`),
+    or in a spec without one, those feeding an Importer's ``artifact_uri``.
     """
+    from pipeline import snapshot_task
+
     data, pipeline_spec = spec.load(spec_path)
     runtime = data.get("runtimeConfig", {})
     root = runtime.get("gcsOutputDirectory") or pipeline_spec.get("defaultPipelineRoot")
     tasks = pipeline_spec.get("root", {}).get("dag", {}).get("tasks", {})
     uri_params = {task["inputs"]["parameters"]["artifact_uri"].get("componentInputParameter")
                   for task in tasks.values() if "artifact_uri" in task.get("inputs", {}).get("parameters", {})}
+    if snapshot_task.TASK in tasks:
+        uri_params = set(snapshot_task.location_parameters(tasks[snapshot_task.TASK]).values())
     defaults = {name: value for name, value in spec.parameter_defaults(data).items()
                 if name in uri_params and isinstance(value, str)}
     return root, _lasting(tasks), defaults, uri_params, _model_location(tasks)
@@ -130,6 +135,14 @@ class VertexTarget:
         return self
 
 
+def backend_caching(enable_caching: bool) -> Optional[bool]:
+    """What a submission sends as ``enable_caching``: None (every task as compiled) when caching is on, False when it
+    is off. The Vertex AI SDK and ``kfp.Client`` write a True or False into every task of the spec, and True would
+    cache the DataSnapshot task, whose caching the spec turns off so that it resolves the data on every tick
+    (:mod:`pipeline.snapshot_task`)."""
+    return None if enable_caching else False
+
+
 def build_pipeline_job(template_path: str, target: VertexTarget, *, display_name: str,
                        parameter_values: Optional[Dict[str, Any]] = None, enable_caching: bool = True,
                        credentials=None):
@@ -144,7 +157,7 @@ def build_pipeline_job(template_path: str, target: VertexTarget, *, display_name
             template_path=template_path,
             pipeline_root=target.pipeline_root,
             parameter_values=parameter_values or {},
-            enable_caching=enable_caching,
+            enable_caching=backend_caching(enable_caching),
             project=target.project,
             location=target.region,
             labels=target.labels,
@@ -161,9 +174,14 @@ def submit_vertex(job, target: VertexTarget):
 
 @dataclass
 class ScheduleSpec:
+    """A Vertex AI schedule's timing and limits. A tick that comes while ``max_concurrent_run_count`` runs still
+    run is queued (``allow_queueing``, as ``run --wait`` does locally), not skipped: it then runs after them, cached
+    where nothing changed."""
+
     cron: str
     display_name: str
     max_concurrent_run_count: int = 1
+    allow_queueing: bool = True
     max_run_count: Optional[int] = None
     start_time: Optional[str] = None
     end_time: Optional[str] = None
@@ -189,7 +207,7 @@ def build_schedule(job, spec: ScheduleSpec, credentials=None):
                                                   credentials=credentials, project=job.project,
                                                   location=job.location)
     create_kwargs = {"cron": spec.cron, "max_concurrent_run_count": spec.max_concurrent_run_count,
-                     "max_run_count": spec.max_run_count, "start_time": spec.start_time,
+                     "allow_queueing": spec.allow_queueing, "max_run_count": spec.max_run_count, "start_time": spec.start_time,
                      "end_time": spec.end_time}
     return schedule, create_kwargs
 
@@ -337,5 +355,5 @@ def submit_kfp(package_path: str, host: str, *, run_name: str, experiment_name: 
         client = kfp.Client(host=host)
     return client.create_run_from_pipeline_package(
         pipeline_file=package, arguments=arguments or {}, run_name=run_name,
-        experiment_name=experiment_name, enable_caching=enable_caching, pipeline_root=pipeline_root,
+        experiment_name=experiment_name, enable_caching=backend_caching(enable_caching), pipeline_root=pipeline_root,
         service_account=service_account)

@@ -25,6 +25,7 @@ from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, C
                              VertexTrainingConfig, VocabConfig)
 from config.trainer_settings import trainer_settings
 
+from pipeline import spans
 from pipeline.home import PROJECT_HOME
 
 SAMPLE_DATA = os.path.join(PROJECT_HOME, "data", "sample")
@@ -40,6 +41,7 @@ IMPORTERS = {"wikipedia": ("WikipediaImporter", "corpus.wikipedia_dir"),
              "squad2": ("Squad2DataImporter", "benchmarks.squad_v2_dir"),
              "race": ("RaceDataImporter", "benchmarks.race_dir")}
 IMPORTER_OUTPUT_KEY = "result"
+CORPUS_KEYS = ("wikipedia", "books")  # the data keys of the corpus (``data.span_window`` applies to these)
 TRAINER_RUN_FN = "trainer.task.run_fn"
 # ``mode``: ``pretrain`` (the whole DAG) or ``benchmark`` (no corpus, vocabulary, data or pretraining nodes: the model
 # comes from ``train.init_from`` through the ``ModelImport`` node, then the benchmarks, report, blessing and push).
@@ -130,6 +132,12 @@ class PipelineConfig(Section):
                 "config": (self.benchmarks.node_settings(node, self.seed), "benchmarks"),
                 "seeds": (self.benchmarks.seeds, "benchmarks.seeds"),
                 "benchmark": ("squad" if node == "squad2" else node, None)}
+        # What each node that reads raw data read: the folders' summaries when a local run resolved them, and in a
+        # compiled spec the DataSnapshot task's output at run start (compiled: "", which compile rewires).
+        values = spans.consumer_values({k: v["summary"] for k, v in self.data_snapshots.items()},
+                                       self.data_consumers()) if self.data_snapshots else {}
+        for node in self.data_consumers():
+            table[node]["data_snapshot"] = (values.get(node, ""), "data")
         table["BenchmarkReport"] = {"config": ({**self.report.to_dict(), "title": self.report_title()}, "report")}
         table["Blesser"] = {"config": (self.release.blesser_settings(self.push_destination),
                                        {**{k: f"release.{k}" for k in self.release.BLESSER_FIELDS},
@@ -138,6 +146,20 @@ class PipelineConfig(Section):
                                       self._pusher_sources())}
         return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
                 for node, params in table.items()}
+
+    def data_consumers(self) -> Dict[str, Dict[str, str]]:
+        """Node id → {its input key → the data key whose Importer feeds it}, for every node that reads raw data."""
+        data = self.data_inputs()
+        out: Dict[str, Dict[str, str]] = {}
+        if self.mode != "benchmark":
+            out["CorpusGen"] = {key: key for key in ("wikipedia", "books") if key in data}
+            if self.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
+                dev = {f"{key}_dev": key for key in ("squad", "race") if key in data}
+                if dev:
+                    out["PretrainingDataGen"] = dev
+        for key in self.benchmarks.nodes():
+            out[BENCHMARK_NODE_IDS[key]] = {"dataset": key}
+        return out
 
     def data_inputs(self) -> Dict[str, str]:
         """Importer key → the data location it registers, for every Importer of this DAG: the corpus folders (none
@@ -562,30 +584,22 @@ def _data_locations(config: PipelineConfig) -> Dict[str, Tuple[str, str]]:
 def _resolve_data(config: PipelineConfig) -> PipelineConfig:
     """A local run resolves every data location now, when it starts: the span pattern's latest (or ``data.span``'s)
     folder and every folder's fingerprint (``pipeline/spans.py``)."""
-    from pipeline import spans
-
-    snapshots = {}
-    for key, (setting, location) in _data_locations(config).items():
-        window = config.data.span_window if key in ("wikipedia", "books") else 1
-        snap = spans.resolve(setting, location, span=config.data.span, window=window)
-        snapshots[key] = {"uri": snap.uri, "properties": snap.properties()}
+    resolved = spans.resolve_all(_data_locations(config), span=config.data.span, window=config.data.span_window,
+                                 corpus_keys=CORPUS_KEYS)
+    snapshots = {key: {"uri": snap.uri, "properties": snap.properties(), "summary": snap.summary()}
+                 for key, snap in resolved.items()}
     return dataclasses.replace(config, data_snapshots=snapshots)
 
 
 def _refuse_patterns(config: PipelineConfig) -> None:
-    """What only a local run resolves when it starts: span patterns and ``train.init_from=latest_blessed``."""
-    from pipeline import spans
+    """What only a local run resolves when it starts: ``train.init_from=latest_blessed``. (Span patterns are resolved
+    when a run starts in a compiled spec too: by its DataSnapshot task, ``pipeline/snapshot_task.py``.)"""
     from pipeline.continuation import LATEST_BLESSED
 
     if config.train.init_from == LATEST_BLESSED:
         raise ConfigError(f"config train.init_from={LATEST_BLESSED} is invalid here: the last blessed model is "
                           "resolved when a local run starts; a compiled spec cannot resolve it yet (name a pushed "
                           "version's folder)")
-    for key, (setting, location) in _data_locations(config).items():
-        if spans.has_pattern(location):
-            raise ConfigError(f"config {setting}={location!r} is invalid here: span patterns are resolved when a "
-                              "local run starts; a compiled spec cannot resolve them yet (use a folder, e.g. "
-                              "the span's, in a compiled spec)")
 
 
 def _with_base(config: PipelineConfig) -> PipelineConfig:

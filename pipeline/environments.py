@@ -175,7 +175,8 @@ class Environment:
 
     def schedule_spec(self, display_name: Optional[str] = None, **overrides: Any) -> ScheduleSpec:
         settings = {**self.schedule, **{k: v for k, v in overrides.items() if v is not None}}
-        unknown = set(settings) - {"cron", "max_concurrent_run_count", "max_run_count", "start_time", "end_time"}
+        unknown = set(settings) - {"cron", "max_concurrent_run_count", "allow_queueing", "max_run_count", "start_time",
+                                   "end_time"}
         if unknown:
             self._fail("schedule", f"has unknown keys {sorted(unknown)}")
         if not settings.get("cron"):

@@ -12,8 +12,8 @@ from typing import Dict
 
 from tfx.orchestration.kubeflow.v2.kubeflow_v2_dag_runner import KubeflowV2DagRunner, KubeflowV2DagRunnerConfig
 
-from pipeline import spec
-from pipeline.configs import PipelineConfig
+from pipeline import snapshot_task, spec
+from pipeline.configs import CORPUS_KEYS, IMPORTERS, PipelineConfig
 from pipeline.pipeline import create_pipeline, runtime_parameter_values
 
 DEFAULT_IMAGE = "gcr.io/YOUR_PROJECT/albert-tfx:latest"
@@ -32,12 +32,17 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     pipeline = create_pipeline(config, image=image, runtime_parameters=True)
     # The config's values become the spec's runtimeConfig defaults; `submit --parameters` overrides them.
     runner.run(pipeline, parameter_values=runtime_parameter_values(config, image), write_out=True)
+    data, pipeline_spec = spec.load(output_path)
+    # Each data location is resolved when a run starts, by a task that runs on every tick (pipeline/snapshot_task.py).
+    inputs = config.data_inputs()
+    snapshot_task.wire(data, pipeline_spec, importers={key: IMPORTERS[key][0] for key in inputs},
+                       consumers=config.data_consumers(), settings={key: IMPORTERS[key][1] for key in inputs},
+                       span=config.data.span, window=config.data.span_window, corpus_keys=list(CORPUS_KEYS))
     if config.task_resources:
-        data, pipeline_spec = spec.load(output_path)
         spec.set_task_resources(pipeline_spec, {node: (r.cpu_limit, r.memory_limit)
                                                 for node, r in config.task_resources.items()}, output_path)
-        with open(output_path, "w") as f:
-            json.dump(data, f, indent=2, sort_keys=True)
+    with open(output_path, "w") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
     return output_path
 
 

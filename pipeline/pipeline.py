@@ -133,8 +133,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
                                   **args(node_id)).with_id(node_id)
         nodes += [data_importer, evaluator]
         results[key] = evaluator.outputs["result"]
-    report = BenchmarkReport(model=model, **{k: v for k, v in pretraining.items() if k != "documents"},
-                             **args("BenchmarkReport"), **results)
+    report = BenchmarkReport(model=model, **pretraining, **args("BenchmarkReport"), **results)
     nodes.append(report)
 
     latest = Resolver(strategy_class=LatestBlessedModelStrategy, model=Channel(type=standard_artifacts.Model),

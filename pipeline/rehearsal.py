@@ -7,12 +7,15 @@ do:
 
 * an **Importer** task (``importer`` executor) runs no container: the backend records an artifact with the
   importer's URI and type schema, or reuses the one it recorded for the same URI and type (``reimport=False``), and
-  so does the rehearsal;
+  so does the rehearsal. The URI may be an upstream task's output parameter (the DataSnapshot task's, which
+  resolves span patterns when a run starts: :mod:`pipeline.snapshot_task`), and the metadata may hold
+  ``{{$.inputs.parameters['…']}}`` placeholders, filled from the task's parameters as KFP fills them;
 * a **resolver** task (the latest blessed model) answers its compiled ``outputArtifactQueries`` against the
   artifacts of earlier runs of the pipeline: the rehearsal keeps them in a store in its output folder
   (:mod:`pipeline.rehearsal_store`), so the first rehearsal in a folder finds none, as a pipeline's first run does,
   and the next one finds what the first blessed;
-* a **container** task whose spec enables caching is a cache hit when an earlier execution had the same cache key
+* a **container** task whose spec enables caching (every task TFX compiles; not the DataSnapshot task, which runs
+  on every tick) is a cache hit when an earlier execution had the same cache key
   (KFP v2's fields: input artifact names, parameter values, output definitions, image, command and args): its
   outputs are reused and nothing runs. Otherwise it gets an ``ExecutorInput`` JSON built as the backends build it: ``inputs.parameterValues``
   (typed protobuf values, the only field open-source KFP fills), input artifacts as their producers'
@@ -294,11 +297,13 @@ class _Rehearsal:
         known = None if reimport else self.store.imported(uri, schema_title(importer["typeSchema"]))
         if known is not None:  # KFP's importer: the artifact of the same URI and type, not a new one
             return TaskResult(name, "importer", 0.0, outputs={key: [Store.runtime(known)]}, outcome="reused")
-        artifact = {"name": self._new_name(), "type": importer["typeSchema"], "uri": uri,
-                    "metadata": importer.get("metadata", {})}
+        metadata = {k: self._PARAMETER.sub(lambda m: str(params[m.group(1)]), v) if isinstance(v, str) else v
+                    for k, v in importer.get("metadata", {}).items()}  # KFP's dynamic importer metadata
+        artifact = {"name": self._new_name(), "type": importer["typeSchema"], "uri": uri, "metadata": metadata}
         self.store.record(artifact, pipeline=self.pipeline_name, run_id=self.run_id, task=name, kind="importer")
         return TaskResult(name, "importer", 0.0, outputs={key: [artifact]}, outcome="recorded")
 
+    _PARAMETER = re.compile(r"\{\{\$\.inputs\.parameters\['([^']+)'\]\}\}")
     _PLACEHOLDER = re.compile(r"\{\{\$\.inputs\.artifacts\['([^']+)'\]\.metadata\['([^']+)'\]\}\}")
 
     def _resolver(self, name, task, component, resolver) -> TaskResult:
@@ -338,6 +343,7 @@ class _Rehearsal:
             return TaskResult(name, "container", 0.0, outputs=hit["outputs"],
                               output_parameters=hit["output_parameters"], outcome=f"cache hit ({hit['run_id']})")
         task_root = os.path.join(self.root, self.run_id, name)
+        os.makedirs(task_root, exist_ok=True)
         outputs = {}
         for out_key, definition in component.get("outputDefinitions", {}).get("artifacts", {}).items():
             uri = os.path.join(task_root, out_key)

@@ -29,7 +29,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from config.errors import MissingInputError
 from config.schema import ConfigError
 
-__all__ = ["Snapshot", "has_pattern", "resolve", "fingerprint", "describe_change", "LISTING_LIMIT"]
+__all__ = ["Snapshot", "has_pattern", "resolve", "resolve_all", "consumer_values", "fingerprint", "describe_change",
+           "LISTING_LIMIT"]
 
 _TOKEN = re.compile(r"\{(SPAN|VERSION)(?::(\d+))?\}|\{(YYYY|MM|DD)\}")
 _EPOCH = datetime.date(1970, 1, 1)
@@ -67,6 +68,13 @@ class Snapshot:
         if len(self.listing) <= LISTING_LIMIT:
             out["data_listing"] = json.dumps(self.listing, sort_keys=True, separators=(",", ":"))
         return out
+
+    def summary(self) -> Dict[str, Any]:
+        """What a node reading this location is given (its ``data_snapshot`` parameter): where the data is, which
+        folders under it, and its fingerprint. Equal exactly when the data is."""
+        return {"location": self.location, "uri": self.uri, "folders": list(self.folders), "spans": list(self.spans),
+                "version": self.version, "fingerprint": self.fingerprint, "files": self.num_files,
+                "bytes": self.num_bytes}
 
 
 def _is_uri(path: str) -> bool:
@@ -189,6 +197,24 @@ def resolve(setting: str, location: str, *, span: int = 0, window: int = 1) -> S
             listing[posixpath.join(rel, name) if rel else name] = value
     return Snapshot(location, uri, tuple(relative), tuple(chosen), picked[-1][1], fingerprint(listing),
                     len(listing), sum(s for s, _ in listing.values()), listing)
+
+
+def resolve_all(locations: Dict[str, Tuple[str, str]], *, span: int, window: int,
+                corpus_keys: Sequence[str]) -> Dict[str, Snapshot]:
+    """Every data location of a run, resolved when it starts: data key → :class:`Snapshot`. ``locations``: data key →
+    (its config key, its location); ``window`` applies to the corpus's keys (a benchmark reads one folder)."""
+    return {key: resolve(setting, location, span=span, window=window if key in corpus_keys else 1)
+            for key, (setting, location) in locations.items()}
+
+
+def consumer_values(summaries: Dict[str, Dict[str, Any]],
+                    consumers: Dict[str, Dict[str, str]]) -> Dict[str, str]:
+    """Node id → its ``data_snapshot`` parameter: the canonical JSON of {input key: :meth:`Snapshot.summary`} of the
+    data locations it reads (``consumers``: node id → {input key: data key}). A node's cache key thus holds the
+    fingerprint of every folder it reads, however the backend's importer matches artifacts."""
+    return {node: json.dumps({name: summaries[key] for name, key in inputs.items()}, sort_keys=True,
+                             separators=(",", ":"))
+            for node, inputs in consumers.items()}
 
 
 def _common_folder(folders: Sequence[str]) -> str:

@@ -176,6 +176,7 @@ def test_create_schedule_request(spec_path, target, creds, vertex_rpcs):
     assert sent.display_name == "albert-weekly"
     assert sent.cron == "TZ=Europe/Paris 0 3 * * 1"
     assert sent.max_concurrent_run_count == 2 and sent.max_run_count == 10
+    assert sent.allow_queueing is True  # a tick that comes while two still run waits for them, not skipped
     assert sent.start_time.year == 2030 and sent.end_time.month == 12
     run = sent.create_pipeline_job_request.pipeline_job
     assert sent.create_pipeline_job_request.parent == "projects/p-albert/locations/europe-west4"
@@ -354,7 +355,7 @@ def test_kfp_submission_sends_the_package_and_parameters(spec_path):
     run = cloud.submit_kfp(spec_path, "", run_name="nightly", arguments={"seed": 3}, client=RecordingClient())
     assert run == "run-1"
     assert calls == [{"pipeline_file": spec_path[:-5] + ".kfp.yaml", "arguments": {"seed": 3}, "run_name": "nightly",
-                      "experiment_name": "albert-tfx", "enable_caching": True, "pipeline_root": None,
+                      "experiment_name": "albert-tfx", "enable_caching": None, "pipeline_root": None,
                       "service_account": None}]
 
 
@@ -378,7 +379,7 @@ def test_compiled_spec_declares_runtime_parameters_with_the_config_as_defaults(c
         spec = json.load(f)
     declared = spec["pipelineSpec"]["root"]["inputDefinitions"]["parameters"]
     assert set(declared) == {"num_train_steps", "finetune_seeds", "wikipedia_dir", "books_dir", "glue_dir",
-                             "squad_dir", "race_dir"}
+                             "squad_dir", "race_dir", "data_span"}
     # Schema 2.1: typed values in `parameterValues` (the deprecated `parameters` field is not written at all).
     assert spec["pipelineSpec"]["schemaVersion"] == "2.1.0" and set(spec["runtimeConfig"]) == {
         "gcsOutputDirectory", "parameterValues"}
@@ -390,7 +391,9 @@ def test_compiled_spec_declares_runtime_parameters_with_the_config_as_defaults(c
     assert tasks["Trainer"]["inputs"]["parameters"]["num_train_steps"] == {"componentInputParameter": "num_train_steps"}
     for node in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"):
         assert tasks[node]["inputs"]["parameters"]["seeds"] == {"componentInputParameter": "finetune_seeds"}
-    assert tasks["GlueDataImporter"]["inputs"]["parameters"]["artifact_uri"] == {"componentInputParameter": "glue_dir"}
+    assert tasks["DataSnapshot"]["inputs"]["parameters"]["glue_dir"] == {"componentInputParameter": "glue_dir"}
+    assert tasks["GlueDataImporter"]["inputs"]["parameters"]["artifact_uri"] == {
+        "taskOutputParameter": {"producerTask": "DataSnapshot", "outputParameterKey": "glue_uri"}}
 
 
 @pytest.fixture(scope="module")

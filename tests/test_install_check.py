@@ -283,10 +283,10 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert summary["python"] == image_env.python and summary["schema_version"] == "2.1.0"
-    order = re.findall(r"\[\d+/17\] ([\w-]+): ", done.stderr)  # the progress lines, in the order the tasks ran
-    assert order == ["BooksImporter", "GlueDataImporter", "LatestBlessedModel-model-blessing-resolver",
-                     "RaceDataImporter", "SquadDataImporter", "WikipediaImporter", "CorpusGen",
-                     "LatestBlessedModel-model-resolver", "VocabGen", "PretrainingDataGen", "Trainer",
+    order = re.findall(r"\[\d+/18\] ([\w-]+): ", done.stderr)  # the progress lines, in the order the tasks ran
+    assert order == ["DataSnapshot", "LatestBlessedModel-model-blessing-resolver", "BooksImporter",
+                     "GlueDataImporter", "LatestBlessedModel-model-resolver", "RaceDataImporter", "SquadDataImporter",
+                     "WikipediaImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer",
                      "GlueBenchmark", "RaceBenchmark", "SquadBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
     assert sorted(summary["tasks"]) == sorted(order)
     assert {t["kind"] for t in summary["tasks"].values()} == {"importer", "resolver", "container"}
@@ -304,6 +304,10 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
         local = json.load(f)
     ids = remote["summary"].pop("artifact_ids")
     local_ids = local["summary"].pop("artifact_ids")
+    # The same data was read: the same files, bytes and spans (the fingerprints hold each copy's modification times).
+    assert sorted(remote["summary"]["data_read"]) == ["books", "glue", "race", "squad", "wikipedia"]
+    for summary in (local["summary"], remote["summary"]):
+        _without_fingerprints(summary["data_read"])
     assert differences(local, remote) == []
     assert all(isinstance(value["id"], int) for value in local_ids.values())  # a local run: MLMD ids
     # The report names artifacts as the backend knows them: its resource names, not TFX's hash of them.
@@ -340,13 +344,19 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
 
 def card_differences(local, remote):
     """Two cards' facts, field by field, less what names a run rather than describes the model: artifact ids and
-    paths, and the time training took."""
+    paths, the time training took, and the data folders' fingerprints (their copies' modification times)."""
     local, remote = json.loads(json.dumps(local)), json.loads(json.dumps(remote))
     for card in (local, remote):
         card.pop("artifacts")
         card["training"].pop("wall_seconds")
         card["blessing"].pop("model")
+        _without_fingerprints(card["data_read"])
     return differences(local, remote)
+
+
+def _without_fingerprints(data_read):
+    for read in data_read.values():
+        read.pop("fingerprint")
 
 
 def _local_report_dir(sample_run) -> str:

@@ -208,6 +208,8 @@ def _spec_parameters(data):
     defaults = spec.parameter_defaults(data)
 
     def value(v):
+        if "taskOutputParameter" in v:  # an output of another task, known when the run starts: <task.key>
+            return "<{producerTask}.{outputParameterKey}>".format(**v["taskOutputParameter"])
         return defaults[v["componentInputParameter"]] if "componentInputParameter" in v else spec.constant(v)
 
     tasks = data["pipelineSpec"]["root"]["dag"]["tasks"]
@@ -217,7 +219,7 @@ def _spec_parameters(data):
 
 def _decoded(value):
     """JSON text (objects and lists, nested ones too) → plain data; other strings stay strings."""
-    if isinstance(value, str) and value[:1] in "{[":
+    if isinstance(value, str) and value.startswith(("{", "[")):
         value = json.loads(value)
     if isinstance(value, dict):
         return {k: _decoded(v) for k, v in value.items()}
@@ -228,8 +230,23 @@ def _decoded(value):
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
+    from pipeline.configs import IMPORTERS
+
     cfg, spec, _ = compiled[name]
     expected, found = cfg.node_parameters(IMAGE), _spec_parameters(spec)
+    # The data locations reach their Importers, and what each node reads the nodes that read raw data, through the
+    # DataSnapshot task (which resolves them when a run starts): its inputs are the locations node_parameters says.
+    snapshot = found.pop("DataSnapshot")
+    locations = json.loads(snapshot["settings"])["locations"]
+    assert sorted(locations) == sorted(cfg.data_inputs())
+    for key, location in locations.items():
+        importer = found[IMPORTERS[key][0]]
+        assert importer.pop("data_snapshot") == f"<DataSnapshot.{key}_snapshot>"
+        assert importer["artifact_uri"] == f"<DataSnapshot.{key}_uri>"
+        importer["artifact_uri"] = snapshot[location["parameter"]]
+    for node in cfg.data_consumers():
+        assert found[node]["data_snapshot"] == f"<DataSnapshot.{node}_data>" and expected[node]["data_snapshot"] == ""
+        found[node]["data_snapshot"] = ""
     assert sorted(found) == sorted(expected)  # the same nodes, Importers included
     for node, params in expected.items():
         assert _decoded(found[node]) == _decoded(params), node

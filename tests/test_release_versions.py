@@ -193,3 +193,35 @@ def test_on_real_gcs_a_claim_is_a_write_with_the_generation_precondition(monkeyp
     claim = f"{DEST}/{versions.CLAIMS_DIR}/1"
     assert versions.create_only(claim) is True and versions.create_only(claim) is False
     assert sent == [("bkt", "root/releases/.claims/1", b"", {"if_generation_match": 0})] * 2
+
+
+def test_two_pushers_of_the_same_model_push_one_version_and_a_failed_push_gives_the_model_back(tmp_path, gcs,
+                                                                                                monkeypatch):
+    """Two overlapping runs that trained the same pretraining run (``package.model_key``) push one version: the
+    second pusher finds the model claimed and reports the first one's version. A failed push gives its model claim
+    back, so a rerun pushes the model."""
+    key = "0123456789abcdef@4"
+    first, second = _built(tmp_path, "a"), _built(tmp_path, "b")
+    finish_a = _finish(first, "a")
+    assert versions.publish(first, DEST, lambda n: {**finish_a(n), "model_key": key}, model_key=key) == (1, f"{DEST}/1")
+    with pytest.raises(versions.ModelClaimed) as claimed:
+        versions.publish(second, DEST, _finish(second, "b"), model_key=key)
+    assert claimed.value.claim == versions.model_claim(DEST, key)
+    found = versions.wait_for_model(DEST, key, timeout_s=0)
+    assert (found["version"], found["model"]["uri"]) == (1, "model-of-a")
+    assert versions.find_version(DEST, "model-of-b", key)["version"] == 1  # the Pusher's check before it claims
+    assert [v["version"] for v in versions.list_versions(DEST)] == [1]
+
+    other = "fedcba9876543210@4"
+    assert versions.create_only(versions.model_claim(DEST, other), other.encode())  # a push that died
+    with pytest.raises(RuntimeError, match="claims model fedcba9876543210@4, but no version of it appeared in 0 s"):
+        versions.wait_for_model(DEST, other, timeout_s=0)
+    real_copy = versions.copy_file
+    monkeypatch.setattr(versions, "copy_file", lambda src, dst: (_ for _ in ()).throw(OSError(28, "disk full")))
+    third = "aaaaaaaaaaaaaaaa@4"
+    with pytest.raises(OSError, match="disk full"):
+        versions.publish(second, DEST, _finish(second, "b"), model_key=third)
+    monkeypatch.setattr(versions, "copy_file", real_copy)
+    claims = os.listdir(gcs / "bkt" / "root" / "releases" / versions.CLAIMS_DIR)
+    assert os.path.basename(versions.model_claim(DEST, third)) not in claims  # given back: a rerun may push it
+    assert versions.publish(second, DEST, _finish(second, "b"), model_key=third)[0] == 3  # number 2 stays claimed

@@ -4,15 +4,16 @@ layout, each after ``plan`` predicted exactly what it then ran.
 The layout: the sample Wikipedia dump as span 1 of ``wiki/span-{SPAN}`` (the corpus's location is the pattern), and
 unpatterned copies of the GLUE and RACE samples. The configuration is tests/test_change_impact.py's small DAG.
 
-1. span 1: every node runs;
+1. span 1 (the sample dump): every node runs;
 2. nothing new: no node before the Blesser runs (its one re-decision after the first blessing: docs/release.md),
    nothing is pushed;
-3. span 2 lands: the Wikipedia Importer registers it, CorpusGen and everything downstream run; the benchmark data's
-   Importers reuse their artifacts;
+3. span 2 lands (the dump less its last article): the Wikipedia Importer registers it, CorpusGen and everything
+   downstream run; the benchmark data's Importers reuse their artifacts;
 4. one file of the unpatterned GLUE folder changes in place: only the GLUE benchmark, the report and the release run.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -58,7 +59,26 @@ def data_layout(root):
 
 
 def add_span_2(root):
-    shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-2")
+    """Span 2: the sample dump less its last article, so new data makes another corpus and another model."""
+    import bz2
+
+    name = "enwiki-sample-pages-articles.xml.bz2"
+    text = bz2.decompress((root / "data" / "wiki" / "span-1" / name).read_bytes()).decode("utf-8")
+    start = text.rindex("<page>")
+    end = text.index("</page>", start) + len("</page>")
+    (root / "data" / "wiki" / "span-2").mkdir()
+    (root / "data" / "wiki" / "span-2" / name).write_bytes(bz2.compress((text[:start] + text[end:]).encode()))
+
+
+def change_glue_in_place(root):
+    rte = root / "data" / "glue" / "RTE" / "dev.tsv"
+    stat = os.stat(rte)
+    os.utime(rte, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # rewritten in place, same name
+
+
+# What each tick runs, Importers and the resolver aside (tests/test_rehearsed_ticks.py expects the same of the
+# compiled spec's tasks).
+TICK_RUNS = [CORPUS_DOWN, RELEASE, CORPUS_DOWN, {"GlueBenchmark", "BenchmarkReport"} | RELEASE]
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +89,17 @@ def ticks(tmp_path_factory):
     out.append(_tick(root))
     add_span_2(root)
     out.append(_tick(root))
-    rte = root / "data" / "glue" / "RTE" / "dev.tsv"
-    stat = os.stat(rte)
-    os.utime(rte, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # rewritten in place, same name
+    change_glue_in_place(root)
     out.append(_tick(root))
     return root, out
+
+
+def _newest_results(config):
+    import glob
+
+    paths = glob.glob(os.path.join(config.pipeline_root, "BenchmarkReport", "report", "*", "results.json"))
+    with open(max(paths, key=lambda p: int(p.split(os.sep)[-2]))) as f:
+        return json.load(f)
 
 
 def _versions(config):
@@ -85,7 +111,7 @@ def _versions(config):
 def test_tick_1_reads_span_1_and_runs_every_node(ticks):
     root, out = ticks
     config, predicted, lines, executed, _, versions, costs = out[0]
-    assert predicted == executed == CORPUS_DOWN
+    assert predicted == executed == TICK_RUNS[0]
     assert set(costs.values()) == {None}  # nothing ran before
     assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-1")
     assert config.data_snapshots["wikipedia"]["properties"]["span"] == 1
@@ -96,7 +122,7 @@ def test_tick_1_reads_span_1_and_runs_every_node(ticks):
 def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_nothing(ticks):
     _, out = ticks
     config, predicted, lines, executed, imported, versions, costs = out[1]
-    assert predicted == executed == RELEASE
+    assert predicted == executed == TICK_RUNS[1]
     assert all(costs[node] is not None and costs[node] >= 0 for node in RELEASE), costs  # the last time, from MLMD
     assert lines == {"WikipediaImporter": "wikipedia: unchanged", "GlueDataImporter": "glue: unchanged",
                      "RaceDataImporter": "race: unchanged"}
@@ -107,19 +133,29 @@ def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_noth
 def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstream(ticks):
     root, out = ticks
     config, predicted, lines, executed, imported, versions, costs = out[2]
-    assert predicted == executed == CORPUS_DOWN
+    assert predicted == executed == TICK_RUNS[2]
     assert all(costs[node] is not None for node in CORPUS_DOWN) and costs["Trainer"] > 1, costs
     assert lines["WikipediaImporter"] == "wikipedia: new span 2 (last run read 1)"
     assert (lines["GlueDataImporter"], lines["RaceDataImporter"]) == ("glue: unchanged", "race: unchanged")
     assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-2")
     assert imported["WikipediaImporter"] != out[1][4]["WikipediaImporter"]
     assert imported["GlueDataImporter"] == out[1][4]["GlueDataImporter"]
+    # The report and the card say what was read: span 2 of the pattern, and the benchmark folders.
+    read = _newest_results(config)["summary"]["data_read"]
+    summaries = {key: snap["summary"] for key, snap in config.data_snapshots.items()}
+    assert read == summaries and read["wikipedia"]["spans"] == [2] and sorted(read) == ["glue", "race", "wikipedia"]
+    assert versions == [1, 2]
+    with open(os.path.join(config.push_destination, "2", "model_card.json")) as f:
+        assert json.load(f)["data_read"] == summaries
+    with open(os.path.join(config.push_destination, "2", "model_card.md")) as f:
+        card = f.read()
+    assert f"| read: wikipedia | span 2 of {root / 'data' / 'wiki' / 'span-{SPAN}'} (1 files," in card
 
 
 def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_benchmark_and_the_release(ticks):
     _, out = ticks
     config, predicted, lines, executed, imported, versions, costs = out[3]
-    assert predicted == executed == {"GlueBenchmark", "BenchmarkReport"} | RELEASE
+    assert predicted == executed == TICK_RUNS[3]
     assert lines["GlueDataImporter"] == "glue: 1 file changed since the last run"
     assert lines["WikipediaImporter"] == "wikipedia: unchanged"
     assert imported["GlueDataImporter"] != out[2][4]["GlueDataImporter"]

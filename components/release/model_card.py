@@ -65,6 +65,18 @@ def _continued(training: Mapping[str, Any]) -> Dict[str, Any]:
             "total steps (with the base's)": training.get("total_steps")}
 
 
+def _data_read(data_read: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """One row per raw-data location the run read: span(s), folder, files and the fingerprint's first 12 digits."""
+    rows = {}
+    for key, d in sorted(data_read.items()):
+        spans = d.get("spans") or []
+        where = (f"span{'s' if len(spans) > 1 else ''} {', '.join(map(str, spans))} of " if spans else "") + str(
+            d.get("location", ""))
+        rows[f"read: {key}"] = (f"{where} ({d.get('files')} files, {d.get('bytes')} bytes, fingerprint "
+                                f"{str(d.get('fingerprint', ''))[:12]})")
+    return rows
+
+
 def _pretraining_sections(facts: Mapping[str, Any]) -> List[Section]:
     """The card's "Pretraining data" and "Training" sections: this pipeline's pretraining, or (a benchmark-only
     run's model, ``facts["source"]``) one line saying where the model came from, with no number invented."""
@@ -80,7 +92,8 @@ def _pretraining_sections(facts: Mapping[str, Any]) -> List[Section]:
                 "tokens (train split)": c["tokens"].get("train"), "tokens (eval split)": c["tokens"].get("eval"),
                 "instances (train / eval)": f"{c['instances'].get('train')} / {c['instances'].get('eval')}",
                 "content fingerprint (sha256 of the pretraining TFRecords)": c["fingerprint"],
-                **{f"datagen {k}": v for k, v in sorted(c["datagen"].items())}}))]),
+                **{f"datagen {k}": v for k, v in sorted(c["datagen"].items())},
+                **_data_read(facts.get("data_read") or {})}))]),
         Section("Training", [
             Table(["fact", "value"], _rows({
                 "steps": t["steps"], **_continued(t), "batch size": t["batch_size"], "optimizer": t["optimizer"],

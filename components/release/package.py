@@ -119,6 +119,8 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
         "benchmarks": {"scores": scores, "metrics": {t: _score_metric(t) for t in scores}, "gains": gains,
                        "arm": arm, "protocol": protocol or "none recorded"},
         "blessing": dict(decision),
+        # What the run read of each raw-data location (spans, folder, fingerprint): the report's "Data read".
+        "data_read": dict(((results or {}).get("summary") or {}).get("data_read") or {}),
         "artifacts": {k: dict(v) for k, v in artifacts.items()},
         "limitations": limitations,
     }
@@ -173,6 +175,16 @@ def file_digests(folder: str) -> Dict[str, Dict[str, Any]]:
 
 def export_info(model_uri: str) -> Dict[str, Any]:
     return read_json(posixpath.join(model_uri, ALBERT_DIR, EXPORT_INFO_FILE))
+
+
+def model_key(export_info: Dict[str, Any]) -> Optional[str]:
+    """What makes two model artifacts the same model: the pretraining run (its checkpoint folder's key, a hash of
+    the run's identity: trainer/task.py) at its final step, ``"<run key>@<step>"``; a resumed run is the same run,
+    so two executions of it export the same weights. None for a model without one (``ModelImport``'s)."""
+    folder = export_info.get("checkpoint_dir")
+    if not folder or export_info.get("final_step") is None:
+        return None
+    return f"{posixpath.basename(folder.rstrip('/'))}@{int(export_info['final_step'])}"
 
 
 def model_source(model_uri: str) -> Optional[Dict[str, Any]]:

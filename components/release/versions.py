@@ -8,7 +8,9 @@ A version appears whole or not at all, and two pushers never share a number or a
   create-only write (:func:`create_only`: GCS's ``ifGenerationMatch=0`` precondition; of two pushers that try one
   number, exactly one succeeds and the other tries the next). It then copies every file under ``<N>/`` in
   :func:`copy_order` (the SavedModel's ``saved_model.pb`` after every other file) and :data:`RECORD_FILE` last. A
-  failed push removes its own ``<N>/`` and nothing else; its claim stays, so the number is never reused.
+  failed push removes its own ``<N>/`` and nothing else; its claim stays, so the number is never reused. Before
+  its number, a pusher claims the model itself (``.claims/model-<hash of its key>``, :func:`model_claim`): two
+  overlapping runs that trained the same run push one version of it, and the second reports that version.
 
 Either way a folder is a version only when it holds :data:`RECORD_FILE`: readers (:func:`list_versions`, the
 ``releases`` command) never see a partial push. Numbers are unique and only grow: the next one is above every
@@ -32,12 +34,14 @@ import tensorflow as tf
 from trainer.files import VERSION_RECORD_FILE
 
 __all__ = ["RECORD_FILE", "REGISTRY_FILE", "CLAIMS_DIR", "STAGING_PREFIX", "SAVED_MODEL_FILE", "is_destination",
-           "list_versions", "next_version", "publish", "find_version", "copy_order", "create_only", "write_registry"]
+           "list_versions", "next_version", "publish", "find_version", "copy_order", "create_only", "write_registry",
+           "ModelClaimed", "model_claim", "wait_for_model"]
 
 RECORD_FILE = VERSION_RECORD_FILE  # written last: the folder's record, and the mark that it is complete
 REGISTRY_FILE = "registry.json"  # the Model Registry's {model, version_id}, written after a successful upload
 CLAIMS_DIR = ".claims"  # gs:// only: one create-only object per number ever taken
 STAGING_PREFIX = ".staging-"
+CLAIM_WAIT_S = 1800.0  # how long a pusher waits for the version of a model another pusher claimed (a push's copy)
 SAVED_MODEL_FILE = "saved_model.pb"  # what TF Serving's loader opens first: copied after every other file
 _NUMBER = re.compile(r"[0-9]+")
 
@@ -83,6 +87,12 @@ def _remove_remote_folder(path: str) -> None:
 
     if _objects(path):
         FileSystems.delete([path.rstrip("/") + "/"])
+
+
+def _remove_remote_object(path: str) -> None:
+    from apache_beam.io.filesystems import FileSystems
+
+    FileSystems.delete([path])
 
 
 def create_only(path: str, data: bytes = b"") -> bool:
@@ -171,10 +181,44 @@ def list_versions(destination: str) -> List[Dict[str, Any]]:
     return out
 
 
-def find_version(destination: str, model_uri: str) -> Optional[Dict[str, Any]]:
-    """The newest complete version that holds the model at ``model_uri`` (None if none does)."""
-    found = [v for v in list_versions(destination) if (v.get("model") or {}).get("uri") == model_uri]
+def find_version(destination: str, model_uri: str, model_key: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """The newest complete version that holds the model at ``model_uri``, or the same model (``model_key``, see
+    :func:`components.release.package.model_key`) from another artifact; None if none does."""
+    found = [v for v in list_versions(destination) if (v.get("model") or {}).get("uri") == model_uri
+             or (model_key is not None and v.get("model_key") == model_key)]
     return found[-1] if found else None
+
+
+class ModelClaimed(RuntimeError):
+    """Another pusher claimed this model on the ``gs://`` destination (:func:`publish`): it is pushing it, or has."""
+
+    def __init__(self, claim: str):
+        super().__init__(f"{claim}: another pusher holds this model's claim")
+        self.claim = claim
+
+
+def model_claim(destination: str, model_key: str) -> str:
+    """The create-only object that one pusher of the model ``model_key`` holds on a ``gs://`` destination."""
+    import hashlib
+
+    return posixpath.join(destination, CLAIMS_DIR, "model-" + hashlib.sha256(model_key.encode()).hexdigest()[:16])
+
+
+def wait_for_model(destination: str, model_key: str, timeout_s: float, poll_s: float = 10.0) -> Dict[str, Any]:
+    """The version of ``model_key`` another pusher is pushing, once it is complete. Raises :class:`RuntimeError`
+    naming the claim when none appears within ``timeout_s`` (that push died: remove the claim, then rerun)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = [v for v in list_versions(destination) if v.get("model_key") == model_key]
+        if found:
+            return found[-1]
+        if time.monotonic() >= deadline:
+            raise RuntimeError(f"{model_claim(destination, model_key)} claims model {model_key}, but no version of it "
+                               f"appeared in {timeout_s:.0f} s: if no other run is pushing it, delete that object "
+                               f"and rerun")
+        time.sleep(poll_s)
 
 
 # ---------------------------------------------------------------------------------------------------- writers
@@ -240,21 +284,32 @@ def _claim(destination: str, attempts: int) -> int:
 
 
 def publish(built: str, destination: str, finish: Callable[[int], Dict[str, Any]],
-            attempts: int = 5) -> Tuple[int, str]:
+            attempts: int = 5, model_key: Optional[str] = None) -> Tuple[int, str]:
     """Push the folder ``built`` (on this machine) to ``destination`` as its next version.
 
     ``finish(number)`` writes the files that name the version (the model card) into ``built`` and returns the
     version's :data:`RECORD_FILE` content. Returns (number, path). Raises whatever a write raised, after removing
-    what this push wrote (and only that)."""
+    what this push wrote (and only that).
+
+    ``model_key`` (``gs://``): the model's claim (:func:`model_claim`) is taken create-only before a number, so of
+    two pushers of one model (two overlapping runs that trained the same run) one pushes and the other gets
+    :class:`ModelClaimed`; a failed push gives its model claim back."""
     if _is_remote(destination):
-        number = _claim(destination, attempts)
-        path = posixpath.join(destination, str(number))
+        claim = model_claim(destination, model_key) if model_key else None
+        if claim and not create_only(claim, model_key.encode()):
+            raise ModelClaimed(claim)
+        number = None
         try:
+            number = _claim(destination, attempts)
+            path = posixpath.join(destination, str(number))
             record = finish(number)
             _copy_tree(built, path)
             _write(posixpath.join(path, RECORD_FILE), _record_bytes(record))  # last: from here on it is a version
         except BaseException:
-            _remove_remote_folder(path)  # the claim stays: the number is never reused
+            if number is not None:
+                _remove_remote_folder(posixpath.join(destination, str(number)))  # its number claim stays
+            if claim:
+                _remove_remote_object(claim)  # the model may be pushed by a rerun
             raise
         return number, path
     tf.io.gfile.makedirs(destination)

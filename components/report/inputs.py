@@ -8,7 +8,7 @@ statistics (``stats.json``). The benchmark results come in already loaded (``rep
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from components.file_io import join, read_json
@@ -41,6 +41,9 @@ class ReportInputs:
     history_path: Optional[str]
     artifact_ids: Dict[str, Any]              # {name: id or {"id", "type", "uri"}}
     source: Optional[Dict[str, Any]] = None   # a benchmark-only run's model_source.json (ModelImport); None else
+    # What the run read of each data location, as resolved when it started (pipeline/spans.py Snapshot.summary):
+    # {data key: {location, uri, folders, spans, version, fingerprint, files, bytes}}.
+    data_read: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     @property
     def sentence_task(self) -> str:
@@ -121,7 +124,8 @@ def _history(model_run_dir: Optional[str]) -> List[Dict[str, Any]]:
 
 def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Optional[str],
                 model_run_dir: Optional[str], stats_dir: Optional[str],
-                artifact_ids: Optional[Mapping[str, Any]] = None) -> ReportInputs:
+                artifact_ids: Optional[Mapping[str, Any]] = None,
+                data_read: Optional[Mapping[str, Any]] = None) -> ReportInputs:
     """Everything the report shows, read from the artifacts (arguments as ``report_lib.write_report``'s)."""
     title, settings = title_and_settings(cfg, model_run_dir)
     return ReportInputs(
@@ -132,4 +136,5 @@ def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Option
         history=_history(model_run_dir),
         history_path=join(model_run_dir, HISTORY_FILE) if model_run_dir else None,
         artifact_ids=dict(artifact_ids or {}),
-        source=read_json(join(model_dir, MODEL_SOURCE_FILE)) if model_dir else None)
+        source=read_json(join(model_dir, MODEL_SOURCE_FILE)) if model_dir else None,
+        data_read={key: dict(value) for key, value in sorted((data_read or {}).items())})

@@ -2,7 +2,7 @@
 
 A section function returns None when its section has nothing to show; :func:`build_document` keeps the others,
 in the report's order: Table 2, GLUE, SQuAD and RACE, gain over no pretraining, step-0 check, protocol,
-pretrained model, pretraining data, MLMD artifacts.
+pretrained model, pretraining data, data read, MLMD artifacts.
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from trainer.files import ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, STATS_FILE
 from trainer.formatting import NONE_TEXT, beyond_spread_text, number, number_text, spread_text
 
 __all__ = ["table2_section", "glue_section", "squad_race_section", "gain_section", "init_check_section",
-           "protocol_section", "model_section", "data_section", "artifacts_section", "build_document"]
+           "protocol_section", "model_section", "data_section", "data_read_section", "artifacts_section",
+           "build_document"]
 
 GLUE_ORDER = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "WNLI")
 GLUE_METRIC_COLUMNS = ("mcc", "accuracy", "f1", "pearson", "spearman", "score")
@@ -263,6 +264,19 @@ def data_section(highlights: Mapping[str, Mapping[str, Any]], benchmark_only: bo
                                     "replacement (mask/random/keep)", "n-gram spans"], rows)])
 
 
+def data_read_section(data_read: Mapping[str, Mapping[str, Any]]) -> Optional[Section]:
+    """What the run read of each raw-data location, resolved when it started: the span(s), the folder, and the
+    fingerprint of its files (names, sizes, modification times), which a folder changed in place changes."""
+    if not data_read:
+        return None
+    rows = [[key, str(d.get("location", "")), ", ".join(map(str, d.get("spans") or [])) or NONE_TEXT,
+             str(d.get("uri", "")) + ("" if d.get("folders") in (None, [""]) else f" ({', '.join(d['folders'])})"),
+             _int_text(d.get("files")), _int_text(d.get("bytes")), str(d.get("fingerprint", ""))[:12]]
+            for key, d in data_read.items()]
+    return Section("Data read", [Table(["data", "location", "span(s)", "folder", "files", "bytes", "fingerprint"],
+                                       rows)])
+
+
 def artifacts_section(artifact_ids: Mapping[str, Any]) -> Optional[Section]:
     """The MLMD ids (and types and URIs) of the artifacts the report was built from: the local store's integer ids,
     or the backend's resource names on Kubeflow / Vertex AI (:mod:`components.backend_names`)."""
@@ -291,5 +305,6 @@ def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool
                 squad_race_section(tasks), gain_section(inputs.results), init_check_section(inputs.results),
                 protocol_section(inputs.results, inputs.settings),
                 model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path, inputs.source),
-                data_section(inputs.datagen, inputs.source is not None), artifacts_section(inputs.artifact_ids)]
+                data_section(inputs.datagen, inputs.source is not None), data_read_section(inputs.data_read),
+                artifacts_section(inputs.artifact_ids)]
     return Document(inputs.title, [s for s in sections if s is not None], _REFERENCE_LABELS)
