@@ -23,7 +23,9 @@ import pytest
 
 from tests.reliability import fixtures, mlmd
 
-OVERRIDES = ["train.num_train_steps=60", "train.checkpoint_every=20", "benchmarks.glue_dir=none",
+# The run is killed after the first checkpoint (step CHECKPOINT_EVERY) and resumed from it to STEPS.
+STEPS, CHECKPOINT_EVERY = 30, 10
+OVERRIDES = [f"train.num_train_steps={STEPS}", f"train.checkpoint_every={CHECKPOINT_EVERY}", "benchmarks.glue_dir=none",
              "benchmarks.squad_dir=none", "benchmarks.race_dir=none"]
 TWO_WORKERS = "beam_args=--direct_running_mode=multi_processing,--direct_num_workers=2"
 DATA_NODES = ("CorpusGen", "VocabGen", "PretrainingDataGen")
@@ -76,10 +78,10 @@ def _make(base) -> dict:
                                      "examples_dirs": glob.glob(str(root / "PretrainingDataGen" / "examples" / "*"))}
         mark1 = mlmd.max_execution_id(store)
 
-        # 2. Rerun, killed after the step-20 checkpoint of training.
+        # 2. Rerun, killed after the first checkpoint of training.
         proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_train"])
-        ckpt = str(root / "_checkpoints" / "*" / "ckpt-20.index")
-        _kill_when(proc, lambda: glob.glob(ckpt), "the step-20 checkpoint")
+        ckpt = str(root / "_checkpoints" / "*" / f"ckpt-{CHECKPOINT_EVERY}.index")
+        _kill_when(proc, lambda: glob.glob(ckpt), f"the step-{CHECKPOINT_EVERY} checkpoint")
         store = mlmd.open_store(metadata)
         record["run2"] = mlmd.states_by_node(store, mark1)
         record["run2_live"] = {t: len(a) for t, a in mlmd.live_artifacts(store).items()}

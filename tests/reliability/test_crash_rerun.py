@@ -1,8 +1,8 @@
 """Crash and rerun (slow: three killed/rerun invocations).
 
 ``albert-pipeline run --preset sample`` (small overrides, no benchmarks) is run with two multi-processing workers:
-SIGKILLed in the middle of PretrainingDataGen, rerun and SIGKILLed in the middle of training (after the step-20
-checkpoint), then rerun to the end. Checks: completed components come from the MLMD cache (CACHED), the
+SIGKILLed in the middle of PretrainingDataGen, rerun and SIGKILLed in the middle of training (after the step-10
+checkpoint of 30 steps), then rerun to the end. Checks: completed components come from the MLMD cache (CACHED), the
 interrupted data step redoes its work and the interrupted training resumes from its last checkpoint (export_info
 start_step > 0) and no LIVE artifact duplicates. The same runs' documents / vocabulary / TFRecord bytes against the
 shared sample run's: tests/reliability/test_crash_rerun_bytes.py, late in the run order, when that run has ended
@@ -14,7 +14,7 @@ import os
 import pytest
 
 from tests.conftest import shared_tmp
-from tests.reliability.crash_runs import DATA_NODES, crash_runs
+from tests.reliability.crash_runs import CHECKPOINT_EVERY, DATA_NODES, STEPS, crash_runs
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +43,13 @@ def test_rerun_serves_completed_steps_from_cache_and_redoes_the_killed_one(runs)
 def test_training_resumes_from_the_last_checkpoint(runs):
     (model,) = runs["live"]["Model"]
     info = json.load(open(os.path.join(model, "albert", "export_info.json")))
-    saved = [s for s in runs["checkpoints_at_kill"] if s < 60]
-    assert saved and info["start_step"] == max(saved) >= 20
-    assert info["final_step"] == 60
+    saved = [s for s in runs["checkpoints_at_kill"] if s < STEPS]
+    assert saved and info["start_step"] == max(saved) >= CHECKPOINT_EVERY
+    assert info["final_step"] == STEPS
     (model_run,) = runs["live"]["ModelRun"]
     steps = [json.loads(line)["step"] for line in open(os.path.join(model_run, "train_history.jsonl"))
              if json.loads(line)["split"] == "train"]
-    assert steps[-1] == 60 and steps.count(60) == 1
+    assert steps[-1] == STEPS and steps.count(STEPS) == 1
 
 
 def test_no_duplicate_live_artifacts(runs):
