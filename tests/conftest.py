@@ -185,7 +185,8 @@ def squad_v2_from_v1(path):
 # A name here that no longer exists is an error, so a renamed file cannot drop out of the list unnoticed.
 SLOW = {
     "test_pipeline_e2e.py", "test_cli_run.py", "test_change_impact.py", "test_trainer.py", "test_exit_codes.py",
-    "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_eval_transform.py",
+    "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_crash_rerun_bytes.py",
+    "test_eval_transform.py",
     "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
     "test_rehearsed_ticks.py",
     "test_benchmark_only.py::test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source",
@@ -227,7 +228,7 @@ LONGEST_FIRST = ("test_crash_rerun.py", "test_install_check.py", "test_rehearsed
                  "test_change_impact.py", "test_resume_same_run.py", "test_eval_run_benchmark.py", "test_train_step.py", "test_precision.py",
                  "test_two_phase.py", "test_checkpoint_interop.py", "test_eval_transform.py", "test_atomic_outputs.py",
                  "test_hf_parity.py", "test_safety.py")
-READ_THE_SAMPLE_RUN = ("test_cli_run.py", "test_pipeline_e2e.py")
+READ_THE_SAMPLE_RUN = ("test_cli_run.py", "test_pipeline_e2e.py", "test_crash_rerun_bytes.py")
 
 
 def _run_order(item, position):

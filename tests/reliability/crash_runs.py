@@ -1,0 +1,134 @@
+"""The killed and rerun ``albert-pipeline run`` of tests/reliability/test_crash_rerun.py, made once per test session.
+
+Two test files read it: test_crash_rerun.py (early in the run order: what the kills and reruns recorded) and
+test_crash_rerun_bytes.py (late, with the other readers of the shared sample run: the outputs' bytes against that
+run's). The shared sample run ends minutes into the session; a worker that waited for it right after the crash runs
+sat idle that long. So the runs are made once in the folder every pytest-xdist worker sees (tests/conftest.py's
+``shared_tmp``), under a file lock, and what they recorded is a JSON file there: whichever worker comes first makes
+them, the other reads the file.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.reliability import fixtures, mlmd
+
+# The run is killed after the first checkpoint (step CHECKPOINT_EVERY) and resumed from it to STEPS.
+STEPS, CHECKPOINT_EVERY = 30, 10
+OVERRIDES = [f"train.num_train_steps={STEPS}", f"train.checkpoint_every={CHECKPOINT_EVERY}", "benchmarks.glue_dir=none",
+             "benchmarks.squad_dir=none", "benchmarks.race_dir=none"]
+TWO_WORKERS = "beam_args=--direct_running_mode=multi_processing,--direct_num_workers=2"
+DATA_NODES = ("CorpusGen", "VocabGen", "PretrainingDataGen")
+
+
+def _cmd(out, extra=()):
+    exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
+    sets = [f"--set={o}" for o in OVERRIDES + list(extra)]
+    return [exe, "run", "--preset", "sample", "--output-dir", str(out)] + sets
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": fixtures.REPO, "TF_CPP_MIN_LOG_LEVEL": "2"}
+
+
+def _start(cmd, log):
+    return subprocess.Popen(cmd, env=_env(), cwd=fixtures.REPO, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # own process group: the kill takes its Beam workers too
+
+
+def _kill_when(proc, ready, what, timeout=900):
+    deadline = time.time() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before {what}"
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+
+
+def _uris(live):
+    """type name → the URIs of its LIVE artifacts (what the record keeps of them)."""
+    return {t: [a.uri for a in arts] for t, arts in live.items()}
+
+
+def _make(base) -> dict:
+    out = base / "killed"
+    logs = {name: open(base / f"{name}.log", "wb") for name in ("kill_data", "kill_train", "final")}
+    root = out / "pipeline_root"
+    metadata = str(out / "metadata.sqlite")
+    record = {"base": str(base), "metadata_path": metadata}
+    try:
+        # 1. Killed while PretrainingDataGen's Beam job runs (its staging folder exists, nothing published).
+        proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_data"])
+        staging = str(root / "PretrainingDataGen" / "examples" / "*" / ".staging-*" / "Split-train")
+        _kill_when(proc, lambda: glob.glob(staging), "PretrainingDataGen to start")
+        store = mlmd.open_store(metadata)
+        record["after_kill_data"] = {"states": mlmd.states_by_node(store), "live": _uris(mlmd.live_artifacts(store)),
+                                     "examples_dirs": glob.glob(str(root / "PretrainingDataGen" / "examples" / "*"))}
+        mark1 = mlmd.max_execution_id(store)
+
+        # 2. Rerun, killed after the first checkpoint of training.
+        proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_train"])
+        ckpt = str(root / "_checkpoints" / "*" / f"ckpt-{CHECKPOINT_EVERY}.index")
+        _kill_when(proc, lambda: glob.glob(ckpt), f"the step-{CHECKPOINT_EVERY} checkpoint")
+        store = mlmd.open_store(metadata)
+        record["run2"] = mlmd.states_by_node(store, mark1)
+        record["run2_live"] = {t: len(a) for t, a in mlmd.live_artifacts(store).items()}
+        mark2 = mlmd.max_execution_id(store)
+        record["checkpoints_at_kill"] = sorted(
+            int(p.rsplit("ckpt-", 1)[1].split(".")[0]) for p in glob.glob(str(root / "_checkpoints" / "*" / "ckpt-*.index")))
+
+        # 3. Rerun to the end.
+        final = subprocess.run(_cmd(out, [TWO_WORKERS]), env=_env(), cwd=fixtures.REPO, stdout=logs["final"],
+                               stderr=subprocess.STDOUT, timeout=900)
+        assert final.returncode == 0, open(base / "final.log", errors="replace").read()[-3000:]
+        store = mlmd.open_store(metadata)
+        record["run3"] = mlmd.states_by_node(store, mark2)
+        record["live"] = _uris(mlmd.live_artifacts(store))
+    finally:
+        for f in logs.values():
+            f.close()
+    return record
+
+
+@contextlib.contextmanager
+def _locked(base):
+    with open(base / ".lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def crash_runs(shared) -> dict:
+    """The record of the three runs in ``shared / "crash"`` (made by the first caller of the session): node states
+    after each, the LIVE artifacts' URIs by type, the checkpoints at the training kill. A failure is recorded too,
+    so the other reader fails with it instead of making the runs again."""
+    base = shared / "crash"
+    base.mkdir(exist_ok=True)
+    done, failed = base / "record.json", base / "failed.txt"
+    with _locked(base):
+        if not done.exists() and not failed.exists():
+            try:
+                record = _make(base)
+            except BaseException as exc:
+                failed.write_text(f"{type(exc).__name__}: {exc}")
+                raise
+            tmp = base / "record.json.tmp"
+            tmp.write_text(json.dumps(record))
+            tmp.rename(done)
+    if failed.exists():
+        pytest.fail(f"the crash-and-rerun runs failed (logs in {base}): {failed.read_text()[-3000:]}")
+    return json.loads(done.read_text())
