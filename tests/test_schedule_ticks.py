@@ -36,7 +36,8 @@ def _config(root):
 
 
 def _tick(root):
-    """(plan's WILL RUN nodes, plan's importer lines, the nodes the run then executed), Importers aside."""
+    """(config, plan's WILL RUN nodes, plan's importer lines, the nodes the run then executed (Importers aside),
+    the Importers' artifact ids, the versions pushed, plan's costs, what the run's report says it read)."""
     from pipeline.local_runner import run_local
     from pipeline.plan import plan
 
@@ -48,7 +49,8 @@ def _tick(root):
     states, imported = _last_run(config.metadata_path)
     executed = {n for n, s in states.items() if s == "EXECUTED"} - IMPORTERS
     costs = {r.node: r.last_seconds for r in rows if r.status == "WILL RUN" and r.node not in IMPORTERS}
-    return config, predicted, lines, executed, imported, _versions(config), costs
+    read = _newest_results(config)["summary"]["data_read"]
+    return config, predicted, lines, executed, imported, _versions(config), costs, read
 
 
 def data_layout(root):
@@ -110,7 +112,7 @@ def _versions(config):
 
 def test_tick_1_reads_span_1_and_runs_every_node(ticks):
     root, out = ticks
-    config, predicted, lines, executed, _, versions, costs = out[0]
+    config, predicted, lines, executed, _, versions, costs, _ = out[0]
     assert predicted == executed == TICK_RUNS[0]
     assert set(costs.values()) == {None}  # nothing ran before
     assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-1")
@@ -121,7 +123,7 @@ def test_tick_1_reads_span_1_and_runs_every_node(ticks):
 
 def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_nothing(ticks):
     _, out = ticks
-    config, predicted, lines, executed, imported, versions, costs = out[1]
+    config, predicted, lines, executed, imported, versions, costs, _ = out[1]
     assert predicted == executed == TICK_RUNS[1]
     assert all(costs[node] is not None and costs[node] >= 0 for node in RELEASE), costs  # the last time, from MLMD
     assert lines == {"WikipediaImporter": "wikipedia: unchanged", "GlueDataImporter": "glue: unchanged",
@@ -132,7 +134,7 @@ def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_noth
 
 def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstream(ticks):
     root, out = ticks
-    config, predicted, lines, executed, imported, versions, costs = out[2]
+    config, predicted, lines, executed, imported, versions, costs, read = out[2]
     assert predicted == executed == TICK_RUNS[2]
     assert all(costs[node] is not None for node in CORPUS_DOWN) and costs["Trainer"] > 1, costs
     assert lines["WikipediaImporter"] == "wikipedia: new span 2 (last run read 1)"
@@ -141,7 +143,6 @@ def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstre
     assert imported["WikipediaImporter"] != out[1][4]["WikipediaImporter"]
     assert imported["GlueDataImporter"] == out[1][4]["GlueDataImporter"]
     # The report and the card say what was read: span 2 of the pattern, and the benchmark folders.
-    read = _newest_results(config)["summary"]["data_read"]
     summaries = {key: snap["summary"] for key, snap in config.data_snapshots.items()}
     assert read == summaries and read["wikipedia"]["spans"] == [2] and sorted(read) == ["glue", "race", "wikipedia"]
     assert versions == [1, 2]
@@ -154,11 +155,13 @@ def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstre
 
 def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_benchmark_and_the_release(ticks):
     _, out = ticks
-    config, predicted, lines, executed, imported, versions, costs = out[3]
+    config, predicted, lines, executed, imported, versions, costs, read = out[3]
     assert predicted == executed == TICK_RUNS[3]
     assert lines["GlueDataImporter"] == "glue: 1 file changed since the last run"
     assert lines["WikipediaImporter"] == "wikipedia: unchanged"
     assert imported["GlueDataImporter"] != out[2][4]["GlueDataImporter"]
+    assert read["glue"]["fingerprint"] != out[2][7]["glue"]["fingerprint"]  # the report names the new data
+    assert read["wikipedia"] == out[2][7]["wikipedia"]
 
 
 def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ticks):
