@@ -152,7 +152,7 @@ class PipelineConfig(Section):
         data = self.data_inputs()
         out: Dict[str, Dict[str, str]] = {}
         if self.mode != "benchmark":
-            out["CorpusGen"] = {key: key for key in ("wikipedia", "books") if key in data}
+            out["CorpusGen"] = {key: key for key in CORPUS_KEYS if key in data}
             if self.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
                 dev = {f"{key}_dev": key for key in ("squad", "race") if key in data}
                 if dev:

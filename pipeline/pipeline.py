@@ -100,6 +100,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
                         custom_properties=p.get("custom_properties")).with_id(node_id)
 
     nodes = []
+    consumers = config.data_consumers()  # node → {its input key → the data key whose Importer feeds it}
     data = {key: importer(key) for key in config.benchmarks.nodes()}
     pretraining: Dict[str, Any] = {}  # the Trainer's and datagen's outputs the report and the push read
     if config.mode == "benchmark":
@@ -107,15 +108,14 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
         model = model_import.outputs["model"]
         nodes.append(model_import)
     else:
-        corpus_inputs = {key: importer(key) for key in ("wikipedia", "books") if IMPORTERS[key][0] in params}
+        corpus_inputs = {key: importer(key) for key in consumers["CorpusGen"].values()}
         nodes += list(corpus_inputs.values())
-        corpus = CorpusGen(**args("CorpusGen"),
-                           **{k: v.outputs[IMPORTER_OUTPUT_KEY] for k, v in corpus_inputs.items()})
+        corpus = CorpusGen(**args("CorpusGen"), **{name: corpus_inputs[key].outputs[IMPORTER_OUTPUT_KEY]
+                                                   for name, key in consumers["CorpusGen"].items()})
         vocab = VocabGen(documents=corpus.outputs["documents"], **args("VocabGen"))
-        dev_inputs = {}
-        if config.datagen.eval_source == "benchmark_dev":  # the paper's pretraining dev set
-            dev_inputs = {f"{key}_dev": data[key].outputs[IMPORTER_OUTPUT_KEY] for key in ("squad", "race")
-                          if key in data}
+        # With datagen.eval_source=benchmark_dev, the SQuAD and RACE dev articles (the paper's pretraining dev set).
+        dev_inputs = {name: data[key].outputs[IMPORTER_OUTPUT_KEY]
+                      for name, key in consumers.get("PretrainingDataGen", {}).items()}
         datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
                                      **args("PretrainingDataGen"), **dev_inputs)
         # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
