@@ -188,7 +188,6 @@ SLOW = {
     "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_crash_rerun_bytes.py",
     "test_eval_transform.py",
     "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
-    "test_rehearsed_ticks.py",
     "test_benchmark_only.py::test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source",
     "test_benchmark_only.py::test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model",
     "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",
@@ -222,9 +221,7 @@ def _slow_names_that_do_not_exist():
 # Run order, for `make test`'s workers (pytest-xdist hands out whole files in collection order): the longest files
 # first (measured, longest first), so no worker starts one near the end while the other has nothing left; the files
 # that read the shared sample run last, when it has finished (it starts with the session, in the background).
-# test_install_check.py waits for the sample run (its rehearsal compares with it) after its install checks: early,
-# its wait overlaps the sample run instead of ending the session.
-LONGEST_FIRST = ("test_crash_rerun.py", "test_install_check.py", "test_rehearsed_ticks.py", "test_distributed_pretrain.py", "test_trainer.py",
+LONGEST_FIRST = ("test_crash_rerun.py", "test_install_check.py", "test_distributed_pretrain.py", "test_trainer.py",
                  "test_change_impact.py", "test_resume_same_run.py", "test_eval_run_benchmark.py", "test_train_step.py", "test_precision.py",
                  "test_two_phase.py", "test_checkpoint_interop.py", "test_eval_transform.py", "test_atomic_outputs.py",
                  "test_hf_parity.py", "test_safety.py")

@@ -262,11 +262,9 @@ def differences(local, remote, path=""):
     return [] if local == remote else [f"{path}: {local!r} != {remote!r}"]
 
 
-def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(image_env, sample_run, tmp_path):
-    """``compile`` inside the image environment (as ``infra/cloudbuild.yaml`` does), then every task of the spec
-    run by ``albert-pipeline rehearse`` from that environment: Importers recorded, each container's exact command
-    given an ``ExecutorInput`` with parameters only in ``parameterValues``. The report equals the shared local
-    sample run's (``tests/conftest.py``), and names its artifacts by the backend's resource names."""
+def test_the_compiled_sample_spec_names_the_images_bundled_data(image_env, tmp_path):
+    """``compile`` inside the image environment (as ``infra/cloudbuild.yaml`` does): the sample preset's data
+    parameters name the image's bundled copy, in schema 2.1's typed ``parameterValues``."""
     spec_path = str(tmp_path / "sample.json")
     done = image_env.run(image_env.cli, "compile", "--preset", "sample", "--output", spec_path,
                          "--pipeline-root", str(tmp_path / "compiled_root"))
@@ -275,92 +273,299 @@ def test_the_compiled_sample_spec_runs_task_by_task_as_the_backends_start_it(ima
         spec = json.load(f)
     assert spec["pipelineSpec"]["schemaVersion"] == "2.1.0"
     assert "parameters" not in spec["runtimeConfig"]
-    assert spec["runtimeConfig"]["parameterValues"]["books_dir"] == os.path.join(image_env.home, "data", "sample",
-                                                                                 "books")
+    values = spec["runtimeConfig"]["parameterValues"]
+    assert values["books_dir"] == os.path.join(image_env.home, "data", "sample", "books")
+    assert values["data_span"] == 0 and "DataSnapshot" in spec["pipelineSpec"]["root"]["dag"]["tasks"]
 
-    done = image_env.run(image_env.cli, "rehearse", "--spec", spec_path, "--output-dir", str(tmp_path / "out"),
-                         timeout=1800)
+
+# ------------------------------------------------------------------------ a schedule's ticks, as the backends run them
+# Four rehearsals of one compiled spec in one rehearsal store, from the image environment: four runs of a scheduled
+# pipeline on Vertex AI (issues 45 and 46), over the data layout of tests/test_schedule_ticks.py (its local twin, whose
+# TICK_RUNS each tick must match) plus the sample books: the Wikipedia location is the pattern ``wiki/span-{SPAN}``.
+# The spec is tests/test_change_impact.py's small DAG with books, compiled with a ``gs://`` push destination, a Model
+# Registry model and ``release.max_regression=0`` (a criterion only the comparison with the last blessed model can
+# fail). Tick 1 is also run by the local DAG on the same data: its report and card must be the rehearsal's.
+#
+# 1. span 1: the DataSnapshot task resolves the pattern; every task runs; the resolvers find no blessed model; the
+#    model is blessed and pushed as version 1 into the rehearsal's stand-in of the destination, and the registry
+#    request is recorded, not sent;
+# 2. nothing new: every task before the Blesser is a cache hit; the resolvers find the first run's blessed model
+#    through the compiled queries (the same model: nothing to compare, nothing pushed);
+# 3. span 2 lands: the Wikipedia Importer registers the new span; CorpusGen and everything downstream run; the new
+#    model is compared with the last blessed one (the regression gate applies);
+# 4. one GLUE file changes in place: only the GLUE benchmark, the report and the release run.
+DESTINATION = "gs://albert-releases/prod"
+VERTEX_MODEL = "projects/p/locations/us-central1/models/albert"
+RELEASE = ["release.max_regression=0", f"release.push_destination={DESTINATION}",
+           f"release.vertex_model={VERTEX_MODEL}"]
+RESOLVERS = ("LatestBlessedModel-model-blessing-resolver", "LatestBlessedModel-model-resolver")
+
+
+def _tick_overrides(root):
+    from tests.test_change_impact import BASE
+
+    return BASE + RELEASE + [f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",
+                             f"corpus.books_dir={root / 'data' / 'books'}",
+                             f"benchmarks.glue_dir={root / 'data' / 'glue'}",
+                             f"benchmarks.race_dir={root / 'data' / 'race'}"]
+
+
+def _local_tick(root, overrides):
+    """The local DAG on the same data and configuration, its ``gs://`` destination on the stand-in and its registry
+    upload recorded: {"report": results.json, "card": model_card.json of version 1}."""
+    import glob
+
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
+
+    from components.release.registry import RECORD_VAR
+    from pipeline.configs import build_config
+    from pipeline.local_runner import run_local
+    from tests.gcs_standin import GcsStandIn
+
+    gcs = root / "local_gcs"
+    gcs.mkdir()
+    real_scheme = GCSFileSystem.__dict__["scheme"]
+    GCSFileSystem.scheme = classmethod(lambda cls: "gs-real-unregistered")  # as tests/conftest.py's gcs fixture
+    GcsStandIn.root = str(gcs)
+    FileSystems._FILESYSTEMS = {}  # re-read the registry (the scheme moved to the stand-in)
+    os.environ[RECORD_VAR] = str(root / "local_registry.jsonl")
+    try:
+        config = build_config("sample", overrides=overrides, output_dir=str(root / "local"), local=True)
+        run_local(config)
+    finally:
+        GCSFileSystem.scheme = real_scheme
+        GcsStandIn.root = None
+        FileSystems._FILESYSTEMS = {}
+        os.environ.pop(RECORD_VAR)
+    (report,) = glob.glob(os.path.join(config.pipeline_root, "BenchmarkReport", "report", "*", "results.json"))
+    with open(report) as f, open(gcs / "albert-releases" / "prod" / "1" / "model_card.json") as g:
+        return {"report": json.load(f), "card": json.load(g)}
+
+
+@pytest.fixture(scope="module")
+def image_ticks(image_env, tmp_path_factory):
+    """(data root, rehearsal output folder, the four rehearsals' summaries, their progress logs, the local tick 1)."""
+    from tests.test_schedule_ticks import SAMPLE, add_span_2, change_glue_in_place, data_layout
+
+    root = tmp_path_factory.mktemp("image_ticks")
+    data_layout(root)
+    shutil.copytree(os.path.join(SAMPLE, "books"), root / "data" / "books")
+    overrides = _tick_overrides(root)
+    spec_path, out = str(root / "spec.json"), str(root / "out")
+    sets = [arg for o in overrides for arg in ("--set", o)]
+    done = image_env.run(image_env.cli, "compile", "--preset", "sample", "--output", spec_path, "--image", "img:1",
+                         "--pipeline-root", str(root / "compiled_root"), *sets)
     assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout)
-    assert summary["python"] == image_env.python and summary["schema_version"] == "2.1.0"
-    order = re.findall(r"\[\d+/18\] ([\w-]+): ", done.stderr)  # the progress lines, in the order the tasks ran
+    summaries, logs = [], []
+
+    def tick():
+        done = image_env.run(image_env.cli, "rehearse", "--spec", spec_path, "--output-dir", out, timeout=1800)
+        assert done.returncode == 0, done.stderr[-3000:]
+        summaries.append(json.loads(done.stdout))
+        logs.append(done.stderr)
+
+    tick()
+    local = _local_tick(root, overrides)
+    tick()
+    add_span_2(root)
+    tick()
+    change_glue_in_place(root)
+    tick()
+    return root, out, summaries, logs, local
+
+
+def _outcomes(summary):
+    return {name: t["outcome"] for name, t in summary["tasks"].items()}
+
+
+def _blessing(summary):
+    with open(os.path.join(summary["tasks"]["Blesser"]["outputs"]["blessing"], "blessing.json")) as f:
+        return json.load(f)
+
+
+def _store(summaries):
+    with open(summaries[0]["store"]) as f:
+        return json.load(f)
+
+
+def _pushed(out):
+    return os.path.join(out, "gs", "albert-releases", "prod")
+
+
+def _local_versions(out):
+    return sorted(int(n) for n in os.listdir(_pushed(out)) if n.isdigit())
+
+
+def test_each_tick_runs_the_tasks_the_local_dag_runs_and_hits_the_cache_for_the_rest(image_ticks):
+    from tests.test_schedule_ticks import TICK_RUNS
+
+    _, _, summaries, _, _ = image_ticks
+    for tick, (summary, expected) in enumerate(zip(summaries, TICK_RUNS), 1):
+        outcomes = _outcomes(summary)
+        assert outcomes["DataSnapshot"] == "ran", tick  # its caching is off: it resolves the data on every tick
+        ran = {name for name, outcome in outcomes.items() if outcome == "cache miss, ran"}
+        assert ran == expected, tick
+        containers = {n for n, t in summary["tasks"].items() if t["kind"] == "container"} - {"DataSnapshot"}
+        for name in containers - expected:
+            assert outcomes[name].startswith("cache hit ("), (tick, name, outcomes[name])
+    # Importers: the backend's importer reuses the artifact of the same URI and type; a new span is a new URI.
+    assert [_outcomes(s)["WikipediaImporter"] for s in summaries] == ["recorded", "reused", "recorded", "reused"]
+    assert [_outcomes(s)["GlueDataImporter"] for s in summaries] == ["recorded", "reused", "reused", "reused"]
+
+
+def test_the_first_tick_runs_every_task_as_the_backends_start_it_and_equals_the_local_run(image_env, image_ticks):
+    """Every task of the spec run from the image environment: Importers recorded, each container's exact command
+    given an ``ExecutorInput`` with parameters only in ``parameterValues``. The report and the card equal the local
+    DAG's on the same data, and the report names its artifacts by the backend's resource names."""
+    _, out, summaries, logs, local = image_ticks
+    first = summaries[0]
+    assert first["python"] == image_env.python and first["schema_version"] == "2.1.0"
+    order = re.findall(r"\[\d+/16\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
     assert order == ["DataSnapshot", "LatestBlessedModel-model-blessing-resolver", "BooksImporter",
-                     "GlueDataImporter", "LatestBlessedModel-model-resolver", "RaceDataImporter", "SquadDataImporter",
-                     "WikipediaImporter", "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer",
-                     "GlueBenchmark", "RaceBenchmark", "SquadBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
-    assert sorted(summary["tasks"]) == sorted(order)
-    assert {t["kind"] for t in summary["tasks"].values()} == {"importer", "resolver", "container"}
+                     "GlueDataImporter", "LatestBlessedModel-model-resolver", "RaceDataImporter", "WikipediaImporter",
+                     "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "RaceBenchmark",
+                     "BenchmarkReport", "Blesser", "Pusher"]
+    assert sorted(first["tasks"]) == sorted(order)
+    assert {t["kind"] for t in first["tasks"].values()} == {"importer", "resolver", "container"}
     # The Beam steps ran on FnApiRunner as Beam's default, never trying to download PrismRunner.
-    run_dir = os.path.join(str(tmp_path / "out"), "pipeline_root", summary["run_id"])
+    run_dir = os.path.join(out, "pipeline_root", first["run_id"])
     for task in ("CorpusGen", "PretrainingDataGen"):
         with open(os.path.join(run_dir, task, "log.txt"), errors="replace") as f:
             log = f.read()
         assert "Starting executor" in log and "prism" not in log.lower(), task
 
-    report_dir = summary["tasks"]["BenchmarkReport"]["outputs"]["report"]
-    with open(os.path.join(report_dir, "results.json")) as f:
+    with open(os.path.join(first["tasks"]["BenchmarkReport"]["outputs"]["report"], "results.json")) as f:
         remote = json.load(f)
-    with open(os.path.join(_local_report_dir(sample_run), "results.json")) as f:
-        local = json.load(f)
-    ids = remote["summary"].pop("artifact_ids")
-    local_ids = local["summary"].pop("artifact_ids")
-    # The same data was read: the same files, bytes and spans (the fingerprints hold each copy's modification times).
-    assert sorted(remote["summary"]["data_read"]) == ["books", "glue", "race", "squad", "wikipedia"]
-    for summary in (local["summary"], remote["summary"]):
-        _without_fingerprints(summary["data_read"])
-    assert differences(local, remote) == []
+    report = json.loads(json.dumps(local["report"]))
+    ids, local_ids = remote["summary"].pop("artifact_ids"), report["summary"].pop("artifact_ids")
+    assert sorted(remote["summary"]["data_read"]) == ["books", "glue", "race", "wikipedia"]
+    assert differences(report, remote) == []  # the data read included: the same folders, the same fingerprints
     assert all(isinstance(value["id"], int) for value in local_ids.values())  # a local run: MLMD ids
     # The report names artifacts as the backend knows them: its resource names, not TFX's hash of them.
-    assert ids["model"]["id"] == summary["tasks"]["Trainer"]["artifacts"]["model"]
+    assert ids["model"]["id"] == first["tasks"]["Trainer"]["artifacts"]["model"]
     assert ids["model"]["id"].startswith("projects/rehearsal/locations/local/metadataStores/default/artifacts/")
     assert {name: value["type"] for name, value in ids.items()} == {
         "model": "Model", "model_run": "ModelRun", "statistics": "albert_tfx.DataGenStatistics",
-        "glue": "albert_tfx.BenchmarkResult", "squad": "albert_tfx.BenchmarkResult",
-        "race": "albert_tfx.BenchmarkResult"}
+        "glue": "albert_tfx.BenchmarkResult", "race": "albert_tfx.BenchmarkResult"}
 
-
-    # The release ran as the backend runs it: a first run (the resolver found no blessed model), blessed with no
-    # criteria, pushed as version 1 under the moved pipeline root, with the same scores as the local run's.
-    with open(os.path.join(summary["tasks"]["Blesser"]["outputs"]["blessing"], "blessing.json")) as f:
-        decision = json.load(f)
-    assert (decision["blessed"], decision["reason"], decision["baseline"]) == (True, "no criteria", None)
-    pushed = os.path.join(str(tmp_path / "out"), "pipeline_root", "releases", "1")
-    with open(os.path.join(pushed, "release.json")) as f:
+    # The release: no blessed model yet, blessed with no criteria, version 1 in the rehearsal's stand-in of the
+    # gs:// destination, with the local run's scores.
+    outcomes = _outcomes(first)
+    assert [outcomes[r] for r in RESOLVERS] == ["found none", "found none"]
+    decision = _blessing(first)
+    assert (decision["blessed"], decision["reason"], decision["baseline"]) == (True, "no criteria applicable", None)
+    with open(os.path.join(_pushed(out), "1", "release.json")) as f:
         record = json.load(f)
     from components.release.blessing import task_scores
 
-    assert record["version"] == 1 and record["scores"] == task_scores(local)
-    assert os.path.isfile(os.path.join(pushed, "saved_model.pb"))
+    assert record["version"] == 1 and record["scores"] == task_scores(local["report"])
+    assert record["model"]["id"] == first["tasks"]["Trainer"]["artifacts"]["model"]
+    assert os.path.isfile(os.path.join(_pushed(out), "1", "saved_model.pb"))
     # The card holds the same facts as the local run's card: the Pusher reads the documents' counts as the backend
     # hands them over (metadata numbers), not only as a local MLMD store holds them.
-    with open(os.path.join(pushed, "model_card.json")) as f:
+    with open(os.path.join(_pushed(out), "1", "model_card.json")) as f:
         remote_card = json.load(f)
-    with open(os.path.join(sample_run.pipeline_root, "releases", "1", "model_card.json")) as f:
-        local_card = json.load(f)
     assert remote_card["corpus"]["sources"] == {"books": 2, "wikipedia": 19}
     assert remote_card["corpus"]["documents"] == 21
-    assert card_differences(local_card, remote_card) == []
+    assert card_differences(local["card"], remote_card) == []
+
+
+def test_the_data_snapshot_task_resolves_the_span_when_each_run_starts(image_ticks):
+    root, _, summaries, _, _ = image_ticks
+    wiki = root / "data" / "wiki"
+    assert [s["tasks"]["WikipediaImporter"]["outputs"]["result"] for s in summaries] == [
+        str(wiki / "span-1"), str(wiki / "span-1"), str(wiki / "span-2"), str(wiki / "span-2")]
+    artifacts = {a["name"]: a for a in _store(summaries)["artifacts"]}
+
+    def metadata(summary, task, key):
+        return json.loads(artifacts[summary["tasks"][task]["artifacts"][key]]["metadata"]["data_snapshot"])
+
+    # The Importer records what the task resolved (KFP's dynamic importer metadata) …
+    imported = metadata(summaries[2], "WikipediaImporter", "result")
+    assert (imported["spans"], imported["uri"], imported["location"]) == ([2], str(wiki / "span-2"),
+                                                                          str(wiki / "span-{SPAN}"))
+    # … and the benchmark's result what it read: the GLUE folder changed in place has a new fingerprint, though the
+    # Importer reused the artifact of that URI.
+    before, after = (metadata(s, "GlueBenchmark", "result")["dataset"] for s in (summaries[0], summaries[3]))
+    assert before["uri"] == after["uri"] == str(root / "data" / "glue") and before["files"] == after["files"] == 8
+    assert before["fingerprint"] != after["fingerprint"]
+    documents = metadata(summaries[2], "CorpusGen", "documents")["wikipedia"]
+    assert documents["spans"] == [2] and documents["fingerprint"] == imported["fingerprint"]
+
+
+def test_the_second_tick_resolves_the_first_ones_blessed_model_through_the_compiled_queries(image_ticks):
+    _, _, summaries, _, _ = image_ticks
+    first, second = summaries[:2]
+    blessing_name = first["tasks"]["Blesser"]["artifacts"]["blessing"]
+    model_name = first["tasks"]["Trainer"]["artifacts"]["model"]
+    outcomes = _outcomes(second)
+    assert [outcomes[r] for r in RESOLVERS] == [f"found {blessing_name}", f"found {model_name}"]
+    # The Blesser recorded the model by the name the resolver's query matches, not TFX's hash of it.
+    (blessing,) = [a for a in _store(summaries)["artifacts"] if a["name"] == blessing_name]
+    assert blessing["metadata"]["current_model_id"] == model_name and blessing["metadata"]["blessed"] == 1
+    decision = _blessing(second)
+    assert second["tasks"]["Trainer"]["artifacts"] == first["tasks"]["Trainer"]["artifacts"]  # the same model
+    assert decision["baseline"] == {"model": {"id": model_name, "uri": first["tasks"]["Trainer"]["outputs"]["model"]},
+                                    "scores": _blessing(first)["scores"], "version": 1}
+    assert decision["skipped"] == [{"criterion": "max_regression", "why": "the latest blessed model is this model"}]
+
+
+def test_the_third_tick_is_gated_on_the_last_blessed_model(image_ticks):
+    _, out, summaries, _, _ = image_ticks
+    first, third = summaries[0], summaries[2]
+    model_name = first["tasks"]["Trainer"]["artifacts"]["model"]
+    assert _outcomes(third)["LatestBlessedModel-model-resolver"] == f"found {model_name}"
+    assert third["tasks"]["Trainer"]["artifacts"]["model"] != model_name  # a model trained on span 2
+    decision = _blessing(third)
+    first_scores = _blessing(first)["scores"]
+    assert decision["baseline"] == {"model": {"id": model_name, "uri": first["tasks"]["Trainer"]["outputs"]["model"]},
+                                    "scores": first_scores, "version": 1}
+    # The regression gate applied (on the backends before issue 45 it was skipped as "no blessed model yet").
+    assert [(c["criterion"], c["threshold"]) for c in decision["checks"]] == [
+        ("max_regression.RACE", first_scores["RACE"]), ("max_regression.RTE", first_scores["RTE"]),
+        ("max_regression.average", (first_scores["RACE"] + first_scores["RTE"]) / 2)]
+    assert decision["skipped"] == [] and decision["blessed"] == all(c["passed"] for c in decision["checks"])
+
+
+def test_a_version_is_pushed_once_per_blessed_model(image_ticks):
+    _, out, summaries, _, _ = image_ticks
+    blessed = [s["tasks"]["Trainer"]["artifacts"]["model"] for s in summaries if _blessing(s)["blessed"]]
+    assert _local_versions(out) == list(range(1, len(set(blessed)) + 1))
+    for version, model in zip(_local_versions(out), dict.fromkeys(blessed)):
+        with open(os.path.join(_pushed(out), str(version), "release.json")) as f:
+            assert json.load(f)["model"]["id"] == model
+
+
+def test_a_rehearsal_writes_and_sends_nothing_outside_its_folder(image_ticks):
+    root, out, summaries, _, _ = image_ticks
+    for summary in summaries:
+        assert summary["moved"] == {DESTINATION: _pushed(out)}
+        assert summary["not_sent"] == {f"Model Registry upload to {VERTEX_MODEL}":
+                                       os.path.join(out, "registry_requests.jsonl")}
+    # The compiled pipeline root moved too: nothing was written under it, nor beside the output folder.
+    assert sorted(os.listdir(root)) == ["data", "local", "local_gcs", "local_registry.jsonl", "out", "spec.json",
+                                        "spec.json.rehearsal.json"]
+    from components.release.registry import recorded_requests
+
+    requests = recorded_requests(os.path.join(out, "registry_requests.jsonl"))
+    versions = _local_versions(out)
+    assert len(requests) == len(versions) >= 1
+    create = requests[0]["request"]
+    assert create["model_id"] == "albert" and create["parent"] == "projects/p/locations/us-central1"
+    assert create["model"]["artifact_uri"] == os.path.join(_pushed(out), "1")
+    assert create["model"]["version_aliases"][0] == "v1"
+    for request, number in zip(requests[1:], versions[1:]):  # later versions name the model as their parent
+        assert request["request"]["parent_model"] == VERTEX_MODEL
+        assert request["request"]["model"]["version_aliases"][0] == f"v{number}"
 
 
 def card_differences(local, remote):
     """Two cards' facts, field by field, less what names a run rather than describes the model: artifact ids and
-    paths, the time training took, and the data folders' fingerprints (their copies' modification times)."""
+    paths, and the time training took."""
     local, remote = json.loads(json.dumps(local)), json.loads(json.dumps(remote))
     for card in (local, remote):
         card.pop("artifacts")
         card["training"].pop("wall_seconds")
         card["blessing"].pop("model")
-        _without_fingerprints(card["data_read"])
     return differences(local, remote)
-
-
-def _without_fingerprints(data_read):
-    for read in data_read.values():
-        read.pop("fingerprint")
-
-
-def _local_report_dir(sample_run) -> str:
-    import glob
-
-    (path,) = glob.glob(os.path.join(sample_run.pipeline_root, "BenchmarkReport", "report", "*", "results.json"))
-    return os.path.dirname(path)

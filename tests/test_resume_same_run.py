@@ -7,16 +7,15 @@ state must resume too), 12 steps of batch 8, checkpoints every 5 steps, a histor
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
 from tests.conftest import REPO
 from tests.conftest import RESUME_DATA as DATA
+from tests.reliability.fixtures import kill_when
 
 STEPS, CHECKPOINT_EVERY = 12, 5
 TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
@@ -62,17 +61,6 @@ def _train_lines(output):
 def _checkpoint_steps(output):
     return sorted(int(p.rsplit("ckpt-", 1)[1].split(".")[0])
                   for p in glob.glob(os.path.join(output, "checkpoints", "*", "ckpt-*.index")))
-
-
-def _kill_when(proc, ready, what, timeout=300):
-    deadline = time.time() + timeout
-    while not ready():
-        assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before {what}"
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL
 
 
 def _weights(output):
@@ -122,7 +110,8 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
         # 1. SIGKILL between two checkpoints: after ckpt-5, once step 6 is logged (a step that is not a checkpoint).
         proc = subprocess.Popen(_cmd(examples, killed, extra), env=_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        _kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(killed)), "step 6")
+        kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(killed)), "step 6",
+                  timeout=300, poll=0.01)
         out, err = ref_proc.communicate(timeout=600)
     finally:
         if ref_proc.poll() is None:
@@ -138,7 +127,8 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
         # 2. The rerun, SIGKILLed again while it exports (training finished, the SavedModel is being written).
         proc = subprocess.Popen(_cmd(examples, killed, extra), env=_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
-        _kill_when(proc, lambda: os.path.exists(os.path.join(killed, "model", "Format-Serving")), "the export")
+        kill_when(proc, lambda: os.path.exists(os.path.join(killed, "model", "Format-Serving")), "the export",
+                  timeout=300, poll=0.01)
         assert not os.path.exists(os.path.join(killed, "model", "albert", "export_info.json"))
         assert STEPS in _checkpoint_steps(killed)
 

@@ -78,7 +78,7 @@ def change_glue_in_place(root):
     os.utime(rte, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # rewritten in place, same name
 
 
-# What each tick runs, Importers and the resolver aside (tests/test_rehearsed_ticks.py expects the same of the
+# What each tick runs, Importers and the resolver aside (tests/test_install_check.py expects the same of the
 # compiled spec's tasks).
 TICK_RUNS = [CORPUS_DOWN, RELEASE, CORPUS_DOWN, {"GlueBenchmark", "BenchmarkReport"} | RELEASE]
 

@@ -1,7 +1,7 @@
 """The DataSnapshot task of a compiled spec (pipeline/snapshot_task.py): in the spec ``compile`` writes, and run as
 the backends run it (its exact command, given an ``ExecutorInput``), against the local run's resolution.
 
-The four ticks it serves, rehearsed task by task: tests/test_rehearsed_ticks.py.
+The four ticks it serves, rehearsed task by task: tests/test_install_check.py.
 """
 from __future__ import annotations
 

@@ -14,10 +14,8 @@ import fcntl
 import glob
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -46,17 +44,6 @@ def _start(cmd, log):
                             start_new_session=True)  # own process group: the kill takes its Beam workers too
 
 
-def _kill_when(proc, ready, what, timeout=900):
-    deadline = time.time() + timeout
-    while not ready():
-        assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before {what}"
-        assert time.time() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL
-
-
 def _uris(live):
     """type name → the URIs of its LIVE artifacts (what the record keeps of them)."""
     return {t: [a.uri for a in arts] for t, arts in live.items()}
@@ -72,7 +59,7 @@ def _make(base) -> dict:
         # 1. Killed while PretrainingDataGen's Beam job runs (its staging folder exists, nothing published).
         proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_data"])
         staging = str(root / "PretrainingDataGen" / "examples" / "*" / ".staging-*" / "Split-train")
-        _kill_when(proc, lambda: glob.glob(staging), "PretrainingDataGen to start")
+        fixtures.kill_when(proc, lambda: glob.glob(staging), "PretrainingDataGen to start", timeout=900, group=True)
         store = mlmd.open_store(metadata)
         record["after_kill_data"] = {"states": mlmd.states_by_node(store), "live": _uris(mlmd.live_artifacts(store)),
                                      "examples_dirs": glob.glob(str(root / "PretrainingDataGen" / "examples" / "*"))}
@@ -81,7 +68,8 @@ def _make(base) -> dict:
         # 2. Rerun, killed after the first checkpoint of training.
         proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_train"])
         ckpt = str(root / "_checkpoints" / "*" / f"ckpt-{CHECKPOINT_EVERY}.index")
-        _kill_when(proc, lambda: glob.glob(ckpt), f"the step-{CHECKPOINT_EVERY} checkpoint")
+        fixtures.kill_when(proc, lambda: glob.glob(ckpt), f"the step-{CHECKPOINT_EVERY} checkpoint", timeout=900,
+                           group=True)
         store = mlmd.open_store(metadata)
         record["run2"] = mlmd.states_by_node(store, mark1)
         record["run2_live"] = {t: len(a) for t, a in mlmd.live_artifacts(store).items()}

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import bz2
 import os
+import signal
+import time
 from typing import Optional
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -110,3 +112,19 @@ def written_documents(documents_dir) -> list:
         with open(path, encoding="utf-8") as f:
             docs.extend(parse_text_blocks(f))
     return docs
+
+
+def kill_when(proc, ready, what: str, *, timeout: float, group: bool = False, poll: float = 0.05) -> None:
+    """SIGKILL ``proc`` (its whole process group with ``group``: Beam's workers too) as soon as ``ready()``; fail
+    if it ends first or ``timeout`` seconds pass."""
+    deadline = time.time() + timeout
+    while not ready():
+        assert proc.poll() is None, f"the run ended (rc {proc.returncode}) before {what}"
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(poll)
+    if group:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
