@@ -23,8 +23,10 @@ PRETRAINING_NODES = {"WikipediaImporter", "BooksImporter", "CorpusGen", "VocabGe
 EXPECTED_NODES = {"GlueDataImporter", "RaceDataImporter", "ModelImport", "GlueBenchmark", "RaceBenchmark",
                   "BenchmarkReport", "LatestBlessedModel", "Blesser", "Pusher"}
 # The same nodes as compiled tasks: TFX compiles the resolver as two tasks.
+# The compiled spec's tasks: TFX's two resolver queries, and the DataSnapshot task that resolves the data at run start.
 EXPECTED_TASKS = (EXPECTED_NODES - {"LatestBlessedModel"}) | {"LatestBlessedModel-model-resolver",
-                                                              "LatestBlessedModel-model-blessing-resolver"}
+                                                              "LatestBlessedModel-model-blessing-resolver",
+                                                              "DataSnapshot"}
 
 
 def _sets(model_dir, *extra):

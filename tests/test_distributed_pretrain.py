@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import REPO
+from tests.reliability.fixtures import kill_when
 from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _assert_same_run, _checkpoint_steps,
-                                        _kill_when, _train_lines)
+                                        _train_lines)
 from trainer.distribute import free_loopback_addresses, reachable
 
 TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.train_batch_size=8",
@@ -84,7 +85,8 @@ def test_mirrored_over_two_cpu_replicas_equals_one_device_through_a_kill(example
     mirrored = ["train.strategy=mirrored", "train.cpu_replicas=2"]
     proc = subprocess.Popen(_cmd(examples, out, *mirrored), env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    _kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6")
+    kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6", timeout=300,
+              poll=0.01)
     assert _checkpoint_steps(out) == [CHECKPOINT_EVERY]
     # Rerun: resumes at step 5 and runs the rest 4 optimizer steps per call into the device (steps 6-8, 9-10 ...).
     done = subprocess.run(_cmd(examples, out, *mirrored, "train.steps_per_loop=4"), env=_env(),
@@ -105,7 +107,8 @@ def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examp
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
     try:
         # SIGKILL worker 1 once the chief logged step 6 (after checkpoint 5, before checkpoint 10).
-        _kill_when(procs[1], lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6")
+        kill_when(procs[1], lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6",
+                  timeout=300, poll=0.01)
         # The chief cannot finish alone: its next collective fails, and it stops with one line saying what to do.
         _, err = procs[0].communicate(timeout=180)
         assert procs[0].returncode == 2, err[-3000:]

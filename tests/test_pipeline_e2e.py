@@ -242,9 +242,11 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     config = build_config("sample", pipeline_root="gs://example-bucket/albert")
     spec_path = compile_pipeline(config, str(tmp_path / "spec.json"), image="europe-docker.pkg.dev/p/r/albert-tfx:1")
     summary = spec_summary(spec_path)
-    # TFX compiles the latest-blessed-model resolver into two query tasks (blessing, then its model).
+    # TFX compiles the latest-blessed-model resolver into two query tasks (blessing, then its model); the data is
+    # resolved when a run starts by the DataSnapshot task (pipeline/snapshot_task.py).
     resolver = {"LatestBlessedModel-model-blessing-resolver", "LatestBlessedModel-model-resolver"}
-    assert set(summary["tasks"]) == NODES | resolver
+    assert set(summary["tasks"]) == NODES | resolver | {"DataSnapshot"}
+    assert summary["tasks"]["DataSnapshot"] == [] and "DataSnapshot" in summary["tasks"]["CorpusGen"]
     deps = summary["tasks"]
     assert deps["Blesser"] == ["BenchmarkReport", "LatestBlessedModel-model-resolver", "Trainer"]
     assert {"Blesser", "BenchmarkReport", "CorpusGen", "Trainer"} == set(deps["Pusher"])
@@ -269,7 +271,7 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     resource = job._gca_resource  # the request body submit() would send (public getter needs a created job)
     assert resource.runtime_config.gcs_output_directory == "gs://example-bucket/albert"
     assert resource.labels["team"] == "nlp"
-    assert set(resource.pipeline_spec["root"]["dag"]["tasks"]) == NODES | resolver
+    assert set(resource.pipeline_spec["root"]["dag"]["tasks"]) == NODES | resolver | {"DataSnapshot"}
     # Vertex's client loads the schema-2.1 spec offline: typed parameterValues, no deprecated `parameters`.
     assert resource.pipeline_spec["schemaVersion"] == "2.1.0"
     assert dict(resource.runtime_config.parameter_values)["num_train_steps"] == 300
