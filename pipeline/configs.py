@@ -571,7 +571,7 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
 
         config = resolve_latest_blessed(_resolve_data(_local_paths(config)))
     else:
-        _refuse_patterns(config)
+        _refuse_local_only(config)
     config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
     return config.validate().freeze()
 
@@ -591,7 +591,7 @@ def _resolve_data(config: PipelineConfig) -> PipelineConfig:
     return dataclasses.replace(config, data_snapshots=snapshots)
 
 
-def _refuse_patterns(config: PipelineConfig) -> None:
+def _refuse_local_only(config: PipelineConfig) -> None:
     """What only a local run resolves when it starts: ``train.init_from=latest_blessed``. (Span patterns are resolved
     when a run starts in a compiled spec too: by its DataSnapshot task, ``pipeline/snapshot_task.py``.)"""
     from pipeline.continuation import LATEST_BLESSED
