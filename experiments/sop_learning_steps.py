@@ -5,7 +5,7 @@ Builds the test's data once (the sample preset's documents, its trained vocabula
 points and the held-out metrics beside the unigram baseline. The test asserts SOP accuracy above 0.6 on the last
 log window and on held-out documents.
 
-    .venv/bin/python experiments/sop_learning_steps.py OUT train.num_train_steps=300 train.log_every=50
+    .venv/bin/python -m experiments.sop_learning_steps OUT train.num_train_steps=300 train.log_every=50
 
 Measured on a 2-core AMD EPYC (AVX512-BF16), 2026-11-26: at 300 steps of batch 64 the last window's SOP accuracy is
 0.525 (held-out 0.507); at 450 steps with learning rate 0.003, 0.534 (0.531); at 700 steps of batch 32, 0.507
@@ -18,8 +18,6 @@ import json
 import os
 import sys
 import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def build_examples(out: str) -> str:
