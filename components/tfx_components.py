@@ -413,8 +413,8 @@ def Pusher(
     A model that is not blessed is not pushed (``pushed`` 0, as TFX's Pusher records it). A model the destination
     already holds is not pushed again: the same artifact, or the same model from another run (the same pretraining
     run at the same step, :func:`components.release.package.model_key`: two overlapping runs of the same data push
-    one version; on ``gs://`` the model is claimed create-only first). The record names the version that holds it. With ``vertex_model`` set, a
-    version whose registry upload has not succeeded yet (no ``registry.json`` in its folder: the upload failed
+    one version; on ``gs://`` the model is claimed create-only first). The record names the version that holds it.
+    With ``vertex_model`` set, a version whose registry upload has not succeeded yet (no ``registry.json`` in its folder: the upload failed
     after the push) is uploaded by this rerun; one that has is not uploaded again. A benchmark-only DAG
     (``mode=benchmark``) has no ``model_run`` or ``documents``: the card names the model's source instead of this
     pipeline's pretraining.

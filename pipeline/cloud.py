@@ -207,8 +207,8 @@ def build_schedule(job, spec: ScheduleSpec, credentials=None):
                                                   credentials=credentials, project=job.project,
                                                   location=job.location)
     create_kwargs = {"cron": spec.cron, "max_concurrent_run_count": spec.max_concurrent_run_count,
-                     "allow_queueing": spec.allow_queueing, "max_run_count": spec.max_run_count, "start_time": spec.start_time,
-                     "end_time": spec.end_time}
+                     "allow_queueing": spec.allow_queueing, "max_run_count": spec.max_run_count,
+                     "start_time": spec.start_time, "end_time": spec.end_time}
     return schedule, create_kwargs
 
 

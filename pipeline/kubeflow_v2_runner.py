@@ -34,10 +34,9 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     runner.run(pipeline, parameter_values=runtime_parameter_values(config, image), write_out=True)
     data, pipeline_spec = spec.load(output_path)
     # Each data location is resolved when a run starts, by a task that runs on every tick (pipeline/snapshot_task.py).
-    inputs = config.data_inputs()
-    snapshot_task.wire(data, pipeline_spec, importers={key: IMPORTERS[key][0] for key in inputs},
-                       consumers=config.data_consumers(), settings={key: IMPORTERS[key][1] for key in inputs},
-                       span=config.data.span, window=config.data.span_window, corpus_keys=list(CORPUS_KEYS))
+    snapshot_task.wire(data, pipeline_spec, importers={key: IMPORTERS[key] for key in config.data_inputs()},
+                       consumers=config.data_consumers(), span=config.data.span, window=config.data.span_window,
+                       corpus_keys=list(CORPUS_KEYS))
     if config.task_resources:
         spec.set_task_resources(pipeline_spec, {node: (r.cpu_limit, r.memory_limit)
                                                 for node, r in config.task_resources.items()}, output_path)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 TASK = "DataSnapshot"
 SPAN_PARAMETER = "data_span"
@@ -48,18 +48,17 @@ def data_output(node: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------------- at compile time
-def wire(data: Dict[str, Any], pipeline_spec: Dict[str, Any], *, importers: Dict[str, str],
-         consumers: Dict[str, Dict[str, str]], settings: Dict[str, str], span: int, window: int,
-         corpus_keys: List[str]) -> None:
+def wire(data: Dict[str, Any], pipeline_spec: Dict[str, Any], *, importers: Dict[str, Tuple[str, str]],
+         consumers: Dict[str, Dict[str, str]], span: int, window: int, corpus_keys: List[str]) -> None:
     """Add the task to a compiled spec (``data``: the whole job JSON, ``pipeline_spec`` its ``PipelineSpec``) and
-    rewire the Importers (``importers``: data key → Importer task) and the nodes that read raw data (``consumers``:
-    node → {input key → data key}) to its outputs. ``settings``: data key → its config key (for messages)."""
+    rewire the Importers (``importers``: data key → (Importer task, the config key of its location, for messages))
+    and the nodes that read raw data (``consumers``: node → {input key → data key}) to its outputs."""
     root = pipeline_spec["root"]
     tasks = root["dag"]["tasks"]
     executors = pipeline_spec["deploymentSpec"]["executors"]
     image = next(e["container"]["image"] for e in executors.values() if "container" in e)
     locations = {}  # data key → the pipeline parameter naming its location
-    for key, task_name in importers.items():
+    for key, (task_name, _) in importers.items():
         source = tasks[task_name]["inputs"]["parameters"]["artifact_uri"]
         if "componentInputParameter" not in source:
             raise ValueError(f"{task_name}: its artifact_uri is not a pipeline parameter ({sorted(source)})")
@@ -77,7 +76,7 @@ def wire(data: Dict[str, Any], pipeline_spec: Dict[str, Any], *, importers: Dict
     executors[f"{TASK}_executor"] = {"container": {
         "image": image, "command": ["python", "-m", MODULE], "args": ["--executor_input", "{{$}}"]}}
     task_settings = {"window": window, "corpus_keys": list(corpus_keys), "consumers": consumers,
-                     "locations": {key: {"parameter": param, "setting": settings[key]}
+                     "locations": {key: {"parameter": param, "setting": importers[key][1]}
                                    for key, param in sorted(locations.items())}}
     task_inputs = {param: {"componentInputParameter": param} for param in locations.values()}
     task_inputs[SPAN_PARAMETER] = {"componentInputParameter": SPAN_PARAMETER}
@@ -95,7 +94,7 @@ def wire(data: Dict[str, Any], pipeline_spec: Dict[str, Any], *, importers: Dict
     def depend(task: Dict[str, Any]) -> None:
         task["dependentTasks"] = sorted(set(task.get("dependentTasks", [])) | {TASK})
 
-    for key, task_name in importers.items():
+    for key, (task_name, _) in importers.items():
         task = tasks[task_name]
         task["inputs"]["parameters"]["artifact_uri"] = from_task(uri_output(key))
         task["inputs"]["parameters"]["data_snapshot"] = from_task(snapshot_output(key))
