@@ -1,4 +1,5 @@
-"""Which Beam runner runs a pipeline on this machine (or in a pipeline container) when its args name none.
+"""Which Beam runner runs a pipeline on this machine (or in a pipeline container) when its args name none, and what
+such a local run leaves out.
 
 Beam's default runner, ``DirectRunner``, is a switch: since Beam 2.6x it first tries ``PrismRunner``, which
 downloads a Go binary from GitHub at run time, and only when that fails falls back to the ``FnApiRunner`` for a
@@ -14,10 +15,20 @@ runner DirectRunner ends up on, is what this project runs locally:
   ``runner: DirectRunner`` produces ``--runner=FnApiRunner`` (``pipeline/environments.py``).
 
 Dataflow and the portable runners are always named explicitly and are left alone.
+
+TFX's Beam executors also package the installed TFX as an sdist for a remote runner's workers whenever their args are
+not empty and name no dependency (``--setup_file``, ``--extra_packages`` ...: ``tfx.utils.dependency_utils``): a
+44 MB copy of TFX in a temp folder that is never removed, and a ``setup.py sdist`` process, about 1 s per Beam step.
+A local runner reads the installed packages and never that sdist, so :func:`package_tfx_for_remote_runners_only`,
+applied with the default runner, keeps TFX's packaging for the other runners (Dataflow and the portable ones).
 """
-from typing import List
+from typing import List, Optional, Sequence
 
 LOCAL_RUNNER = "FnApiRunner"
+# The runners that run a pipeline in this process or in processes of this machine, from the installed packages:
+# Beam's DirectRunner and the runners it switches between (None: no runner named, Beam's default).
+LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner", "FnApiRunner",
+                 "PrismRunner")
 
 
 def use_local_runner_by_default() -> None:
@@ -25,6 +36,32 @@ def use_local_runner_by_default() -> None:
     from apache_beam.options.pipeline_options import StandardOptions
 
     StandardOptions.DEFAULT_RUNNER = LOCAL_RUNNER
+
+
+def runner_of(args: Sequence[str]) -> Optional[str]:
+    """The runner Beam ``args`` name (its class name, without a module path), or None."""
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    runner = PipelineOptions(flags=list(args)).view_as(StandardOptions).runner
+    return runner.rsplit(".", 1)[-1] if isinstance(runner, str) else getattr(runner, "__name__", runner)
+
+
+def package_tfx_for_remote_runners_only() -> None:
+    """Make TFX's Beam executors skip packaging TFX when their args name a local runner (or none): see the module's
+    docstring. The args themselves are unchanged (they are in each node's cache key)."""
+    from tfx.utils import dependency_utils
+
+    package = dependency_utils.make_beam_dependency_flags
+    if getattr(package, "remote_runners_only", False):
+        return
+
+    def dependency_flags(beam_pipeline_args: List[str]) -> List[str]:
+        if runner_of(beam_pipeline_args) in LOCAL_RUNNERS:
+            return list(beam_pipeline_args)
+        return package(beam_pipeline_args)
+
+    dependency_flags.remote_runners_only = True
+    dependency_utils.make_beam_dependency_flags = dependency_flags
 
 
 def local_args(workers: int) -> List[str]:

@@ -38,8 +38,10 @@ from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, V
 from trainer.files import ALBERT_DIR, MODEL_SOURCE_FILE, SPM_FILE, STATS_FILE
 
 # Every executor below runs in a process that imported this module: Beam pipelines whose args name no runner run on
-# the FnApiRunner, never a PrismRunner downloaded at run time (components/beam_options.py).
+# the FnApiRunner, never a PrismRunner downloaded at run time, and a local runner's step does not package TFX for
+# remote workers (components/beam_options.py).
 beam_options.use_local_runner_by_default()
+beam_options.package_tfx_for_remote_runners_only()
 
 _LOG = logging.getLogger(__name__)
 
