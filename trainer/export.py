@@ -36,7 +36,9 @@ class ServingModule(tf.Module):
         self.model_variables = list(model.variables)
         self._model = Untracked(model)
 
-    @tf.function(input_signature=[
+    # autograph=False: the model is plain Python control flow, and converting every layer's ``call`` cost about
+    # 1 s of each export (AST rewriting at trace time; as in trainer/train_step.py and the fine-tuning steps).
+    @tf.function(autograph=False, input_signature=[
         tf.TensorSpec([None, None], tf.int32, name="input_ids"),
         tf.TensorSpec([None, None], tf.int32, name="input_mask"),
         tf.TensorSpec([None, None], tf.int32, name="segment_ids"),

@@ -126,7 +126,7 @@ def _predict_fn(model, feats: Dict[str, np.ndarray]):
     fns = _PREDICT_FNS.setdefault(model, {})
     if key not in fns:
         ref = weakref.ref(model)  # a strong reference here would keep every run's model alive in the cache
-        fns[key] = tf.function(lambda x: ref()(x, training=False), input_signature=[spec])
+        fns[key] = tf.function(lambda x: ref()(x, training=False), input_signature=[spec], autograph=False)
     return fns[key]
 
 
@@ -171,7 +171,7 @@ def make_train_step(model: tf_keras.Model, loss_fn: Callable, learning_rate: flo
     variables = model.trainable_variables
     optimizer.build(variables)
 
-    @tf.function(input_signature=None if batch_spec is None else [batch_spec])
+    @tf.function(input_signature=None if batch_spec is None else [batch_spec], autograph=False)  # plain Python
     def train_step(batch):
         with tf.GradientTape() as tape:
             loss = loss_fn(model(batch, training=True), batch)

@@ -362,11 +362,11 @@ def export_serving_model(model, transform_output_dir: str, export_dir: str, has_
     keys = text_keys(has_text_b)
     raw_spec = raw_feature_spec(has_text_b)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=k) for k in keys])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=k) for k in keys], autograph=False)
     def serve_text(*texts):
         return module.outputs(dict(zip(keys, texts)))
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")], autograph=False)
     def serve_tf_examples(examples):
         return module.outputs(tf.io.parse_example(examples, raw_spec))
 
