@@ -26,6 +26,10 @@ import tensorflow as tf
 
 from config.errors import InputError, MissingInputError
 
+# The ``tf.data`` functions here are plain TensorFlow ops: traced as written, not rewritten by autograph (whose
+# conversion of each one cost time in every process that builds an input pipeline; trainer/export.py says more).
+plain = tf.autograph.experimental.do_not_convert
+
 INPUT_KEYS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions")
 LABEL_KEYS = ("masked_lm_ids", "masked_lm_weights", "next_sentence_labels")
 
@@ -94,13 +98,13 @@ def make_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_length: 
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     if training:
         ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True).repeat()
-    ds = ds.interleave(lambda f: tf.data.TFRecordDataset(f, compression_type=compression),
+    ds = ds.interleave(plain(lambda f: tf.data.TFRecordDataset(f, compression_type=compression)),
                        cycle_length=min(len(files), 16), num_parallel_calls=tf.data.AUTOTUNE,
                        deterministic=True)
     if training:
         ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size, drop_remainder=training)
-    ds = ds.map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq),
+    ds = ds.map(plain(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq)),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)
 
@@ -119,8 +123,8 @@ def make_eval_dataset(file_patterns: Sequence[str], batch_size: int, max_seq_len
         raise MissingInputError(f"no TFRecord files match {list(file_patterns)}")
     padded = -(-int(num_records) // global_batch_size) * global_batch_size
     ds = tf.data.TFRecordDataset(files, compression_type=_compression(files)).take(num_records)
-    ds = ds.batch(256).map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq)).unbatch()
-    ds = ds.map(lambda inputs, labels: (inputs, {**labels, "row_weights": tf.constant(1.0)}))
+    ds = ds.batch(256).map(plain(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq))).unbatch()
+    ds = ds.map(plain(lambda inputs, labels: (inputs, {**labels, "row_weights": tf.constant(1.0)})))
     zeros = tf.nest.map_structure(lambda s: tf.zeros(s.shape, s.dtype), ds.element_spec)
     ds = ds.concatenate(tf.data.Dataset.from_tensors(zeros).repeat(padded - num_records))
     if input_context is not None and input_context.num_input_pipelines > 1:
@@ -153,8 +157,8 @@ def count_records(files: Sequence[str]) -> List[int]:
 
     def counted(paths):
         return tf.data.Dataset.from_tensor_slices(list(paths)).map(
-            lambda f: tf.data.TFRecordDataset(f, compression_type=compression).reduce(
-                tf.constant(0, tf.int64), lambda n, _: n + 1),
+            plain(lambda f: tf.data.TFRecordDataset(f, compression_type=compression).reduce(
+                tf.constant(0, tf.int64), plain(lambda n, _: n + 1))),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     try:
@@ -220,11 +224,11 @@ def record_stream(files: Sequence[str], counts: Sequence[int], seed: int, start:
         (tf.constant([files[i] for i in order[slot:]]), tf.constant([skip] + [0] * (len(order) - slot - 1), tf.int64)))
     files_t = tf.constant(files)
     later = tf.data.Dataset.range(epoch + 1, np.iinfo(np.int64).max).flat_map(
-        lambda e: tf.data.Dataset.from_tensor_slices(
+        plain(lambda e: tf.data.Dataset.from_tensor_slices(
             (tf.gather(files_t, _permutation(len(files), seed, _FILE_ORDER_SALT, e)),
-             tf.zeros([len(files)], tf.int64))))
+             tf.zeros([len(files)], tf.int64)))))
     return first.concatenate(later).flat_map(
-        lambda f, n: tf.data.TFRecordDataset(f, compression_type=compression, buffer_size=1 << 20).skip(n))
+        plain(lambda f, n: tf.data.TFRecordDataset(f, compression_type=compression, buffer_size=1 << 20).skip(n)))
 
 
 def shuffled_records(files: Sequence[str], counts: Sequence[int], seed: int, start: int = 0,
@@ -234,7 +238,7 @@ def shuffled_records(files: Sequence[str], counts: Sequence[int], seed: int, sta
     first_block = int(start) // block
     ds = record_stream(files, counts, seed, first_block * block).batch(block, drop_remainder=True)
     ds = tf.data.Dataset.zip((tf.data.Dataset.range(first_block, np.iinfo(np.int64).max), ds))
-    ds = ds.map(lambda k, records: tf.gather(records, _permutation(block, seed, _BLOCK_SALT, k)))
+    ds = ds.map(plain(lambda k, records: tf.gather(records, _permutation(block, seed, _BLOCK_SALT, k))))
     return ds.unbatch().skip(int(start) - first_block * block)
 
 
@@ -261,6 +265,6 @@ def make_pretraining_dataset(file_patterns: Sequence[str], batch_size: int, max_
             raise ValueError(f"start {start} is not a multiple of {input_context.num_input_pipelines} pipelines")
         ds = ds.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
     ds = ds.batch(batch_size, drop_remainder=True)
-    ds = ds.map(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq),
+    ds = ds.map(plain(lambda s: parse_batch(s, max_seq_length, max_predictions_per_seq)),
                 num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.prefetch(tf.data.AUTOTUNE)

@@ -209,7 +209,8 @@ def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], ba
     batch_spec = None
     if dynamic and dynamic_padding(model, training=True):
         keys = _sequence_keys(model, train_arrays)
-        ds = ds.map(trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1])))
+        trim = trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1]))
+        ds = ds.map(tf.autograph.experimental.do_not_convert(trim))  # plain TF ops (see trainer/input_pipeline.py)
         batch_spec = _relaxed_spec(ds.element_spec, keys)
     return short_lived(ds.prefetch(2)), batch_spec
 
