@@ -9,21 +9,24 @@ import time
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# `make test` runs one pytest-xdist worker per core, and TensorFlow sizes both of its thread pools to every core in
-# each process: N busy workers oversubscribed N cores. Each worker, and every process it starts, gets its share of
-# the cores instead (docs/performance.md: two concurrent pretraining runs on 2 cores took 39-40 s with one thread
-# each against 47-49 s with TensorFlow's default). A run without xdist keeps TensorFlow's default.
-_XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-if _XDIST_WORKERS > 1:
-    _share = str(max(1, len(os.sched_getaffinity(0)) // _XDIST_WORKERS))
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _share)
-    os.environ.setdefault("TF_NUM_INTEROP_THREADS", _share)
 
 import pytest  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
+
+# `make test` runs one pytest-xdist worker per core, and TensorFlow sizes both of its thread pools to every core in
+# each process: N busy workers oversubscribed N cores. Each worker, and every process it starts, gets its share of
+# the cores instead (docs/performance.md: two concurrent pretraining runs on 2 cores took 39-40 s with one thread
+# each against 47-49 s with TensorFlow's default). A run without xdist keeps TensorFlow's default.
+_XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _XDIST_WORKERS > 1:
+    from trainer.precision import thread_count  # os only: TensorFlow is not imported yet
+
+    _share = str(max(1, thread_count() // _XDIST_WORKERS))
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _share)
+    os.environ.setdefault("TF_NUM_INTEROP_THREADS", _share)
 
 SAMPLE = os.path.join(REPO, "data", "sample")
 

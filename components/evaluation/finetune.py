@@ -35,7 +35,7 @@ from components.evaluation.heads import FEATURE_KEYS, build_encoder, load_encode
 from components.evaluation.init_check import ARMS, check_encoder_init
 from trainer import precision as precision_lib
 from trainer.formatting import eta_text
-from trainer.input_pipeline import short_lived
+from trainer.input_pipeline import plain, short_lived
 from trainer.optimization import clip_gradients, create_optimizer
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def trim_batch_fn(keys: Tuple[str, ...], full_length: int, multiple: int = PAD_M
         longest = tf.reduce_max(tf.where(mask, positions, tf.zeros_like(positions)))
         length = pad_length(longest, full_length, multiple)
         return {k: (v[..., :length] if k in keys else v) for k, v in batch.items()}
-    return trim
+    return plain(trim)  # plain TF ops: traced as written (trainer/input_pipeline.py)
 
 
 def _relaxed_spec(spec, keys):
@@ -209,8 +209,7 @@ def train_dataset(model: tf_keras.Model, train_arrays: Dict[str, np.ndarray], ba
     batch_spec = None
     if dynamic and dynamic_padding(model, training=True):
         keys = _sequence_keys(model, train_arrays)
-        trim = trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1]))
-        ds = ds.map(tf.autograph.experimental.do_not_convert(trim))  # plain TF ops (see trainer/input_pipeline.py)
+        ds = ds.map(trim_batch_fn(keys, int(train_arrays["input_ids"].shape[-1])))
         batch_spec = _relaxed_spec(ds.element_spec, keys)
     return short_lived(ds.prefetch(2)), batch_spec
 
