@@ -18,8 +18,8 @@ if REPO not in sys.path:
 
 # `make test` runs one pytest-xdist worker per core, and TensorFlow sizes both of its thread pools to every core in
 # each process: N busy workers oversubscribed N cores. Each worker, and every process it starts, gets its share of
-# the cores instead (docs/performance.md: two concurrent pretraining runs on 2 cores took 39-40 s with one thread
-# each against 47-49 s with TensorFlow's default). A run without xdist keeps TensorFlow's default.
+# the cores instead (docs/performance.md: two concurrent pretraining runs on 2 cores took 38-42 s with one thread
+# each against 47-50 s with TensorFlow's default). A run without xdist keeps TensorFlow's default.
 _XDIST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _XDIST_WORKERS > 1:
     from trainer.precision import thread_count  # os only: TensorFlow is not imported yet
