@@ -233,7 +233,7 @@ def _slow_names_that_do_not_exist():
 # Run order, for `make test`'s workers (pytest-xdist hands out whole files in collection order): the longest files
 # first (measured, longest first), so no worker starts one near the end while the other has nothing left; the files
 # that read the shared sample run last, when it has finished (it starts with the session, in the background).
-LONGEST_FIRST = ("test_install_check.py", "test_crash_rerun.py", "test_distributed_pretrain.py", "test_trainer.py",
+LONGEST_FIRST = ("test_install_check.py", "test_crash_rerun.py", "test_distributed_pretrain.py",
                  "test_change_impact.py", "test_resume_same_run.py", "test_eval_run_benchmark.py", "test_train_step.py", "test_precision.py",
                  "test_two_phase.py", "test_checkpoint_interop.py", "test_eval_transform.py", "test_atomic_outputs.py",
                  "test_hf_parity.py", "test_safety.py")
