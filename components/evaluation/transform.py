@@ -115,8 +115,19 @@ def normalize_text(text: tf.Tensor, lower: bool = True) -> tf.Tensor:
     return text
 
 
+def _row_ids(row_splits: tf.Tensor, size: tf.Tensor) -> tf.Tensor:
+    """The row of each of ``size`` values split by ``row_splits`` (``RaggedTensor.value_rowids`` in one op)."""
+    return tf.searchsorted(row_splits[1:], tf.range(size, dtype=row_splits.dtype), side="right",
+                           out_type=row_splits.dtype)
+
+
 class AlbertTfTokenizer:
-    """Normalise → SentencePiece → digits-comma split, all in TF ops; ``tokenize`` gives ragged ids."""
+    """Normalise → SentencePiece → digits-comma split, all in TF ops; ``tokenize`` gives ragged ids.
+
+    The ids are computed on the flat values and row splits (gathers, one scatter), not with ragged
+    broadcasting or ``tf.ragged.boolean_mask``: those build hundreds of shape-checking ops, and this
+    graph is traced, saved, loaded and served several times for every GLUE task (tf.Transform, the
+    serving export, TFMA)."""
 
     def __init__(self, model_proto: bytes, do_lower_case: bool = True):
         self.do_lower_case = do_lower_case
@@ -128,36 +139,42 @@ class AlbertTfTokenizer:
     def tokenize(self, text: tf.Tensor) -> tf.RaggedTensor:
         pieces = self.sp.tokenize(normalize_text(text, self.do_lower_case))  # [B, (P)] strings
         flat = pieces.flat_values
-        flat_ids = self._ids(flat)
+        n = tf.size(flat, out_type=tf.int64)
         # Digits-comma split: len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit().
         quirk = tf.logical_and(tf.strings.length(flat, unit="UTF8_CHAR") > 1,
                                tf.strings.regex_full_match(flat, f"(?s).*{_digit_class()},"))
-        quirk_pieces = tf.boolean_mask(flat, quirk)
+        quirk_at = tf.reshape(tf.where(quirk), [-1])  # [Q] piece index of each quirk piece, in order
+        quirk_pieces = tf.gather(flat, quirk_at)
+        q = tf.size(quirk_at, out_type=tf.int64)
         stem = tf.strings.regex_replace(quirk_pieces, ",$", "")  # drop the final ','
         sub = self.sp.tokenize(tf.strings.regex_replace(stem, SPIECE_UNDERLINE, ""))  # [Q, (S)]
-        # If the piece did not start with '▁' but the re-encoding does: strip it (drop a lone '▁').
+        sub_values, sub_splits = sub.flat_values, tf.cast(sub.row_splits, tf.int64)
+        s = tf.size(sub_values, out_type=tf.int64)
+        sub_rows = _row_ids(sub_splits, s)
+        # If the piece did not start with '▁' but its re-encoding does: strip that '▁' (drop a lone '▁').
         starts = tf.strings.regex_full_match(quirk_pieces, f"(?s){SPIECE_UNDERLINE}.*")
-        first = tf.reshape(sub[:, :1].to_tensor(default_value="", shape=[None, 1]), [-1])
-        fix = tf.logical_and(tf.logical_not(starts),
-                             tf.strings.regex_full_match(first, f"(?s){SPIECE_UNDERLINE}.*"))
-        stripped_first = tf.strings.regex_replace(first, f"^{SPIECE_UNDERLINE}", "")
-        position = tf.ragged.range(sub.row_lengths())
-        is_first = tf.equal(position, 0)
-        fix_row = tf.logical_and(is_first, tf.expand_dims(fix, 1))  # ragged bool [Q, (S)]
-        replaced = tf.where(fix_row.flat_values,
-                            tf.gather(stripped_first, sub.value_rowids()), sub.flat_values)
-        keep = tf.logical_not(tf.logical_and(fix_row.flat_values, tf.equal(replaced, "")))
-        sub_pieces = tf.ragged.boolean_mask(sub.with_flat_values(replaced), sub.with_flat_values(keep))
-        comma = tf.fill(tf.stack([tf.shape(quirk_pieces)[0], 1]), ",")
-        quirk_ids = self._ids(tf.concat([sub_pieces, tf.RaggedTensor.from_tensor(comma)], axis=1))
-        # Stitch: every piece becomes a list of ids (itself, or the quirk re-encoding), in order.
-        n = tf.shape(flat_ids, out_type=tf.int64)[0]
-        singles = tf.RaggedTensor.from_tensor(tf.expand_dims(flat_ids, 1))
-        pool = tf.concat([singles, quirk_ids], axis=0)
-        quirk_index = tf.cumsum(tf.cast(quirk, tf.int64)) - 1 + n
-        index = tf.where(quirk, quirk_index, tf.range(n))
-        per_piece = tf.gather(pool, index)  # [N, (k)]
-        return tf.RaggedTensor.from_row_splits(per_piece, pieces.row_splits).merge_dims(1, 2)
+        fix = tf.logical_and(tf.equal(tf.range(s), tf.gather(sub_splits, sub_rows)),  # first of its row
+                             tf.logical_not(tf.gather(starts, sub_rows)))
+        fix = tf.logical_and(fix, tf.strings.regex_full_match(sub_values, f"(?s){SPIECE_UNDERLINE}.*"))
+        replaced = tf.where(fix, tf.strings.regex_replace(sub_values, f"^{SPIECE_UNDERLINE}", ""), sub_values)
+        keep = tf.logical_not(tf.logical_and(fix, tf.equal(replaced, "")))
+        kept_ids = self._ids(tf.boolean_mask(replaced, keep))
+        kept_rows = tf.boolean_mask(sub_rows, keep)
+        kept_count = tf.math.unsorted_segment_sum(tf.ones_like(kept_rows), kept_rows, q)
+        # Stitch: every piece becomes a list of ids (itself, or its kept re-encoding then ','), in order.
+        piece_len = tf.tensor_scatter_nd_update(tf.ones([n], tf.int64), tf.expand_dims(quirk_at, 1), kept_count + 1)
+        piece_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(piece_len)], 0)
+        quirk_start = tf.gather(piece_splits, quirk_at)
+        kept_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(kept_count)], 0)
+        kept_pos = (tf.gather(quirk_start, kept_rows) + tf.range(tf.size(kept_rows, out_type=tf.int64))
+                    - tf.gather(kept_splits, kept_rows))
+        single = tf.logical_not(quirk)
+        positions = tf.concat([tf.boolean_mask(piece_splits[:-1], single), kept_pos, quirk_start + kept_count], 0)
+        values = tf.concat([tf.boolean_mask(self._ids(flat), single), kept_ids,
+                            tf.fill(tf.expand_dims(q, 0), self._ids(tf.constant(",")))], 0)
+        ids = tf.scatter_nd(tf.expand_dims(positions, 1), values, piece_splits[-1:])
+        return tf.RaggedTensor.from_row_splits(ids, tf.gather(piece_splits, tf.cast(pieces.row_splits, tf.int64)),
+                                               validate=False)
 
 
 def truncation_lengths(len_a: tf.Tensor, len_b: tf.Tensor, budget: int):
@@ -178,36 +195,48 @@ def truncation_lengths(len_a: tf.Tensor, len_b: tf.Tensor, budget: int):
     return tf.where(fits, len_a, new_a), tf.where(fits, len_b, new_b)
 
 
-def _head(ids: tf.RaggedTensor, lengths: tf.Tensor) -> tf.RaggedTensor:
-    keep = tf.ragged.range(ids.row_lengths()) < tf.expand_dims(lengths, 1)
-    return tf.ragged.boolean_mask(ids, keep)
+def _columns(ids: tf.RaggedTensor, kept: tf.Tensor, offset: tf.Tensor):
+    """(indices ``[K, 2]``, values ``[K]``) placing the first ``kept[r]`` ids of each row ``r`` of ``ids`` at
+    columns ``offset[r]``, ``offset[r] + 1``, ... of row ``r``."""
+    splits = tf.cast(ids.row_splits, tf.int64)
+    size = tf.size(ids.flat_values, out_type=tf.int64)
+    rows = _row_ids(splits, size)
+    position = tf.range(size) - tf.gather(splits, rows)
+    keep = position < tf.gather(kept, rows)
+    rows = tf.boolean_mask(rows, keep)
+    return (tf.stack([rows, tf.gather(offset, rows) + tf.boolean_mask(position, keep)], 1),
+            tf.boolean_mask(ids.flat_values, keep))
 
 
 def encode_inputs(tokenizer: AlbertTfTokenizer, text_a: tf.Tensor, text_b: Optional[tf.Tensor],
                   max_seq_length: int) -> Dict[str, tf.Tensor]:
-    """``[CLS] a [SEP] (b [SEP])`` → int64 input_ids / input_mask / segment_ids ``[B, max_seq_length]``."""
+    """``[CLS] a [SEP] (b [SEP])`` → int64 input_ids / input_mask / segment_ids ``[B, max_seq_length]``
+    (each token scattered to its column: no ragged concatenation)."""
     a = tokenizer.tokenize(text_a)
-    batch = tf.shape(text_a, out_type=tf.int64)[:1]
-    cls = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([batch, [1]], 0), tf.constant(CLS_ID, tf.int64)))
-    sep = tf.RaggedTensor.from_tensor(tf.fill(tf.concat([batch, [1]], 0), tf.constant(SEP_ID, tf.int64)))
+    batch = tf.size(text_a, out_type=tf.int64)
+    rows = tf.range(batch)
     if text_b is None:
-        a = _head(a, tf.fill(batch, tf.constant(max_seq_length - 2, tf.int64)))
-        ids = tf.concat([cls, a, sep], axis=1)
-        seg = tf.zeros_like(ids)
+        la = tf.minimum(a.row_lengths(), max_seq_length - 2)
+        total = la + 2
     else:
         b = tokenizer.tokenize(text_b)
         la, lb = truncation_lengths(a.row_lengths(), b.row_lengths(), max_seq_length - 3)
-        a, b = _head(a, la), _head(b, lb)
-        first = tf.concat([cls, a, sep], axis=1)
-        second = tf.concat([b, sep], axis=1)
-        ids = tf.concat([first, second], axis=1)
-        seg = tf.concat([tf.zeros_like(first), tf.ones_like(second)], axis=1)
-    shape = [None, max_seq_length]
-    input_ids = ids.to_tensor(default_value=0, shape=shape)
+        total = la + lb + 3
+    parts = [(tf.stack([rows, tf.zeros_like(rows)], 1), tf.fill([batch], tf.constant(CLS_ID, tf.int64))),
+             _columns(a, la, tf.ones_like(rows)),
+             (tf.stack([rows, la + 1], 1), tf.fill([batch], tf.constant(SEP_ID, tf.int64)))]
+    if text_b is not None:
+        parts += [_columns(b, lb, la + 2), (tf.stack([rows, total - 1], 1), tf.fill([batch], tf.constant(SEP_ID, tf.int64)))]
+    indices, values = (tf.concat(list(x), 0) for x in zip(*parts))
+    input_ids = tf.scatter_nd(indices, values, tf.stack([batch, tf.constant(max_seq_length, tf.int64)]))
+    input_ids.set_shape([None, max_seq_length])
+    columns = tf.range(max_seq_length, dtype=tf.int64)[tf.newaxis, :]
+    in_sequence = columns < total[:, tf.newaxis]
+    second = columns >= (la + 2)[:, tf.newaxis] if text_b is not None else tf.zeros_like(in_sequence)
     return {
         "input_ids": input_ids,
-        "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
-        "segment_ids": seg.to_tensor(default_value=0, shape=shape),
+        "input_mask": tf.cast(in_sequence, tf.int64),
+        "segment_ids": tf.cast(tf.logical_and(in_sequence, second), tf.int64),
     }
 
 
