@@ -164,6 +164,24 @@ def test_cache_is_keyed_by_isa_flags_and_thread_count(tmp_path, monkeypatch, cac
     assert sorted(json.loads(k)["threads"] for k in json.loads(cache_file.read_text())) == sorted([threads, threads, 64])
 
 
+def test_the_key_holds_the_intra_op_pool_the_environment_sets(monkeypatch):
+    """``TF_NUM_INTRAOP_THREADS`` (read by TensorFlow when tf.config leaves the pool at 0) is in the key: a probe
+    timed on one thread is not reused for a run on every core, nor the other way round."""
+    import tensorflow as tf
+
+    assert tf.config.threading.get_intra_op_parallelism_threads() == 0  # the suite leaves tf.config alone
+    shape = {"batch": 4}
+    monkeypatch.delenv("TF_NUM_INTRAOP_THREADS", raising=False)
+    default = json.loads(precision.probe_key("pretrain", shape))
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "1")
+    one = json.loads(precision.probe_key("pretrain", shape))
+    assert (default["intra_op_threads"], one["intra_op_threads"]) == (0, 1)
+    assert {k: v for k, v in one.items() if k != "intra_op_threads"} == {
+        k: v for k, v in default.items() if k != "intra_op_threads"}
+    monkeypatch.setenv("TF_NUM_INTRAOP_THREADS", "many")  # not a pool size: keyed as the default
+    assert json.loads(precision.probe_key("pretrain", shape))["intra_op_threads"] == 0
+
+
 @pytest.mark.parametrize("flags", [(), ("avx512f",)])
 def test_a_cpu_without_bf16_arithmetic_gets_float32_however_the_timer_reads(tmp_path, monkeypatch, cache_file, flags):
     """AVX2-only or AVX-512F without BF16: float32 without probing, even with a timer that makes bf16 twice as fast and

@@ -134,16 +134,30 @@ def cache_path() -> str:
     return os.path.join(base, "albert-tfx", "precision.json")
 
 
+def intra_op_threads() -> int:
+    """TensorFlow's intra-op pool size as this process sets it: the ``tf.config`` value, else
+    ``TF_NUM_INTRAOP_THREADS`` (which TensorFlow reads when the config leaves it 0), else 0 (its default: one thread
+    per CPU of :func:`thread_count`)."""
+    import tensorflow as tf
+
+    configured = tf.config.threading.get_intra_op_parallelism_threads()
+    if configured:
+        return configured
+    try:
+        return max(0, int(os.environ.get("TF_NUM_INTRAOP_THREADS", "0")))
+    except ValueError:
+        return 0
+
+
 def probe_key(kind: str, shape: Mapping[str, Any]) -> str:
     """The cache key: what the timing depends on (CPU model and its :data:`ISA_FLAGS`, runtime, threads, what is
     trained and its shape)."""
     import tensorflow as tf
 
-    intra = tf.config.threading.get_intra_op_parallelism_threads()
     flags = cpu_flags()
     return json.dumps({"cpu": cpu_model(), "isa": None if flags is None else list(flags),
                        "tensorflow": tf.__version__, "threads": thread_count(),
-                       "intra_op_threads": intra, "kind": kind, "shape": dict(shape)}, sort_keys=True)
+                       "intra_op_threads": intra_op_threads(), "kind": kind, "shape": dict(shape)}, sort_keys=True)
 
 
 def _read_cache(path: str) -> Dict[str, Any]:
