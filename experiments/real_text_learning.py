@@ -141,11 +141,12 @@ def main(argv: Sequence[str] = None) -> int:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="a configuration override on top of the recipe (repeatable), e.g. seed=1")
     args = p.parse_args(argv)
+    from config.schema import ConfigError
     from pipeline.configs import build_config
 
     try:
         build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES + args.overrides)
-    except (ValueError, KeyError) as exc:
+    except ConfigError as exc:
         print(f"real_text_learning: {exc}", file=sys.stderr)
         return 2
     os.makedirs(args.output, exist_ok=True)

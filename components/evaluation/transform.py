@@ -38,7 +38,7 @@ import os
 import sys
 import unicodedata
 from functools import lru_cache
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 import numpy as np
@@ -115,10 +115,12 @@ def normalize_text(text: tf.Tensor, lower: bool = True) -> tf.Tensor:
     return text
 
 
-def _row_ids(row_splits: tf.Tensor, size: tf.Tensor) -> tf.Tensor:
-    """The row of each of ``size`` values split by ``row_splits`` (``RaggedTensor.value_rowids`` in one op)."""
-    return tf.searchsorted(row_splits[1:], tf.range(size, dtype=row_splits.dtype), side="right",
-                           out_type=row_splits.dtype)
+def _rows_and_positions(row_splits: tf.Tensor, size: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(row, position within that row) of each of ``size`` values split by ``row_splits``: the row is
+    ``RaggedTensor.value_rowids`` in one op, the position the value's offset from its row's start."""
+    index = tf.range(size, dtype=row_splits.dtype)
+    rows = tf.searchsorted(row_splits[1:], index, side="right", out_type=row_splits.dtype)
+    return rows, index - tf.gather(row_splits, rows)
 
 
 class AlbertTfTokenizer:
@@ -150,11 +152,10 @@ class AlbertTfTokenizer:
         sub = self.sp.tokenize(tf.strings.regex_replace(stem, SPIECE_UNDERLINE, ""))  # [Q, (S)]
         sub_values, sub_splits = sub.flat_values, tf.cast(sub.row_splits, tf.int64)
         s = tf.size(sub_values, out_type=tf.int64)
-        sub_rows = _row_ids(sub_splits, s)
+        sub_rows, sub_position = _rows_and_positions(sub_splits, s)
         # If the piece did not start with '▁' but its re-encoding does: strip that '▁' (drop a lone '▁').
         starts = tf.strings.regex_full_match(quirk_pieces, f"(?s){SPIECE_UNDERLINE}.*")
-        fix = tf.logical_and(tf.equal(tf.range(s), tf.gather(sub_splits, sub_rows)),  # first of its row
-                             tf.logical_not(tf.gather(starts, sub_rows)))
+        fix = tf.logical_and(tf.equal(sub_position, 0), tf.logical_not(tf.gather(starts, sub_rows)))
         fix = tf.logical_and(fix, tf.strings.regex_full_match(sub_values, f"(?s){SPIECE_UNDERLINE}.*"))
         replaced = tf.where(fix, tf.strings.regex_replace(sub_values, f"^{SPIECE_UNDERLINE}", ""), sub_values)
         keep = tf.logical_not(tf.logical_and(fix, tf.equal(replaced, "")))
@@ -198,10 +199,7 @@ def truncation_lengths(len_a: tf.Tensor, len_b: tf.Tensor, budget: int):
 def _columns(ids: tf.RaggedTensor, kept: tf.Tensor, offset: tf.Tensor):
     """(indices ``[K, 2]``, values ``[K]``) placing the first ``kept[r]`` ids of each row ``r`` of ``ids`` at
     columns ``offset[r]``, ``offset[r] + 1``, ... of row ``r``."""
-    splits = tf.cast(ids.row_splits, tf.int64)
-    size = tf.size(ids.flat_values, out_type=tf.int64)
-    rows = _row_ids(splits, size)
-    position = tf.range(size) - tf.gather(splits, rows)
+    rows, position = _rows_and_positions(tf.cast(ids.row_splits, tf.int64), tf.size(ids.flat_values, out_type=tf.int64))
     keep = position < tf.gather(kept, rows)
     rows = tf.boolean_mask(rows, keep)
     return (tf.stack([rows, tf.gather(offset, rows) + tf.boolean_mask(position, keep)], 1),
@@ -222,11 +220,11 @@ def encode_inputs(tokenizer: AlbertTfTokenizer, text_a: tf.Tensor, text_b: Optio
         b = tokenizer.tokenize(text_b)
         la, lb = truncation_lengths(a.row_lengths(), b.row_lengths(), max_seq_length - 3)
         total = la + lb + 3
-    parts = [(tf.stack([rows, tf.zeros_like(rows)], 1), tf.fill([batch], tf.constant(CLS_ID, tf.int64))),
-             _columns(a, la, tf.ones_like(rows)),
-             (tf.stack([rows, la + 1], 1), tf.fill([batch], tf.constant(SEP_ID, tf.int64)))]
+    cls, sep = (tf.fill([batch], tf.constant(i, tf.int64)) for i in (CLS_ID, SEP_ID))
+    parts = [(tf.stack([rows, tf.zeros_like(rows)], 1), cls), _columns(a, la, tf.ones_like(rows)),
+             (tf.stack([rows, la + 1], 1), sep)]
     if text_b is not None:
-        parts += [_columns(b, lb, la + 2), (tf.stack([rows, total - 1], 1), tf.fill([batch], tf.constant(SEP_ID, tf.int64)))]
+        parts += [_columns(b, lb, la + 2), (tf.stack([rows, total - 1], 1), sep)]
     indices, values = (tf.concat(list(x), 0) for x in zip(*parts))
     input_ids = tf.scatter_nd(indices, values, tf.stack([batch, tf.constant(max_seq_length, tf.int64)]))
     input_ids.set_shape([None, max_seq_length])
