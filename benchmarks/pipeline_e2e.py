@@ -35,9 +35,10 @@ def main():
     args = parser.parse_args()
 
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
     tmp = tempfile.mkdtemp(prefix="albert_e2e_")
-    config = build_config(args.preset, overrides=args.overrides, output_dir=tmp, local=True)
+    config = resolve_config(build_config(args.preset, overrides=args.overrides, output_dir=tmp), local=True)
     t0 = time.time()
     from pipeline.local_runner import run_local  # TFX import counted separately
 

@@ -99,8 +99,10 @@ def wikipedia_file_format(path: str) -> str:
 
 
 def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallback: Optional[str],
-                    skipped: Optional[Dict[str, int]] = None, wikipedia_format: str = "auto") -> Iterator[Document]:
-    """One raw file → documents. Corrupt input raises :class:`CorruptInputError` naming the file.
+                    skipped: Optional[Dict[str, int]] = None, wikipedia_format: str = "auto",
+                    splitter: str = "english") -> Iterator[Document]:
+    """One raw file → documents, sentences split by ``splitter`` (``corpus.sentence_splitter``). Corrupt input raises
+    :class:`CorruptInputError` naming the file.
 
     Dropped on purpose and counted in ``skipped`` (when given): an empty book file, 0 bytes or a compressed archive
     of nothing (``empty_files``), and pages/books that are empty or shorter than ``min_chars`` after cleaning
@@ -122,9 +124,10 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
         _counter("wikipedia", f"files_{fmt}").inc()
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             if fmt == "xml":
-                docs = (page_to_document(page, min_chars) for page in iter_pages(f, name=path))
+                docs = (page_to_document(page, min_chars, splitter=splitter) for page in iter_pages(f, name=path))
             else:
-                docs = (extracted_to_document(doc, min_chars) for doc in iter_extracted(f, name=path))
+                docs = (extracted_to_document(doc, min_chars, splitter=splitter)
+                        for doc in iter_extracted(f, name=path))
             for doc in docs:
                 if doc is None:
                     skipped["short_documents"] = skipped.get("short_documents", 0) + 1
@@ -140,7 +143,8 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
         skipped["empty_files"] = skipped.get("empty_files", 0) + 1
         return
     try:
-        doc = book_document_from_bytes(data, rel, encoding_fallback, min_chars, compressed=compressed or "")
+        doc = book_document_from_bytes(data, rel, encoding_fallback, min_chars, compressed=compressed or "",
+                                       splitter=splitter)
     except CorruptInputError as exc:  # name the full path, not only the relative one
         raise CorruptInputError(path, exc.detail) from exc.__cause__
     if doc is None:
@@ -177,8 +181,9 @@ class _ReadFiles(beam.DoFn):
     skip counts ({source: {key: n}}) on the "skipped" output."""
 
     def __init__(self, min_chars: int, encoding_fallback: Optional[str], wikipedia_format: str = "auto",
-                 spill_dir: str = "", num_shards: int = 1):
+                 spill_dir: str = "", num_shards: int = 1, splitter: str = "english"):
         self._min_chars = min_chars
+        self._splitter = splitter
         self._encoding_fallback = encoding_fallback
         self._wikipedia_format = wikipedia_format
         self._spill_dir = spill_dir
@@ -193,7 +198,7 @@ class _ReadFiles(beam.DoFn):
         records = []
         try:
             for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped,
-                                       self._wikipedia_format):
+                                       self._wikipedia_format, self._splitter):
                 documents.inc()
                 shard = shard_of(doc.doc_id, self._num_shards)
                 if shard not in spills:
@@ -294,10 +299,12 @@ def _dedupe(element: Tuple[str, Iterable[Tuple]]):
 
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
                  num_shards: int, min_chars: int, dedupe: bool = True,
-                 encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto") -> None:
+                 encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto",
+                 sentence_splitter: Optional[str] = None) -> None:
     """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir`` (spill files
     under ``output_dir/.spill`` while it runs, deleted at the end). ``wikipedia_format``: one of
-    :data:`config.sections.WIKIPEDIA_FORMATS` (``auto``: per file, from its content)."""
+    :data:`config.sections.WIKIPEDIA_FORMATS` (``auto``: per file, from its content); ``sentence_splitter``:
+    ``corpus.sentence_splitter`` (None: English's)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if wikipedia_format not in WIKIPEDIA_FORMATS:
@@ -308,7 +315,8 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         | "ListFiles" >> beam.Create(inputs)
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback, wikipedia_format, spill_dir,
-                                               num_shards)).with_outputs("skipped", main="docs")
+                                               num_shards, sentence_splitter or "english")
+                                    ).with_outputs("skipped", main="docs")
     )
     records, skipped_parts = read.docs, [read.skipped]
     if dedupe:

@@ -50,6 +50,7 @@ from components.datagen.stats import InstanceStats
 from components.datagen_beam_input import SplitRule, _h64, _make_dirs, _Tokenizing, read_documents
 from components.datagen_beam_pools import load_pools, split_document_pools
 from components.datagen_beam_shards import _SPILL_HEADER, _remove_spill_dir, _WriteTFRecordShard
+from components.text.tokenizers import TokenizerSpec
 from config.errors import InputError
 from trainer.files import EVAL_SPLIT, LONG_SUFFIX, TRAIN_SPLIT
 
@@ -97,10 +98,10 @@ class _GenerateInstances(_Tokenizing):
     memory and per-instance Beam overhead (coders, GroupByKey buffers) is gone.
     """
 
-    def __init__(self, spm_model_path: str, do_lower_case: bool, params: InstanceParams, seed: int,
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str, params: InstanceParams, seed: int,
                  dupe_factor: int, shards: Dict[str, int], split_rule: SplitRule, spill_dir: str,
                  long_params: Optional[InstanceParams] = None):
-        super().__init__(spm_model_path, do_lower_case)
+        super().__init__(vocab_path, tokenizer_spec, word_starts)
         self._params = params
         self._long_params = long_params
         self._seed = seed
@@ -204,15 +205,19 @@ class _StatsCombine(beam.CombineFn):
         return acc.to_dict()
 
 
-def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], spm_model_path: str,
+def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], vocab_path: str,
                            output_dirs: Dict[str, str], stats_path: str, *, params: InstanceParams,
                            seed: int, dupe_factor: int, num_shards: int, eval_fraction: float,
-                           compression: str = "GZIP", compression_level: int = 6, do_lower_case: bool = True,
+                           compression: str = "GZIP", compression_level: int = 6,
+                           tokenizer_spec: Optional[TokenizerSpec] = None, word_starts: str = "official",
                            spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE,
                            random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS,
                            eval_document_files: Optional[List[str]] = None,
                            long_params: Optional[InstanceParams] = None) -> None:
     """Add the data-generation stages to ``pipeline``.
+
+    ``vocab_path``: the vocabulary file (``spm.model`` or ``vocab.txt``), read with ``tokenizer_spec`` (default:
+    English's SentencePiece, lower-cased); ``word_starts``: ``datagen.word_starts`` (whole-word masking).
 
     ``output_dirs`` maps split name ("train"/"eval", and "train_long"/"eval_long" with ``long_params``) to its
     folder; ``stats_path`` receives the JSON statistics of every split. ``eval_fraction`` 0 puts every document
@@ -234,6 +239,7 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     """
     if not document_files:
         raise FileNotFoundError("no document files given to pretraining-data generation")
+    tokenizer_spec = tokenizer_spec or TokenizerSpec()
     eval_document_files = list(eval_document_files or [])
     by_name: Dict[str, str] = {}
     for path in list(document_files) + eval_document_files:
@@ -260,13 +266,13 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], s
     )
     side = []
     if params.sop_mode in ("official", "nsp"):
-        pools_file = split_document_pools(files, spm_model_path, do_lower_case, seed, random_pool_size,
+        pools_file = split_document_pools(files, vocab_path, tokenizer_spec, word_starts, seed, random_pool_size,
                                           random_pool_max_chars, split_rule, spill_dir)
         side = [beam.pvalue.AsSingleton(pools_file)]
     generated = (
         files
         | "Generate" >> beam.ParDo(
-            _GenerateInstances(spm_model_path, do_lower_case, params, seed, dupe_factor, shards, split_rule,
+            _GenerateInstances(vocab_path, tokenizer_spec, word_starts, params, seed, dupe_factor, shards, split_rule,
                                spill_dir, long_params), *side).with_outputs(*[f"stats_{s}" for s in splits],
                                                                             main="spills")
     )
@@ -298,7 +304,7 @@ def _write_stats(per_split: Dict[str, Dict], stats_path: str, params: InstancePa
                  dupe_factor: int, long_params: Optional[InstanceParams] = None) -> None:
     if not per_split.get("train", {}).get("instances"):
         raise InputError("pretraining-data generation produced no training instances: the documents are empty or "
-                         "too short for max_seq_length")
+                         "too short for datagen.max_seq_length")
     summary = {"splits": per_split, "seed": seed, "dupe_factor": dupe_factor,
                "params": {k: getattr(params, k) for k in params.__dataclass_fields__}}
     if long_params is not None:  # the long splits' own parameters and seed (their statistics are in "splits")

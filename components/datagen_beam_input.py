@@ -49,18 +49,21 @@ def _utf8_lines(f, path: str) -> Iterator[str]:
 
 
 class _Tokenizing(beam.DoFn):
-    """Base for DoFns that need the tokenizer: loaded once per worker in ``setup``."""
+    """Base for DoFns that need the tokenizer: loaded once per worker in ``setup`` from the vocabulary file at
+    ``vocab_path`` with its :class:`components.text.tokenizers.TokenizerSpec`; ``word_starts`` is
+    ``datagen.word_starts``."""
 
-    def __init__(self, spm_model_path: str, do_lower_case: bool):
-        self._spm_model_path = spm_model_path
-        self._do_lower_case = do_lower_case
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str = "official"):
+        self._vocab_path = vocab_path
+        self._tokenizer_spec = tokenizer_spec
+        self._word_starts = word_starts
 
     def setup(self):
-        from components.text.tokenization import AlbertTokenizer
+        from components.text.tokenizers import load_tokenizer
 
-        with FileSystems.open(self._spm_model_path) as f:
-            self.tokenizer = AlbertTokenizer.from_serialized(f.read(), self._do_lower_case)
-        self.vocab = VocabInfo.from_tokenizer(self.tokenizer)
+        with FileSystems.open(self._vocab_path) as f:
+            self.tokenizer = load_tokenizer(f.read(), self._tokenizer_spec, self._vocab_path)
+        self.vocab = VocabInfo.from_tokenizer(self.tokenizer, self._word_starts)
 
 
 class SplitRule:

@@ -50,8 +50,8 @@ class _TokenizeSplitPoolDocuments(_Tokenizing):
     """One file → its documents chosen for their split's pool, tokenized and written to one part file in
     ``work_dir`` as ``[(split, key, doc_id, TokenizedDocument)]``; the element emitted is only the part's path."""
 
-    def __init__(self, spm_model_path: str, do_lower_case: bool, work_dir: str):
-        super().__init__(spm_model_path, do_lower_case)
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str, work_dir: str):
+        super().__init__(vocab_path, tokenizer_spec, word_starts)
         self._work_dir = work_dir
 
     def setup(self):
@@ -109,7 +109,7 @@ def load_pools(pools_file: str) -> Dict[str, DocumentPool]:
     return _read_pickle(pools_file)
 
 
-def split_document_pools(files: beam.PCollection, spm_model_path: str, do_lower_case: bool, seed: int,
+def split_document_pools(files: beam.PCollection, vocab_path: str, tokenizer_spec, word_starts: str, seed: int,
                          max_documents: int, max_chars: int, split_rule: SplitRule,
                          work_dir: str) -> beam.PCollection:
     """File names → the path of one pool file (in ``work_dir``) holding ``{split: DocumentPool}``: per split,
@@ -130,7 +130,7 @@ def split_document_pools(files: beam.PCollection, spm_model_path: str, do_lower_
     )
     return (
         files
-        | "TokenizePool" >> beam.ParDo(_TokenizeSplitPoolDocuments(spm_model_path, do_lower_case, work_dir),
+        | "TokenizePool" >> beam.ParDo(_TokenizeSplitPoolDocuments(vocab_path, tokenizer_spec, word_starts, work_dir),
                                        beam.pvalue.AsSingleton(chosen))
         | "CollectPoolParts" >> beam.combiners.ToList()
         | "BuildPool" >> beam.Map(_build_split_pools, work_dir)

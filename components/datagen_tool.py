@@ -18,7 +18,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import beam_options, datagen_beam
 from components.text.errors import CorruptInputError
-from components.vocab_lib import validate_model
+from components.text.tokenizers import SPEC_FILE, TokenizerSpec, load_tokenizer
+from components.text.vocab_files import vocabulary_kind
 from config.errors import MissingInputError, OutputExistsError
 from trainer import examples_info
 from trainer.files import STATS_FILE
@@ -54,13 +55,20 @@ def _is_blank(path: str, chunk: int = 1 << 20) -> bool:
                 return False
 
 
-def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, config, workers: int = 1,
+def make_pretraining_data(inputs: Sequence[str], vocab: str, output: str, config, workers: int = 1,
                           counters: Optional[Dict[str, int]] = None) -> Dict:
-    """Write the Examples layout to ``output``; returns stats.json. ``counters`` (a dict) receives the run's Beam
-    counters (namespace ``albert.datagen``), which are also logged."""
+    """Write the Examples layout to ``output``; returns stats.json. ``vocab``: a SentencePiece model or a WordPiece
+    ``vocab.txt`` (the kind read from its content), tokenizing with ``config.vocab``'s text settings and masking
+    with ``config.datagen.word_starts``. ``counters`` (a dict) receives the run's Beam counters (namespace
+    ``albert.datagen``), which are also logged."""
     if os.path.exists(output) and os.listdir(output):
         raise OutputExistsError(f"output folder {output} exists and is not empty")
-    validate_model(spm_model)
+    if not os.path.isfile(vocab):
+        raise MissingInputError(f"vocabulary {vocab} (--vocab) does not exist")
+    with open(vocab, "rb") as f:
+        data = f.read()
+    spec = TokenizerSpec.for_vocab(vocabulary_kind(data, vocab), config.vocab)
+    vocab_size = load_tokenizer(data, spec, vocab).vocab_size  # checks the special pieces before anything runs
     files = expand_inputs(inputs)
     if all(_is_blank(path) for path in files):
         raise CorruptInputError(", ".join(files), "empty input: every input file is empty or blank, so there would be no training instances")
@@ -73,22 +81,25 @@ def make_pretraining_data(inputs: Sequence[str], spm_model: str, output: str, co
     for path in dirs.values():
         os.makedirs(path)
     os.makedirs(os.path.join(tmp, "vocab"))
-    shutil.copyfile(spm_model, os.path.join(tmp, "vocab", "spm.model"))
+    shutil.copyfile(vocab, os.path.join(tmp, "vocab", spec.vocab_file))
+    if spec.needs_file:
+        with open(os.path.join(tmp, "vocab", SPEC_FILE), "w", encoding="utf-8") as f:
+            f.write(spec.to_json())
     options = PipelineOptions(beam_options.local_args(workers))
     try:
         p = beam.Pipeline(options=options)
         datagen_beam.build_pretraining_data(
-            p, files, spm_model, dirs, os.path.join(tmp, STATS_FILE),
+            p, files, vocab, dirs, os.path.join(tmp, STATS_FILE),
             params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
             num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
-            compression_level=d.compression_level, do_lower_case=config.vocab.do_lower_case,
+            compression_level=d.compression_level, tokenizer_spec=spec, word_starts=d.word_starts or "official",
             random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars,
             long_params=long_params)
         result = p.run()
         result.wait_until_finish()
         names = ["vocab"] + [f"Split-{s}" for s in splits]
         examples_info.write_info(tmp, examples_info.make_info(
-            d, config.vocab.do_lower_case, validate_model(spm_model), examples_info.fingerprint(tmp, names)))
+            d, config.vocab.do_lower_case, vocab_size, examples_info.fingerprint(tmp, names)))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -81,7 +81,8 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
         p = beam.Pipeline(options=pipeline_options(workers, beam_args))
         corpus_beam.build_corpus(p, inputs, staging, num_shards=corpus.num_shards, min_chars=corpus.min_doc_chars,
                                  dedupe=corpus.dedupe, encoding_fallback=corpus.book_encoding_fallback,
-                                 wikipedia_format=wikipedia_format or corpus.wikipedia_format)
+                                 wikipedia_format=wikipedia_format or corpus.wikipedia_format,
+                                 sentence_splitter=corpus.sentence_splitter)
         result = p.run()
         result.wait_until_finish()
         # All or nothing, counts.json (the mark of a complete output) last; a failure removes what was moved.

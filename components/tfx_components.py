@@ -73,7 +73,8 @@ def CorpusGen(
         with beam_pipeline as p:
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
                                      dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback,
-                                     wikipedia_format=cfg.wikipedia_format)
+                                     wikipedia_format=cfg.wikipedia_format,
+                                     sentence_splitter=cfg.sentence_splitter)
         _record_counters(p, "albert.corpus", [documents])
         publish(staging, documents.uri, last=[corpus_beam.COUNTS_FILE])
     counts = corpus_beam.read_counts(documents.uri)
@@ -110,11 +111,13 @@ def VocabGen(
     import hashlib
 
     from components import vocab_lib
+    from components.vocab_lib import vocab_folder_spec
 
     cfg = VocabConfig.from_json(config, "vocab.")
     with tempfile.TemporaryDirectory() as tmp:
         size, origin = vocab_lib.build_vocab(cfg, seed, documents.uri, tmp)
-        with open(os.path.join(tmp, SPM_FILE), "rb") as f:
+        spec = vocab_folder_spec(tmp, cfg.do_lower_case)
+        with open(os.path.join(tmp, spec.vocab_file), "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         with _staged(vocab.uri) as staging:
             copy_tree(tmp, staging)
@@ -123,6 +126,8 @@ def VocabGen(
     vocab.set_int_custom_property("do_lower_case", int(cfg.do_lower_case))
     vocab.set_string_custom_property("origin", origin)
     vocab.set_string_custom_property("sha256", digest)
+    if spec.needs_file:  # English's SentencePiece vocabularies keep the properties they always had
+        vocab.set_string_custom_property("kind", spec.kind)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -152,16 +157,21 @@ def PretrainingDataGen(
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
     """
     from components import corpus_beam, datagen_beam
+    from components.text.tokenizers import SPEC_FILE
+    from components.vocab_lib import vocab_folder_spec
     from trainer import examples_info
 
     d = DataGenConfig.from_json(config, "datagen.")
     do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
         vocab.has_custom_property("do_lower_case") else True
-    spm_src = posixpath.join(vocab.uri, SPM_FILE)
+    spec = vocab_folder_spec(vocab.uri, do_lower_case)
+    spm_src = posixpath.join(vocab.uri, spec.vocab_file)
     with _staged(examples.uri) as ex_staging, _staged(statistics.uri) as st_staging:
         # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
         tf.io.gfile.makedirs(posixpath.join(ex_staging, "vocab"))
-        tf.io.gfile.copy(spm_src, posixpath.join(ex_staging, "vocab", SPM_FILE), overwrite=True)
+        for name in [spec.vocab_file] + ([SPEC_FILE] if spec.needs_file else []):
+            tf.io.gfile.copy(posixpath.join(vocab.uri, name), posixpath.join(ex_staging, "vocab", name),
+                             overwrite=True)
         long_params = datagen_beam.long_instance_params(d)  # BERT's two-phase sequence length (None: off)
         splits = datagen_beam.output_splits(long_params is not None)
         output_dirs = {s: posixpath.join(ex_staging, f"Split-{s}") for s in splits}
@@ -176,7 +186,7 @@ def PretrainingDataGen(
                 posixpath.join(st_staging, STATS_FILE), params=datagen_beam.instance_params(d),
                 seed=seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
                 compression=d.compression, compression_level=d.compression_level,
-                do_lower_case=do_lower_case, random_pool_size=d.random_pool_documents,
+                tokenizer_spec=spec, word_starts=d.word_starts or "official", random_pool_size=d.random_pool_documents,
                 random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files,
                 long_params=long_params)
         _record_counters(p, "albert.datagen", [examples, statistics])

@@ -1,8 +1,9 @@
-"""SentencePiece vocabulary: train one with ALBERT's recipe, or import an existing model.
+"""The vocabulary: train a SentencePiece model with ALBERT's recipe, or import a SentencePiece model or a WordPiece
+``vocab.txt`` (the official Chinese models'; its kind read from its content).
 
 Training samples ``input_sentence_size`` sentences from the documents with a seeded reservoir (the
 official recipe relies on SentencePiece's own unseeded shuffling), normalises them exactly as
-tokenization will (:func:`preprocess_text`), and trains single-threaded so the same documents and
+tokenization will (:func:`normalize_text` with ``vocab.normalization``), and trains single-threaded so the same documents and
 seed give a byte-identical model. Either way the result must put pad/unk/[CLS]/[SEP]/[MASK] at ids
 0-4, or this module refuses it.
 
@@ -23,9 +24,11 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 import sentencepiece as spm
 
 from components.text.documents import parse_text_blocks
-from components.text.normalize import preprocess_text
+from components.text.normalize import normalize_text
 from components.text.tokenization import check_special_ids
+from components.text.tokenizers import SPEC_FILE, TokenizerSpec
 from config.errors import InputError, MissingInputError, UserError
+from config.languages import ENGLISH
 from trainer.files import SPM_FILE as MODEL_FILE
 
 log = logging.getLogger(__name__)
@@ -64,14 +67,15 @@ def sample_sentences(sentences: Iterable[str], k: int, seed: int) -> List[str]:
 
 def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size: int,
                         character_coverage: float = 0.99995, input_sentence_size: int = 10_000_000,
-                        do_lower_case: bool = True, seed: int = 12345, num_threads: int = 1) -> str:
+                        do_lower_case: bool = True, seed: int = 12345, num_threads: int = 1,
+                        normalization: str = "albert", strip_accents: bool = False) -> str:
     """Train ALBERT's unigram model into ``output_dir/spm.model``; returns the model path."""
     start = time.monotonic()
     normalized = sample_sentences(sentences, input_sentence_size, seed)
     # Normalised in place and handed over by draining (:func:`_drain`): the sample's text is held once in Python,
     # and shrinks while SentencePiece copies it, instead of three times (raw, normalised, SentencePiece's copy).
     for i, s in enumerate(normalized):
-        normalized[i] = preprocess_text(s, lower=do_lower_case)
+        normalized[i] = normalize_text(s, normalization, lower=do_lower_case, accents=strip_accents)
     normalized[:] = [t for t in normalized if t]
     if not normalized:
         raise ValueError("no sentences to train the SentencePiece model on")
@@ -126,8 +130,8 @@ def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Opti
     check_special_ids(sp, source)
     if expected_vocab_size and sp.get_piece_size() != expected_vocab_size:
         raise VocabSizeMismatchError(
-            f"{source} has {sp.get_piece_size()} pieces but the config says vocab_size={expected_vocab_size} "
-            f"(vocab.vocab_size); set vocab.vocab_size={sp.get_piece_size()} (or 0 to take the model's size)")
+            f"{source} has {sp.get_piece_size()} pieces but the config says vocab.vocab_size={expected_vocab_size}; "
+            f"pass --set vocab.vocab_size={sp.get_piece_size()} (or 0 to take the model's size)")
     return _write_model(data, output_dir)
 
 
@@ -135,10 +139,54 @@ class VocabSizeMismatchError(UserError, ValueError):
     """The SentencePiece model's size differs from ``vocab.vocab_size``."""
 
 
+def import_wordpiece(source: str, output_dir: str, expected_vocab_size: Optional[int] = None) -> str:
+    """Copy a WordPiece ``vocab.txt`` (e.g. an official Chinese model's) after checking it reads as one: BERT's
+    special tokens present, no duplicates, UTF-8."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from components.text.wordpiece import WordPieceTokenizer
+
+    with FileSystems.open(source) as f:
+        data = f.read()
+    size = WordPieceTokenizer.from_serialized(data, path=source).vocab_size
+    if expected_vocab_size and size != expected_vocab_size:
+        raise VocabSizeMismatchError(
+            f"{source} has {size} tokens but the config says vocab.vocab_size={expected_vocab_size}; "
+            f"pass --set vocab.vocab_size={size} (or 0 to take the file's size)")
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, TokenizerSpec(kind="wordpiece").vocab_file)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def imported_kind(source: str) -> str:
+    """``sentencepiece`` or ``wordpiece``, read from the file at ``source`` (``vocab.import_model``)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if not FileSystems.exists(source):
+        raise MissingInputError(f"vocabulary {source} (vocab.import_model) does not exist")
+    from components.text.vocab_files import VocabularyError, vocabulary_kind
+
+    with FileSystems.open(source) as f:
+        head = f.read()
+    try:
+        return vocabulary_kind(head, source)
+    except VocabularyError as exc:
+        raise VocabularyError(f"{exc} (vocab.import_model)") from None
+
+
 def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: str) -> Tuple[int, str]:
     """``VocabGen``'s work: import ``vocab_cfg.import_model`` or train on the documents shards into
-    ``output_dir``; returns (vocabulary size, origin). Enforces the size rule of the module docstring."""
-    if vocab_cfg.import_model:
+    ``output_dir``; returns (vocabulary size, origin). Enforces the size rule of the module docstring. The
+    folder's ``tokenizer.json`` says its kind and text settings unless they are English's (components/text/
+    tokenizers.py)."""
+    kind = imported_kind(vocab_cfg.import_model) if vocab_cfg.import_model else "sentencepiece"
+    spec = TokenizerSpec.for_vocab(kind, vocab_cfg)
+    if vocab_cfg.import_model and kind == "wordpiece":
+        import_wordpiece(vocab_cfg.import_model, output_dir, expected_vocab_size=vocab_cfg.vocab_size or None)
+        origin = f"imported:{vocab_cfg.import_model}"
+    elif vocab_cfg.import_model:
         import_sentencepiece(vocab_cfg.import_model, output_dir, expected_vocab_size=vocab_cfg.vocab_size or None)
         origin = f"imported:{vocab_cfg.import_model}"
     else:
@@ -146,15 +194,42 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
 
         train_sentencepiece(
             iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir, vocab_size=vocab_cfg.vocab_size,
-            character_coverage=vocab_cfg.character_coverage, input_sentence_size=vocab_cfg.input_sentence_size,
-            do_lower_case=vocab_cfg.do_lower_case, seed=seed)
+            character_coverage=ENGLISH.character_coverage if vocab_cfg.character_coverage is None
+            else vocab_cfg.character_coverage, input_sentence_size=vocab_cfg.input_sentence_size,
+            do_lower_case=vocab_cfg.do_lower_case, seed=seed, normalization=spec.normalization,
+            strip_accents=spec.strip_accents)
         origin = "trained"
+    if spec.needs_file:
+        with open(os.path.join(output_dir, SPEC_FILE), "w", encoding="utf-8") as f:
+            f.write(spec.to_json())
+    if kind == "wordpiece":
+        return vocab_cfg.vocab_size or _wordpiece_size(output_dir), origin
     model_path = os.path.join(output_dir, MODEL_FILE)
     size = validate_model(model_path)
     if origin == "trained" and size != vocab_cfg.vocab_size:
         raise VocabSizeMismatchError(f"{model_path}: trained {size} pieces, config asked vocab.vocab_size="
                                      f"{vocab_cfg.vocab_size}")
     return size, origin
+
+
+def vocab_folder_spec(folder: str, do_lower_case: bool = True) -> TokenizerSpec:
+    """The :class:`TokenizerSpec` of a vocabulary folder (local or gs://): its ``tokenizer.json``, else English's
+    SentencePiece with ``do_lower_case`` (recorded elsewhere by folders written before the file existed)."""
+    import posixpath
+
+    from apache_beam.io.filesystems import FileSystems
+
+    path = posixpath.join(folder, SPEC_FILE) if "://" in folder else os.path.join(folder, SPEC_FILE)
+    if not FileSystems.exists(path):
+        return TokenizerSpec.from_json(None, do_lower_case)
+    with FileSystems.open(path) as f:
+        return TokenizerSpec.from_json(f.read().decode("utf-8"))
+
+
+def _wordpiece_size(output_dir: str) -> int:
+    from components.text.wordpiece import WordPieceTokenizer
+
+    return WordPieceTokenizer(os.path.join(output_dir, TokenizerSpec(kind="wordpiece").vocab_file)).vocab_size
 
 
 def _write_model(data: bytes, output_dir: str) -> str:

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 
 from config.references import REFERENCE_ROWS  # report.reference: the published rows, with their numbers
 from config.encoder import LAYER_NORM_CHOICES, POSITION_INIT_CHOICES, SHARING_CHOICES, encoder_errors, named_fields
+from config.languages import NORMALIZATIONS, SENTENCE_SPLITTERS, WORD_STARTS, english_value
 from config.schema import ConfigError, Section, check
 
 
@@ -48,15 +49,21 @@ class CorpusConfig(Section):
     dedupe: bool = True
     book_encoding_fallback: Optional[str] = None  # e.g. "latin-1"; None = non-UTF-8 is an error
     num_shards: int = 4
+    # How paragraphs are cut into sentences (config/languages.py): english | multilingual; None: the language's.
+    sentence_splitter: Optional[str] = None
 
     # The folders are the Importers' source URIs (their artifacts are CorpusGen's inputs), not parameters.
     INPUT_FIELDS = ("wikipedia_dir", "books_dir")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Every field, less the language settings at English's values (English keeps its cache keys)."""
+        return _without_english(self, "corpus", super().to_dict())
 
     def params(self) -> Dict[str, Any]:
         return {k: v for k, v in self.to_dict().items() if k not in self.INPUT_FIELDS}
 
     def validate(self) -> "CorpusConfig":
-        check(self.wikipedia_dir or self.books_dir, "corpus", None, "at least one of wikipedia_dir / books_dir")
+        check(self.wikipedia_dir or self.books_dir, "corpus", None, "at least one of corpus.wikipedia_dir / corpus.books_dir")
         check(self.min_doc_chars >= 0, "corpus.min_doc_chars", self.min_doc_chars, ">= 0")
         check(self.num_shards >= 1, "corpus.num_shards", self.num_shards, ">= 1")
         check(self.wikipedia_format in WIKIPEDIA_FORMATS, "corpus.wikipedia_format", self.wikipedia_format,
@@ -67,6 +74,8 @@ class CorpusConfig(Section):
                 check(bool(pattern) and not pattern.startswith("/") and "://" not in pattern
                       and ".." not in pattern.split("/"), name, pattern,
                       "a pattern relative to its folder, without '..' (lineage records only the folder)")
+        check(self.sentence_splitter in (None,) + SENTENCE_SPLITTERS, "corpus.sentence_splitter",
+              self.sentence_splitter, "|".join(SENTENCE_SPLITTERS))
         if self.book_encoding_fallback:
             import codecs
 
@@ -79,19 +88,34 @@ class CorpusConfig(Section):
 
 @dataclass
 class VocabConfig(Section):
-    """SentencePiece vocabulary (node ``VocabGen``): train with ALBERT's recipe or import."""
+    """The vocabulary (node ``VocabGen``): a SentencePiece model trained with ALBERT's recipe, or an imported
+    SentencePiece model or WordPiece ``vocab.txt``; and how text is normalised before it is tokenized."""
 
-    import_model: Optional[str] = None  # path of an existing model (e.g. the official 30k-clean.model)
+    # path of an existing vocabulary: a SentencePiece model (e.g. the official 30k-clean.model) or a WordPiece
+    # vocab.txt (the official Chinese models'); its kind is read from its content and must be ``kind``
+    import_model: Optional[str] = None
     vocab_size: int = 30000  # trained size; with import_model, the expected size (0: whatever it has)
-    character_coverage: float = 0.99995
+    character_coverage: Optional[float] = None  # SentencePiece training; None: the language's (en 0.99995)
     input_sentence_size: int = 10_000_000
     do_lower_case: bool = True
+    # The language settings (config/languages.py), None: the language's. How a SentencePiece vocabulary's text is
+    # normalised: albert (the official preprocess_text) | nfkc | nfc | none; strip_accents: after a Unicode form,
+    # drop combining marks (NFD, then recomposed). A WordPiece vocab.txt is read as BERT's BasicTokenizer reads it
+    # (accents stripped under do_lower_case) whatever these say: the kind is the file's (components/text/vocab_files.py).
+    normalization: Optional[str] = None
+    strip_accents: Optional[bool] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Every field, less the language settings at English's values (English keeps its cache keys)."""
+        return _without_english(self, "vocab", super().to_dict())
 
     def validate(self) -> "VocabConfig":
+        check(self.normalization in (None,) + NORMALIZATIONS, "vocab.normalization", self.normalization,
+              "|".join(NORMALIZATIONS))
         check(self.vocab_size >= 0, "vocab.vocab_size", self.vocab_size, ">= 0 (0: the imported model's size)")
         if self.import_model is None:
             check(self.vocab_size >= 100, "vocab.vocab_size", self.vocab_size, ">= 100")
-        check(0 < self.character_coverage <= 1, "vocab.character_coverage", self.character_coverage, "in (0, 1]")
+        check(self.character_coverage is None or 0 < self.character_coverage <= 1, "vocab.character_coverage", self.character_coverage, "in (0, 1]")
         check(self.input_sentence_size >= 1, "vocab.input_sentence_size", self.input_sentence_size, ">= 1")
         return self
 
@@ -126,11 +150,15 @@ class DataGenConfig(Section):
     long_max_seq_length: int = 0
     # Predictions per long sequence; 0: round(max_predictions_per_seq * long / short) (BERT: 20 at 128, 80 at 512).
     long_max_predictions_per_seq: int = 0
+    # Which pieces start a word for whole-word n-gram masking (config/languages.py): official (the release's
+    # _is_start_piece_sp: any piece with a character outside a-z starts one) | boundary (SentencePiece's "▁" or,
+    # with a WordPiece vocabulary, every piece but "##" ones, in every script); None: the language's.
+    word_starts: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field, less the ``LONG_PHASE_OPTIONS`` at their defaults (off): a datagen node that does not set
-        them keeps its cache key."""
-        return _without_defaults(self, super().to_dict(), LONG_PHASE_OPTIONS)
+        """Every field, less the ``LONG_PHASE_OPTIONS`` at their defaults (off) and the language settings at
+        English's values: a datagen node that does not set them keeps its cache key."""
+        return _without_english(self, "datagen", _without_defaults(self, super().to_dict(), LONG_PHASE_OPTIONS))
 
     def long_predictions(self) -> int:
         """Predictions per long sequence (0 when the long phase is off): the explicit value, else derived."""
@@ -143,10 +171,11 @@ class DataGenConfig(Section):
 
     def validate(self) -> "DataGenConfig":
         d = self
+        check(d.word_starts in (None,) + WORD_STARTS, "datagen.word_starts", d.word_starts, "|".join(WORD_STARTS))
         check(d.sop_mode in ("official", "pure", "nsp"), "datagen.sop_mode", d.sop_mode, "official|pure|nsp")
         check(d.max_seq_length >= 8, "datagen.max_seq_length", d.max_seq_length, ">= 8")
         check(1 <= d.max_predictions_per_seq <= d.max_seq_length, "datagen.max_predictions_per_seq",
-              d.max_predictions_per_seq, f"in [1, max_seq_length={d.max_seq_length}]")
+              d.max_predictions_per_seq, f"in [1, datagen.max_seq_length={d.max_seq_length}]")
         check(0 < d.masked_lm_prob < 1, "datagen.masked_lm_prob", d.masked_lm_prob, "in (0, 1)")
         check(0 <= d.short_seq_prob <= 1, "datagen.short_seq_prob", d.short_seq_prob, "in [0, 1]")
         check(d.dupe_factor >= 1, "datagen.dupe_factor", d.dupe_factor, ">= 1")
@@ -162,12 +191,12 @@ class DataGenConfig(Section):
         check(d.long_max_seq_length == 0 or d.long_max_seq_length > d.max_seq_length, "datagen.long_max_seq_length",
               d.long_max_seq_length, f"0 (one phase) or more than datagen.max_seq_length={d.max_seq_length}")
         check(d.long_max_predictions_per_seq >= 0, "datagen.long_max_predictions_per_seq",
-              d.long_max_predictions_per_seq, ">= 0 (0: derived from max_predictions_per_seq)")
+              d.long_max_predictions_per_seq, ">= 0 (0: derived from datagen.max_predictions_per_seq)")
         if d.long_max_predictions_per_seq:
             check(d.long_max_seq_length > 0, "datagen.long_max_predictions_per_seq", d.long_max_predictions_per_seq,
                   "0 unless datagen.long_max_seq_length is set")
             check(d.long_max_predictions_per_seq <= d.long_max_seq_length, "datagen.long_max_predictions_per_seq",
-                  d.long_max_predictions_per_seq, f"in [1, long_max_seq_length={d.long_max_seq_length}]")
+                  d.long_max_predictions_per_seq, f"in [1, datagen.long_max_seq_length={d.long_max_seq_length}]")
         return self
 
 
@@ -224,14 +253,21 @@ class ModelConfig(Section):
         except ValueError as exc:  # an unknown size name
             errors = [exc.args[0]]
         else:
-            errors = ["Invalid AlbertConfig: " + "; ".join(errors)] if errors else []
+            errors = ["the model.* settings conflict: " + "; ".join(errors)] if errors else []
         if errors:
-            raise ConfigError(f"config model (size={self.size!r}) is invalid: {errors[0]}")
+            raise ConfigError(f"config model.size={self.size!r} is invalid: {errors[0]}")
         return self
 
 
-# Fields of ``train`` that do not change the trained weights' trajectory: they are left out of a
-# pretraining run's identity (checkpoint folder key), so changing them resumes the same run.
+# The settings a language profile fills (config/languages.py), by section; left out of a section's JSON while unset
+# or at English's value.
+LANGUAGE_FIELDS = {"corpus": ("sentence_splitter",), "vocab": ("normalization", "strip_accents"),
+                   "datagen": ("word_starts",)}
+
+# Fields of ``train`` left out of a pretraining run's identity (checkpoint folder key), so changing them resumes the
+# same run. All but ``num_train_steps`` leave the trained weights' trajectory as it is; the step count ends the
+# learning-rate decay, so raising it continues the run with the schedule changed at the resume point (said in the
+# log), and a count below the run's newest checkpoint is a run of its own (trainer/task.run_folder).
 TRAIN_SCHEDULE_ONLY = ("num_train_steps", "checkpoint_every", "eval_every", "eval_steps", "eval_batch_size",
                        "log_every", "strategy", "jit_compile", "cpu_replicas", "steps_per_loop", "peer_timeout_s")
 # Optimizer deviations from the official recipe (docs/fidelity.md "Optimizer settings beyond the official recipe"), named as
@@ -247,6 +283,12 @@ TRAIN_LONG_PHASE_OPTIONS = ("long_seq_from_step",)
 WARM_START_OPTIONS = ("init_from", "init_restore")
 INIT_FROM_SCRATCH = "scratch"
 INIT_RESTORE_CHOICES = ("weights", "all")
+
+
+def _without_english(section, name: str, data: Dict[str, Any]) -> Dict[str, Any]:
+    """``data`` less the language settings (``LANGUAGE_FIELDS[name]``) that are unset or at English's value."""
+    return {k: v for k, v in data.items()
+            if k not in LANGUAGE_FIELDS[name] or v not in (None, english_value(name, k))}
 
 
 def _without_defaults(section, data: Dict[str, Any], names) -> Dict[str, Any]:
@@ -311,7 +353,8 @@ class TrainConfig(Section):
         return {k: getattr(self, k) for k in OPTIMIZER_OPTIONS}
 
     def identity(self) -> Dict[str, Any]:
-        """What defines the optimisation trajectory (see ``TRAIN_SCHEDULE_ONLY``)."""
+        """The run's identity: the fields that define the optimisation trajectory, the step count aside (see
+        ``TRAIN_SCHEDULE_ONLY``)."""
         return {k: v for k, v in self.to_dict().items() if k not in TRAIN_SCHEDULE_ONLY}
 
     def validate(self) -> "TrainConfig":
@@ -333,7 +376,7 @@ class TrainConfig(Section):
         check(t.eval_batch_size >= 1, "train.eval_batch_size", t.eval_batch_size, ">= 1")
         check(t.num_train_steps >= 1, "train.num_train_steps", t.num_train_steps, ">= 1")
         check(0 <= t.num_warmup_steps <= t.num_train_steps, "train.num_warmup_steps", t.num_warmup_steps,
-              "in [0, num_train_steps]")
+              "in [0, train.num_train_steps]")
         check(t.learning_rate > 0, "train.learning_rate", t.learning_rate, "> 0")
         check(t.weight_decay >= 0, "train.weight_decay", t.weight_decay, ">= 0")
         check(t.clip_norm > 0, "train.clip_norm", t.clip_norm, "> 0")
@@ -342,14 +385,14 @@ class TrainConfig(Section):
         check(0 <= t.end_learning_rate_fraction <= 1, "train.end_learning_rate_fraction",
               t.end_learning_rate_fraction, "in [0, 1]")
         check(t.grad_accum_steps >= 1 and t.train_batch_size % t.grad_accum_steps == 0, "train.grad_accum_steps",
-              t.grad_accum_steps, f">= 1 and dividing train_batch_size={t.train_batch_size}")
+              t.grad_accum_steps, f">= 1 and dividing train.train_batch_size={t.train_batch_size}")
         for name in ("checkpoint_every", "eval_every"):  # 0: only at the end
             check(getattr(t, name) >= 0, f"train.{name}", getattr(t, name), ">= 0 (0: only at the end)")
         check(t.log_every >= 1, "train.log_every", t.log_every, ">= 1")
         check(t.eval_steps >= 0, "train.eval_steps", t.eval_steps, ">= 0")
         check(t.shuffle_buffer >= 1, "train.shuffle_buffer", t.shuffle_buffer, ">= 1")
         check(t.long_seq_from_step == 0 or 0 < t.long_seq_from_step < t.num_train_steps, "train.long_seq_from_step",
-              t.long_seq_from_step, f"0 (one phase) or a step in (0, num_train_steps={t.num_train_steps})")
+              t.long_seq_from_step, f"0 (one phase) or a step in (0, train.num_train_steps={t.num_train_steps})")
         check(isinstance(t.init_from, str) and t.init_from.strip() != "", "train.init_from", t.init_from,
               f"{INIT_FROM_SCRATCH} or a model folder (a pushed version, or what `convert` wrote)")
         check(t.init_restore in INIT_RESTORE_CHOICES, "train.init_restore", t.init_restore,
@@ -429,7 +472,7 @@ class VertexTrainingConfig(Section):
         check(bool(self.machine_type), "vertex_training.machine_type", self.machine_type, "a machine type")
         check(self.replica_count >= 1, "vertex_training.replica_count", self.replica_count, ">= 1")
         check(self.replica_count == 1 or not self.is_tpu(), "vertex_training.replica_count", self.replica_count,
-              "1 with a TPU machine (a slice's hosts come with tpu_topology)")
+              "1 with a TPU machine (a slice's hosts come with vertex_training.tpu_topology)")
         check(self.boot_disk_size_gb >= 10, "vertex_training.boot_disk_size_gb", self.boot_disk_size_gb, ">= 10")
         check(self.accelerator_count >= 0, "vertex_training.accelerator_count", self.accelerator_count, ">= 0")
         acc = (self.accelerator_type or "").upper()
@@ -438,27 +481,27 @@ class VertexTrainingConfig(Section):
                   "vertex_training.tpu_topology", self.tpu_topology, "chips per dimension like 2x2 or 2x2x1")
         if self.machine_type == "cloud-tpu":
             check(acc in ("TPU_V2", "TPU_V3"), "vertex_training.accelerator_type", self.accelerator_type,
-                  "TPU_V2 or TPU_V3 with machine_type cloud-tpu")
+                  "TPU_V2 or TPU_V3 with vertex_training.machine_type=cloud-tpu")
             check(self.accelerator_count == 8, "vertex_training.accelerator_count", self.accelerator_count,
-                  "8 (the cores of one TPU v2/v3 host) with machine_type cloud-tpu")
+                  "8 (the cores of one TPU v2/v3 host) with vertex_training.machine_type=cloud-tpu")
             check(self.tpu_topology is None, "vertex_training.tpu_topology", self.tpu_topology,
-                  "unset with machine_type cloud-tpu (v2/v3 are sized by accelerator_count)")
+                  "unset with vertex_training.machine_type=cloud-tpu (v2/v3 are sized by vertex_training.accelerator_count)")
         elif self.machine_type.startswith(TPU_MACHINE_PREFIXES):
             check(bool(self.tpu_topology), "vertex_training.tpu_topology", self.tpu_topology,
-                  f"a slice shape (e.g. 2x2) with TPU machine_type {self.machine_type}")
+                  f"a slice shape (e.g. 2x2) with the TPU vertex_training.machine_type={self.machine_type}")
             check(acc in ("", "TPU_V4_POD", "TPU_V5_LITEPOD", "TPU_V5P", "TPU_V6E"), "vertex_training.accelerator_type",
                   self.accelerator_type, "unset or the TPU type of the machine (TPU_V4_POD, TPU_V5_LITEPOD)")
         else:
             check(not acc.startswith("TPU"), "vertex_training.accelerator_type", self.accelerator_type,
-                  "TPU types only with a TPU machine_type (cloud-tpu, ct4p-*, ct5lp-*)")
+                  "TPU types only with a TPU vertex_training.machine_type (cloud-tpu, ct4p-*, ct5lp-*)")
             check(self.tpu_topology is None, "vertex_training.tpu_topology", self.tpu_topology,
-                  "unset for a non-TPU machine_type")
+                  "unset for a non-TPU vertex_training.machine_type")
             if acc:
                 check(self.accelerator_count >= 1, "vertex_training.accelerator_count", self.accelerator_count,
-                      f">= 1 with accelerator_type {self.accelerator_type}")
+                      f">= 1 with vertex_training.accelerator_type={self.accelerator_type}")
             else:
                 check(self.accelerator_count == 0, "vertex_training.accelerator_count", self.accelerator_count,
-                      "0 without accelerator_type")
+                      "0 without vertex_training.accelerator_type")
         return self
 
 
@@ -614,7 +657,7 @@ class BenchmarkConfig(Section):
             check(hp.batch_size >= 1, f"{p}.batch_size", hp.batch_size, ">= 1")
             check(hp.train_steps >= 1, f"{p}.train_steps", hp.train_steps, ">= 1")
             check(0 <= hp.warmup_steps <= hp.train_steps, f"{p}.warmup_steps", hp.warmup_steps,
-                  "in [0, train_steps]")
+                  f"in [0, {p}.train_steps]")
             check(8 <= hp.max_seq_length <= 512, f"{p}.max_seq_length", hp.max_seq_length, "in [8, 512]")
             for name in ("albert_dropout", "classifier_dropout"):
                 check(0 <= getattr(hp, name) < 1, f"{p}.{name}", getattr(hp, name), "in [0, 1)")

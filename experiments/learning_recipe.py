@@ -392,8 +392,10 @@ def main(argv=None) -> int:
                           f"benchmarks.hparams.{task}.warmup_steps=1", f"benchmarks.hparams.{task}.batch_size=8"]
     overrides += args.overrides
     common = [f"pipeline_root={os.path.join(out, 'pipeline_root')}", f"metadata_path={os.path.join(out, 'metadata.sqlite')}"]
-    sop_cfg = build_config("small", overrides=overrides + common + ["train.sentence_task=sop", "datagen.sop_mode=official"],
-                           local=True)
+    from pipeline.resolve import resolve_config
+
+    sop_cfg = resolve_config(build_config("small", overrides=overrides + common + [
+        "train.sentence_task=sop", "datagen.sop_mode=official"]), local=True)
     from pipeline.local_runner import run_local
 
     seconds: Dict[str, float] = {}
@@ -417,8 +419,8 @@ def main(argv=None) -> int:
                 shutil.copy(os.path.join(sop["report"], name), os.path.join(out, name))
     if not args.skip_nsp:
         no_bench = ["benchmarks.glue_dir=null", "benchmarks.squad_dir=null", "benchmarks.race_dir=null"]
-        nsp_cfg = build_config("small", overrides=overrides + common + no_bench +
-                               ["train.sentence_task=nsp", "datagen.sop_mode=nsp"], local=True)
+        nsp_cfg = resolve_config(build_config("small", overrides=overrides + common + no_bench +
+                                              ["train.sentence_task=nsp", "datagen.sop_mode=nsp"]), local=True)
         t0 = time.time()
         run_local(nsp_cfg, runner=args.runner)
         seconds["nsp_pipeline"] = time.time() - t0

@@ -9,7 +9,7 @@
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
     albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
     albert-pipeline env [show] [NAME] | schedules list|pause|resume --env NAME
-    albert-pipeline make-pretraining-data --input DOCS --spm-model M --output DIR [--workers N] [--set datagen.x=y]
+    albert-pipeline make-pretraining-data --input DOCS --vocab FILE --output DIR [--workers N] [--set datagen.x=y]
     albert-pipeline ingest --wikipedia DIR --books DIR --output DIR [--workers N] [--set corpus.x=y]
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
@@ -33,6 +33,7 @@ from typing import List, Optional
 
 from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
 from config.sections import BOOKS_GLOBS, WIKIPEDIA_FORMATS, WIKIPEDIA_GLOBS
+from trainer.files import VOCAB_FILES
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -49,13 +50,15 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="override one value, e.g. --set train.num_train_steps=200 (repeatable)")
 
 
-def _config(args, **placement):
-    """The configuration of ``--preset/--config/--set``, resolved once with where it runs (``--output-dir D`` puts
-    the pipeline root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path``
-    hold), validated (every section, the model too) and frozen: :func:`pipeline.configs.build_config`."""
+def _config(args, local: bool = False, **placement):
+    """The configuration of ``--preset/--config/--set`` with where it runs (``--output-dir D`` puts the pipeline
+    root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path`` hold), validated
+    (every section, the model too) and frozen: :func:`pipeline.configs.build_config`; then resolved against what
+    exists, ``local`` for ``run`` and ``plan``: :func:`pipeline.resolve.resolve_config`."""
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config(args.preset, args.config, args.overrides, **placement)
+    return resolve_config(build_config(args.preset, args.config, args.overrides, **placement), local=local)
 
 
 def cmd_run(args) -> int:
@@ -222,9 +225,43 @@ def cmd_make_pretraining_data(args) -> int:
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
     from components.datagen_tool import make_pretraining_data
 
-    summary = make_pretraining_data(args.input, args.spm_model, args.output, config, workers=args.workers)
+    summary = make_pretraining_data(args.input, args.vocab, args.output, config, workers=args.workers)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
+
+
+def cmd_tokenize(args) -> int:
+    """Each input line's pieces and ids as a JSON line: a vocabulary checked before pretraining is paid for."""
+    config = _config(args)
+    from components.text.tokenizers import TokenizerSpec, load_tokenizer
+    from components.text.vocab_files import vocabulary_kind
+
+    if not os.path.isfile(args.vocab):
+        raise MissingInputError(f"vocabulary {args.vocab} (--vocab) does not exist")
+    with open(args.vocab, "rb") as f:
+        data = f.read()
+    tokenizer = load_tokenizer(data, TokenizerSpec.for_vocab(vocabulary_kind(data, args.vocab), config.vocab),
+                               args.vocab)
+    for path in args.input or ["-"]:
+        lines = sys.stdin if path == "-" else _read_lines(path)
+        for line in lines:
+            text = line.rstrip("\n")
+            pieces = tokenizer.tokenize(text)
+            ids = tokenizer.encode(text)
+            print(json.dumps({"text": text, "pieces": pieces, "ids": ids}, ensure_ascii=False))
+    return 0
+
+
+def _read_lines(path: str):
+    """The lines of a UTF-8 text file; an InputError naming the file and line otherwise."""
+    if not os.path.isfile(path):
+        raise MissingInputError(f"--input {path} does not exist")
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{path} line {number}: not UTF-8 text") from None
 
 
 def cmd_ingest(args) -> int:
@@ -299,8 +336,9 @@ def _check_examples_dir(path: str) -> None:
     if not os.path.isdir(train) or not [n for n in os.listdir(train) if not n.startswith(".")]:
         raise InputError(f"{path} holds no pretraining examples (no files under Split-train/): give the folder "
                          f"written by `albert-pipeline make-pretraining-data`")
-    if not os.path.isfile(os.path.join(path, "vocab", "spm.model")):
-        raise InputError(f"{path} has no vocab/spm.model: not a make-pretraining-data output folder")
+    if not any(os.path.isfile(os.path.join(path, "vocab", name)) for name in VOCAB_FILES):
+        raise InputError(f"{path} has no vocab/spm.model or vocab/vocab.txt: not a make-pretraining-data output "
+                         "folder")
 
 
 def _check_safetensors(src: str) -> None:
@@ -452,10 +490,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("make-pretraining-data", help="documents → masked SOP TFRecords (same Beam code as the DAG)")
     _add_config_args(p)
     p.add_argument("--input", required=True, nargs="+", help="documents folder(s) or text files (official format)")
-    p.add_argument("--spm-model", required=True)
+    p.add_argument("--vocab", "--spm-model", dest="vocab", required=True,
+                   help="the vocabulary: a SentencePiece model or a WordPiece vocab.txt (the kind read from the file)")
     p.add_argument("--output", required=True)
     p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
     p.set_defaults(func=cmd_make_pretraining_data)
+
+    p = sub.add_parser("tokenize", help="each line of the input (or stdin) as pieces and ids, JSON lines: check a "
+                                        "vocabulary and the language settings (--set language=...) before pretraining")
+    _add_config_args(p)  # language, vocab.do_lower_case, vocab.normalization, vocab.strip_accents
+    p.add_argument("--vocab", required=True, help="a SentencePiece model or a WordPiece vocab.txt")
+    p.add_argument("--input", nargs="+", help="UTF-8 text files, one text a line (default: standard input)")
+    p.set_defaults(func=cmd_tokenize)
 
     p = sub.add_parser("ingest", help="raw Wikipedia (XML dumps or WikiExtractor output) and book folders → "
                                       "documents (CorpusGen's Beam code, no TFX); per-source counts as JSON")
@@ -600,7 +646,8 @@ _USER_ERROR_NAMES = frozenset({
     "UserError", "InputError", "MissingInputError", "OutputExistsError", "ConfigError", "CorruptInputError",
     "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
     "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
-    "RegistryAuthError", "RunInProgressError"})  # the last two: components/release/registry.py, pipeline/run_lock.py
+    "RegistryAuthError", "RunInProgressError", "VocabularyError"})  # RegistryAuthError, RunInProgressError:
+# components/release/registry.py, pipeline/run_lock.py; VocabularyError: components/text/vocab_files.py
 
 
 _BEAM_STEP = re.compile(r" \[while running '[^']*'\]")

@@ -131,7 +131,7 @@ class VertexTarget:
         if missing:
             raise CloudConfigError(f"Vertex AI submission needs {', '.join(missing)} (flags --project/--region/--pipeline-root)")
         if not self.pipeline_root.startswith("gs://"):
-            raise CloudConfigError(f"pipeline_root must be a gs:// URI for Vertex AI, got {self.pipeline_root!r}")
+            raise CloudConfigError(f"--pipeline-root must be a gs:// URI for Vertex AI, got {self.pipeline_root!r}")
         return self
 
 
@@ -193,7 +193,7 @@ class ScheduleSpec:
         if len(fields) != 5:
             raise CloudConfigError(f"cron {self.cron!r} must have 5 fields (optionally prefixed by TZ=Area/City)")
         if self.max_concurrent_run_count < 1:
-            raise CloudConfigError("max_concurrent_run_count must be >= 1")
+            raise CloudConfigError("--max-concurrent (an environment's schedule.max_concurrent_run_count) must be >= 1")
         return self
 
 

@@ -1,8 +1,10 @@
 """The whole run's configuration: the sections composed, the presets, YAML and ``--set`` overrides.
 
 :func:`build_config` is the one way a run gets its configuration: preset → YAML file → ``--set``
-overrides → where it runs (``--output-dir``, an environment's pipeline root and Beam args, local input
-paths made absolute) → validated → frozen. Nothing changes it afterwards (assignments raise
+overrides → where it runs (``--output-dir``, an environment's pipeline root and Beam args) → validated →
+frozen, reading nothing else. :func:`pipeline.resolve.resolve_config` is the step after it, which resolves the
+configuration against what exists (input folders, data spans, the latest blessed and the base model); this module
+never imports it. Nothing changes the result afterwards (assignments raise
 :class:`config.schema.FrozenConfigError`). Nodes never receive this object:
 :meth:`PipelineConfig.node_parameters` is the one place that says what each node receives, built from
 the sections that determine its output (see :mod:`config.sections`), so a change reruns exactly what it
@@ -23,6 +25,7 @@ from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataConfig, DataGenConfig,
                              FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TaskResources, TrainConfig,
                              VertexTrainingConfig, VocabConfig)
+from config.languages import DEFAULT_LANGUAGE, check_language, resolve_sections
 from config.trainer_settings import trainer_settings
 
 from pipeline import spans
@@ -47,6 +50,9 @@ TRAINER_RUN_FN = "trainer.task.run_fn"
 # comes from ``train.init_from`` through the ``ModelImport`` node, then the benchmarks, report, blessing and push).
 MODES = ("pretrain", "benchmark")
 MODEL_IMPORT_NODE = "ModelImport"
+# ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a local run starts
+# (:mod:`pipeline.continuation`); a compiled spec and ``mode=benchmark`` refuse it.
+LATEST_BLESSED = "latest_blessed"
 
 
 @dataclass
@@ -57,11 +63,13 @@ class PipelineConfig(Section):
     pipeline_name: str = "albert-tfx"
     preset: str = "paper"
     mode: str = "pretrain"  # pretrain | benchmark (MODES)
-    # Benchmark mode only: the sha256 of the files ModelImport copies from train.init_from, resolved by build_config
+    # Benchmark mode only: the sha256 of the files ModelImport copies from train.init_from, resolved by resolve_config
     # (which replaces a value given in benchmark mode; validate() refuses one in pretrain mode), so a changed model
     # folder makes ModelImport run again.
     model_digest: Optional[str] = None
     seed: int = 12345
+    # ISO 639-1 code: the defaults of the language settings (config/languages.py); each is a setting of its own.
+    language: str = DEFAULT_LANGUAGE
     pipeline_root: str = os.path.join("outputs", "pipeline_root")
     metadata_path: str = os.path.join("outputs", "metadata.sqlite")
     beam_args: List[str] = field(default_factory=lambda: ["--direct_running_mode=multi_processing", "--direct_num_workers=0"])
@@ -79,7 +87,7 @@ class PipelineConfig(Section):
     task_resources: Dict[str, TaskResources] = field(default_factory=dict)
     data: DataConfig = field(default_factory=DataConfig)
     # Where it runs, like the roots: what each data location resolved to when this run started (a local run's
-    # build_config; pipeline/spans.py): data key ("wikipedia", "glue", …) → {uri, properties}. Empty when compiled.
+    # resolve_config; pipeline/spans.py): data key ("wikipedia", "glue", …) → {uri, properties}. Empty when compiled.
     data_snapshots: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
     # -- (de)serialisation -------------------------------------------------------------------
@@ -215,8 +223,9 @@ class PipelineConfig(Section):
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
         check(self.mode in MODES, "mode", self.mode, "|".join(MODES))
+        check_language(self.language)
         check(self.mode == "benchmark" or self.model_digest is None, "model_digest", self.model_digest,
-              "unset (build_config resolves it from train.init_from with mode=benchmark)")
+              "unset (resolved from train.init_from with mode=benchmark)")
         if self.mode == "benchmark":
             from config.sections import INIT_FROM_SCRATCH
 
@@ -226,8 +235,8 @@ class PipelineConfig(Section):
             check(self.train.init_restore == "weights", "train.init_restore", self.train.init_restore,
                   "weights with mode=benchmark (nothing is trained)")
             check(self.benchmarks.nodes(), "mode", self.mode,
-                  "pretrain unless a benchmark data folder is set (benchmarks.glue_dir, squad_dir, squad_v2_dir or "
-                  "race_dir)")
+                  "pretrain unless a benchmark data folder is set (benchmarks.glue_dir, benchmarks.squad_dir, "
+                  "benchmarks.squad_v2_dir or benchmarks.race_dir)")
         for section in (self.corpus, self.vocab, self.datagen, self.train, self.vertex_training, self.benchmarks,
                         self.report, self.release, self.model):
             section.validate()
@@ -246,7 +255,7 @@ class PipelineConfig(Section):
             positions = self.model.encoder_fields()["max_position_embeddings"]
             check(self.datagen.long_max_seq_length <= positions, "datagen.long_max_seq_length",
                   self.datagen.long_max_seq_length,
-                  f"at most the model's max_position_embeddings={positions} (model.size={self.model.size})")
+                  f"at most {positions}, the max_position_embeddings of model.size={self.model.size}")
         v = self.vertex_training
         if v.enabled and v.replica_count > 1:
             check(self.train.strategy in ("multi_worker", "auto"), "train.strategy", self.train.strategy,
@@ -269,36 +278,11 @@ class PipelineConfig(Section):
                 "benchmarks.race_dir": b.race_dir}
 
     def is_local(self) -> bool:
-        """Whether this config was resolved for a run on this machine (``build_config(..., local=True)``):
+        """Whether this config was resolved for a run on this machine (``resolve_config(..., local=True)``):
         the pipeline root, the MLMD store and every local input path are absolute."""
         paths = [self.pipeline_root, self.metadata_path] + [p for p in self.input_paths().values()
                                                             if p and "://" not in p]
         return all(os.path.isabs(p) and os.path.normpath(p) == p for p in paths)
-
-
-def _local_paths(config: PipelineConfig) -> PipelineConfig:
-    """A local run: input paths must exist, and are made absolute and normalised ('..' resolved) so MLMD lineage
-    records where the data really is, whatever the working directory; the pipeline root and the MLMD store are made
-    absolute too. URIs are left alone (``gs://``: no network here, the components report a missing object by name;
-    any other scheme: :meth:`PipelineConfig.validate` rejects it)."""
-    sections: Dict[str, Dict[str, str]] = {}
-    for name, value in config.input_paths().items():
-        if value is None or "://" in value:
-            continue
-        path = os.path.abspath(os.path.expanduser(value))
-        want_file = name == "vocab.import_model"
-        from pipeline.spans import has_pattern
-
-        if has_pattern(path):  # a span pattern: resolved (and checked) when the run starts
-            pass
-        elif not (os.path.isfile(path) if want_file else os.path.isdir(path)):
-            raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
-                              f"{path} does not exist")
-        section, key = name.split(".")
-        sections.setdefault(section, {})[key] = path
-    changes: Dict[str, Any] = {s: dataclasses.replace(getattr(config, s), **keys) for s, keys in sections.items()}
-    return dataclasses.replace(config, pipeline_root=os.path.abspath(config.pipeline_root),
-                               metadata_path=os.path.abspath(config.metadata_path), **changes)
 
 
 def _field_type(keys: List[str]):
@@ -533,16 +517,23 @@ PRESETS = {"sample": sample_config, "small": small_config, "paper": paper_config
            "paper-v2": paper_v2_config}
 
 
+def apply_language_profile(config: PipelineConfig) -> PipelineConfig:
+    """The language settings left unset (``None``) filled from ``config.language``'s profile (config/languages.py);
+    an unknown code is a ConfigError naming ``language``."""
+    corpus, vocab, datagen = resolve_sections(config.language, config.corpus, config.vocab, config.datagen)
+    return dataclasses.replace(config, corpus=corpus, vocab=vocab, datagen=datagen)
+
+
 def build_config(preset: str = "sample", config_file: Optional[str] = None,
                  overrides: Optional[Sequence[str]] = None, *, output_dir: Optional[str] = None,
-                 pipeline_root: Optional[str] = None, beam_args: Optional[Sequence[str]] = None,
-                 local: bool = False) -> PipelineConfig:
-    """The run's configuration, resolved once, validated once, frozen.
+                 pipeline_root: Optional[str] = None, beam_args: Optional[Sequence[str]] = None) -> PipelineConfig:
+    """The run's configuration as given, validated and frozen; nothing but the preset and the YAML file is read.
 
-    preset → YAML file → ``key=value`` overrides → where it runs: ``output_dir`` puts the pipeline root and the
-    MLMD store under it (``--output-dir``); ``pipeline_root`` and ``beam_args`` are a compile's or an environment's;
-    ``local`` (``run``, ``plan``) checks that the input paths exist and makes them and both roots absolute. Without
-    these, the config's own ``pipeline_root`` / ``metadata_path`` / ``beam_args`` (preset, file, ``--set``) hold.
+    preset → YAML file → ``key=value`` overrides → language profile → where it runs: ``output_dir`` puts the
+    pipeline root and the MLMD store under it (``--output-dir``); ``pipeline_root`` and ``beam_args`` are a
+    compile's or an environment's. Without these, the config's own ``pipeline_root`` / ``metadata_path`` /
+    ``beam_args`` (preset, file, ``--set``) hold. Resolving it against what exists (input folders, data spans, the
+    latest blessed model, the base model) is the next step, :func:`pipeline.resolve.resolve_config`.
     """
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
@@ -551,6 +542,7 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
         config = load_yaml(config, config_file)
     if overrides:
         config = apply_overrides(config, list(overrides))
+    config = apply_language_profile(config)
     placement: Dict[str, Any] = {}
     if output_dir:
         placement.update(pipeline_root=os.path.join(output_dir, "pipeline_root"),
@@ -561,89 +553,7 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
         placement["beam_args"] = [str(a) for a in beam_args]
     config = dataclasses.replace(config, **placement)
     if config.mode == "benchmark":
-        from pipeline.continuation import LATEST_BLESSED
-
         check(config.train.init_from != LATEST_BLESSED, "train.init_from", config.train.init_from,
               "a model folder with mode=benchmark (a pushed version's folder, or what `albert-pipeline convert` "
               "wrote)")
-    if local:
-        from pipeline.continuation import resolve_latest_blessed
-
-        config = resolve_latest_blessed(_resolve_data(_local_paths(config)))
-    else:
-        _refuse_local_only(config)
-    config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
     return config.validate().freeze()
-
-
-def _data_locations(config: PipelineConfig) -> Dict[str, Tuple[str, str]]:
-    """data key → (its config key, its location) for every data location the DAG reads."""
-    return {key: (IMPORTERS[key][1], uri) for key, uri in config.data_inputs().items()}
-
-
-def _resolve_data(config: PipelineConfig) -> PipelineConfig:
-    """A local run resolves every data location now, when it starts: the span pattern's latest (or ``data.span``'s)
-    folder and every folder's fingerprint (``pipeline/spans.py``)."""
-    resolved = spans.resolve_all(_data_locations(config), span=config.data.span, window=config.data.span_window,
-                                 corpus_keys=CORPUS_KEYS)
-    snapshots = {key: {"uri": snap.uri, "properties": snap.properties(), "summary": snap.summary()}
-                 for key, snap in resolved.items()}
-    return dataclasses.replace(config, data_snapshots=snapshots)
-
-
-def _refuse_local_only(config: PipelineConfig) -> None:
-    """What only a local run resolves when it starts: ``train.init_from=latest_blessed``. (Span patterns are resolved
-    when a run starts in a compiled spec too: by its DataSnapshot task, ``pipeline/snapshot_task.py``.)"""
-    from pipeline.continuation import LATEST_BLESSED
-
-    if config.train.init_from == LATEST_BLESSED:
-        raise ConfigError(f"config train.init_from={LATEST_BLESSED} is invalid here: the last blessed model is "
-                          "resolved when a local run starts; a compiled spec cannot resolve it yet (name a pushed "
-                          "version's folder)")
-
-
-def _with_base(config: PipelineConfig) -> PipelineConfig:
-    """Continued pretraining (``train.init_from`` a model folder), checked before any node runs: the base must be a
-    model folder whose encoder configuration is this run's and whose vocabulary this run uses. VocabGen takes the
-    base's ``spm.model`` (``vocab.import_model`` unset), or the file named there when it is the same vocabulary."""
-    from config.sections import INIT_FROM_SCRATCH
-
-    if config.train.validate().init_from == INIT_FROM_SCRATCH:
-        return config
-    from trainer import base_model
-    from trainer.modeling_albert import AlbertConfig
-
-    location = config.train.init_from
-    if "://" not in location:  # a folder of this machine: absolute, as the run's other paths are
-        location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
-        config = dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location))
-    base = base_model.describe(location)
-    ours = AlbertConfig(**config.model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()
-    vocab = config.vocab.import_model
-    if vocab is not None and "://" not in vocab and not os.path.isfile(vocab):
-        raise ConfigError(f"config vocab.import_model={vocab!r} is invalid: file {os.path.abspath(vocab)} does not "
-                          "exist")
-    base_model.check(base, ours, base["spm_sha256"] if vocab is None else base_model.sha256_of(vocab))
-    if vocab is None:
-        config = dataclasses.replace(config, vocab=dataclasses.replace(config.vocab, import_model=base["spm_model"],
-                                                                       vocab_size=0))
-    return config
-
-
-def _benchmark_base(config: PipelineConfig) -> PipelineConfig:
-    """A benchmark-only run (``mode=benchmark``): the model at ``train.init_from`` found before any node runs (one
-    error naming the location when it is not a model folder), a local location made absolute, and ``model_digest``
-    resolved from the files ModelImport copies. The model's own configuration and vocabulary are used as they are:
-    ``model.*`` and ``vocab.*`` play no part."""
-    from config.sections import INIT_FROM_SCRATCH
-
-    location = config.train.validate().init_from
-    if location == INIT_FROM_SCRATCH:
-        return config  # validate() refuses it, naming the setting
-    from trainer import base_model
-
-    if "://" not in location:
-        location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
-    base = base_model.describe(location)
-    return dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location),
-                               model_digest=base_model.digest(base_model.model_files(base)))

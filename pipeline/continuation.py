@@ -21,10 +21,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from config.sections import INIT_FROM_SCRATCH
 from pipeline import mlmd
+from pipeline.configs import IMPORTERS, LATEST_BLESSED
 
-__all__ = ["LATEST_BLESSED", "resolve_latest_blessed", "latest_blessed_model", "upstream_data"]
+__all__ = ["resolve_latest_blessed", "latest_blessed_model", "upstream_data"]
 
-LATEST_BLESSED = "latest_blessed"
 CORPUS_IMPORTERS = ("WikipediaImporter", "BooksImporter")
 _LOG = logging.getLogger(__name__)
 
@@ -101,8 +101,6 @@ def _trainer_init_from(store, model_id: int) -> Optional[str]:
 
 
 def _corpus_now(config) -> Dict[str, Dict[str, Any]]:
-    from pipeline.configs import IMPORTERS
-
     return {IMPORTERS[key][0]: snapshot["properties"] for key, snapshot in config.data_snapshots.items()
             if IMPORTERS[key][0] in CORPUS_IMPORTERS}
 
@@ -115,7 +113,7 @@ def _same_data(before: Dict[str, Dict[str, Any]], now: Dict[str, Dict[str, Any]]
 
 def resolve_latest_blessed(config):
     """``config`` with ``train.init_from`` resolved (see the module docstring); other values pass through. Needs
-    the data snapshots of a local ``build_config``."""
+    the data snapshots of a local ``resolve_config`` (:mod:`pipeline.resolve`)."""
     import dataclasses
 
     if config.train.init_from != LATEST_BLESSED:

@@ -4,7 +4,9 @@
 or from an environment of ``infra/environments.yaml`` (``--env NAME``). Both forms build one
 :class:`Deployment` (:func:`from_flags`, :func:`from_environment`), and :func:`submit` and :func:`schedule` send
 it, so an option cannot reach one form's request and not the other's (``tests/test_deploy.py`` checks every
-option through both). :mod:`pipeline.cloud` builds and sends the requests themselves.
+option through both; :func:`submit_env` and :func:`schedule_env` are the environment form in one call).
+:mod:`pipeline.cloud` builds and sends the requests themselves; :mod:`pipeline.environments` reads the
+environments and never imports this module.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any, Dict, Optional
 
 from config.errors import MissingInputError
 from pipeline.cloud import CloudConfigError, ScheduleSpec, VertexTarget
+from pipeline.environments import Environment, EnvironmentConfigError
 
 DEFAULT_EXPERIMENT = "albert-tfx"  # the KFP experiment runs are filed under
 DEFAULT_RUN_NAME = "albert-tfx"  # the flag form's display name (an environment's: albert-tfx-NAME)
@@ -65,7 +68,7 @@ def from_flags(args) -> Deployment:
     labels = {}
     for item in args.label or []:
         if "=" not in item:
-            raise CloudConfigError(f"--label {item!r} must be key=value")
+            raise CloudConfigError(f"--label {item!r} must be KEY=VALUE")
         key, value = item.split("=", 1)
         labels[key] = value
     return Deployment(
@@ -76,11 +79,9 @@ def from_flags(args) -> Deployment:
         enable_caching=not getattr(args, "no_cache", False), parameters=parse_parameters(args.parameters))
 
 
-def from_environment(env, run_name: Optional[str] = None, parameters: Optional[Dict[str, Any]] = None,
+def from_environment(env: Environment, run_name: Optional[str] = None, parameters: Optional[Dict[str, Any]] = None,
                      enable_caching: Optional[bool] = None) -> Deployment:
     """An environment of ``infra/environments.yaml`` (validated), with the command's run name and parameters."""
-    from pipeline.environments import EnvironmentConfigError
-
     env.validate()
     if env.kind == "local":
         raise EnvironmentConfigError(f"environment {env.name!r} is local: use `albert-pipeline run`, not submit")
@@ -130,3 +131,24 @@ def schedule(deployment: Deployment, spec: str, schedule_spec: ScheduleSpec, *, 
     if send:
         cloud.create_schedule(schedule_obj, kwargs, service_account=target.service_account, network=target.network)
     return schedule_obj, kwargs
+
+
+def submit_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
+               parameters: Optional[Dict[str, Any]] = None, credentials=None, client=None, send: bool = True):
+    """:func:`submit` to an environment: :func:`from_environment`, then the path the flag form takes too. Returns
+    the PipelineJob (``send=False``: built, not sent) or the KFP result."""
+    return submit(from_environment(env, run_name, parameters), spec, credentials=credentials, client=client,
+                  send=send)
+
+
+def schedule_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
+                 parameters: Optional[Dict[str, Any]] = None, cron: Optional[str] = None,
+                 max_concurrent_run_count: Optional[int] = None, max_run_count: Optional[int] = None,
+                 start_time: Optional[str] = None, end_time: Optional[str] = None, credentials=None,
+                 send: bool = True):
+    """:func:`schedule` in an environment, at its ``schedule:`` settings (overridable here)."""
+    deployment = from_environment(env, run_name, parameters)
+    schedule_spec = env.schedule_spec(deployment.run_name, cron=cron, max_run_count=max_run_count,
+                                      max_concurrent_run_count=max_concurrent_run_count, start_time=start_time,
+                                      end_time=end_time)
+    return schedule(deployment, spec, schedule_spec, credentials=credentials, send=send)

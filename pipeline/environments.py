@@ -8,10 +8,10 @@ values such as ``YOUR_PROJECT`` are rejected for cloud environments) and turns i
 
 * :func:`beam_args` — the Beam pipeline args of the Beam components (CorpusGen, PretrainingDataGen, ...);
 * :func:`vertex_target` — the :class:`pipeline.cloud.VertexTarget` for Vertex AI Pipelines;
-* :func:`compile_for_env`, :func:`submit_env`, :func:`schedule_env` — what ``albert-pipeline compile/submit/schedule
-  --env NAME`` call; :func:`list_env_schedules`, :func:`pause_env_schedule`, :func:`resume_env_schedule` for
-  ``albert-pipeline schedules list|pause|resume --env NAME``. The argument parsing and printing of those commands
-  live in :mod:`pipeline.cli_env`.
+* :func:`compile_for_env` — what ``albert-pipeline compile --env NAME`` calls; :func:`list_env_schedules`,
+  :func:`pause_env_schedule`, :func:`resume_env_schedule` for ``albert-pipeline schedules list|pause|resume --env
+  NAME``. The argument parsing and printing of those commands live in :mod:`pipeline.cli_env`. ``submit`` and
+  ``schedule --env NAME`` go through :mod:`pipeline.deploy`, which reads an environment; this module never imports it.
 
 Beam runners (``beam.runner``) and the args they produce
 -------------------------------------------------------
@@ -383,12 +383,14 @@ def vertex_target(env: Environment) -> VertexTarget:
 
 def pipeline_config(env: Environment, config_file: Optional[str] = None,
                     overrides: Optional[Sequence[str]] = None):
-    """The PipelineConfig for ``env``, resolved once: its preset, its ``config_overrides``, then the caller's
-    file/overrides, placed at the environment's pipeline root with its Beam args."""
+    """The PipelineConfig for ``env``: its preset, its ``config_overrides``, then the caller's file/overrides,
+    placed at the environment's pipeline root with its Beam args, then resolved for a compiled spec (not local)."""
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config(env.preset, config_file, list(env.config_overrides) + list(overrides or []),
-                        pipeline_root=env.pipeline_root, beam_args=beam_args(env))
+    config = build_config(env.preset, config_file, list(env.config_overrides) + list(overrides or []),
+                          pipeline_root=env.pipeline_root, beam_args=beam_args(env))
+    return resolve_config(config, local=False)
 
 
 def compile_for_env(env: Environment, output: str, *, config_file: Optional[str] = None,
@@ -404,32 +406,6 @@ def compile_for_env(env: Environment, output: str, *, config_file: Optional[str]
     compile_fn(config, output, image=image or env.image)
     return {"spec": output, "environment": env.name, "image": image or env.image,
             "pipeline_root": config.pipeline_root, "beam_pipeline_args": list(config.beam_args)}
-
-
-def submit_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
-               parameters: Optional[Dict[str, Any]] = None, credentials=None, client=None, send: bool = True):
-    """Submit ``spec`` to ``env`` (Vertex AI PipelineJob or a KFP run) through :func:`pipeline.deploy.submit`, the
-    path the flag form takes too. Returns the PipelineJob (``send=False``: built, not sent) or the KFP result."""
-    from pipeline import deploy
-
-    return deploy.submit(deploy.from_environment(env, run_name, parameters), spec, credentials=credentials,
-                         client=client, send=send)
-
-
-def schedule_env(env: Environment, spec: str, *, run_name: Optional[str] = None,
-                 parameters: Optional[Dict[str, Any]] = None, cron: Optional[str] = None,
-                 max_concurrent_run_count: Optional[int] = None, max_run_count: Optional[int] = None,
-                 start_time: Optional[str] = None, end_time: Optional[str] = None, credentials=None,
-                 send: bool = True):
-    """A Vertex AI schedule of ``spec`` in ``env`` (its ``schedule:`` settings, overridable here), through
-    :func:`pipeline.deploy.schedule`."""
-    from pipeline import deploy
-
-    deployment = deploy.from_environment(env, run_name, parameters)
-    schedule_spec = env.schedule_spec(deployment.run_name, cron=cron, max_run_count=max_run_count,
-                                      max_concurrent_run_count=max_concurrent_run_count, start_time=start_time,
-                                      end_time=end_time)
-    return deploy.schedule(deployment, spec, schedule_spec, credentials=credentials, send=send)
 
 
 def list_env_schedules(env: Environment, *, display_name: Optional[str] = None, state: Optional[str] = None,

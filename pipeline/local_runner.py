@@ -26,15 +26,15 @@ def run_local(config: PipelineConfig, runner: str = "beam", wait: float = 0.0) -
     """Run the whole DAG in this process; returns the pipeline root, the MLMD sqlite path and ``run_id``, the name
     of the ``pipeline_run`` context this run created in MLMD (what :func:`run_report` and :func:`run_release` read).
 
-    ``config`` comes from ``build_config(..., local=True)``: its input paths were checked (missing inputs fail
-    there, before TFX starts, naming the config key) and every path is absolute. The run holds the store's lock
-    (``pipeline/run_lock.py``) from before it looks at the store until its last node has finished: while another
-    run holds it, this one refuses at once (``wait`` 0) or waits up to ``wait`` seconds (``math.inf``: as long as
-    it takes), then raises :class:`pipeline.run_lock.RunInProgressError` naming that run."""
+    ``config`` comes from ``resolve_config(build_config(...), local=True)``: its input paths were checked (missing
+    inputs fail there, before TFX starts, naming the config key) and every path is absolute. The run holds the
+    store's lock (``pipeline/run_lock.py``) from before it looks at the store until its last node has finished:
+    while another run holds it, this one refuses at once (``wait`` 0) or waits up to ``wait`` seconds
+    (``math.inf``: as long as it takes), then raises :class:`pipeline.run_lock.RunInProgressError` naming that run."""
     if runner not in RUNNERS:
         raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
     if not (config.frozen and config.is_local()):
-        raise ValueError("run_local needs the configuration of build_config(..., local=True)")
+        raise ValueError("run_local needs the configuration of resolve_config(..., local=True)")
     with run_lock.exclusive_run(config.metadata_path, wait=wait):
         before = _run_contexts(config.metadata_path)
         pipeline = create_pipeline(config, metadata_connection_config=mlmd.connection_config(config.metadata_path))

@@ -179,7 +179,7 @@ def _param_diff(settings: Dict[str, str], old: Dict[str, Any], new: Dict[str, An
 
 
 def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[NodePlan]:
-    """The plan of ``config`` (``build_config(..., local=True)``, as ``run`` would get it) against its pipeline
+    """The plan of ``config`` (``resolve_config(..., local=True)``, as ``run`` would get it) against its pipeline
     root and MLMD store (``metadata_path``)."""
     from tfx.dsl.compiler import compiler, constants
     from tfx.orchestration import data_types_utils

@@ -1,7 +1,8 @@
 """The DataSnapshot task of a compiled spec: each data location resolved when a run starts, on Vertex AI and KFP.
 
-A local run resolves its data locations when it starts (``build_config``, :mod:`pipeline.spans`). A compiled spec is
-compiled once and scheduled, so there the resolution is a task of the spec that runs at the start of every run:
+A local run resolves its data locations when it starts (``pipeline.resolve.resolve_config``, :mod:`pipeline.spans`).
+A compiled spec is compiled once and scheduled, so there the resolution is a task of the spec that runs at the start
+of every run:
 
 * ``DataSnapshot`` takes the data locations (the pipeline parameters ``wikipedia_dir``, ``glue_dir`` …, patterns
   allowed), ``data_span`` (a pipeline parameter: 0 the latest span, N a backfill) and the span window, and resolves

@@ -55,9 +55,13 @@ def albert_folder(tmp_path_factory):
 def test_the_benchmark_only_dag_has_exactly_the_benchmark_and_release_nodes(albert_folder, tmp_path):
     from pipeline.configs import build_config
     from pipeline.pipeline import create_pipeline
+    from pipeline.resolve import resolve_config
     from trainer import base_model
 
-    config = build_config("sample", overrides=_sets(albert_folder), output_dir=str(tmp_path), local=True)
+    def local(overrides):
+        return resolve_config(build_config("sample", overrides=overrides, output_dir=str(tmp_path)), local=True)
+
+    config = local(_sets(albert_folder))
     assert {c.id for c in create_pipeline(config).components} == EXPECTED_NODES
     params = config.node_parameters()
     assert set(params) == EXPECTED_NODES - {"LatestBlessedModel"}
@@ -65,14 +69,14 @@ def test_the_benchmark_only_dag_has_exactly_the_benchmark_and_release_nodes(albe
     assert params["ModelImport"] == {"location": albert_folder, "digest": digest}
     assert config.parameter_settings()["ModelImport"] == {"location": "train.init_from", "digest": "train.init_from"}
     # The benchmark nodes receive what they receive in the whole DAG: the same protocol and seeds.
-    whole = build_config("sample", overrides=BENCH, output_dir=str(tmp_path), local=True).node_parameters()
+    whole = local(BENCH).node_parameters()
     for node in ("GlueBenchmark", "RaceBenchmark", "BenchmarkReport", "Blesser", "Pusher", "GlueDataImporter"):
         assert params[node] == whole[node], node
     # A changed model folder is a changed ModelImport parameter (never served from the cache).
     with open(os.path.join(albert_folder, "spm.model"), "ab") as f:
         f.write(b"\0")
     try:
-        changed = build_config("sample", overrides=_sets(albert_folder), output_dir=str(tmp_path), local=True)
+        changed = local(_sets(albert_folder))
         assert changed.node_parameters()["ModelImport"]["digest"] != digest
     finally:
         shutil.copy(os.path.join(os.path.dirname(__file__), "..", "data", "sample", "vocab", "30k-clean.model"),
@@ -129,8 +133,10 @@ def test_a_benchmark_only_spec_whose_model_the_cloud_cannot_read_is_refused(albe
     from pipeline import cloud
     from pipeline.configs import build_config
     from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.resolve import resolve_config
 
-    config = build_config("sample", pipeline_root="gs://b/root", overrides=_sets(albert_folder))
+    config = resolve_config(build_config("sample", pipeline_root="gs://b/root", overrides=_sets(albert_folder)),
+                            local=False)
     path = compile_pipeline(config, str(tmp_path / "spec.json"), image="gcr.io/p/albert:1")
     data = {"glue_dir": "gs://b/data/glue", "race_dir": "gs://b/data/race"}
     with pytest.raises(cloud.CloudConfigError) as caught:
@@ -206,12 +212,13 @@ def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_
     # runs; a changed model folder reruns ModelImport and all that follows.
     from pipeline.configs import build_config
     from pipeline.plan import plan
+    from pipeline.resolve import resolve_config
 
-    config = build_config("sample", overrides=_sets(model_dir, *RUN), output_dir=str(out), local=True)
+    config = resolve_config(build_config("sample", overrides=_sets(model_dir, *RUN), output_dir=str(out)), local=True)
     assert {r.node for r in plan(config) if r.status == "WILL RUN"} == {"Blesser", "Pusher"}
     with open(os.path.join(model_dir, "export_info.json"), "a") as f:
         f.write("\n")
-    config = build_config("sample", overrides=_sets(model_dir, *RUN), output_dir=str(out), local=True)
+    config = resolve_config(build_config("sample", overrides=_sets(model_dir, *RUN), output_dir=str(out)), local=True)
     assert {r.node for r in plan(config) if r.status == "WILL RUN"} == RUN_NODES - {
         "GlueDataImporter", "LatestBlessedModel"}
 

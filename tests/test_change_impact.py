@@ -49,8 +49,9 @@ BASE = [
 
 def _config(root, extra=()):
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config("sample", overrides=BASE + list(extra), output_dir=str(root), local=True)
+    return resolve_config(build_config("sample", overrides=BASE + list(extra), output_dir=str(root)), local=True)
 
 
 def _last_run(metadata_path):

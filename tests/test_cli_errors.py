@@ -66,11 +66,11 @@ def test_invalid_utf8_document_names_file_line_and_offset(fails_cleanly, tmp_pat
 
 
 # -- not-a-model files ------------------------------------------------------------------------------------------
-def test_file_that_is_not_a_sentencepiece_model(fails_cleanly, tmp_path):
+def test_file_that_is_not_a_vocabulary(fails_cleanly, tmp_path):
     (tmp_path / "docs.txt").write_text("One sentence.\n")
     (tmp_path / "spm.model").write_text("not a model\n")
-    fails_cleanly(["make-pretraining-data", "--input", "docs.txt", "--spm-model", "spm.model", "--output", "out"],
-                  ["spm.model", "is not a SentencePiece model"], "out")
+    fails_cleanly(["make-pretraining-data", "--input", "docs.txt", "--vocab", "spm.model", "--output", "out"],
+                  ["spm.model", "is neither a SentencePiece model nor a WordPiece vocab.txt"], "out")
 
 
 # -- empty inputs -----------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import pytest
 from config import PAPER_FINETUNE
 from config.schema import FrozenConfigError, deep_merge
 from pipeline.configs import ConfigError, PipelineConfig, apply_overrides, build_config
+from pipeline.resolve import resolve_config
 
 
 def test_paper_preset_is_the_albert_base_recipe():
@@ -127,7 +128,8 @@ def test_copies_of_a_frozen_config_are_new_configs():
 def test_where_it_runs_is_resolved_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "books").mkdir()
-    run = build_config("sample", overrides=["corpus.books_dir=./books/../books"], output_dir="out", local=True)
+    run = resolve_config(build_config("sample", overrides=["corpus.books_dir=./books/../books"], output_dir="out"),
+                         local=True)
     assert (run.pipeline_root, run.metadata_path) == (str(tmp_path / "out" / "pipeline_root"),
                                                       str(tmp_path / "out" / "metadata.sqlite"))
     assert run.corpus.books_dir == str(tmp_path / "books") and run.is_local() and run.frozen
@@ -135,12 +137,13 @@ def test_where_it_runs_is_resolved_once(tmp_path, monkeypatch):
     assert (compiled.pipeline_root, compiled.beam_args, compiled.metadata_path) == (
         "gs://b/root", ["--runner=DataflowRunner"], "outputs/metadata.sqlite")
     assert not compiled.is_local()  # relative MLMD path: not resolved for a local run
+    missing = build_config("sample", overrides=["benchmarks.race_dir=missing"])  # building reads no folder
     with pytest.raises(ConfigError) as info:
-        build_config("sample", overrides=["benchmarks.race_dir=missing"], local=True)
+        resolve_config(missing, local=True)
     assert str(info.value) == (f"config benchmarks.race_dir='missing' is invalid: folder {tmp_path / 'missing'} "
                                "does not exist")
     with pytest.raises(ConfigError) as info:  # a foreign scheme is the validation's error, not a missing folder
-        build_config("sample", overrides=["benchmarks.race_dir=s3://b/race"], local=True)
+        build_config("sample", overrides=["benchmarks.race_dir=s3://b/race"])
     assert str(info.value) == ("config benchmarks.race_dir='s3://b/race' is invalid: expected a local path or a "
                                "gs:// URI")
 

@@ -20,10 +20,11 @@ from tests.test_schedule_ticks import CORPUS_DOWN, add_span_2, data_layout
 
 def _config(root):
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config("sample", output_dir=str(root / "out"), local=True, overrides=BASE + [
+    return resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=BASE + [
         f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}", "train.init_from=latest_blessed",
-        f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null"])
+        f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null"]), local=True)
 
 
 def _tick(root):

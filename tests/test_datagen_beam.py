@@ -132,6 +132,7 @@ def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
     from components.datagen.generate import tokenize_document
     from components.datagen.instances import VocabInfo
     from components.text.tokenization import AlbertTokenizer
+    from components.text.tokenizers import TokenizerSpec
 
     docs = dict(datagen_beam_input.read_documents(FIXTURE))
     rule = datagen_beam_input.SplitRule(7, 0.0)  # every document trains: one pool
@@ -147,8 +148,8 @@ def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
         work = str(tmp_path / f"work-{max_documents}-{max_chars}")
         with beam.Pipeline() as p:
             files = p | beam.Create([FIXTURE])
-            _ = (datagen_beam_pools.split_document_pools(files, spm_model_path, True, 7, max_documents, max_chars,
-                                                         rule, work)
+            _ = (datagen_beam_pools.split_document_pools(files, spm_model_path, TokenizerSpec(), "official", 7,
+                                                         max_documents, max_chars, rule, work)
                  | beam.Map(_save_text, saved))
         pools_file = open(saved).read()
         assert os.path.dirname(pools_file) == work

@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from pipeline import cloud
-from pipeline import cli_env
+from pipeline import cli_env, deploy
 from pipeline import environments as envs
 from test_cloud import IMAGE, SPEC, kfp_client, no_network, vertex_rpcs  # noqa: F401  (fixtures)
 
@@ -286,8 +286,8 @@ def test_submit_env_vertex_request(spec_path, vertex_rpcs):
     from google.auth.credentials import AnonymousCredentials
 
     env = envs.get_environment("vertex-dev", overrides=["parameters.sop_mode=pure"])
-    job = envs.submit_env(env, spec_path, run_name="albert-dev-1", parameters={"num_train_steps": 7},
-                          credentials=AnonymousCredentials())
+    job = deploy.submit_env(env, spec_path, run_name="albert-dev-1", parameters={"num_train_steps": 7},
+                            credentials=AnonymousCredentials())
     sent = next(kw for name, kw in vertex_rpcs if name == "create_pipeline_job")["pipeline_job"]
     assert sent.display_name == "albert-dev-1"
     assert sent.service_account == "albert-pipelines@albert-proj.iam.gserviceaccount.com"
@@ -301,19 +301,19 @@ def test_nothing_is_sent_when_validation_fails(spec_path, vertex_rpcs, monkeypat
     env = envs.get_environment("vertex-dev")
     env.bucket = None  # e.g. edited after loading
     with pytest.raises(envs.EnvironmentConfigError, match="'vertex-dev': bucket is required"):
-        envs.submit_env(env, spec_path)
+        deploy.submit_env(env, spec_path)
     with pytest.raises(envs.EnvironmentConfigError, match="is local"):
-        envs.submit_env(envs.get_environment("local"), spec_path)
+        deploy.submit_env(envs.get_environment("local"), spec_path)
     with pytest.raises(FileNotFoundError, match="compile --env"):
-        envs.submit_env(envs.get_environment("vertex-dev"), spec_path + ".missing")
+        deploy.submit_env(envs.get_environment("vertex-dev"), spec_path + ".missing")
     assert vertex_rpcs == []
 
 
 def test_submit_env_kfp_with_a_real_client(spec_path, kfp_client):
     client, pool = kfp_client
     env = envs.get_environment("kfp-flink")
-    result = envs.submit_env(env, spec_path, run_name="albert-kfp", parameters={"num_train_steps": 3},
-                             client=client)
+    result = deploy.submit_env(env, spec_path, run_name="albert-kfp", parameters={"num_train_steps": 3},
+                               client=client)
     assert result.run_id == "run-1"
     run = pool.requests[-1]
     assert run["url"] == "http://kfp.example.invalid:8888/apis/v2beta1/runs"
@@ -327,7 +327,7 @@ def test_schedule_env_uses_the_environment_schedule(spec_path, vertex_rpcs):
     from google.auth.credentials import AnonymousCredentials
 
     env = envs.get_environment("vertex-dev")
-    schedule, kwargs = envs.schedule_env(env, spec_path, max_run_count=12, credentials=AnonymousCredentials())
+    schedule, kwargs = deploy.schedule_env(env, spec_path, max_run_count=12, credentials=AnonymousCredentials())
     sent = next(kw for name, kw in vertex_rpcs if name == "create_schedule")["schedule"]
     assert sent.display_name == "albert-tfx-vertex-dev"
     assert sent.cron == "TZ=Europe/Paris 0 3 * * 1"
@@ -339,7 +339,7 @@ def test_schedule_env_uses_the_environment_schedule(spec_path, vertex_rpcs):
 
     no_cron = envs.get_environment("vertex-dev", overrides=["schedule={}"])
     with pytest.raises(envs.EnvironmentConfigError, match="schedule.cron is required"):
-        envs.schedule_env(no_cron, spec_path, send=False)
+        deploy.schedule_env(no_cron, spec_path, send=False)
 
 
 def test_schedule_list_pause_resume_per_environment(vertex_rpcs):

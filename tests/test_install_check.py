@@ -326,6 +326,7 @@ def _local_tick(root, overrides):
     from components.release.registry import RECORD_VAR
     from pipeline.configs import build_config
     from pipeline.local_runner import run_local
+    from pipeline.resolve import resolve_config
     from tests.gcs_standin import GcsStandIn
 
     gcs = root / "local_gcs"
@@ -336,7 +337,7 @@ def _local_tick(root, overrides):
     FileSystems._FILESYSTEMS = {}  # re-read the registry (the scheme moved to the stand-in)
     os.environ[RECORD_VAR] = str(root / "local_registry.jsonl")
     try:
-        config = build_config("sample", overrides=overrides, output_dir=str(root / "local"), local=True)
+        config = resolve_config(build_config("sample", overrides=overrides, output_dir=str(root / "local")), local=True)
         run_local(config)
     finally:
         GCSFileSystem.scheme = real_scheme

@@ -4,7 +4,9 @@
 Every ``import`` / ``from ... import`` statement of every module is read with ``ast`` (imports inside
 functions included, so a lazy import cannot hide an upward arrow). ``components`` may import ``trainer``
 (the benchmark nodes fine-tune the exported encoder); nothing below ``pipeline`` may import it.
-That the pipeline commands stay off ``tfx.v1`` and ``google.cloud.aiplatform``: tests/reliability/test_safety.py.
+Nor is there a circle, inside a layer either: no module of the product (``PRODUCT``) imports, however lazily or
+only for type checking, a module that imports it back, directly or through others. That the pipeline commands stay off ``tfx.v1`` and ``google.cloud.aiplatform``:
+tests/reliability/test_safety.py.
 """
 import ast
 import os
@@ -13,6 +15,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("config", "trainer", "components", "pipeline", "albert_tfx", "benchmarks", "experiments")
+PRODUCT = ("config", "trainer", "components", "pipeline", "albert_tfx")  # what is installed; no circle among them
 # ``albert_tfx`` is no layer: it only re-exports the artifact types under their schema titles
 # (albert_tfx/__init__.py), for the Kubeflow v2 container entrypoint. It imports components alone, and no package
 # imports it.
@@ -81,3 +84,106 @@ def test_top_layer_scripts_run_as_modules_without_path_edits(package):
             with open(os.path.join(ROOT, package, name), encoding="utf-8") as f:
                 found += [f"{package}/{name}:{i}" for i, line in enumerate(f, 1) if "sys.path" in line]
     assert found == []
+
+
+def module_files(root: str, packages=PRODUCT):
+    """{dotted module name: path} of every ``.py`` file in the packages (a package is its ``__init__``)."""
+    out = {}
+    for package in packages:
+        for dirpath, _, files in os.walk(os.path.join(root, package)):
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    parts = os.path.relpath(os.path.join(dirpath, name[:-3]), root).split(os.sep)
+                    out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = os.path.join(dirpath, name)
+    return out
+
+
+def import_graph(root: str, packages=PRODUCT):
+    """{module: {imported module: first line}} over the modules of ``packages``.
+
+    Every import counts, also inside functions and under ``TYPE_CHECKING``; relative ones are made absolute.
+    ``from pkg import name`` is an arrow to ``pkg.name`` where that is a module, else to ``pkg`` (a name its
+    ``__init__`` defines or re-exports); ``import a.b`` is an arrow to ``a.b``. Other packages are left out.
+    """
+    modules = module_files(root, packages)
+    graph = {}
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+        is_package = path.endswith("__init__.py")
+        edges = graph.setdefault(module, {})
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = module.split(".")[:len(module.split(".")) - node.level + is_package]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                           for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != module:
+                    edges.setdefault(target, node.lineno)
+    return graph
+
+
+def import_cycles(graph):
+    """Every circle of the graph once, each as a shortest way round ``[a, b, …, a]`` from its first module."""
+    cycles = {}
+    for start in sorted(graph):
+        cycle = shortest_cycle(graph, start)
+        if cycle and frozenset(cycle) not in cycles:
+            cycles[frozenset(cycle)] = cycle
+    return list(cycles.values())
+
+
+def shortest_cycle(graph, start):
+    """A shortest way from ``start`` back to itself (breadth-first search), or None."""
+    came_from, queue = {start: None}, [start]
+    for v in queue:
+        for w in sorted(graph[v]):
+            if w == start:
+                path = [v]
+                while came_from[path[0]] is not None:
+                    path.insert(0, came_from[path[0]])
+                return path + [start]
+            if w not in came_from:
+                came_from[w] = v
+                queue.append(w)
+    return None
+
+
+def describe(graph, cycle):
+    """``a:12 -> b:3 -> a``: line 12 of ``a`` imports ``b``, line 3 of ``b`` imports ``a``."""
+    return " -> ".join(f"{a}:{graph[a][b]}" for a, b in zip(cycle, cycle[1:])) + f" -> {cycle[-1]}"
+
+
+def test_the_product_has_no_import_circles():
+    """No module of the product imports, however lazily, a module that imports it back, directly or not."""
+    graph = import_graph(ROOT)
+    assert [describe(graph, cycle) for cycle in import_cycles(graph)] == []
+
+
+def test_the_circle_finder_sees_lazy_typing_only_relative_and_re_exported_imports(tmp_path):
+    """The check itself, on a package of its own: ``a`` imports ``b`` inside a function, ``b`` imports ``c`` under
+    ``TYPE_CHECKING``, ``c`` imports ``a`` relatively: one circle. ``d`` takes a name the package re-exports (an
+    arrow to ``pkg``, whose ``__init__`` imports ``a``), which is no circle; other packages are left out."""
+    files = {"__init__.py": "from pkg.a import A\n",
+             "a.py": "A = 1\n\n\ndef f():\n    from pkg import b\n    return b\n",
+             "b.py": "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from pkg.c import C\n",
+             "c.py": "import os\nfrom . import a\n\nC = a.A\n",
+             "d.py": "import json\nfrom pkg import A\n"}
+    (tmp_path / "pkg").mkdir()
+    for name, text in files.items():
+        (tmp_path / "pkg" / name).write_text(text)
+    graph = import_graph(str(tmp_path), ("pkg",))
+    assert graph == {"pkg": {"pkg.a": 1}, "pkg.a": {"pkg.b": 5}, "pkg.b": {"pkg.c": 4}, "pkg.c": {"pkg.a": 2},
+                     "pkg.d": {"pkg": 2}}
+    assert [describe(graph, c) for c in import_cycles(graph)] == ["pkg.a:5 -> pkg.b:4 -> pkg.c:2 -> pkg.a"]
+    (tmp_path / "pkg" / "b.py").write_text("C = None\n")
+    assert import_cycles(import_graph(str(tmp_path), ("pkg",))) == []

@@ -23,7 +23,7 @@ from config import ConfigError, TrainConfig
 from trainer import precision
 from trainer.modeling_albert import AlbertConfig
 from trainer.precision_probe import resolve_precision
-from trainer.train_lib import PretrainJob
+from trainer.pretrain_job import PretrainJob
 from trainer.train_step import build_pretraining_model
 
 L, P, V = 16, 4, 60

@@ -22,8 +22,9 @@ MORE_STEPS = ["train.num_train_steps=6"]
 
 def _config(root, extra=()):
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config("sample", overrides=BASE + list(extra), output_dir=str(root), local=True)
+    return resolve_config(build_config("sample", overrides=BASE + list(extra), output_dir=str(root)), local=True)
 
 
 def _run(root, extra=()):

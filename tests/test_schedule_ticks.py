@@ -30,10 +30,11 @@ CORPUS_DOWN = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBe
 
 def _config(root):
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config("sample", output_dir=str(root / "out"), local=True, overrides=BASE + [
+    return resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=BASE + [
         f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",
-        f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null"])
+        f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null"]), local=True)
 
 
 def _tick(root):
@@ -166,14 +167,19 @@ def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_be
 def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ticks):
     from config import UserError
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
     root, _ = ticks
     overrides = [f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}"]
-    config = build_config("sample", overrides=overrides + ["data.span=1"], output_dir=str(root / "o"), local=True)
+
+    def local(extra):
+        return resolve_config(build_config("sample", overrides=overrides + extra, output_dir=str(root / "o")),
+                              local=True)
+
+    config = local(["data.span=1"])
     assert config.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki" / "span-1")
-    window = build_config("sample", overrides=overrides + ["data.span_window=2"], output_dir=str(root / "o"),
-                          local=True)
+    window = local(["data.span_window=2"])
     assert window.data_snapshots["wikipedia"]["uri"] == str(root / "data" / "wiki")
     assert window.data_snapshots["wikipedia"]["properties"]["folders"] == '["span-1", "span-2"]'
     with pytest.raises(UserError, match=r"no span 7 \(data.span\); there are spans 1, 2"):
-        build_config("sample", overrides=overrides + ["data.span=7"], output_dir=str(root / "o"), local=True)
+        local(["data.span=7"])

@@ -86,12 +86,13 @@ def test_the_task_resolves_what_a_local_run_resolves(compiled):
     """Its outputs, run from the spec's command, are what a local run of the same configuration gives its
     Importers and nodes: one resolution, two places it runs."""
     from pipeline.configs import IMPORTERS, build_config
+    from pipeline.resolve import resolve_config
 
     root, locations, spec = compiled
     code, err, values = _run_task(spec, root)
     assert code == 0, err
-    local = build_config("sample", overrides=[f"{k}={v}" for k, v in locations.items()] + ["data.span_window=2"],
-                         output_dir=str(root / "local"), local=True)
+    local = resolve_config(build_config("sample", overrides=[f"{k}={v}" for k, v in locations.items()]
+                                        + ["data.span_window=2"], output_dir=str(root / "local")), local=True)
     params = local.node_parameters()
     for node in ("CorpusGen", "GlueBenchmark"):
         assert values[f"{node}_data"] == params[node]["data_snapshot"]

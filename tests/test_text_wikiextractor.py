@@ -183,3 +183,17 @@ def test_every_file_of_the_large_corpus_reads(shared_data):
     root = Path(shared_path("large", "wikipedia"))
     blocks = sum(1 for path in sorted(root.glob("*/wiki_*")) for _ in iter_extracted(path, articles_only=False))
     assert blocks == 7731
+
+
+def test_chinese_output_reads_as_english_does():
+    """WikiExtractor output of zhwiki (a fixture written for the purpose): the same title line, "." headings and
+    one paragraph per line, so the reader needs nothing of the language; the id is the XML route's for the same page."""
+    docs = list(iter_extracted(FIXTURES.parent / "wikiextractor-zh" / "AA" / "wiki_00"))
+    assert [(d.page_id, d.title) for d in docs] == [(4801, "巴黎"), (4806, "塞纳河")]
+    assert [extracted_paragraphs(d) for d in docs] == [
+        ["巴黎（Paris）是法国的首都和最大城市，位于塞纳河畔。巴黎是欧洲的文化中心之一，有许多博物馆和大学。",
+         "公元前3世纪，高卢人的一支在此定居。参见法国的其他城市。"],  # the heading "历史." is dropped
+        ["塞纳河（Seine）是法国北部的大河，全长776公里，流经巴黎市中心。"],
+    ]
+    first = extracted_to_document(docs[0], min_chars=1)
+    assert (first.doc_id, first.title) == ("wiki:4801", "巴黎")

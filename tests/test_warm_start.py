@@ -29,8 +29,9 @@ TRAIN = ["train.train_batch_size=8", "train.log_every=1", "train.eval_every=0", 
 
 def _config(extra):
     from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    return build_config("sample", overrides=DATA + TRAIN + list(extra))
+    return resolve_config(build_config("sample", overrides=DATA + TRAIN + list(extra)), local=False)
 
 
 BASE_TRAIN = [f"train.num_train_steps={BASE_STEPS}", "train.num_warmup_steps=2"]

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping
 from config.errors import MissingInputError
 from config.schema import ConfigError
 from trainer.files import (CONFIG_FILE, CONVERT_SERVING_DIR, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT,
-                           RUN_IDENTITY_FILE, SPM_FILE, VERSION_ALBERT_DIR, VERSION_RECORD_FILE)
+                           RUN_IDENTITY_FILE, VERSION_ALBERT_DIR, VERSION_RECORD_FILE, VOCAB_FILES)
 
 __all__ = ["describe", "check", "config_differences", "sha256_of", "training_state", "model_files", "digest",
            "source_record", "source_text", "WARM_START_FIELDS", "SAVED_MODEL_NAMES"]
@@ -51,8 +51,8 @@ def sha256_of(path: str) -> str:
 
 def describe(location: str) -> Dict[str, Any]:
     """What ``location`` holds: ``albert_dir``, ``checkpoint`` (the prefix to restore), ``config`` (official keys),
-    ``spm_model`` and its ``spm_sha256``, ``steps`` (the steps behind it: its own ``total_steps`` when it continued
-    another model, else its final step; None when its export says nothing), ``version`` (a pushed version's number,
+    ``spm_model`` (its vocabulary file: ``spm.model`` or ``vocab.txt``) and its ``spm_sha256``, ``steps`` (the
+    steps behind it: its own ``total_steps`` when it continued another model, else its final step; None when its export says nothing), ``version`` (a pushed version's number,
     else None). Raises :class:`MissingInputError` naming the location when it is neither layout."""
     gfile = _gfile()
     location = location.rstrip("/")
@@ -67,9 +67,11 @@ def describe(location: str) -> Dict[str, Any]:
     if checkpoint is None:
         raise MissingInputError(f"train.init_from={location}: {albert_dir} has neither {PRETRAINING_CKPT} nor "
                                 f"{ENCODER_CKPT} (.index)")
-    spm_model = posixpath.join(albert_dir, SPM_FILE)
-    if not gfile.exists(spm_model):
-        raise MissingInputError(f"train.init_from={location}: {albert_dir} has no {SPM_FILE} (the base's vocabulary)")
+    spm_model = next((posixpath.join(albert_dir, name) for name in VOCAB_FILES
+                      if gfile.exists(posixpath.join(albert_dir, name))), None)
+    if spm_model is None:
+        raise MissingInputError(f"train.init_from={location}: {albert_dir} has no {' or '.join(VOCAB_FILES)} (the "
+                                "base's vocabulary)")
     export_info = {}
     if gfile.exists(posixpath.join(albert_dir, EXPORT_INFO_FILE)):
         export_info = _read_json(posixpath.join(albert_dir, EXPORT_INFO_FILE))
@@ -107,7 +109,7 @@ def check(base: Mapping[str, Any], albert_config: Mapping[str, Any], spm_sha256:
 def training_state(base: Mapping[str, Any], identity: Mapping[str, Any]) -> str:
     """``train.init_restore=all``: the folder of the base's training checkpoints (model, optimizer, step, loss
     window), whose run must be this run but for the data and how it starts: the same encoder, ``train`` identity
-    and seed. One :class:`ConfigError` otherwise, naming what differs or what is missing."""
+    (its step count aside) and seed. One :class:`ConfigError` otherwise, naming what differs or what is missing."""
     folder = base.get("training_checkpoints")
     where = f"train.init_from={base['location']} with train.init_restore=all"
     gfile = _gfile()
@@ -117,7 +119,9 @@ def training_state(base: Mapping[str, Any], identity: Mapping[str, Any]) -> str:
     theirs = _read_json(posixpath.join(folder, RUN_IDENTITY_FILE))
 
     def comparable(ident: Mapping[str, Any]) -> Dict[str, Any]:
-        train = {k: v for k, v in ident["train"].items() if k not in WARM_START_FIELDS}
+        # A base trained with a lowered step count has the count in its identity (trainer/task.run_folder); the
+        # count never decides whether a run can be continued, only from which step.
+        train = {k: v for k, v in ident["train"].items() if k not in WARM_START_FIELDS + ("num_train_steps",)}
         return {"albert_config": ident["albert_config"], "train": train, "seed": ident["seed"]}
 
     ours, base_run = comparable(identity), comparable(theirs)

@@ -101,10 +101,10 @@ def _parts(model: AnyAlbert):
 
 def _check_layout(config: AlbertConfig) -> None:
     if config.layer_norm_position != "post":
-        raise InputError(f"layer_norm_position={config.layer_norm_position!r} has no official / Hugging Face "
+        raise InputError(f"model.layer_norm_position={config.layer_norm_position} has no official / Hugging Face "
                          "checkpoint layout (both are post-LN)")
     if config.sharing not in ("all", "groups", "none"):
-        raise InputError(f"sharing={config.sharing!r} has no official / Hugging Face checkpoint layout "
+        raise InputError(f"model.sharing={config.sharing} has no official / Hugging Face checkpoint layout "
                          "(supported: 'all', 'groups', 'none')")
 
 
@@ -343,7 +343,7 @@ def load_hf_state_dict(model: AnyAlbert, tensors: Mapping[str, np.ndarray], stri
         if w is not None:
             if not (np.array_equal(w, np.eye(w.shape[0], dtype=w.dtype)) and b is not None and not np.any(b)):
                 raise InputError("The checkpoint has a non-identity embedding_hidden_mapping_in but the model has no "
-                                 "projection; build it with AlbertConfig(embedding_projection=True)")
+                                 "projection; set \"embedding_projection\": true in its albert_config.json")
             ignored.append(r"encoder\.embedding_hidden_mapping_in\.(weight|bias)$")
     report = _assign_all("Hugging Face state dict", var_map, lambda n: tensors[n], list(tensors), ignored,
                          skipped_prefixes=("predictions.", "sop_classifier.") if pretraining is None else (),
@@ -458,7 +458,7 @@ def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
         return tensors
     if os.path.exists(os.path.join(directory, "pytorch_model.bin")):
         raise MissingInputError(f"{directory} has only pytorch_model.bin; re-save it with safetensors first "
-                                "(transformers: model.save_pretrained(dir, safe_serialization=True))")
+                                "(transformers: `model.save_pretrained(dir, safe_serialization=True)`)")
     raise MissingInputError(f"No model.safetensors (or model.safetensors.index.json) in {directory}")
 
 

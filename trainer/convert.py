@@ -54,7 +54,7 @@ def convert(kind: str, src: str, dst: str) -> Dict[str, Any]:
     if not tf.io.gfile.isdir(src):
         raise MissingInputError(f"Source directory {src} does not exist")
     if os.path.abspath(src) == os.path.abspath(dst):
-        raise InputError("src and dst must be different directories")
+        raise InputError("SRC and DST must be different directories")
     func = {"hf-to-albert": hf_to_albert, "albert-to-hf": albert_to_hf, "tf1-to-albert": tf1_to_albert}[kind]
     try:
         result = func(src, dst)
@@ -236,7 +236,7 @@ def albert_to_hf(src: str, dst: str) -> Dict[str, Any]:
     model = load_albert_dir(src)
     config = model.config
     if config.sharing not in ("all", "groups", "none"):
-        raise InputError(f"sharing={config.sharing!r} cannot be written in the Hugging Face layout "
+        raise InputError(f"model.sharing={config.sharing} cannot be written in the Hugging Face layout "
                          "(transformers has only whole-layer groups: 'all', 'groups', 'none')")
     paths = interop.save_hf_pretrained(model, dst)
     files = ["config.json", "model.safetensors"]

@@ -6,16 +6,14 @@ batches so that every replica runs the same number of steps) count nowhere.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Dict, Sequence
+from typing import Callable, Dict, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from trainer import input_pipeline
 from trainer.losses import METRIC_NAMES, NUM_SUMS, loss_sums, metrics_from_sums
-
-if TYPE_CHECKING:
-    from trainer.train_lib import PretrainJob
+from trainer.pretrain_job import PretrainJob
 
 
 def make_evaluator(model, strategy: tf.distribute.Strategy, eval_files: Sequence[str], *, num_records: int,
@@ -58,7 +56,7 @@ def make_evaluator(model, strategy: tf.distribute.Strategy, eval_files: Sequence
     return evaluate
 
 
-def held_out_evaluator(model, strategy: tf.distribute.Strategy, job: "PretrainJob", counts_cache: str,
+def held_out_evaluator(model, strategy: tf.distribute.Strategy, job: PretrainJob, counts_cache: str,
                        write_counts: bool) -> Callable[[], Dict[str, float]]:
     """The run's evaluator: up to ``train.eval_steps * train.eval_batch_size`` records of ``job.eval_files`` at the
     first phase's shapes (the short eval split in both sequence phases, so curves stay comparable across the

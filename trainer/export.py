@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Optional
+import posixpath
+from typing import Dict, Sequence
 
 import tensorflow as tf
 
-from trainer.files import CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE
+from trainer.files import CONFIG_FILE, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT
 from trainer.modeling_albert import AlbertForPreTraining
 
 
@@ -56,12 +57,13 @@ class ServingModule(tf.Module):
         return result
 
 
-def export(model: AlbertForPreTraining, serving_dir: str, albert_dir: str, spm_model_path: Optional[str],
+def export(model: AlbertForPreTraining, serving_dir: str, albert_dir: str, vocab_files: Sequence[str],
            extra: Dict[str, object]) -> None:
     """Write the serving SavedModel and the raw artifacts fine-tuning and interop need.
 
     ``albert_dir`` holds ``albert_config.json`` (official key names), the encoder-only checkpoint that
-    the benchmark components restore, the full pretraining checkpoint, the SentencePiece model and
+    the benchmark components restore, the full pretraining checkpoint, the vocabulary (``vocab_files``: the
+    ``spm.model`` or ``vocab.txt`` and, where there is one, its ``tokenizer.json``; trainer/vocabulary.py) and
     ``export_info.json``.
     """
     module = ServingModule(model)
@@ -70,7 +72,7 @@ def export(model: AlbertForPreTraining, serving_dir: str, albert_dir: str, spm_m
     model.config.to_json_file(os.path.join(albert_dir, CONFIG_FILE), official=True)
     tf.train.Checkpoint(encoder=model.albert).write(os.path.join(albert_dir, ENCODER_CKPT))
     tf.train.Checkpoint(model=model).write(os.path.join(albert_dir, PRETRAINING_CKPT))
-    if spm_model_path:
-        tf.io.gfile.copy(spm_model_path, os.path.join(albert_dir, SPM_FILE), overwrite=True)
+    for path in vocab_files:
+        tf.io.gfile.copy(path, os.path.join(albert_dir, posixpath.basename(path)), overwrite=True)
     with tf.io.gfile.GFile(os.path.join(albert_dir, EXPORT_INFO_FILE), "w") as f:
         f.write(json.dumps(extra, indent=2, sort_keys=True, default=str))

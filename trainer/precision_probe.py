@@ -9,21 +9,19 @@ recorded in its checkpoint folder.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Dict
+from typing import Dict
 
 import numpy as np
 import tensorflow as tf
 
 from trainer import distribute, input_pipeline, precision
+from trainer.pretrain_job import PretrainJob
 from trainer.train_step import build_model_and_optimizer, make_train_step, resolve_jit_compile
-
-if TYPE_CHECKING:
-    from trainer.train_lib import PretrainJob
 
 log = logging.getLogger(__name__)
 
 
-def resolve_precision(job: "PretrainJob", strategy: tf.distribute.Strategy, chief: bool) -> precision.Decision:
+def resolve_precision(job: PretrainJob, strategy: tf.distribute.Strategy, chief: bool) -> precision.Decision:
     """``train.mixed_precision`` of this run (``auto``: measured, :mod:`trainer.precision`).
 
     A resumed run keeps the precision recorded in its checkpoint folder (``auto`` may measure differently on

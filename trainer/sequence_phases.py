@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import tensorflow as tf
 
 from trainer import input_pipeline
-
-if TYPE_CHECKING:
-    from trainer.train_lib import PretrainJob
+from trainer.pretrain_job import PretrainJob
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +30,7 @@ class SequencePhase:
     max_predictions_per_seq: int
 
 
-def sequence_phases(job: "PretrainJob") -> List[SequencePhase]:
+def sequence_phases(job: PretrainJob) -> List[SequencePhase]:
     """One phase at ``max_seq_length``; with ``train.long_seq_from_step`` (BERT's two-phase sequence length), a
     second one from that step on the long examples."""
     phases = [SequencePhase(0, tuple(job.train_files), job.max_seq_length, job.max_predictions_per_seq)]
@@ -80,7 +78,7 @@ class PhasedInput:
         return self.phases[self.phase_index(max(step - 1, 0))].max_seq_length
 
 
-def open_train_input(job: "PretrainJob", strategy: tf.distribute.Strategy, micro_batch: int, counts_cache: str,
+def open_train_input(job: PretrainJob, strategy: tf.distribute.Strategy, micro_batch: int, counts_cache: str,
                      write_counts: bool) -> PhasedInput:
     """The run's training batches: each phase's stream distributed over ``strategy`` in micro-batches of
     ``micro_batch`` examples, opened at a step's position on first use. Record counts are cached in

@@ -7,7 +7,7 @@ What the Trainer depends on, and nothing else:
   ``fn_args.custom_config["albert"]``: JSON ``{"model", "train", "seed"}`` (``config/trainer_settings.py``;
   ``train`` without ``num_train_steps``, which is ``fn_args.train_steps`` — ``TrainArgs``, a pipeline
   runtime parameter when compiled); the examples artifact, whose ``dataset_info.json`` gives the sequence length,
-  predictions per sequence, ``do_lower_case`` and a content fingerprint; and ``vocab/spm.model``
+  predictions per sequence, ``do_lower_case`` and a content fingerprint; and ``vocab/spm.model`` (or ``vocab.txt``)
   inside it (the vocabulary size).
 
 Checkpoints live under ``custom_config["checkpoint_root"]`` (a folder that outlives executions) in
@@ -19,7 +19,11 @@ or data gets a fresh folder (said in the log). ``run_identity.json`` in the fold
 checkpoint of another identity is never loaded silently. Raising ``num_train_steps`` continues the
 run: training goes on from the newest checkpoint to the new total, and the learning-rate schedule
 is re-evaluated with the new total (warm-up unchanged, the polynomial decay stretched to the new
-end), so the learning rate steps up at the resume point to where the longer schedule would be.
+end), so the learning rate steps up at the resume point to where the longer schedule would be; a warning
+names the step and both counts (``schedule.json`` in the folder records the count each stretch of steps was
+trained toward). A count below the newest checkpoint's step (or equal to it when that checkpoint was trained toward
+a larger count) cannot continue the run and must not return its model: it is a run of its own, with the count in
+its identity and so a folder of its own (:func:`run_folder`, said in the log).
 
 BERT's two-phase sequence length (``train.long_seq_from_step`` > 0, off by default): the steps from there on
 read the examples' ``Split-train_long`` (length and predictions per sequence from ``dataset_info.json``); the
@@ -35,19 +39,21 @@ import posixpath
 import shutil
 import tempfile
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
 from config import ConfigError, InputError, TrainConfig, canonical_json
 from config.sections import INIT_FROM_SCRATCH
 from config.trainer_settings import parse_settings, trainer_settings
-from trainer import base_model, distribute, examples_info
+from trainer import base_model, distribute, examples_info, vocabulary
 from trainer.export import export
 from trainer.files import RUN_CONFIG_FILE, RUN_IDENTITY_FILE, TRAIN_LONG_SPLIT
 from trainer.modeling_albert import AlbertConfig, count_parameters
+from trainer.pretrain_job import PretrainJob
+from trainer.run_state import newest_checkpoint
 from trainer.sequence_phases import sequence_phases
-from trainer.train_lib import PretrainJob, pretrain
+from trainer.train_lib import pretrain
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +94,99 @@ def claim_checkpoint_dir(checkpoint_dir: str, identity: Dict[str, Any]) -> bool:
     return False
 
 
+# In a run's checkpoint folder: the step counts its checkpoints were trained toward, as a list of
+# {"from_step", "num_train_steps"}, one entry per count, from the step where that count took over.
+SCHEDULE_FILE = "schedule.json"
+
+
+def checkpoint_step(checkpoint_dir: str) -> int:
+    """The step of the newest complete checkpoint in ``checkpoint_dir``; 0 without one (or without the folder)."""
+    path = newest_checkpoint(checkpoint_dir, tf.train.latest_checkpoint(checkpoint_dir))
+    return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def read_schedule(checkpoint_dir: str) -> List[Dict[str, int]]:
+    """The folder's ``schedule.json`` entries; [] without one (a new folder, or one written before the record)."""
+    path = posixpath.join(checkpoint_dir, SCHEDULE_FILE)
+    if not tf.io.gfile.exists(path):
+        return []
+    with tf.io.gfile.GFile(path) as f:
+        return json.load(f)
+
+
+def trained_toward(schedule: List[Dict[str, int]], step: int) -> Optional[int]:
+    """The step count the checkpoint at ``step`` was trained toward: that of the last entry that began before
+    ``step``; None when the schedule does not cover it."""
+    counts = [entry["num_train_steps"] for entry in schedule if entry["from_step"] < step]
+    return counts[-1] if counts else None
+
+
+def run_folder(checkpoint_root: str, identity: Dict[str, Any],
+               num_train_steps: int) -> Tuple[str, Dict[str, Any], Optional[Tuple[str, int, Optional[int]]]]:
+    """The run's checkpoint folder and identity, and, when the count makes it a run of its own, what it left:
+    (the folder of the run it did not continue, that folder's newest step, the count that step was trained toward).
+
+    The identity leaves ``num_train_steps`` out, so raising the count continues the run in its folder. But the
+    learning rate decays to 0 at the count, so a count below the newest checkpoint's step (or equal to it when that
+    checkpoint was trained toward a larger count) cannot be that run: continuing would return a model trained on
+    another schedule. Such a count is a run of its own: its identity holds the count, so its folder is another.
+    A run that does not lower the count keeps the identity and folder it always had.
+    """
+    shared = checkpoint_dir_for(checkpoint_root, identity)
+    step = checkpoint_step(shared)
+    toward = trained_toward(read_schedule(shared), step)
+    if step < num_train_steps or (step == num_train_steps and toward in (None, num_train_steps)):
+        return shared, identity, None
+    own = {**identity, "train": {**identity["train"], "num_train_steps": num_train_steps}}
+    return checkpoint_dir_for(checkpoint_root, own), own, (shared, step, toward)
+
+
+def continued_checkpoint(checkpoint_dir: str, init_state: str, num_train_steps: int) -> Tuple[str, int]:
+    """The folder whose newest checkpoint this execution continues, and that checkpoint's step (0: none).
+
+    The folder's own, or, in a new folder with ``train.init_restore=all``, the base's (``init_state``), whose step
+    must not exceed the count: a :class:`ConfigError` otherwise, naming the step and the two ways out. (The
+    folder's own checkpoints are never ahead of the count: :func:`run_folder` saw to that.)
+    """
+    step = checkpoint_step(checkpoint_dir)
+    if step or not init_state:
+        return checkpoint_dir, step
+    step = checkpoint_step(init_state)
+    if step > num_train_steps:
+        raise ConfigError(f"train.init_restore=all continues the base's run from its checkpoint at step {step} "
+                          f"({init_state}), past train.num_train_steps={num_train_steps}: --set "
+                          f"train.num_train_steps=N with N >= {step} to continue it, or --set "
+                          "train.init_restore=weights for a new run from its weights")
+    return init_state, step
+
+
+def continue_schedule(checkpoint_dir: str, source: str, step: int, num_train_steps: int) -> None:
+    """Say when this execution continues checkpoints trained toward another step count (``source``'s at ``step``,
+    from :func:`continued_checkpoint`), and record its count in ``checkpoint_dir``'s ``schedule.json``.
+
+    Continuing toward another count keeps the warm-up and ends the linear decay at the new count, so the learning
+    rate changes at the resume point: a warning names both counts and that step.
+    """
+    recorded = read_schedule(source)
+    toward = trained_toward(recorded, step)
+    if 0 < step < num_train_steps and toward != num_train_steps:
+        before = (f"trained toward train.num_train_steps={toward}" if toward is not None else
+                  "trained toward a step count its folder does not record (written before schedule.json)")
+        log.warning("continuing pretraining run %s from its checkpoint at step %d, %s, to train.num_train_steps=%d: "
+                    "the learning-rate schedule changes at step %d (same warm-up, the linear decay now ends at step "
+                    "%d)", posixpath.basename(source.rstrip("/")), step, before, num_train_steps, step,
+                    num_train_steps)
+    # What followed ``step`` was lost with the checkpoints after it (a killed attempt's), as a resume loses it.
+    schedule = [entry for entry in recorded if entry["from_step"] < step]
+    if not schedule or schedule[-1]["num_train_steps"] != num_train_steps:
+        schedule.append({"from_step": step, "num_train_steps": num_train_steps})
+    if schedule != read_schedule(checkpoint_dir):
+        path = posixpath.join(checkpoint_dir, SCHEDULE_FILE)
+        with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+            f.write(json.dumps(schedule))
+        tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
 def long_phase_facts(facts: Dict[str, Any], train: TrainConfig, albert_config, examples_root: str) -> Dict[str, Any]:
     """BERT's two-phase sequence length: the ``PretrainJob`` fields of the long phase ({} when
     ``train.long_seq_from_step`` is 0). The long examples are the ``train_long`` split of the same examples folder;
@@ -115,32 +214,37 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
                     albert_dir: str, log_dir: str, checkpoint_root: str,
                     num_train_steps: Optional[int] = None) -> dict:
     """Train (or resume) and export; shared by ``run_fn`` and ``albert-pipeline pretrain``."""
-    import sentencepiece as spm
-
     model, train, seed = parse_settings(settings_json, num_train_steps)
     facts = examples_info.read_info(examples_root)
     missing = [k for k in ("max_seq_length", "max_predictions_per_seq") if k not in facts]
     if missing:
         raise InputError(f"{posixpath.join(examples_root, examples_info.INFO_FILE)}: missing {', '.join(missing)}")
-    spm_path = posixpath.join(examples_root, "vocab", "spm.model")
-    sp = spm.SentencePieceProcessor()
-    with tf.io.gfile.GFile(spm_path, "rb") as f:
-        sp.load_from_serialized_proto(f.read())
-    albert_config = AlbertConfig(**model.encoder_fields(sp.get_piece_size()))
+    vocab_dir = posixpath.join(examples_root, "vocab")
+    vocab_path = vocabulary.vocabulary_file(vocab_dir)
+    albert_config = AlbertConfig(**model.encoder_fields(vocabulary.vocabulary_size(vocab_path)))
     base = None
     if train.init_from != INIT_FROM_SCRATCH:  # continued pretraining: the base's encoder and vocabulary, checked
         base = base_model.describe(train.init_from)
-        base_model.check(base, albert_config.to_dict(), base_model.sha256_of(spm_path))
+        base_model.check(base, albert_config.to_dict(), base_model.sha256_of(vocab_path))
     long_phase = long_phase_facts(facts, train, albert_config, examples_root)
     identity = run_identity(facts["fingerprint"], albert_config, train, seed)
     init_state = base_model.training_state(base, identity) if base and train.init_restore == "all" else ""
-    checkpoint_dir = checkpoint_dir_for(checkpoint_root, identity)
+    checkpoint_dir, identity, passed = run_folder(checkpoint_root, identity, train.num_train_steps)
     # In a cluster (train.strategy=multi_worker) every task trains; the chief alone writes what outlives the run.
     chief = distribute.is_chief(distribute.cluster_for(train.strategy))
+    if chief and passed:
+        other, reached, toward = passed
+        log.warning("pretraining run %s is at step %d%s, so train.num_train_steps=%d cannot continue it (its learning "
+                    "rate decays to 0 at step %d): a run of its own, in checkpoint folder %s; the other run's "
+                    "checkpoints are left as they are", posixpath.basename(other), reached,
+                    f" (trained toward {toward})" if toward not in (None, reached) else "", train.num_train_steps,
+                    train.num_train_steps, posixpath.basename(checkpoint_dir))
+    source, step = continued_checkpoint(checkpoint_dir, init_state, train.num_train_steps)
     if chief:
         resumed = claim_checkpoint_dir(checkpoint_dir, identity)
         log.info("pretraining run %s: %s", posixpath.basename(checkpoint_dir),
                  "resuming from its checkpoints" if resumed else "new run (no checkpoints for this identity)")
+        continue_schedule(checkpoint_dir, source, step, train.num_train_steps)
     job = PretrainJob(
         albert_config=albert_config, train=train, seed=seed,
         train_files=list(train_files), eval_files=list(eval_files or []),
@@ -180,14 +284,13 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
             {"from_step": p.first_step, "max_seq_length": p.max_seq_length,
              "max_predictions_per_seq": p.max_predictions_per_seq} for p in sequence_phases(job)]
     if chief:
-        export(result["model"], serving_dir, albert_dir, spm_path, info)
+        export(result["model"], serving_dir, albert_dir, vocabulary.vocabulary_files(vocab_dir), info)
         with tf.io.gfile.GFile(posixpath.join(log_dir, "eval_metrics.json"), "w") as f:
             f.write(json.dumps(info, indent=2, sort_keys=True, default=str))
     else:  # TensorFlow's contract: every task saves (saves may be collective); the others' copies are thrown away
         scratch = tempfile.mkdtemp(prefix="albert-export-")
         try:
-            export(result["model"], posixpath.join(scratch, "serving"), posixpath.join(scratch, "albert"), None,
-                   info)
+            export(result["model"], posixpath.join(scratch, "serving"), posixpath.join(scratch, "albert"), (), info)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     # Workers leave only once the chief's export is written (TFX's executor then finds the model on every task),

@@ -1,4 +1,4 @@
-"""The pretraining job and its loop: the one place that puts the trainer's pieces together.
+"""The pretraining loop: the one place that puts the trainer's pieces together.
 
 A custom loop rather than ``model.fit`` because the recipe needs gradient accumulation (to reach a
 4096 batch on small hardware), global-norm clipping of the accumulated gradient, and a step counter
@@ -6,7 +6,8 @@ that survives preemption: training always runs to exactly ``num_train_steps`` op
 resuming from the latest checkpoint in ``checkpoint_dir`` if one exists. The pieces, one concept each
 (Orbit-style): :mod:`trainer.train_step` (model, optimizer and the step), :mod:`trainer.losses`,
 :mod:`trainer.dropout`, :mod:`trainer.run_state` (checkpoints, history, TensorBoard), :mod:`trainer.evaluator`,
-:mod:`trainer.sequence_phases`, :mod:`trainer.precision_probe` and :mod:`trainer.export`.
+:mod:`trainer.sequence_phases`, :mod:`trainer.precision_probe` and :mod:`trainer.export`; the job they all read,
+:class:`~trainer.pretrain_job.PretrainJob`, is a module of its own.
 
 Resume guarantee (docs/resume.md, "Resume guarantee"): a run killed anywhere and rerun is the same run. Everything
 step N computes is a function of the checkpointed state and N: the batch is records ``[N*B, (N+1)*B)`` of the
@@ -24,7 +25,7 @@ import dataclasses
 import logging
 import os
 import posixpath
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -34,8 +35,8 @@ from trainer import distribute
 from trainer.evaluator import held_out_evaluator
 from trainer.files import CONFIG_FILE, ENCODER_CKPT, PRETRAINING_CKPT, SPM_FILE  # noqa: F401 (tests/conftest.py reads them here)
 from trainer.losses import TrainMetrics
-from trainer.modeling_albert import AlbertConfig
 from trainer.precision_probe import resolve_precision
+from trainer.pretrain_job import PretrainJob
 from trainer.run_state import Checkpoints, RunLog
 from trainer.sequence_phases import PhasedInput, open_train_input
 from trainer.train_step import build_model_and_optimizer, make_train_step, resolve_jit_compile
@@ -43,32 +44,6 @@ from trainer.train_step import build_model_and_optimizer, make_train_step, resol
 log = logging.getLogger(__name__)
 
 RECORD_COUNTS_FILE = "record_counts.json"
-
-
-@dataclasses.dataclass
-class PretrainJob:
-    """Everything one pretraining run needs (built by ``trainer.task.run_fn`` from the pipeline config)."""
-
-    albert_config: AlbertConfig
-    train: TrainConfig
-    seed: int
-    train_files: Sequence[str]
-    eval_files: Sequence[str]
-    max_seq_length: int
-    max_predictions_per_seq: int
-    checkpoint_dir: str
-    log_dir: str
-    # BERT's two-phase sequence length (``train.long_seq_from_step`` > 0): the long examples the steps from the
-    # switch on read, and their shapes. Empty / 0: one phase.
-    long_train_files: Sequence[str] = ()
-    long_max_seq_length: int = 0
-    long_max_predictions_per_seq: int = 0
-    # Continued pretraining (``train.init_from``): the base's albert folder, whose weights a new run starts from.
-    # Empty: random initial weights.
-    init_checkpoint: str = ""
-    # ``train.init_restore=all``: the base run's training checkpoint folder, restored whole (model, optimizer, step,
-    # loss window) instead of the weights alone.
-    init_state: str = ""
 
 
 def pretrain(job: PretrainJob) -> Dict[str, object]:
@@ -111,6 +86,10 @@ def pretrain(job: PretrainJob) -> Dict[str, object]:
     elif job.init_checkpoint:
         warm_start(model, job.init_checkpoint)
     start_step = int(optimizer.iterations.numpy())
+    if start_step > t.num_train_steps:  # never return a model trained past the count asked for (task.run_folder)
+        raise ConfigError(f"{resume_from or job.init_state} is at step {start_step}, past train.num_train_steps="
+                          f"{t.num_train_steps}: --set train.num_train_steps=N with N >= {start_step} to continue "
+                          "that run, or use another checkpoint folder for a run of its own")
 
     if chief:
         tf.io.gfile.makedirs(job.checkpoint_dir)

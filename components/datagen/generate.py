@@ -29,7 +29,7 @@ def normalize_sentences(tokenizer, sentences: Sequence[str]) -> List[str]:
     (sentences never contain one) with C-speed string methods, instead of once per sentence; only
     non-ASCII sentences take the per-sentence path.
     """
-    if tokenizer.normalize.__func__ is not _ALBERT_NORMALIZE:
+    if tokenizer.normalize.__func__ is not _ALBERT_NORMALIZE or tokenizer.normalization != "albert":
         return [tokenizer.normalize(s) for s in sentences]
     joined = "\n".join(sentences)
     if joined.isascii():

@@ -198,22 +198,34 @@ class VocabInfo:
     @classmethod
     def from_pieces(cls, pieces: Sequence[str], cls_id: int = 2, sep_id: int = 3, mask_id: int = 4,
                     pad_id: int = 0, rule: str = "official") -> "VocabInfo":
-        """``rule``: ``official`` (:func:`official_is_start_piece`) or ``underline`` (only '▁' starts a word)."""
+        """``rule``: ``official`` (:func:`official_is_start_piece`), ``underline`` (only '▁' starts a word) or
+        ``wordpiece`` (every piece but a '##' continuation starts one: the official ``_is_start_piece_bert``; a
+        WordPiece vocabulary has no digits-comma quirk)."""
         if rule == "official":
             start = [official_is_start_piece(p) for p in pieces]
         elif rule == "underline":
             start = [p.startswith(SPIECE_UNDERLINE) for p in pieces]
+        elif rule == "wordpiece":
+            start = [not p.startswith("##") for p in pieces]
         else:
-            raise ValueError(f"rule must be 'official' or 'underline', got {rule!r}")
-        digit_comma = [len(p) > 1 and p[-1] == "," and p[-2].isdigit() for p in pieces]
+            raise ValueError(f"rule must be 'official', 'underline' or 'wordpiece', got {rule!r}")
+        digit_comma = None if rule == "wordpiece" else np.asarray(
+            [len(p) > 1 and p[-1] == "," and p[-2].isdigit() for p in pieces], dtype=bool)
         return cls(vocab_size=len(pieces), cls_id=cls_id, sep_id=sep_id, mask_id=mask_id, pad_id=pad_id,
-                   is_word_start=np.asarray(start, dtype=bool), digit_comma=np.asarray(digit_comma, dtype=bool))
+                   is_word_start=np.asarray(start, dtype=bool), digit_comma=digit_comma)
 
     @classmethod
-    def from_tokenizer(cls, tok, rule: str = "official") -> "VocabInfo":
-        """From an :class:`components.text.tokenization.AlbertTokenizer` (ids of [CLS]/[SEP]/[MASK]/pad)."""
-        pieces = [tok.sp.id_to_piece(i) for i in range(tok.vocab_size)]
-        return cls.from_pieces(pieces, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id,
+    def from_tokenizer(cls, tok, word_starts: str = "official") -> "VocabInfo":
+        """From a tokenizer (``components.text.tokenizers.load_tokenizer``: ids of [CLS]/[SEP]/[MASK]/pad, its
+        pieces) and ``datagen.word_starts``: ``official`` takes the release's rule for the vocabulary's kind
+        (``_is_start_piece_sp`` or ``_is_start_piece_bert``), ``boundary`` the '▁' or '##' marks alone."""
+        if tok.kind == "wordpiece":
+            rule = "wordpiece"
+        elif word_starts in ("official", "boundary"):
+            rule = "official" if word_starts == "official" else "underline"
+        else:
+            raise ValueError(f"word_starts must be 'official' or 'boundary', got {word_starts!r}")
+        return cls.from_pieces(tok.pieces, cls_id=tok.cls_id, sep_id=tok.sep_id, mask_id=tok.mask_id,
                                pad_id=tok.pad_id, rule=rule)
 
 

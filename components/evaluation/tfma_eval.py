@@ -31,6 +31,7 @@ __all__ = ["LABEL_KEY", "PREDICTION_KEY", "write_eval_examples", "eval_config", 
 LABEL_KEY = "label"
 PREDICTION_KEY = "prediction"
 SERVING_SIGNATURE = "serve_tf_examples"
+MODEL_TYPE = "tf_generic"  # tensorflow_model_analysis.constants.TF_GENERIC: a SavedModel called through a signature
 BINARY_METRICS = ("ExampleCount", "BinaryAccuracy", "AUC", "F1Score", "Precision", "Recall",
                   "MatthewsCorrelationCoefficient")
 # Keras' SparseCategoricalAccuracy (top-1 accuracy on the probability vector), run by TFMA.
@@ -79,6 +80,11 @@ def eval_config(num_labels: int, with_model: bool):
     spec = C.ModelSpec(label_key=LABEL_KEY, prediction_key=prediction_key)
     if with_model:
         spec.signature_name = SERVING_SIGNATURE
+        # The serving model is a tf.Module saved with tf.saved_model.save (components/evaluation/transform.py),
+        # not a Keras model. Without a model type TFMA finds out by loading it whole with
+        # tf.keras.models.load_model, which warns that the model was "saved prior to TF 2.5" and is then thrown
+        # away; "tf_generic" makes it load the SavedModel as saved (tf.saved_model.load) and call the signature.
+        spec.model_type = MODEL_TYPE
     return C.EvalConfig(model_specs=[spec], slicing_specs=[C.SlicingSpec()],
                         metrics_specs=[C.MetricsSpec(metrics=[C.MetricConfig(class_name=n) for n in names])])
 

@@ -272,6 +272,40 @@ def make_preprocessing_fn(model_proto: bytes, max_seq_length: int, do_lower_case
 
 
 ROW_INDEX = "__row_index__"
+RECORD_BATCH_ROWS = 1024  # rows per Arrow RecordBatch fed to tf.Transform
+
+
+def _record_batches(rows: Sequence[Mapping[str, str]], has_text_b: bool, batch_rows: int = RECORD_BATCH_ROWS):
+    """The rows as Arrow RecordBatches and the ``TensorAdapterConfig`` that reads them (tf.Transform's TFXIO input).
+
+    Each text feature is a ``large_list<large_binary>`` column holding one value per row, read as a dense string
+    tensor ``[B]`` (what ``tfxio.TFExampleRecord`` decodes a ``FixedLenFeature([], tf.string)`` to, without
+    going through serialized ``tf.Example``s); ``__row_index__`` is an int64 column of the same shape that the
+    tensor representations leave out, so only the pass-through sees it."""
+    import pyarrow as pa
+    from tensorflow_metadata.proto.v0 import schema_pb2
+    from tfx_bsl.public import tfxio
+
+    keys = text_keys(has_text_b)
+    data = _encoded_rows(rows, has_text_b)
+    text_type, index_type = pa.large_list(pa.large_binary()), pa.large_list(pa.int64())
+    schema = pa.schema([pa.field(k, text_type) for k in keys] + [pa.field(ROW_INDEX, index_type)])
+    batches = []
+    for start in range(0, len(data), batch_rows):
+        chunk = data[start:start + batch_rows]
+        columns = [pa.array([[r[k]] for r in chunk], type=text_type) for k in keys]
+        columns.append(pa.array([[i] for i in range(start, start + len(chunk))], type=index_type))
+        batches.append(pa.RecordBatch.from_arrays(columns, schema=schema))
+    representations = {k: schema_pb2.TensorRepresentation(
+        dense_tensor=schema_pb2.TensorRepresentation.DenseTensor(column_name=k, shape=schema_pb2.FixedShape()))
+        for k in keys}
+    return batches, tfxio.TensorAdapterConfig(schema, representations)
+
+
+def _rows_of(batch) -> List[Dict[str, list]]:
+    """One transformed RecordBatch → JSON-able rows (each column is a list of one row's values)."""
+    columns = batch.to_pydict()
+    return [dict(zip(columns, values)) for values in zip(*columns.values())]
 
 
 def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, has_text_b: bool,
@@ -281,35 +315,29 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
 
     Returns the transformed rows (dicts of numpy arrays) in input order and, with
     ``transform_output_dir``, writes the transform function there (``tft.TFTransformOutput``).
-    Rows carry an int64 ``__row_index__`` through the graph so the order can be restored (Beam
-    does not promise it); the serving layer runs without it (tf.Transform prunes unfed inputs).
+    tf.Transform's TFXIO path: Arrow RecordBatches in, RecordBatches out (:func:`_record_batches`), not its
+    legacy instance dicts, which it converts to RecordBatches and back one row at a time. Rows carry an int64
+    ``__row_index__`` as a pass-through column (never seen by the graph) so the order can be restored (Beam
+    does not promise it).
     """
     import tempfile
 
     import apache_beam as beam
     import tensorflow_transform.beam as tft_beam
-    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
     temp_dir = temp_dir or tempfile.mkdtemp(prefix="tft_tmp_")
-    spec = dict(raw_feature_spec(has_text_b))
-    spec[ROW_INDEX] = tf.io.FixedLenFeature([], tf.int64)
-    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(spec))
-    data = [dict(r, **{ROW_INDEX: i}) for i, r in enumerate(_encoded_rows(rows, has_text_b))]
-
-    def indexed_fn(inputs):
-        outputs = dict(preprocessing_fn({k: v for k, v in inputs.items() if k != ROW_INDEX}))
-        outputs[ROW_INDEX] = inputs[ROW_INDEX]
-        return outputs
-
+    batches, adapter_config = _record_batches(rows, has_text_b)
     out_prefix = os.path.join(temp_dir, "transformed", "rows")
     with beam.Pipeline(runner=LOCAL_RUNNER) as pipeline:  # not DirectRunner: components/beam_options.py
-        with tft_beam.Context(temp_dir=temp_dir, force_tf_compat_v1=False):
-            raw = pipeline | "Rows" >> beam.Create(data, reshuffle=False)
-            (transformed, _), transform_fn = (raw, metadata) | tft_beam.AnalyzeAndTransformDataset(indexed_fn)
+        with tft_beam.Context(temp_dir=temp_dir, force_tf_compat_v1=False, passthrough_keys={ROW_INDEX}):
+            raw = pipeline | "RecordBatches" >> beam.Create(batches, reshuffle=False)
+            (transformed, _), transform_fn = ((raw, adapter_config)
+                                              | tft_beam.AnalyzeAndTransformDataset(preprocessing_fn,
+                                                                                    output_record_batches=True))
             if transform_output_dir:
                 _ = transform_fn | tft_beam.WriteTransformFn(transform_output_dir)
             _ = (transformed
-                 | "ToJson" >> beam.Map(lambda r: json.dumps({k: np.asarray(v).tolist() for k, v in r.items()}))
+                 | "ToJson" >> beam.FlatMap(lambda batch_and_unary: [json.dumps(r) for r in _rows_of(batch_and_unary[0])])
                  | "Write" >> beam.io.WriteToText(out_prefix, file_name_suffix=".jsonl"))
     collected = []
     for path in sorted(tf.io.gfile.glob(out_prefix + "*.jsonl")):

@@ -79,12 +79,12 @@ def decode_book(data: bytes, path: str, encoding_fallback: Optional[str] = None,
                 path,
                 f"not valid UTF-8 at byte offset {at}{of} (line {line}, byte 0x{bad.hex()})"
                 f"{'' if compressed else misnamed(path)}; "
-                "pass encoding_fallback='latin-1' to read such files as Latin-1",
+                "pass --set corpus.book_encoding_fallback=latin-1 to read such files as Latin-1",
             ) from exc
     try:
         return data.decode(encoding_fallback)
     except (UnicodeDecodeError, LookupError) as exc:
-        raise CorruptInputError(path, f"cannot decode with fallback encoding {encoding_fallback!r}: {exc}") from exc
+        raise CorruptInputError(path, f"cannot decode with corpus.book_encoding_fallback={encoding_fallback}: {exc}") from exc
 
 
 def strip_gutenberg(text: str) -> Tuple[str, Optional[str]]:
@@ -142,12 +142,13 @@ def _is_heading(paragraph: str) -> bool:
 
 def book_document_from_bytes(
     data: bytes, rel_path: str, encoding_fallback: Optional[str] = None, min_chars: int = DEFAULT_MIN_CHARS,
-    compressed: Optional[str] = None,
+    compressed: Optional[str] = None, splitter: str = "english",
 ) -> Optional[Document]:
     """Bytes of one book (plain, gzip or bz2) → ``book:<rel_path>`` document, or None for empty/too-short text.
 
     ``compressed``: None to detect and decompress here; otherwise ``data`` is already the text, decompressed by the
-    caller from that archive type ("" for none), which error messages name."""
+    caller from that archive type ("" for none), which error messages name. ``splitter``:
+    ``corpus.sentence_splitter``."""
     if compressed is None:
         compressed = sniff(data[:MAGIC_BYTES]) or ""
         data = decompress_bytes(data, rel_path)
@@ -164,7 +165,7 @@ def book_document_from_bytes(
         paragraphs = paragraphs[1:]
     paragraphs = [p for p in paragraphs if not _is_heading(p)]
     title = title or book_stem(rel_path)
-    doc = make_document(f"book:{rel_path}", "books", title, paragraphs)
+    doc = make_document(f"book:{rel_path}", "books", title, paragraphs, splitter=splitter)
     return doc if doc.sentences and doc.num_chars >= min_chars else None
 
 

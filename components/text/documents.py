@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, List
 
 from components.text.normalize import preprocess_text
-from components.text.sentences import split_sentences
+from components.text.sentences import SPLITTERS
 
 # A single "sentence" longer than this (a 10 MB line of a broken dump, a table flattened into one
 # line) is cut into chunks of at most this many characters so tokenizers and packers stay bounded.
@@ -76,16 +76,19 @@ def clean_sentences(sentences: Iterable[str], max_chars: int = MAX_SENTENCE_CHAR
 
 
 def make_document(
-    doc_id: str, source: str, title: str, paragraphs: Iterable[str], max_chars: int = MAX_SENTENCE_CHARS
+    doc_id: str, source: str, title: str, paragraphs: Iterable[str], max_chars: int = MAX_SENTENCE_CHARS,
+    splitter: str = "english",
 ) -> Document:
-    """Sentence-split each paragraph and build a :class:`Document` with clean, bounded sentences.
+    """Sentence-split each paragraph (``splitter``: ``corpus.sentence_splitter``, a name of
+    :data:`components.text.sentences.SPLITTERS`) and build a :class:`Document` with clean, bounded sentences.
 
     Over-long paragraphs are chunked *before* splitting too, so the splitter never sees a 10 MB string.
     """
+    split = SPLITTERS[splitter]
     sentences: List[str] = []
     for paragraph in paragraphs:
         for piece in chunk_text(" ".join(paragraph.split()), 10 * max_chars) if paragraph else ():
-            sentences.extend(split_sentences(piece))
+            sentences.extend(split(piece))
     return Document(doc_id=doc_id, source=source, title=title, sentences=clean_sentences(sentences, max_chars))
 
 

@@ -1,4 +1,5 @@
-"""ALBERT's text normalisation (``preprocess_text`` of the official release).
+"""Text normalisation before SentencePiece: ALBERT's (``preprocess_text`` of the official release), or a Unicode
+form that keeps every script's letters whole (:func:`normalize_text`, the language profiles' choice).
 
 Applied identically when the vocabulary is trained, when pretraining data is built and when
 fine-tuning inputs are tokenized, so a piece means the same thing at every stage.
@@ -37,3 +38,30 @@ def preprocess_text(text: str, lower: bool = True, remove_space: bool = True, ke
     if lower:
         text = text.lower()
     return text
+
+
+def strip_accents(text: str) -> str:
+    """Drop combining marks and recompose: é → e, Å → A, but Hangul syllables, which NFD splits into conjoining jamo
+    (no combining marks), come back whole."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).translate(_drop_combining()))
+
+
+def normalize_text(text: str, normalization: str = "albert", lower: bool = True, accents: bool = False) -> str:
+    """The text a SentencePiece vocabulary sees (``vocab.normalization``, ``vocab.do_lower_case``,
+    ``vocab.strip_accents``; config/languages.py).
+
+    ``albert``: :func:`preprocess_text` (``accents`` plays no part: it always strips). ``nfkc`` / ``nfc`` / ``none``:
+    whitespace collapsed, that Unicode form (``nfkc`` folds full-width forms: ＡＢＣ１２ → ABC12, ｱ → ア), combining marks
+    dropped only with ``accents`` (:func:`strip_accents`), then lower-cased with ``lower``. Hangul syllables, kana
+    with dakuten (が), the Devanagari virama (क्ष), Arabic madda (آ) and the Persian zero-width non-joiner survive.
+    """
+    if normalization == "albert":
+        return preprocess_text(text, lower=lower)
+    text = " ".join(text.strip().split())
+    if normalization != "none" and not text.isascii():
+        text = unicodedata.normalize(normalization.upper(), text)
+    if accents:
+        text = strip_accents(text)
+    return text.lower() if lower else text

@@ -1,4 +1,4 @@
-"""Rule-based English sentence splitter.
+"""Rule-based sentence splitters: English (the default) and multilingual (``corpus.sentence_splitter``).
 
 Why rules rather than a model: ALBERT only needs sentence boundaries to pack whole sentences into
 segments and to build sentence-order pairs, so an occasional wrong split costs little, whereas the
@@ -12,6 +12,15 @@ after abbreviations that precede names or numbers (``Mr.``, ``Dr.``, ``e.g.``, `
 initials or dotted acronyms (``J. R. R.``, ``U.S.``) unless the next word is a typical sentence
 opener ("The", "He", "In", ...). Decimals ("3.14", "$2.5 million") never match because no
 whitespace follows the period.
+
+The multilingual splitter (:func:`split_multilingual`) keeps those rules for ``.``/``?``/``!`` before whitespace
+and adds the terminators of scripts that put no space after a sentence, split right after them (with the closing
+quotes and brackets that follow): Chinese and Japanese 。！？ and their half- and full-width forms (．only outside
+numbers), ``!``/``?`` directly before a CJK character, Devanagari । ॥, Arabic ؟, Urdu ۔, Ethiopic ። ፧ ፨, Armenian
+։, Myanmar ။ and Tibetan །. A limit, named: Thai, Lao and Khmer mark no sentence end at all (a space separates
+phrases and sentences alike), so their paragraphs stay whole.
+Rules rather than a library: pysbd has no Korean or Thai and was last released in 2021, ICU's BreakIterator
+needs libicu to build on workers, and spaCy's sentencizer is a large dependency for a punctuation list.
 """
 from __future__ import annotations
 
@@ -108,3 +117,45 @@ def split_sentences(paragraph: str) -> List[str]:
     if tail:
         sentences.append(tail)
     return sentences
+
+
+# Terminators after which a sentence ends whether or not whitespace follows.
+_WIDE_TERMINATORS = "。！？｡।॥؟۔።፧፨։။།"
+# Closing quotes and brackets that stay with the sentence they end (CJK corner brackets and full-width forms too).
+_WIDE_CLOSERS = _CLOSERS + "」』）》〉】〕〗〙〛＂＇｣"
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+_WIDE_CANDIDATE = re.compile(
+    "(?:[" + _WIDE_TERMINATORS + "]+|(?<![0-9０-９])．|[!?]+(?=[" + _CJK + "]))[" + re.escape(_WIDE_CLOSERS) + "]*")
+# A space between two CJK characters (or CJK punctuation): what joining hard-wrapped lines of Chinese or Japanese
+# text with spaces leaves behind; Hangul is left alone (Korean separates words with spaces).
+_CJK_SPACE = re.compile("(?<=[" + _CJK + "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]) (?=[" + _CJK
+                        + "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20])")
+
+
+def join_cjk_spaces(text: str) -> str:
+    """``text`` without the single spaces that stand between two CJK characters."""
+    return _CJK_SPACE.sub("", text) if not text.isascii() else text
+
+
+def split_multilingual(paragraph: str) -> List[str]:
+    """Split one paragraph of any script into sentences: :func:`split_sentences`' rules, then each piece cut
+    after the terminators of scripts that need no following space (module docstring)."""
+    out: List[str] = []
+    for piece in split_sentences(join_cjk_spaces(paragraph)):
+        if piece.isascii():
+            out.append(piece)
+            continue
+        start = 0
+        for match in _WIDE_CANDIDATE.finditer(piece):
+            if match.end() < len(piece):
+                sentence = piece[start:match.end()].strip()
+                if sentence:
+                    out.append(sentence)
+                start = match.end()
+        tail = piece[start:].strip()
+        if tail:
+            out.append(tail)
+    return out
+
+
+SPLITTERS = {"english": split_sentences, "multilingual": split_multilingual}

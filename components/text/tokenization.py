@@ -1,7 +1,8 @@
 """SentencePiece tokenization with ALBERT's conventions.
 
 ``AlbertTokenizer`` wraps a SentencePiece model and reproduces the official ``encode_pieces``:
-text is normalised with :func:`preprocess_text`, and a piece made of digits followed by a comma
+text is normalised with :func:`preprocess_text` (or, for other scripts, :func:`normalize_text` with the
+vocabulary's ``normalization`` and ``strip_accents``), and a piece made of digits followed by a comma
 ("▁1990,") is re-encoded without the comma with "," appended as its own piece.
 """
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import List, Sequence
 
 import sentencepiece as spm
 
-from components.text.normalize import preprocess_text
+from components.text.normalize import normalize_text
 from config.errors import UserError
 
 SPIECE_UNDERLINE = "\u2581"
@@ -38,9 +39,13 @@ def check_special_ids(sp: spm.SentencePieceProcessor, model_path: str = "<model>
 class AlbertTokenizer:
     """Normalise → SentencePiece pieces → ids, the way ALBERT's ``FullTokenizer`` does."""
 
-    def __init__(self, model_path: str, do_lower_case: bool = True, check_ids: bool = True):
+    kind = "sentencepiece"
+
+    def __init__(self, model_path: str, do_lower_case: bool = True, check_ids: bool = True,
+                 normalization: str = "albert", strip_accents: bool = False):
         self.model_path = model_path
         self.do_lower_case = do_lower_case
+        self.normalization, self.strip_accents = normalization, strip_accents
         self.sp = spm.SentencePieceProcessor()
         with open(model_path, "rb") as f:  # read bytes so gs:// paths opened by callers work too
             self.sp.load_from_serialized_proto(f.read())
@@ -51,20 +56,22 @@ class AlbertTokenizer:
         self.cls_id, self.sep_id, self.mask_id = (self.sp.piece_to_id(p) for p in (CLS, SEP, MASK))
 
     @classmethod
-    def from_serialized(cls, model_proto: bytes, do_lower_case: bool = True) -> "AlbertTokenizer":
+    def from_serialized(cls, model_proto: bytes, do_lower_case: bool = True, normalization: str = "albert",
+                        strip_accents: bool = False, path: str = "<serialized>") -> "AlbertTokenizer":
         self = cls.__new__(cls)
-        self.model_path = "<serialized>"
+        self.model_path = path
         self.do_lower_case = do_lower_case
+        self.normalization, self.strip_accents = normalization, strip_accents
         self.sp = spm.SentencePieceProcessor()
         self.sp.load_from_serialized_proto(model_proto)
-        check_special_ids(self.sp)
+        check_special_ids(self.sp, path)
         self.vocab_size = self.sp.get_piece_size()
         self.pad_id, self.unk_id = 0, 1
         self.cls_id, self.sep_id, self.mask_id = (self.sp.piece_to_id(p) for p in (CLS, SEP, MASK))
         return self
 
     def normalize(self, text: str) -> str:
-        return preprocess_text(text, lower=self.do_lower_case)
+        return normalize_text(text, self.normalization, lower=self.do_lower_case, accents=self.strip_accents)
 
     def tokenize(self, text: str) -> List[str]:
         """Normalised text → pieces, with the official digits-comma split."""
@@ -89,6 +96,11 @@ class AlbertTokenizer:
 
     def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
         return [self.encode(t) for t in texts]
+
+    @property
+    def pieces(self) -> List[str]:
+        """Every piece, in id order."""
+        return [self.sp.id_to_piece(i) for i in range(self.vocab_size)]
 
     def convert_ids_to_pieces(self, ids: Sequence[int]) -> List[str]:
         return [self.sp.id_to_piece(int(i)) for i in ids]

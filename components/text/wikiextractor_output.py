@@ -172,11 +172,12 @@ def extracted_paragraphs(doc: ExtractedDoc, keep_headings: bool = False, keep_fo
 
 
 def extracted_to_document(doc: ExtractedDoc, min_chars: int = DEFAULT_MIN_CHARS, keep_headings: bool = False,
-                          keep_formulas: bool = False) -> Optional[Document]:
+                          keep_formulas: bool = False, splitter: str = "english") -> Optional[Document]:
     """One ``<doc>`` → a ``wiki:<id>`` document (the id the XML reader gives the same page, so deduplication sees
-    both routes alike), or None when it is shorter than ``min_chars`` after cleaning."""
+    both routes alike; sentences by ``splitter``, ``corpus.sentence_splitter``), or None when it is shorter than
+    ``min_chars`` after cleaning."""
     result = make_document(f"wiki:{doc.page_id}", "wikipedia", doc.title,
-                           extracted_paragraphs(doc, keep_headings, keep_formulas))
+                           extracted_paragraphs(doc, keep_headings, keep_formulas), splitter=splitter)
     return result if result.sentences and result.num_chars >= min_chars else None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import List
+from typing import AbstractSet, List
 
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _REF_SELF = re.compile(r"<ref\b[^<>]*/\s*>", re.IGNORECASE)
@@ -48,7 +48,11 @@ _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?%)\]])")
 _SPACE_AFTER_OPEN = re.compile(r"([(\[])\s+")
 _LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]{2,8})*$|^simple$")
 
-_DROPPED_LINK_NAMESPACES = frozenset({"file", "image", "category", "media"})
+# Links into these namespaces are not shown as text: Media (-2) and File (6) embed a file, its caption with it, and
+# Category (14) files the page. Every wiki accepts the canonical English names (and "Image", File's old name) besides
+# its own; components/text/wiki.py adds a dump's local names from its <siteinfo>.
+DROPPED_LINK_NAMESPACES = frozenset({-2, 6, 14})
+CANONICAL_DROPPED_LINK_NAMES = frozenset({"media", "file", "image", "category"})
 # Interwiki prefixes whose links are visible in the text (unlike interlanguage links).
 _VISIBLE_INTERWIKI = frozenset(
     """wikt wiktionary w wikipedia wp s wikisource b wikibooks q wikiquote n wikinews v wikiversity voy wikivoyage
@@ -171,7 +175,12 @@ def _external_link(match: "re.Match[str]") -> str:
     return (match.group(1) or match.group(2) or "").strip()
 
 
-def _render_link(inner: str) -> str:
+def namespace_name(name: str) -> str:
+    """A namespace name as links and titles compare it: underscores are spaces, runs of spaces one, case ignored."""
+    return " ".join(name.replace("_", " ").split()).lower()
+
+
+def _render_link(inner: str, dropped_link_names: AbstractSet[str]) -> str:
     """Visible text of one ``[[...]]`` whose nested links are already rendered."""
     target, pipe, label = inner.partition("|")
     target = target.strip()
@@ -181,7 +190,7 @@ def _render_link(inner: str) -> str:
         prefix, colon, rest = target.partition(":")
         if colon:
             p = prefix.strip().lower()
-            if p in _DROPPED_LINK_NAMESPACES:
+            if namespace_name(prefix) in dropped_link_names:
                 return ""  # images (with their captions) and categories
             if p in _VISIBLE_INTERWIKI:
                 target = rest.strip()
@@ -197,7 +206,7 @@ def _render_link(inner: str) -> str:
     return re.sub(r"\s*\(.*\)$", "", shown).split(",")[0].strip()
 
 
-def _strip_wikilinks(text: str) -> str:
+def _strip_wikilinks(text: str, dropped_link_names: AbstractSet[str]) -> str:
     """Render ``[[...]]`` links with a stack, so links nested in file captions and single brackets
     inside captions ("Bicyclo[1.1.0]butane") are handled. Unclosed links are kept as plain text."""
     if "[[" not in text:
@@ -211,7 +220,7 @@ def _strip_wikilinks(text: str) -> str:
             stack.append([])
         elif len(stack) > 1:
             inner = "".join(stack.pop())
-            stack[-1].append(_render_link(inner))
+            stack[-1].append(_render_link(inner, dropped_link_names))
     stack[-1].append(text[pos:])
     while len(stack) > 1:
         inner = "".join(stack.pop())
@@ -278,8 +287,12 @@ def _paragraphs(text: str, keep_lists: bool) -> List[str]:
     return out
 
 
-def clean_wikitext(text: str, keep_lists: bool = False) -> str:
+def clean_wikitext(text: str, keep_lists: bool = False,
+                   dropped_link_names: AbstractSet[str] = CANONICAL_DROPPED_LINK_NAMES) -> str:
     """Wikitext → plain prose, one paragraph per line (see the module docstring for what is kept).
+
+    ``dropped_link_names``: the namespace names (as :func:`namespace_name` writes them) whose links are dropped, by
+    default the canonical English ones; the XML reader passes those of the dump's wiki.
 
     List items (``*``, ``#``, ``;``) are dropped unless ``keep_lists``: BERT, whose data recipe ALBERT
     reuses, kept "only the text passages and ignore[d] lists, tables, and headers"; list items are
@@ -295,7 +308,7 @@ def clean_wikitext(text: str, keep_lists: bool = False) -> str:
     text = _strip_tables(text)
     text = _MAGIC_WORD.sub("", text)
     text = _EXTERNAL_LINK.sub(_external_link, text)
-    text = _strip_wikilinks(text)
+    text = _strip_wikilinks(text, dropped_link_names)
     text = _BARE_URL.sub("", text)
     text = _BR.sub(" ", text)
     text = _ANY_TAG.sub("", text)

@@ -73,11 +73,12 @@ SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_
 def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_path):
     from pipeline.configs import build_config
     from pipeline.local_runner import run_local
+    from pipeline.resolve import resolve_config
 
     wiki = tmp_path / "wiki"
     bad = fixtures.truncated_bz2(wiki)
-    config = build_config("sample", overrides=SMALL + [f"corpus.wikipedia_dir={wiki}"],
-                          output_dir=str(tmp_path / "out"), local=True)
+    config = resolve_config(build_config("sample", overrides=SMALL + [f"corpus.wikipedia_dir={wiki}"],
+                                         output_dir=str(tmp_path / "out")), local=True)
 
     # The executor's error, re-raised by Beam as a RuntimeError holding the original's text.
     with pytest.raises(RuntimeError, match=rf"CorruptInputError: \S+/{re.escape(os.path.basename(bad))}: truncated "

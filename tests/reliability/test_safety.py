@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from pipeline.configs import ConfigError, build_config
+from pipeline.resolve import resolve_config
 from tests.reliability import fixtures
 
 REPO = fixtures.REPO
@@ -119,17 +120,17 @@ def test_image_build_context_excludes_credentials():
 def test_missing_input_paths_fail_before_the_run(override, message):
     with pytest.raises(ConfigError) as info:
         extra = ["vocab.vocab_size=0"] if override.startswith("vocab.import_model") else []
-        build_config("sample", overrides=[override] + extra, local=True)
+        resolve_config(build_config("sample", overrides=[override] + extra), local=True)
     assert message in str(info.value)
 
 
 def test_relative_paths_are_resolved_and_recorded_absolute(monkeypatch):
     monkeypatch.chdir(os.path.join(REPO, "data"))
-    config = build_config("sample", overrides=["corpus.books_dir=../data/sample/./books"], local=True)
+    config = resolve_config(build_config("sample", overrides=["corpus.books_dir=../data/sample/./books"]), local=True)
     books = config.corpus.books_dir
     assert os.path.isabs(books) and books == os.path.normpath(books)  # no "..", no "."
     assert os.path.realpath(books) == os.path.realpath(os.path.join(REPO, "data", "sample", "books"))
-    gcs = build_config("sample", overrides=["corpus.books_dir=gs://bucket/books"], local=True)
+    gcs = resolve_config(build_config("sample", overrides=["corpus.books_dir=gs://bucket/books"]), local=True)
     assert gcs.corpus.books_dir == "gs://bucket/books"  # not checked locally (no network)
 
 

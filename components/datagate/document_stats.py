@@ -1,0 +1,371 @@
+"""Per-document measures and the mergeable statistics of a span (the accumulator of a Beam ``CombineFn``).
+
+Per document (:func:`measure_document`), on its sentences (one sentence = one line of the corpus format, joined by
+newlines into the document's text) and its words (``text_units``):
+
+* size: characters (``Document.num_chars``, sentences without separators), words, whitespace words, characters in
+  words (non-whitespace characters), lines;
+* Gopher's quality measures (Rae et al. 2021, A1.1): mean word length, ``#`` per word, ellipses (``...``, ``…``) per
+  word, share of words without a letter, English stop words (for the language label only: ``text_units``);
+  and one of ours: letters per character of words (random bytes decoded as Latin-1, or UTF-8 read as Latin-1,
+  are half symbols and marks);
+* Gopher's repetition measures: duplicate lines (a line equal to an earlier line of the document) and their
+  characters; for n = 2, 3, 4 the characters of the most frequent word n-gram times its count (n-grams occurring
+  at least twice; ties go to the one that occurs first); for n = 5..10 the characters of the words covered by an
+  n-gram that repeats an earlier one (overlaps counted once). Unlike datatrove, which divides by ``len(text)`` and
+  walks n-grams greedily, every character share here has the characters *in words* as denominator and counts
+  whole covered words, so each lies in [0, 1] exactly. Words are whitespace words, punctuation attached, not NLTK
+  tokens, so English mean word length reads about half a character above Gopher's.
+
+A document breaking a :class:`DocumentRules` rule is *flagged* by it. The span statistics (:class:`SpanStats`)
+keep, per (source, language) group, the sums of those counts and the documents and characters each rule flags,
+plus a words-per-document histogram with fixed power-of-two buckets: all **exact**. Two sketches are span-wide:
+the unigram counts of content tokens (``sketches.TopCounter``: exact up to ``2 * unigram_capacity`` distinct
+tokens, then Misra–Gries-bounded) and the **sampled** bottom-k of documents with MinHash signatures
+(``near_duplicates.MinHashSample``: within-span and cross-span duplicate shares). Memory is flat in the span's
+size: groups x counts + ``2 * unigram_capacity`` tokens + ``sample_size`` signatures.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from components.datagate.near_duplicates import MinHasher, MinHashSample, MinHashSettings, shingle_hashes, sort_key
+from components.datagate.sketches import TopCounter
+from components.datagate.text_units import (ENGLISH_STOP_WORDS, UNSPACED_LANGUAGES, content_tokens, count_letters,
+                                            count_no_letter_words, count_non_space, language, ngram_hashes, normalized_text,
+                                            script_counts, token_hashes, words)
+from components.text.documents import Document, doc_fingerprint
+
+TOP_NGRAM_SIZES = (2, 3, 4)
+DUPLICATE_NGRAM_SIZES = (5, 6, 7, 8, 9, 10)
+# Words-per-document histogram: bucket i holds documents with WORD_BUCKET_EDGES[i] <= words < WORD_BUCKET_EDGES[i+1]
+# (the last bucket is open): 0, 1, then powers of two up to 2**24 words (a long book is ~2**18).
+WORD_BUCKET_EDGES = (0,) + tuple(2**i for i in range(25))
+
+
+@dataclass(frozen=True)
+class DocumentRules:
+    """Per-document rules; a document breaking one is flagged by it. Defaults are Gopher's (Rae et al. 2021,
+    A1.1, as datatrove's GopherQualityFilter / GopherRepetitionFilter apply them) unless said otherwise."""
+
+    min_words: int = 50  # Gopher: fewer words is not a document worth a sequence pair
+    # Gopher; not applied to unspaced languages (text_units.UNSPACED_LANGUAGES), where a word is one character.
+    min_mean_word_length: float = 3.0
+    max_mean_word_length: float = 10.0  # Gopher: longer "words" are URLs, code, base64 or binary
+    max_symbol_word_ratio: float = 0.1  # Gopher: '#' per word, and ellipses per word, each at most this
+    # Gopher asks that 80% of words contain a letter (datatrove's parameter name, max_non_alpha_words_ratio=0.8,
+    # reads as the opposite), so at most 20% may have none.
+    max_no_letter_word_share: float = 0.2
+    # Ours: letters per character of words. English prose reads 0.95-0.98, Chinese and Japanese 0.8-0.9 (full-width
+    # punctuation); random bytes decoded as Latin-1 read about 0.5 and UTF-8 Chinese read as Latin-1 about 0.4.
+    min_letter_share: float = 0.7
+    max_duplicate_line_share: float = 0.3  # Gopher: share of lines repeating an earlier line (by count)
+    max_duplicate_line_character_share: float = 0.2  # Gopher: characters in those lines per character
+    # Gopher: most frequent 2/3/4-gram's characters times its count per character of words.
+    max_top_ngram_share: Tuple[float, ...] = (0.20, 0.18, 0.16)
+    # Gopher: characters covered by repeated 5..10-grams per character of words.
+    # The two n-gram rules are not applied to unspaced languages either: there an n-gram is of characters, which
+    # repeat far more than words (measured: 0.21 and 0.43 of the Debian FAQ's zh and ja text is in repeated
+    # character 5-grams, 0.08 of the Tang poems).
+    max_duplicate_ngram_share: Tuple[float, ...] = (0.15, 0.14, 0.13, 0.12, 0.11, 0.10)
+
+    def validate(self) -> "DocumentRules":
+        if len(self.max_top_ngram_share) != len(TOP_NGRAM_SIZES) or \
+                len(self.max_duplicate_ngram_share) != len(DUPLICATE_NGRAM_SIZES):
+            raise ValueError(f"one threshold per n-gram size: {TOP_NGRAM_SIZES} and {DUPLICATE_NGRAM_SIZES}")
+        return self
+
+
+# The rules, in report order. "any" (flagged by at least one rule) is counted too.
+RULES = ("short", "word_length", "symbols", "no_letter_words", "few_letters", "duplicate_lines", "top_ngrams",
+         "duplicate_ngrams")
+
+
+@dataclass
+class DocumentMeasures:
+    """What :func:`measure_document` counts in one document (module docstring)."""
+
+    characters: int
+    words: int
+    whitespace_words: int
+    word_characters: int
+    letters: int
+    hash_symbols: int
+    ellipses: int
+    no_letter_words: int
+    english_stop_words: int
+    lines: int
+    duplicate_lines: int
+    duplicate_line_characters: int
+    top_ngram_characters: Dict[int, int]  # n → characters of the most frequent repeated n-gram times its count
+    duplicate_ngram_characters: Dict[int, int]  # n → characters of words covered by repeated n-grams
+    language: str
+
+    def counts(self) -> Dict[str, int]:
+        """The counts, flat, under the names :data:`COUNT_NAMES` uses."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("top_ngram_characters", "duplicate_ngram_characters", "language")}
+        out.update({f"top_{n}gram_characters": c for n, c in self.top_ngram_characters.items()})
+        out.update({f"duplicate_{n}gram_characters": c for n, c in self.duplicate_ngram_characters.items()})
+        return out
+
+
+# Every count a group sums: the documents, each DocumentMeasures count, and per rule (and "any") the documents and
+# characters it flags.
+MEASURE_COUNTS = ("characters", "words", "whitespace_words", "word_characters", "letters", "hash_symbols",
+                  "ellipses", "no_letter_words", "english_stop_words", "lines", "duplicate_lines",
+                  "duplicate_line_characters") + tuple(f"top_{n}gram_characters" for n in TOP_NGRAM_SIZES) + \
+    tuple(f"duplicate_{n}gram_characters" for n in DUPLICATE_NGRAM_SIZES)
+COUNT_NAMES = ("documents",) + MEASURE_COUNTS + tuple(
+    f"flagged_{unit}_{rule}" for rule in RULES + ("any",) for unit in ("documents", "characters"))
+
+
+def _share(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def _repetition(doc_words: Sequence[str]) -> Tuple[Dict[int, int], Dict[int, int]]:
+    """(top n-gram characters by n, duplicated n-gram characters by n) of a word sequence (module docstring)."""
+    index: Dict[str, int] = {}
+    ids = np.array([index.setdefault(w, len(index)) for w in doc_words], dtype=np.uint64)
+    lengths = np.fromiter(map(len, doc_words), dtype=np.int64, count=len(doc_words))
+    top: Dict[int, int] = {}
+    for n in TOP_NGRAM_SIZES:
+        hashes = ngram_hashes(ids, n)
+        top[n] = 0
+        if len(hashes):
+            _, first, counts = np.unique(hashes, return_index=True, return_counts=True)
+            most = int(counts.max())
+            if most > 1:
+                start = int(first[counts == most].min())
+                top[n] = int(lengths[start:start + n].sum()) * most
+    duplicated: Dict[int, int] = {}
+    for n in DUPLICATE_NGRAM_SIZES:
+        hashes = ngram_hashes(ids, n)
+        duplicated[n] = 0
+        if len(hashes):
+            _, first = np.unique(hashes, return_index=True)
+            repeated = np.ones(len(hashes), dtype=bool)
+            repeated[first] = False
+            starts = np.nonzero(repeated)[0]
+            depth = np.cumsum(np.bincount(starts, minlength=len(ids) + 1)
+                              - np.bincount(starts + n, minlength=len(ids) + 1))[:-1]
+            duplicated[n] = int(lengths[depth > 0].sum())
+    return top, duplicated
+
+
+def measure_document(doc: Document, tokens: Optional[Sequence[str]] = None) -> DocumentMeasures:
+    """Measures of one document (module docstring). ``tokens``: its content tokens, when the caller has them."""
+    if tokens is None:
+        tokens = content_tokens(normalized_text(doc.sentences))
+    text = "\n".join(doc.sentences)
+    doc_words = words(text)
+    seen, duplicate_lines, duplicate_line_chars = set(), 0, 0
+    for line in doc.sentences:
+        if line in seen:
+            duplicate_lines += 1
+            duplicate_line_chars += len(line)
+        seen.add(line)
+    top, duplicated = _repetition(doc_words)
+    stop_words = sum(1 for t in tokens if t in ENGLISH_STOP_WORDS)
+    return DocumentMeasures(
+        characters=doc.num_chars,
+        words=len(doc_words),
+        whitespace_words=len(text.split()),
+        word_characters=count_non_space(text),
+        letters=count_letters(text),
+        hash_symbols=text.count("#"),
+        ellipses=text.count("...") + text.count("…"),
+        no_letter_words=count_no_letter_words(text),
+        english_stop_words=stop_words,
+        lines=len(doc.sentences),
+        duplicate_lines=duplicate_lines,
+        duplicate_line_characters=duplicate_line_chars,
+        top_ngram_characters=top,
+        duplicate_ngram_characters=duplicated,
+        language=language(script_counts(text), stop_words),
+    )
+
+
+def flags(m: DocumentMeasures, rules: DocumentRules) -> List[str]:
+    """The rules (of :data:`RULES`) that ``m`` breaks."""
+    out = []
+    mean_length = _share(m.word_characters, m.words)
+    if m.words < rules.min_words:
+        out.append("short")
+    if m.language not in UNSPACED_LANGUAGES and m.words and \
+            not rules.min_mean_word_length <= mean_length <= rules.max_mean_word_length:
+        out.append("word_length")
+    if max(_share(m.hash_symbols, m.words), _share(m.ellipses, m.words)) > rules.max_symbol_word_ratio:
+        out.append("symbols")
+    if _share(m.no_letter_words, m.words) > rules.max_no_letter_word_share:
+        out.append("no_letter_words")
+    if m.word_characters and _share(m.letters, m.word_characters) < rules.min_letter_share:
+        out.append("few_letters")
+    if _share(m.duplicate_lines, m.lines) > rules.max_duplicate_line_share or \
+            _share(m.duplicate_line_characters, m.characters) > rules.max_duplicate_line_character_share:
+        out.append("duplicate_lines")
+    if m.language in UNSPACED_LANGUAGES:
+        return out  # their n-grams are of characters: Gopher's thresholds are for words (DocumentRules)
+    if any(_share(m.top_ngram_characters[n], m.word_characters) > limit
+           for n, limit in zip(TOP_NGRAM_SIZES, rules.max_top_ngram_share)):
+        out.append("top_ngrams")
+    if any(_share(m.duplicate_ngram_characters[n], m.word_characters) > limit
+           for n, limit in zip(DUPLICATE_NGRAM_SIZES, rules.max_duplicate_ngram_share)):
+        out.append("duplicate_ngrams")
+    return out
+
+
+def word_bucket(num_words: int) -> int:
+    """Index of the words-per-document histogram bucket holding ``num_words``."""
+    return int(np.searchsorted(WORD_BUCKET_EDGES, num_words, side="right")) - 1
+
+
+@dataclass
+class GroupStats:
+    """Exact sums over the documents of one (source, language) group: :data:`COUNT_NAMES` and the words-per-document
+    histogram (:data:`WORD_BUCKET_EDGES`)."""
+
+    counts: Dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_NAMES, 0))
+    words_histogram: List[int] = field(default_factory=lambda: [0] * len(WORD_BUCKET_EDGES))
+
+    def add(self, m: DocumentMeasures, broken: Iterable[str]) -> "GroupStats":
+        counts = self.counts
+        counts["documents"] += 1
+        for name, value in m.counts().items():
+            counts[name] += value
+        broken = list(broken)
+        for rule in broken + (["any"] if broken else []):
+            counts[f"flagged_documents_{rule}"] += 1
+            counts[f"flagged_characters_{rule}"] += m.characters
+        self.words_histogram[word_bucket(m.words)] += 1
+        return self
+
+    def merge(self, other: "GroupStats") -> "GroupStats":
+        for name, value in other.counts.items():
+            self.counts[name] += value
+        self.words_histogram = [a + b for a, b in zip(self.words_histogram, other.words_histogram)]
+        return self
+
+    def share(self, numerator: str, denominator: str) -> float:
+        """counts[numerator] / counts[denominator], 0 when the denominator is 0."""
+        return _share(self.counts[numerator], self.counts[denominator])
+
+    def ratios(self) -> Dict[str, float]:
+        """The group's measures as span-level ratios (sums over its documents divided by sums)."""
+        c = self.counts
+        out = {
+            "words_per_document": self.share("words", "documents"),
+            "characters_per_document": self.share("characters", "documents"),
+            "mean_word_length": self.share("word_characters", "words"),
+            "hash_symbols_per_word": self.share("hash_symbols", "words"),
+            "ellipses_per_word": self.share("ellipses", "words"),
+            "no_letter_word_share": self.share("no_letter_words", "words"),
+            "letter_share": self.share("letters", "word_characters"),
+            "duplicate_line_share": self.share("duplicate_lines", "lines"),
+            "duplicate_line_character_share": self.share("duplicate_line_characters", "characters"),
+        }
+        for n in TOP_NGRAM_SIZES:
+            out[f"top_{n}gram_character_share"] = _share(c[f"top_{n}gram_characters"], c["word_characters"])
+        for n in DUPLICATE_NGRAM_SIZES:
+            out[f"duplicate_{n}gram_character_share"] = _share(c[f"duplicate_{n}gram_characters"],
+                                                              c["word_characters"])
+        for rule in RULES + ("any",):
+            out[f"flagged_character_share_{rule}"] = self.share(f"flagged_characters_{rule}", "characters")
+        return out
+
+
+@dataclass(frozen=True)
+class SketchSettings:
+    """Sizes of the span-wide sketches."""
+
+    # Distinct content tokens counted exactly up to twice this (then Misra–Gries, sketches.TopCounter); the
+    # unigram drift is over them plus one "other" bucket. See checks.GateLimits for what was measured.
+    unigram_capacity: int = 50_000
+    minhash: MinHashSettings = MinHashSettings()
+
+
+@dataclass
+class SpanStats:
+    """Statistics of one span: exact per-group counts, the unigram sketch and the document sample (module
+    docstring). ``rules`` and ``sketch`` are the settings they were computed with."""
+
+    span: int
+    rules: DocumentRules
+    sketch: SketchSettings
+    groups: Dict[Tuple[str, str], GroupStats]
+    unigrams: TopCounter
+    sample: MinHashSample
+
+    def merge(self, other: "SpanStats") -> "SpanStats":
+        """Add ``other`` (same span and settings) into self, in place; returns self."""
+        if (other.span, other.rules, other.sketch) != (self.span, self.rules, self.sketch):
+            raise ValueError("merging statistics of different spans or settings")
+        for key, group in other.groups.items():
+            self.groups.setdefault(key, GroupStats()).merge(group)
+        self.unigrams.merge(other.unigrams)
+        self.sample.merge(other.sample)
+        return self
+
+    def total(self) -> GroupStats:
+        """All groups summed."""
+        out = GroupStats()
+        for key in sorted(self.groups):
+            out.merge(self.groups[key])
+        return out
+
+    def characters_by_language(self) -> Dict[str, int]:
+        out: Dict[str, int] = {}
+        for (_, lang), group in sorted(self.groups.items()):
+            out[lang] = out.get(lang, 0) + group.counts["characters"]
+        return out
+
+
+class SpanStatsCombiner:
+    """The statistics of one span as a Beam ``CombineFn`` would compute them (same method names), in plain Python:
+    ``create_accumulator`` → ``add_input`` per :class:`Document` → ``merge_accumulators`` → ``extract_output``."""
+
+    def __init__(self, span: int, rules: DocumentRules = DocumentRules(),
+                 sketch: SketchSettings = SketchSettings()) -> None:
+        self.span = span
+        self.rules = rules.validate()
+        self.sketch = sketch
+        self.hasher = MinHasher(sketch.minhash)
+
+    def create_accumulator(self) -> SpanStats:
+        return SpanStats(span=self.span, rules=self.rules, sketch=self.sketch, groups={},
+                         unigrams=TopCounter(self.sketch.unigram_capacity),
+                         sample=MinHashSample(self.sketch.minhash.sample_size))
+
+    def add_input(self, acc: SpanStats, doc: Document) -> SpanStats:
+        tokens = content_tokens(normalized_text(doc.sentences))
+        m = measure_document(doc, tokens)
+        acc.groups.setdefault((doc.source, m.language), GroupStats()).add(m, flags(m, self.rules))
+        acc.unigrams.add_counts(Counter(tokens))
+        if tokens:
+            shingles = shingle_hashes(token_hashes(tokens), self.sketch.minhash.shingle_size)
+            key = sort_key(self.hasher.sample_key(shingles), doc_fingerprint(doc))
+            acc.sample.add(key, lambda: self.hasher.signature(shingles))
+        return acc
+
+    def merge_accumulators(self, accumulators: Iterable[SpanStats]) -> SpanStats:
+        accumulators = iter(accumulators)
+        out = next(accumulators, None) or self.create_accumulator()
+        for acc in accumulators:
+            out.merge(acc)
+        return out
+
+    def extract_output(self, acc: SpanStats) -> SpanStats:
+        return acc
+
+    def compute(self, docs: Iterable[Document]) -> SpanStats:
+        """All of ``docs`` in one accumulator (what a single worker would do)."""
+        acc = self.create_accumulator()
+        for doc in docs:
+            self.add_input(acc, doc)
+        return self.extract_output(acc)

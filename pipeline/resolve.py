@@ -1,0 +1,126 @@
+"""The configuration against the world: the step after :func:`pipeline.configs.build_config`.
+
+``build_config`` reads the preset, the YAML file and ``--set`` alone. :func:`resolve_config` then looks at what
+exists now, in this order: for a local run (``run``, ``plan``) the input folders (checked, made absolute with both
+roots), the data spans and their fingerprints (:mod:`pipeline.spans`) and ``train.init_from=latest_blessed``
+(:mod:`pipeline.continuation`); for a compiled spec the refusal of what only a local run resolves; then, for
+both, the base model at ``train.init_from`` (checked, or found and digested with ``mode=benchmark``). Every
+command of ``pipeline/cli.py`` and :func:`pipeline.environments.pipeline_config` call
+``resolve_config(build_config(...), local=...)``. This module imports :mod:`pipeline.configs`, never the reverse.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, Tuple
+
+from config.schema import ConfigError
+from config.sections import INIT_FROM_SCRATCH
+from pipeline import spans
+from pipeline.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED, PipelineConfig
+from pipeline.continuation import resolve_latest_blessed
+
+
+def resolve_config(config: PipelineConfig, *, local: bool) -> PipelineConfig:
+    """``config`` (from ``build_config``) resolved against what exists now, validated again and frozen.
+
+    ``local`` (``run``, ``plan``): the input paths must exist and are made absolute, as are the pipeline root and
+    the MLMD store; every data location resolves to its span and fingerprint; ``latest_blessed`` to a model. Not
+    local (``compile``): ``latest_blessed`` is refused. Then the base model is checked before any node runs.
+    """
+    if local:
+        config = resolve_latest_blessed(_resolve_data(_local_paths(config)))
+    else:
+        _refuse_local_only(config)
+    config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
+    return config.validate().freeze()
+
+
+def _local_paths(config: PipelineConfig) -> PipelineConfig:
+    """A local run: input paths must exist, and are made absolute and normalised ('..' resolved) so MLMD lineage
+    records where the data really is, whatever the working directory; the pipeline root and the MLMD store are made
+    absolute too. URIs are left alone (``gs://``: no network here, the components report a missing object by name;
+    any other scheme: :meth:`PipelineConfig.validate` rejects it)."""
+    sections: Dict[str, Dict[str, str]] = {}
+    for name, value in config.input_paths().items():
+        if value is None or "://" in value:
+            continue
+        path = os.path.abspath(os.path.expanduser(value))
+        want_file = name == "vocab.import_model"
+        if spans.has_pattern(path):  # a span pattern: resolved (and checked) when the run starts
+            pass
+        elif not (os.path.isfile(path) if want_file else os.path.isdir(path)):
+            raise ConfigError(f"config {name}={value!r} is invalid: {'file' if want_file else 'folder'} "
+                              f"{path} does not exist")
+        section, key = name.split(".")
+        sections.setdefault(section, {})[key] = path
+    changes: Dict[str, Any] = {s: dataclasses.replace(getattr(config, s), **keys) for s, keys in sections.items()}
+    return dataclasses.replace(config, pipeline_root=os.path.abspath(config.pipeline_root),
+                               metadata_path=os.path.abspath(config.metadata_path), **changes)
+
+
+def _data_locations(config: PipelineConfig) -> Dict[str, Tuple[str, str]]:
+    """data key → (its config key, its location) for every data location the DAG reads."""
+    return {key: (IMPORTERS[key][1], uri) for key, uri in config.data_inputs().items()}
+
+
+def _resolve_data(config: PipelineConfig) -> PipelineConfig:
+    """A local run resolves every data location now, when it starts: the span pattern's latest (or ``data.span``'s)
+    folder and every folder's fingerprint (``pipeline/spans.py``)."""
+    resolved = spans.resolve_all(_data_locations(config), span=config.data.span, window=config.data.span_window,
+                                 corpus_keys=CORPUS_KEYS)
+    snapshots = {key: {"uri": snap.uri, "properties": snap.properties(), "summary": snap.summary()}
+                 for key, snap in resolved.items()}
+    return dataclasses.replace(config, data_snapshots=snapshots)
+
+
+def _refuse_local_only(config: PipelineConfig) -> None:
+    """What only a local run resolves when it starts: ``train.init_from=latest_blessed``. (Span patterns are resolved
+    when a run starts in a compiled spec too: by its DataSnapshot task, ``pipeline/snapshot_task.py``.)"""
+    if config.train.init_from == LATEST_BLESSED:
+        raise ConfigError(f"config train.init_from={LATEST_BLESSED} is invalid here: the last blessed model is "
+                          "resolved when a local run starts; a compiled spec cannot resolve it yet (name a pushed "
+                          "version's folder)")
+
+
+def _with_base(config: PipelineConfig) -> PipelineConfig:
+    """Continued pretraining (``train.init_from`` a model folder), checked before any node runs: the base must be a
+    model folder whose encoder configuration is this run's and whose vocabulary this run uses. VocabGen takes the
+    base's ``spm.model`` (``vocab.import_model`` unset), or the file named there when it is the same vocabulary."""
+    if config.train.validate().init_from == INIT_FROM_SCRATCH:
+        return config
+    from trainer import base_model
+    from trainer.modeling_albert import AlbertConfig
+
+    location = config.train.init_from
+    if "://" not in location:  # a folder of this machine: absolute, as the run's other paths are
+        location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
+        config = dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location))
+    base = base_model.describe(location)
+    ours = AlbertConfig(**config.model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()
+    vocab = config.vocab.import_model
+    if vocab is not None and "://" not in vocab and not os.path.isfile(vocab):
+        raise ConfigError(f"config vocab.import_model={vocab!r} is invalid: file {os.path.abspath(vocab)} does not "
+                          "exist")
+    base_model.check(base, ours, base["spm_sha256"] if vocab is None else base_model.sha256_of(vocab))
+    if vocab is None:
+        config = dataclasses.replace(config, vocab=dataclasses.replace(config.vocab, import_model=base["spm_model"],
+                                                                       vocab_size=0))
+    return config
+
+
+def _benchmark_base(config: PipelineConfig) -> PipelineConfig:
+    """A benchmark-only run (``mode=benchmark``): the model at ``train.init_from`` found before any node runs (one
+    error naming the location when it is not a model folder), a local location made absolute, and ``model_digest``
+    resolved from the files ModelImport copies. The model's own configuration and vocabulary are used as they are:
+    ``model.*`` and ``vocab.*`` play no part."""
+    location = config.train.validate().init_from
+    if location == INIT_FROM_SCRATCH:
+        return config  # validate() refuses it, naming the setting
+    from trainer import base_model
+
+    if "://" not in location:
+        location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
+    base = base_model.describe(location)
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location),
+                               model_digest=base_model.digest(base_model.model_files(base)))

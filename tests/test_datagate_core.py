@@ -1,0 +1,333 @@
+"""components/datagate: the pure core of the data gate (issue 55): exact measures on hand-made documents, each
+bad-span class caught by its check, a good span (disjoint halves of data/sample) passing, contamination counted
+exactly, and the protos round-tripping."""
+import dataclasses
+import os
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from components.datagate.checks import CHECKS, GateLimits, check_span, failed
+from components.datagate.contamination import ContaminationCombiner, DevNgrams
+from components.datagate.document_stats import (DocumentRules, SketchSettings, SpanStatsCombiner, flags,
+                                                measure_document, word_bucket)
+from components.datagate.drift import jensen_shannon_divergence, total_variation, unigram_tables, volume_ratio
+from components.datagate.near_duplicates import (MinHasher, MinHashSettings, previous_span_duplicates, shingle_hashes,
+                                                 sort_key)
+from components.datagate.protos import (failures_from_anomalies, limits_from_schema, limits_to_schema,
+                                        results_to_anomalies, statistics_from_proto, statistics_to_proto)
+from components.datagate.sketches import TopCounter
+from components.datagate.text_units import (NGRAM_HASH_BASE, content_tokens, count_letters, count_no_letter_words,
+                                            language, ngram_hashes, normalized_text, script_counts, token_hashes,
+                                            words)
+from components.text.books import book_documents
+from components.text.documents import Document, doc_fingerprint, make_document
+from components.text.wiki import wiki_documents
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "data", "sample")
+
+
+def doc(sentences, doc_id="d", source="books"):
+    return Document(doc_id=doc_id, source=source, title=doc_id, sentences=list(sentences))
+
+
+def failing(results):
+    return sorted(r.name for r in failed(results))
+
+
+@pytest.fixture(scope="module")
+def sample_halves():
+    """The bundled sample as two disjoint spans: each one book and every other Wikipedia article."""
+    books = list(book_documents(os.path.join(SAMPLE, "books")))
+    wiki = list(wiki_documents(os.path.join(SAMPLE, "wikipedia", "enwiki-sample-pages-articles.xml.bz2")))
+    return [books[0]] + wiki[0::2], [books[1]] + wiki[1::2]
+
+
+@pytest.fixture(scope="module")
+def baseline(sample_halves):
+    return SpanStatsCombiner(1).compute(sample_halves[0])
+
+
+# --- text units -----------------------------------------------------------------------------------------------
+
+def test_words_split_on_whitespace_and_count_each_unspaced_character():
+    assert words("The cat, sat.") == ["The", "cat,", "sat."]
+    assert words("中文abc中 ok。") == ["中", "文", "abc", "中", "ok。"]
+    assert words("日本語です") == ["日", "本", "語", "で", "す"]
+    assert words("대한민국 헌법") == ["대한민국", "헌법"]  # Korean is spaced
+    assert words("สวัสดี") == list("สวัสดี")  # Thai: one per code point (an upper bound)
+
+
+def test_content_tokens_are_normalised_word_runs():
+    assert content_tokens(normalized_text(["Café, CAFE!", "中文 x_1"])) == ["cafe", "cafe", "中", "文", "x_1"]
+
+
+def test_letters_no_letter_words_and_scripts():
+    assert count_letters("ab1 é中") == 4
+    assert count_no_letter_words("a 12 -- b3 ### 中文12，好 ..") == 5  # 12, --, ###, 12， and ..
+    assert script_counts("Hello 中文 です") == {"latin": 5, "han": 2, "kana": 2}
+    assert script_counts("1 2 3") == {}
+
+
+def test_language_labels():
+    assert language({"latin": 50}, english_stop_words=2) == "en"
+    assert language({"latin": 50}, english_stop_words=1) == "latin"
+    assert language({"han": 20}, 0) == "zh"
+    assert language({"han": 20, "kana": 3}, 0) == "ja"  # kana 3/23 >= 0.1
+    assert language({"han": 20, "kana": 2}, 0) == "zh"  # kana 2/22 < 0.1
+    assert language({"hangul": 9, "han": 1}, 0) == "ko"
+    assert language({"cyrillic": 9}, 0) == "cyrillic"
+    assert language({}, 5) == "none"
+
+
+def test_ngram_hashes_are_the_polynomial_of_token_hashes():
+    values = np.array([3, 5, 7], dtype=np.uint64)
+    base = int(NGRAM_HASH_BASE)
+    expected = [(3 * base + 5) % 2**64, (5 * base + 7) % 2**64]
+    assert ngram_hashes(values, 2).tolist() == expected
+    assert ngram_hashes(values, 4).tolist() == []
+    assert token_hashes(["a", "b", "a"])[0] == token_hashes(["a"])[0] != token_hashes(["b"])[0]
+
+
+# --- per-document measures ------------------------------------------------------------------------------------
+
+HAND_MADE = doc(["The cat sat on the mat.", "The cat sat on the mat.", "中文abc中 ok", "### ... …"])
+
+
+def test_measure_document_exact_values():
+    m = measure_document(HAND_MADE)
+    assert (m.characters, m.words, m.whitespace_words, m.word_characters, m.letters) == (64, 20, 17, 51, 42)
+    assert (m.hash_symbols, m.ellipses, m.no_letter_words, m.english_stop_words) == (3, 2, 3, 4)
+    assert (m.lines, m.duplicate_lines, m.duplicate_line_characters) == (4, 1, 23)
+    # "The cat" (6 characters) twice; "The cat sat" (9) twice; "The cat sat on" (11) twice.
+    assert m.top_ngram_characters == {2: 12, 3: 18, 4: 22}
+    # The second sentence's 6 words (18 characters) are covered by repeated 5- and 6-grams, by no 7-gram.
+    assert m.duplicate_ngram_characters == {5: 18, 6: 18, 7: 0, 8: 0, 9: 0, 10: 0}
+    assert m.language == "en"
+    # 20 words < 50; mean length 51/20 < 3; '#' 3/20 > 0.1; duplicate-line characters 23/64 > 0.2;
+    # top 2-gram 12/51 > 0.2; duplicated 5-grams 18/51 > 0.15. Not: no-letter words 3/20, letters 42/51.
+    assert flags(m, DocumentRules()) == ["short", "word_length", "symbols", "duplicate_lines", "top_ngrams",
+                                        "duplicate_ngrams"]
+
+
+def test_unspaced_languages_skip_word_length_and_ngram_rules():
+    m = measure_document(doc(["天地玄黄宇宙洪荒日月盈昃辰宿列张寒来暑往秋收冬藏。"] * 3))
+    assert m.language == "zh" and m.words == 3 * 25 and m.duplicate_lines == 2
+    assert flags(m, DocumentRules()) == ["duplicate_lines"]
+
+
+def test_word_histogram_buckets():
+    assert [word_bucket(n) for n in (0, 1, 2, 3, 4, 50, 2**24, 2**30)] == [0, 1, 2, 2, 3, 6, 25, 25]
+
+
+# --- sketches -------------------------------------------------------------------------------------------------
+
+def test_top_counter_is_exact_under_twice_capacity_then_misra_gries():
+    counter = TopCounter(2).add_counts({"a": 5, "b": 3, "c": 1, "d": 1})
+    assert counter.counts == {"a": 5, "b": 3, "c": 1, "d": 1} and counter.total == 10
+    counter.add_counts({"e": 2})  # 5 keys > 4: lower all by the 3rd largest (2), drop those at 0 or below
+    assert counter.counts == {"a": 3, "b": 1} and counter.total == 12
+    assert counter.most_common() == [("a", 3), ("b", 1)]
+    merged = TopCounter(2).add_counts({"a": 1}).merge(TopCounter(2).add_counts({"a": 2, "z": 1}))
+    assert merged.counts == {"a": 3, "z": 1} and merged.total == 4
+
+
+def test_minhash_sample_keeps_the_smallest_keys_counts_exact_duplicates_and_merges_in_any_order():
+    settings = MinHashSettings(num_perm=16, sample_size=3)
+    hasher = MinHasher(settings)
+    docs = [doc([f"document number {i} says something about topic {i}"], str(i)) for i in range(6)]
+    docs += [docs[0], docs[0], docs[1]]  # three exact duplicates
+
+    def key(d):
+        shingles = shingle_hashes(token_hashes(content_tokens(normalized_text(d.sentences))), 5)
+        return sort_key(hasher.sample_key(shingles), doc_fingerprint(d))
+
+    copies = Counter(key(d) for d in docs)
+    combiner = SpanStatsCombiner(1, sketch=SketchSettings(minhash=settings))
+    whole = combiner.compute(docs)
+    assert whole.sample.counts == {k: copies[k] for k in sorted(copies)[:3]}
+    for order in (slice(None), slice(None, None, -1)):  # merging mutates the first accumulator: fresh parts each time
+        parts = [combiner.compute(docs[i::3]) for i in range(3)][order]
+        assert combiner.merge_accumulators(parts).sample == whole.sample
+    signature = whole.sample.signatures[sorted(copies)[0]]
+    assert signature.dtype == np.uint32 and signature.shape == (16,)
+
+
+def test_within_span_duplicate_share_is_exact_when_the_span_fits_the_sample():
+    docs = [doc([f"document number {i} says something about topic {i}"], str(i)) for i in range(4)]
+    stats = SpanStatsCombiner(1).compute(docs + docs[:2])
+    assert stats.sample.documents() == 6 and stats.sample.duplicate_share() == pytest.approx(2 / 6)
+
+
+def test_previous_span_exact_and_near_duplicates():
+    settings = MinHashSettings(num_perm=64)
+    text = [" ".join(f"w{i}" for i in range(start, start + 200)) for start in (0, 1000, 2000, 3000)]
+    previous = SpanStatsCombiner(1, sketch=SketchSettings(minhash=settings)).compute(
+        [doc([t], f"p{i}") for i, t in enumerate(text)])
+    # An exact copy (in capitals: the same fingerprint and tokens), a near copy (one word of 200 changed: Jaccard
+    # 191/201 = 0.95 of the 5-shingles), two new documents.
+    current_docs = [doc([text[0].upper()], "c0"), doc([text[1].replace("w1100", "x")], "c1"),
+                    doc([" ".join(f"v{i}" for i in range(200))], "c2"), doc([" ".join(f"u{i}" for i in range(200))], "c3")]
+    current = SpanStatsCombiner(2, sketch=SketchSettings(minhash=settings)).compute(current_docs)
+    shares = previous_span_duplicates(current.sample, previous.sample, jaccard=0.8)
+    assert (shares.documents, shares.exact, shares.near) == (4, 0.25, 0.5)
+
+
+# --- drift ----------------------------------------------------------------------------------------------------
+
+def test_jensen_shannon_total_variation_volume():
+    assert jensen_shannon_divergence({"a": 1}, {"b": 7}) == 1.0
+    assert jensen_shannon_divergence({"a": 2, "b": 2}, {"a": 1, "b": 1}) == 0.0
+    # P = (1/2, 1/2), Q = (1, 0), M = (3/4, 1/4): (KL(P||M) + KL(Q||M)) / 2 = (0.2075 + 0.4150) / 2
+    expected = (0.5 * np.log2(0.5 / 0.75) + 0.5 * np.log2(0.5 / 0.25) + np.log2(1 / 0.75)) / 2
+    assert jensen_shannon_divergence({"a": 1, "b": 1}, {"a": 5}) == pytest.approx(expected)
+    assert jensen_shannon_divergence({}, {}) == 0.0 and jensen_shannon_divergence({}, {"a": 1}) == 1.0
+    assert total_variation({"en": 3, "zh": 1}, {"en": 1}) == pytest.approx(0.25)
+    assert volume_ratio(50, 100) == 0.5 and volume_ratio(0, 0) == 1.0 and volume_ratio(1, 0) == float("inf")
+    current = TopCounter(1).add_counts({"a": 5, "b": 1, "c": 1})  # 3 keys > 2: only "a" kept, at 4
+    baseline = TopCounter(5).add_counts({"a": 1, "b": 3, "c": 2, "d": 1})
+    assert unigram_tables(current, baseline, top=1) == ({"a": 4}, {"a": 1, "b": 3})
+
+
+# --- contamination --------------------------------------------------------------------------------------------
+
+def test_contamination_counts_an_inserted_dev_passage_exactly():
+    inserted = "The Normans were the people who in the 10th and 11th centuries gave their name to Normandy."
+    other = "Warsaw is the capital and largest city of Poland, with a population of almost two million people."
+    chinese = "鸣骹直上一千尺天静无风声更干碧眼胡儿三百骑"
+    dev = DevNgrams([("normans", inserted), ("warsaw", other), ("short", "Too short to count."),
+                     ("poem", chinese)])
+    corpus = [doc(["Some history.", "THE NORMANS were the people, who in the 10th and 11th centuries gave their",
+                   "name to Normandy!"], "a"),
+              # 9 and then 3 tokens in common: no 13-gram.
+              doc(["Warsaw is the capital and largest city of Poland; its population is almost two million."], "b"),
+              doc(["诗云：碧眼胡儿三百骑尽提金勒向云看"], "c")]  # 9 of the poem's characters: no 13-gram
+    result = ContaminationCombiner(dev).compute(corpus)
+    assert (result.passages, result.short, result.contaminated) == (3, 1, ("normans",))
+    assert result.share == pytest.approx(1 / 3)
+    poem_in_corpus = ContaminationCombiner(dev).compute([doc(["前言" + chinese[3:17] + "后记"], "d")])
+    assert poem_in_corpus.contaminated == ("poem",)
+
+
+# --- checks on spans ------------------------------------------------------------------------------------------
+
+def test_a_good_span_passes_and_the_first_span_is_checked_absolutely(sample_halves, baseline):
+    first = check_span(baseline)
+    assert failing(first) == [] and {r.kind for r in first} == {"absolute"}
+    assert first[0].message == ("span 1: check min_documents = 11, limit >= 1: passed "
+                                "(absolute; first span: no baseline, drift not checked)")
+    second = SpanStatsCombiner(2).compute(sample_halves[1])
+    results = check_span(second, baseline)
+    assert failing(results) == []
+    assert [r.name for r in results] == [c.limit for c in CHECKS if c.kind != "contamination"]
+    jsd = next(r for r in results if r.name == "max_unigram_jsd")
+    assert jsd.message.startswith("span 2: check max_unigram_jsd = ") and "(drift against span 1)" in jsd.message
+    assert jsd.margin == pytest.approx(jsd.limit - jsd.value) and jsd.margin > 0
+
+
+def test_empty_span_fails(baseline):
+    empty = SpanStatsCombiner(2).compute([])
+    assert failing(check_span(empty)) == ["min_documents"]
+    assert failing(check_span(empty, baseline)) == ["max_language_mix_distance", "max_unigram_jsd",
+                                                    "min_documents", "min_volume_ratio"]
+
+
+def chinese_documents(count, chars_per_doc, seed=0):
+    """Random common Han characters, sentences of 29 and a full stop."""
+    text = "".join(map(chr, np.random.default_rng(seed).integers(0x4E00, 0x4E00 + 2000, count * chars_per_doc)))
+    sentences = [text[i:i + 29] + "。" for i in range(0, len(text), 30)]
+    per_doc = len(sentences) // count
+    return [doc(sentences[i * per_doc:(i + 1) * per_doc], f"zh{i}", "wikipedia") for i in range(count)]
+
+
+def test_span_of_another_language_fails_drift_checks(baseline):
+    chars = baseline.total().counts["characters"]
+    span = SpanStatsCombiner(2).compute(chinese_documents(10, chars // 40))  # a quarter of the volume: passes
+    assert failing(check_span(span)) == []  # as a first span, Chinese is fine
+    results = check_span(span, baseline)
+    assert failing(results) == ["max_language_mix_distance", "max_unigram_jsd"]
+    values = {r.name: r.value for r in results}
+    assert values["max_language_mix_distance"] == 1.0 and values["max_unigram_jsd"] == pytest.approx(1.0)
+
+
+def test_span_repeating_the_previous_span_fails(sample_halves, baseline):
+    again = SpanStatsCombiner(2).compute(sample_halves[0])
+    results = check_span(again, baseline)
+    assert failing(results) == ["max_previous_exact_duplicate_share", "max_previous_near_duplicate_share"]
+    values = {r.name: r.value for r in results}
+    assert values["max_previous_exact_duplicate_share"] == 1.0 and values["max_unigram_jsd"] == 0.0
+    # Lightly edited copies (one sentence dropped from each): no exact duplicate, all near.
+    edited = [dataclasses.replace(d, sentences=d.sentences[1:]) for d in sample_halves[0]]
+    results = check_span(SpanStatsCombiner(2).compute(edited), baseline)
+    assert failing(results) == ["max_previous_near_duplicate_share"]
+
+
+def test_span_with_duplicated_documents_fails(sample_halves):
+    docs = sample_halves[1]
+    results = check_span(SpanStatsCombiner(2).compute(docs + docs))
+    assert failing(results) == ["max_duplicate_document_share"]
+    assert next(r for r in results if r.name == "max_duplicate_document_share").value == 0.5
+
+
+def test_boilerplate_span_fails(baseline):
+    page = ["Home | About us | Contact | Subscribe to our newsletter", "### Latest news ### Top stories ###",
+            "Click here to read more about our great offers today.", "Copyright all rights reserved."]
+    docs = [doc(page * 20 + [f"Article {i} text goes here with a few words of its own."], f"b{i}", "wikipedia")
+            for i in range(10)]
+    results = check_span(SpanStatsCombiner(2).compute(docs))
+    # A page repeated is repeated lines and n-grams; its most frequent 2-gram is one of many (top share 0.06).
+    assert failing(results) == ["max_duplicate_lines_share", "max_duplicate_ngrams_share", "max_symbols_share"]
+    assert "(absolute; first span: no baseline, drift not checked)" in failed(results)[0].message
+    # Keyword spam: one phrase over and over inside a line.
+    spam = [doc([" ".join(["buy cheap watches online"] * 30), f"Page {i} has one ordinary sentence as well."],
+                f"s{i}", "wikipedia") for i in range(10)]
+    assert failing(check_span(SpanStatsCombiner(2).compute(spam))) == ["max_duplicate_ngrams_share",
+                                                                       "max_top_ngrams_share"]
+
+
+def test_binary_garbage_and_mojibake_spans_fail():
+    rng = np.random.default_rng(0)
+    garbage = [make_document(f"g{i}", "books", "g", [bytes(rng.integers(0, 256, 4000, dtype=np.uint8)).decode(
+        "latin-1")]) for i in range(5)]
+    results = check_span(SpanStatsCombiner(2).compute(garbage))
+    assert {"max_few_letters_share", "max_word_length_share"} <= set(failing(results))
+    text = "".join(d.sentences[0] for d in chinese_documents(1, 3000))
+    mojibake = [make_document(f"m{i}", "books", "m", [text.encode("utf-8").decode("latin-1")]) for i in range(3)]
+    assert "max_few_letters_share" in failing(check_span(SpanStatsCombiner(2).compute(mojibake)))
+
+
+def test_contamination_check():
+    dev = DevNgrams([("p", "one two three four five six seven eight nine ten eleven twelve thirteen")])
+    corpus = [doc(["zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"])]
+    contamination = ContaminationCombiner(dev).compute(corpus)
+    stats = SpanStatsCombiner(1).compute(corpus)
+    result = check_span(stats, None, GateLimits(max_contaminated_share=0.5), contamination)[-1]
+    assert (result.name, result.value, result.passed) == ("max_contaminated_share", 1.0, False)
+
+
+# --- merging and protos ---------------------------------------------------------------------------------------
+
+def test_merged_accumulators_equal_one_pass(sample_halves, baseline):
+    docs = sample_halves[0]  # baseline: these documents in one accumulator
+    combiner = SpanStatsCombiner(1)
+    merged = combiner.merge_accumulators([combiner.compute(docs[0::2]), combiner.compute(docs[1::2])])
+    assert merged.groups == baseline.groups and merged.sample == baseline.sample
+    assert merged.unigrams == baseline.unigrams  # 16,000 distinct tokens: under 2 * capacity, exact
+
+
+def test_protos_round_trip(sample_halves, baseline):
+    proto = statistics_to_proto(baseline)
+    assert [d.name for d in proto.datasets] == ["span-1", "span-1/books/en", "span-1/wikipedia/en"]
+    assert proto.datasets[0].num_examples == 11
+    again = statistics_from_proto(type(proto).FromString(proto.SerializeToString()))
+    assert again == baseline
+    limits = GateLimits(max_unigram_jsd=0.2, near_duplicate_jaccard=0.7, unigram_top_tokens=500)
+    assert limits_from_schema(limits_to_schema(limits)) == limits
+    results = check_span(SpanStatsCombiner(2).compute(sample_halves[0]), again)
+    anomalies = results_to_anomalies(results, limits_to_schema(GateLimits()))
+    assert failures_from_anomalies(anomalies) == [(r.name, r.message) for r in failed(results)]
+    assert results_to_anomalies(check_span(baseline)).ByteSize() == 0  # nothing failed: empty anomalies
+    empty = results_to_anomalies(check_span(SpanStatsCombiner(4).compute([])))
+    assert empty.data_missing and failures_from_anomalies(empty)[0][0] == "min_documents"

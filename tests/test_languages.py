@@ -1,0 +1,289 @@
+"""Languages beyond English (issue 54): profiles, normalisation that keeps each script, sentences in every script,
+and both vocabulary kinds through datagen and ``albert-pipeline tokenize``."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from components.datagen.instances import VocabInfo
+from components.text.books import book_document_from_bytes
+from components.text.normalize import normalize_text, preprocess_text
+from components.text.sentences import split_multilingual, split_sentences
+from components.text.tokenizers import SPEC_FILE, TokenizerSpec, load_tokenizer
+from components.text.vocab_files import VocabularyError
+from config.languages import ENGLISH, PROFILES, profile, resolve_sections
+from config.schema import ConfigError
+from pipeline.configs import build_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+MULTI = os.path.join(FIXTURES, "multilingual")
+WORDPIECE_VOCAB = os.path.join(FIXTURES, "wordpiece", "vocab.txt")
+SPM_MODEL = os.path.join(ROOT, "data", "sample", "vocab", "30k-clean.model")
+
+
+# -- profiles -----------------------------------------------------------------------------------------------------
+def test_english_sections_keep_their_json_and_node_parameters():
+    """English's resolved sections say nothing of the language settings: the same JSON, so the same cache keys."""
+    config = build_config("sample")
+    assert (config.language, config.corpus.sentence_splitter, config.vocab.normalization,
+            config.datagen.word_starts, config.vocab.character_coverage) == ("en", "english", "albert", "official",
+                                                                             0.99995)
+    assert "sentence_splitter" not in config.corpus.params()
+    assert set(config.vocab.to_dict()) == {"import_model", "vocab_size", "character_coverage",
+                                           "input_sentence_size", "do_lower_case"}
+    assert "word_starts" not in config.datagen.to_dict()
+    params = config.node_parameters()
+    assert "language" not in json.dumps(params) and "word_starts" not in json.dumps(params)
+
+
+def test_a_profile_is_only_defaults_and_an_explicit_setting_wins():
+    zh = build_config("sample", overrides=["language=zh"])
+    assert (zh.corpus.sentence_splitter, zh.vocab.normalization, zh.vocab.strip_accents, zh.vocab.character_coverage,
+            zh.datagen.word_starts) == ("multilingual", "nfkc", False, 0.9995, "boundary")
+    assert json.loads(zh.datagen.to_json())["word_starts"] == "boundary"
+    mixed = build_config("sample", overrides=["language=zh", "datagen.word_starts=official",
+                                              "vocab.character_coverage=0.99995"])
+    assert (mixed.datagen.word_starts, mixed.vocab.character_coverage) == ("official", 0.99995)
+    assert "word_starts" not in mixed.datagen.to_dict()  # English's value: the same key as English's node
+    ar = build_config("sample", overrides=["language=ar"])
+    assert (ar.vocab.character_coverage, ar.corpus.sentence_splitter) == (1.0, "multilingual")
+    assert profile("th") == profile("hi") == profile("fa") == profile("es")
+    assert set(PROFILES) == {"en", "zh", "ja", "ko"} and PROFILES["en"] is ENGLISH
+
+
+@pytest.mark.parametrize("code", ["xx", "EN", "eng", "", "zh-CN"])
+def test_an_unknown_language_code_is_a_config_error(code):
+    with pytest.raises(ConfigError, match=r"^config language=.* is invalid: expected an ISO 639-1 code"):
+        build_config("sample", overrides=[f"language={code}"])
+
+
+def _one_error_line(proc, command: str) -> str:
+    """The one line a refused command prints, without its log path (tests/test_cli_errors.py checks the log)."""
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    head, _, log = lines[0].rpartition(" (full traceback: ")
+    assert head.startswith(f"albert-pipeline {command}: ") and log.endswith(".log)")
+    return head[len(f"albert-pipeline {command}: "):]
+
+
+def test_an_unknown_language_exits_2_with_one_line():
+    proc = _cli("tokenize", "--vocab", SPM_MODEL, "--set", "language=xx", stdin="hello\n")
+    assert _one_error_line(proc, "tokenize") == ("error: config language='xx' is invalid: expected an ISO 639-1 code "
+                                                 "in lower case (en, zh, ja, ko, ar, hi, ...)")
+
+
+def test_resolve_sections_fills_only_what_is_unset():
+    config = build_config("sample")
+    corpus, vocab, datagen = resolve_sections("ko", config.corpus, config.vocab, config.datagen)
+    assert (corpus.sentence_splitter, vocab.normalization, datagen.word_starts) == ("english", "albert", "official")
+
+
+# -- normalisation ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, albert, nfkc", [
+    ("대한민국 헌법", "\u1103\u1162\u1112\u1161\u11ab\u1106\u1175\u11ab\u1100\u116e\u11a8 "
+                   "\u1112\u1165\u11ab\u1107\u1165\u11b8", "대한민국 헌법"),  # NFKD: conjoining jamo
+    ("がぎぐ ｱｲｳ ＡＢＣ１２", "かきく アイウ abc12", "がぎぐ アイウ abc12"),
+    ("क्षत्रिय", "कषतरिय", "क्षत्रिय"),
+    ("آب", "اب", "آب"),
+    ("می\u200cخواهم", "می\u200cخواهم", "می\u200cخواهم"),  # the Persian zero-width non-joiner
+    ("Åse  og\tblåbær", "ase og blabær", "åse og blåbær"),
+])
+def test_nfkc_keeps_each_script_where_the_official_normalisation_breaks_it(text, albert, nfkc):
+    assert preprocess_text(text) == normalize_text(text, "albert") == albert
+    assert normalize_text(text, "nfkc") == nfkc
+
+
+def test_korean_keeps_its_syllables_and_accents_strip_on_their_own():
+    text = open(os.path.join(MULTI, "ko-constitution.txt"), encoding="utf-8").read().split("\n")[2]
+    assert len(text) == 433
+    assert len(preprocess_text(text)) == 888  # 2.05x: every syllable as two or three jamo
+    assert normalize_text(text, "nfkc") == " ".join(text.split())
+    assert normalize_text("Åse がく 한국", "nfkc", accents=True) == "ase かく 한국"
+    assert normalize_text("Åse", "none", lower=False) == "Åse"
+
+
+# -- sentences ----------------------------------------------------------------------------------------------------
+def test_chinese_and_japanese_paragraphs_split_into_their_sentences():
+    assert split_sentences("我爱北京天安门。天安门上太阳升！你好吗？我很好。") == ["我爱北京天安门。天安门上太阳升！你好吗？我很好。"]
+    assert split_multilingual("我爱北京天安门。天安门上太阳升！你好吗？我很好。") == [
+        "我爱北京天安门。", "天安门上太阳升！", "你好吗？", "我很好。"]
+    assert split_multilingual("他说：「你好。」然后走了。") == ["他说：「你好。」", "然后走了。"]
+    assert split_multilingual("版本３．１已发布。真的") == ["版本３．１已发布。", "真的"]
+    assert split_multilingual("日本語の文です。次の文！最後?") == ["日本語の文です。", "次の文！", "最後?"]
+    # hard-wrapped CJK lines joined with a space, as a book's paragraph is: the space goes
+    assert split_multilingual("どうすれ ばいい? 次は 何") == ["どうすればいい?", "次は何"]
+
+
+@pytest.mark.parametrize("paragraph, sentences", [
+    ("यह एक वाक्य है। यह दूसरा है॥ तीसरा", ["यह एक वाक्य है।", "यह दूसरा है॥", "तीसरा"]),
+    ("هل أنت بخير؟ نعم. شكرا", ["هل أنت بخير؟", "نعم.", "شكرا"]),
+    ("یہ پہلا جملہ ہے۔ یہ دوسرا ہے۔", ["یہ پہلا جملہ ہے۔", "یہ دوسرا ہے۔"]),
+    ("ሰላም ነው። እንዴት ነህ፧", ["ሰላም ነው።", "እንዴት ነህ፧"]),
+    ("¿Cómo estás? Muy bien. El Sr. García llegó.", ["¿Cómo estás?", "Muy bien.", "El Sr. García llegó."]),
+    ("대한민국은 민주공화국이다. 주권은 국민에게 있다.", ["대한민국은 민주공화국이다.", "주권은 국민에게 있다."]),
+    ("ประโยคแรก ประโยคที่สอง", ["ประโยคแรก ประโยคที่สอง"]),  # Thai marks no sentence end: a named limit
+])
+def test_other_scripts_split_at_their_terminators(paragraph, sentences):
+    assert split_multilingual(paragraph) == sentences
+
+
+def test_english_text_splits_alike_with_either_splitter():
+    text = "Dr. Smith went to Washington. He arrived at 3.14 p.m. on Monday! Did he? Yes."
+    assert split_multilingual(text) == split_sentences(text)
+
+
+@pytest.mark.parametrize("name, splitter, count", [
+    ("zh-debian-faq.txt", "multilingual", 71), ("zh-debian-faq.txt", "english", 27),
+    ("ja-debian-faq.txt", "multilingual", 69), ("ko-constitution.txt", "multilingual", 89),
+    ("zh-tang-poems.txt", "multilingual", 62)])
+def test_bundled_books_split_by_the_setting(name, splitter, count):
+    with open(os.path.join(MULTI, name), "rb") as f:
+        doc = book_document_from_bytes(f.read(), name, splitter=splitter)
+    assert len(doc.sentences) == count
+
+
+# -- vocabularies -------------------------------------------------------------------------------------------------
+def test_word_starts_follow_the_vocabulary_kind_and_the_setting():
+    with open(WORDPIECE_VOCAB, "rb") as f:
+        wordpiece = load_tokenizer(f.read(), TokenizerSpec(kind="wordpiece", normalization="none"))
+    info = VocabInfo.from_tokenizer(wordpiece, "official")
+    assert info.digit_comma is None
+    pieces = wordpiece.pieces
+    assert [bool(info.is_word_start[i]) for i, p in enumerate(pieces) if p.startswith("##")] == \
+        [False] * sum(p.startswith("##") for p in pieces)
+    assert info.is_word_start.sum() == len(pieces) - sum(p.startswith("##") for p in pieces)
+    with open(SPM_MODEL, "rb") as f:
+        sp = load_tokenizer(f.read(), TokenizerSpec())
+    official, boundary = VocabInfo.from_tokenizer(sp, "official"), VocabInfo.from_tokenizer(sp, "boundary")
+    # the release's rule makes every piece with a non a-z character a word start; the boundary rule only "▁"
+    start = sp.sp.piece_to_id("ing")
+    assert not official.is_word_start[start] and not boundary.is_word_start[start]
+    digits = sp.sp.piece_to_id("00")
+    assert official.is_word_start[digits] and not boundary.is_word_start[digits]
+    assert int(official.is_word_start.sum()) - int(boundary.is_word_start.sum()) == 934
+
+
+def test_a_folder_says_its_kind_and_a_mismatch_is_refused():
+    with open(WORDPIECE_VOCAB, "rb") as f:
+        data = f.read()
+    with pytest.raises(VocabularyError, match=r"^vocab.txt is a wordpiece vocabulary, but its folder says "
+                                              r"sentencepiece$"):
+        load_tokenizer(data, TokenizerSpec(), "vocab.txt")
+    assert not TokenizerSpec().needs_file and not TokenizerSpec(do_lower_case=False).needs_file
+    assert TokenizerSpec(kind="wordpiece", normalization="none").needs_file
+    assert TokenizerSpec.from_json(TokenizerSpec(normalization="nfkc").to_json()) == TokenizerSpec(
+        normalization="nfkc")
+    assert TokenizerSpec.from_json(None, do_lower_case=False) == TokenizerSpec(do_lower_case=False)
+    assert SPEC_FILE == "tokenizer.json"
+
+
+def _cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT, input=stdin,
+                          capture_output=True, text=True)
+
+
+def test_tokenize_prints_pieces_and_ids_of_either_kind():
+    proc = _cli("tokenize", "--vocab", WORDPIECE_VOCAB, "--set", "language=zh", stdin="我爱北京。\nhello 世界\n")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    with open(WORDPIECE_VOCAB, "rb") as f:
+        tok = load_tokenizer(f.read(), TokenizerSpec(kind="wordpiece", normalization="none"))
+    assert [r["text"] for r in rows] == ["我爱北京。", "hello 世界"]
+    assert [r["pieces"] for r in rows] == [tok.tokenize("我爱北京。"), tok.tokenize("hello 世界")]
+    assert rows[0]["ids"] == tok.encode("我爱北京。") and len(rows[0]["pieces"]) == 5
+    proc = _cli("tokenize", "--vocab", SPM_MODEL, stdin="Hello, world 1990, 2000\n")
+    assert json.loads(proc.stdout) == {"text": "Hello, world 1990, 2000",
+                                       "pieces": ["▁hello", ",", "▁world", "▁1990", ",", "▁2000"],
+                                       "ids": [10975, 15, 126, 961, 15, 824]}
+
+
+def test_tokenize_refuses_a_vocab_txt_without_the_special_tokens(tmp_path):
+    bad = tmp_path / "vocab.txt"
+    bad.write_text("[PAD]\n[UNK]\n[CLS]\nhello\n", encoding="utf-8")
+    proc = _cli("tokenize", "--vocab", str(bad), stdin="hello\n")
+    assert _one_error_line(proc, "tokenize") == (f"error: {bad} lacks [SEP], [MASK]: a WordPiece vocab.txt needs "
+                                                 "[PAD], [UNK], [CLS], [SEP], [MASK]")
+
+
+# -- datagen with a WordPiece vocabulary --------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def chinese_examples(tmp_path_factory):
+    """``make-pretraining-data`` on the bundled Chinese text with the WordPiece vocab.txt, the zh profile."""
+    from components.datagen_tool import make_pretraining_data
+    from components.text.documents import to_text_block
+
+    work = tmp_path_factory.mktemp("zh")
+    docs = work / "docs.txt"
+    with open(docs, "w", encoding="utf-8") as out:
+        for name in ("zh-debian-faq.txt", "zh-tang-poems.txt"):
+            with open(os.path.join(MULTI, name), "rb") as f:
+                out.write(to_text_block(book_document_from_bytes(f.read(), name, splitter="multilingual")))
+    config = build_config("sample", overrides=["language=zh", "datagen.max_seq_length=64",
+                                               "datagen.max_predictions_per_seq=10", "datagen.dupe_factor=2",
+                                               "datagen.num_shards=1", "datagen.eval_fraction=0.1"])
+    stats = make_pretraining_data([str(docs)], WORDPIECE_VOCAB, str(work / "examples"), config)
+    return work / "examples", stats
+
+
+def test_datagen_reads_a_wordpiece_vocab_and_masks_whole_words(chinese_examples):
+    import glob
+
+    import tensorflow as tf
+
+    from trainer.input_pipeline import feature_spec
+
+    out, stats = chinese_examples
+    assert sorted(os.listdir(out / "vocab")) == ["tokenizer.json", "vocab.txt"]
+    assert json.loads((out / "vocab" / "tokenizer.json").read_text()) == {
+        "do_lower_case": True, "kind": "wordpiece", "normalization": "none", "strip_accents": False}
+    with open(WORDPIECE_VOCAB, "rb") as f:
+        tok = load_tokenizer(f.read(), TokenizerSpec(kind="wordpiece", normalization="none"))
+    continuation = np.array([p.startswith("##") for p in tok.pieces])
+    files = sorted(glob.glob(str(out / "Split-train" / "*.gz")))
+    instances = masked = continued = 0
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+        ex = {k: v.numpy() for k, v in tf.io.parse_single_example(record, feature_spec(64, 10)).items()}
+        ids, boundary = ex["input_ids"], ex["token_boundary"]
+        real = ex["masked_lm_positions"][ex["masked_lm_weights"] > 0]
+        originals = ex["masked_lm_ids"][ex["masked_lm_weights"] > 0]
+        assert ids[0] == tok.cls_id and (ids == tok.sep_id).sum() == 2
+        length = int(ex["input_mask"].sum())
+        # token_boundary is 1 exactly where a piece starts a word: no "##" piece does
+        original = ids.copy()
+        original[real] = originals
+        assert (boundary[:length] == (~continuation[original[:length]]).astype(int)).all()
+        # whole words: a masked "##" piece has the piece before it masked too, unless a truncated segment starts
+        # with it (the official masking then takes it as a word of its own)
+        chosen = set(real.tolist())
+        for position, piece in zip(real, originals):
+            if continuation[piece] and original[position - 1] not in (tok.cls_id, tok.sep_id):
+                continued += 1
+                assert position - 1 in chosen
+        instances += 1
+        masked += len(real)
+    assert instances == stats["splits"]["train"]["instances"] > 50
+    assert continued > 0 and masked > instances
+
+
+def test_pretraining_on_wordpiece_examples_exports_the_vocab_txt(chinese_examples, cli, tmp_path):
+    """Two real steps of albert-tiny on the Chinese WordPiece examples: the encoder's vocabulary is the vocab.txt's,
+    and the model folder carries the vocab.txt and its tokenizer.json (what fine-tuning and continuation read)."""
+    out, _ = chinese_examples
+    done = cli("pretrain", "--examples", str(out), "--output", str(tmp_path / "model"), "--preset", "sample",
+               "--set=language=zh", "--set=model.size=albert-tiny", "--set=train.num_train_steps=2",
+               "--set=train.num_warmup_steps=1", "--set=train.train_batch_size=8", "--set=train.eval_steps=1",
+               "--set=train.eval_batch_size=8", "--set=train.checkpoint_every=0", "--set=train.eval_every=0")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["final_step"] == 2
+    albert = tmp_path / "model" / "model" / "albert"
+    assert sorted(n for n in os.listdir(albert) if n.startswith(("vocab", "tokenizer", "spm"))) == [
+        "tokenizer.json", "vocab.txt"]
+    with open(WORDPIECE_VOCAB, "rb") as f:
+        lines = f.read().count(b"\n")
+    with open(os.path.join(albert, "albert_config.json")) as f:
+        assert json.load(f)["vocab_size"] == lines
