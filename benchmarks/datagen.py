@@ -3,12 +3,17 @@ Beam pipeline (``make_pretraining_data``, DirectRunner) at 1 and 2 workers, with
 process tree (multi-process DirectRunner workers are child processes).
 
     .venv/bin/python -m benchmarks.datagen --data-dir outputs/bench-docs [--workers 1 2] [--scale 1 4] [--repeat 1]
+        [--vocab FILE] [--language CODE]
 
 ``--data-dir``: a documents folder (``documents-*.txt`` from ingestion) or any folder of ``*.txt`` in the
 official format (one sentence per line, blank line between documents). ``--scale 1 4`` also runs on the
 input repeated 4 times (as differently named files, so they are distinct documents) to show that peak
 memory does not grow with the corpus. Input tokens are counted once, by tokenizing the input outside
 the timed run; tokens/s per core = input tokens × dupe_factor / wall seconds / min(workers, cores).
+Output tokens are the pieces of the written instances ([CLS]/[SEP] included, padding not: ``stats.json``'s
+``tokens``). ``--vocab`` (alias ``--spm-model``): a SentencePiece model or a WordPiece ``vocab.txt``, read as
+``make-pretraining-data --vocab`` reads it; ``--language`` sets ``language=`` (e.g. ``zh``: its profile's
+``datagen.word_starts``), English's settings when not given.
 Issue 4's goal: >= 1,000,000 input tokens/s per core at L=512, P=20, dupe_factor 1.
 """
 from __future__ import annotations
@@ -32,7 +37,8 @@ from components.datagen.instances import VocabInfo  # noqa: E402
 from components.datagen_beam import RANDOM_POOL_MAX_CHARS, RANDOM_POOL_SIZE  # noqa: E402
 from components.datagen_tool import expand_inputs, make_pretraining_data  # noqa: E402
 from components.text.documents import parse_text_blocks  # noqa: E402
-from components.text.tokenization import AlbertTokenizer  # noqa: E402
+from components.text.tokenizers import TokenizerSpec, load_tokenizer  # noqa: E402
+from components.text.vocab_files import vocabulary_kind  # noqa: E402
 from pipeline.configs import build_config  # noqa: E402
 
 try:
@@ -96,9 +102,12 @@ class TreeRssSampler:
         self.cpu_s = own + max(reaped, sum(self._child_cpu.values()))
 
 
-def count_input_tokens(files: List[str], spm_model: str) -> Dict[str, int]:
-    tok = AlbertTokenizer(spm_model)
-    vocab = VocabInfo.from_tokenizer(tok)
+def count_input_tokens(files: List[str], spm_model: str, config) -> Dict[str, int]:
+    """Documents and pieces of the input, tokenized as ``make-pretraining-data`` tokenizes with ``config``."""
+    with open(spm_model, "rb") as f:
+        data = f.read()
+    tok = load_tokenizer(data, TokenizerSpec.for_vocab(vocabulary_kind(data, spm_model), config.vocab), spm_model)
+    vocab = VocabInfo.from_tokenizer(tok, config.datagen.word_starts or "official")
     docs = tokens = 0
     for path in files:
         with open(path, encoding="utf-8") as f:
@@ -134,13 +143,16 @@ def run_once(files: List[str], spm_model: str, config, workers: int, workdir: st
     out_bytes = sum(os.path.getsize(p) for p in glob.glob(os.path.join(out, "Split-*", "*")))
     shutil.rmtree(out, ignore_errors=True)
     instances = sum(s["instances"] for s in stats["splits"].values())
-    return seconds, rss.cpu_s, rss.peak, instances, out_bytes
+    out_tokens = sum(s.get("tokens", 0) for s in stats["splits"].values())
+    return seconds, rss.cpu_s, rss.peak, instances, out_bytes, out_tokens
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data-dir", required=True, help="documents folder or folder of official-format *.txt")
-    ap.add_argument("--spm-model", default="data/sample/vocab/30k-clean.model")
+    ap.add_argument("--spm-model", "--vocab", dest="spm_model", default="data/sample/vocab/30k-clean.model",
+                    help="SentencePiece model or WordPiece vocab.txt")
+    ap.add_argument("--language", help="set language= (e.g. zh); default: English's settings")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--scale", type=int, nargs="+", default=[1, 4],
                     help="corpus multiples to run (peak memory should not grow with it)")
@@ -165,8 +177,9 @@ def main() -> None:
         f"datagen.dupe_factor={args.dupe_factor}", f"datagen.sop_mode={args.sop_mode}",
         f"datagen.num_shards={args.num_shards}", f"datagen.compression={args.compression}",
         f"datagen.compression_level={args.compression_level}", f"datagen.random_pool_documents={args.pool_size}",
-        f"datagen.random_pool_max_chars={args.pool_max_chars}", "datagen.eval_fraction=0.01"])
-    counted = count_input_tokens(files, args.spm_model)
+        f"datagen.random_pool_max_chars={args.pool_max_chars}", "datagen.eval_fraction=0.01"]
+        + ([f"language={args.language}"] if args.language else []))
+    counted = count_input_tokens(files, args.spm_model, config)
     cores = os.cpu_count() or 1
     runs = []
     workdir = tempfile.mkdtemp(prefix="datagen_bench_")
@@ -175,7 +188,7 @@ def main() -> None:
             inputs = scaled_inputs(files, scale, workdir)
             tokens = counted["input_tokens"] * scale
             for workers in args.workers:
-                seconds, cpu_s, peak, instances, out_bytes = min(
+                seconds, cpu_s, peak, instances, out_bytes, out_tokens = min(
                     (run_once(inputs, args.spm_model, config, workers, workdir)
                      for _ in range(args.repeat)), key=lambda r: r[1])
                 used_cores = min(workers, cores)
@@ -183,6 +196,9 @@ def main() -> None:
                 runs.append({
                     "scale": scale, "workers": workers, "wall_s": round(seconds, 2), "cpu_s": round(cpu_s, 2),
                     "input_tokens": tokens, "instances": instances, "output_mb": round(out_bytes / 1e6, 1),
+                    "output_tokens": out_tokens,
+                    "output_tokens_per_s_per_core_wall": round(out_tokens / seconds / used_cores),
+                    "output_tokens_per_cpu_s": round(out_tokens / cpu_s),
                     "input_tokens_per_s": round(work / seconds),
                     "input_tokens_per_s_per_core_wall": round(work / seconds / used_cores),
                     "input_tokens_per_cpu_s": round(work / cpu_s),
@@ -202,10 +218,13 @@ def main() -> None:
                              "input_tokens_per_cpu_s": round(extra / (rs[-1]["cpu_s"] - rs[0]["cpu_s"])),
                              "input_tokens_per_s_per_core_wall": round(
                                  extra / max(rs[-1]["wall_s"] - rs[0]["wall_s"], 1e-9) / min(workers, cores)),
+                             "output_tokens_per_cpu_s": round((rs[-1]["output_tokens"] - rs[0]["output_tokens"])
+                                                              / (rs[-1]["cpu_s"] - rs[0]["cpu_s"])),
                              "fixed_cpu_s_estimate": round(rs[0]["cpu_s"] - rs[0]["input_tokens"] * args.dupe_factor
                                                            * (rs[-1]["cpu_s"] - rs[0]["cpu_s"]) / extra, 2)})
     print(json.dumps({
         "data_dir": os.path.abspath(args.data_dir), "input_files": len(files), **counted, "cpu_count": cores,
+        "vocab": args.spm_model, "language": args.language or "en (default settings)",
         "max_seq_length": args.max_seq_length, "max_predictions_per_seq": args.max_predictions,
         "dupe_factor": args.dupe_factor, "sop_mode": args.sop_mode, "compression": args.compression or "none",
         "compression_level": args.compression_level, "random_pool_documents": args.pool_size,

@@ -94,7 +94,8 @@ def split_text(text: str, doc_chars: int) -> List[str]:
     return parts
 
 
-def build_documents(src_dir: str, out_path: str, doc_chars: int) -> Dict[str, int]:
+def build_documents(src_dir: str, out_path: str, doc_chars: int, splitter: str = "multilingual") -> Dict[str, int]:
+    """``out_path`` in the official format from the ``*.txt`` of ``src_dir`` (see the module doc); documents per file."""
     from components.text.books import book_document_from_bytes
     from components.text.documents import to_text_block
 
@@ -105,7 +106,7 @@ def build_documents(src_dir: str, out_path: str, doc_chars: int) -> Dict[str, in
             with open(path, encoding="utf-8") as f:
                 text = f.read()
             for k, part in enumerate(split_text(text, doc_chars)):
-                doc = book_document_from_bytes(part.encode("utf-8"), f"{name}#{k}", splitter="multilingual")
+                doc = book_document_from_bytes(part.encode("utf-8"), f"{name}#{k}", splitter=splitter)
                 block = to_text_block(doc) if doc is not None else ""
                 if block:
                     out.write(block)

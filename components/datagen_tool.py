@@ -18,7 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import beam_options, datagen_beam
 from components.text.errors import CorruptInputError
-from components.text.tokenizers import SPEC_FILE, TokenizerSpec, load_tokenizer
+from components.text.tokenizers import SPEC_FILE, TokenizerSpec, load_tokenizer, vocab_file_name
 from components.text.vocab_files import vocabulary_kind
 from config.errors import MissingInputError, OutputExistsError
 from trainer import examples_info
@@ -81,7 +81,7 @@ def make_pretraining_data(inputs: Sequence[str], vocab: str, output: str, config
     for path in dirs.values():
         os.makedirs(path)
     os.makedirs(os.path.join(tmp, "vocab"))
-    shutil.copyfile(vocab, os.path.join(tmp, "vocab", spec.vocab_file))
+    shutil.copyfile(vocab, os.path.join(tmp, "vocab", vocab_file_name(spec)))
     if spec.needs_file:
         with open(os.path.join(tmp, "vocab", SPEC_FILE), "w", encoding="utf-8") as f:
             f.write(spec.to_json())

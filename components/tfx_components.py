@@ -111,13 +111,14 @@ def VocabGen(
     import hashlib
 
     from components import vocab_lib
+    from components.text.tokenizers import vocab_file_name
     from components.vocab_lib import vocab_folder_spec
 
     cfg = VocabConfig.from_json(config, "vocab.")
     with tempfile.TemporaryDirectory() as tmp:
         size, origin = vocab_lib.build_vocab(cfg, seed, documents.uri, tmp)
         spec = vocab_folder_spec(tmp, cfg.do_lower_case)
-        with open(os.path.join(tmp, spec.vocab_file), "rb") as f:
+        with open(os.path.join(tmp, vocab_file_name(spec)), "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         with _staged(vocab.uri) as staging:
             copy_tree(tmp, staging)
@@ -157,7 +158,7 @@ def PretrainingDataGen(
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
     """
     from components import corpus_beam, datagen_beam
-    from components.text.tokenizers import SPEC_FILE
+    from components.text.tokenizers import SPEC_FILE, vocab_file_name
     from components.vocab_lib import vocab_folder_spec
     from trainer import examples_info
 
@@ -165,11 +166,11 @@ def PretrainingDataGen(
     do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
         vocab.has_custom_property("do_lower_case") else True
     spec = vocab_folder_spec(vocab.uri, do_lower_case)
-    spm_src = posixpath.join(vocab.uri, spec.vocab_file)
+    spm_src = posixpath.join(vocab.uri, vocab_file_name(spec))
     with _staged(examples.uri) as ex_staging, _staged(statistics.uri) as st_staging:
         # The vocabulary travels with the data so the Trainer (whose inputs TFX fixes) can find it.
         tf.io.gfile.makedirs(posixpath.join(ex_staging, "vocab"))
-        for name in [spec.vocab_file] + ([SPEC_FILE] if spec.needs_file else []):
+        for name in [vocab_file_name(spec)] + ([SPEC_FILE] if spec.needs_file else []):
             tf.io.gfile.copy(posixpath.join(vocab.uri, name), posixpath.join(ex_staging, "vocab", name),
                              overwrite=True)
         long_params = datagen_beam.long_instance_params(d)  # BERT's two-phase sequence length (None: off)

@@ -30,6 +30,7 @@ from components.text.tokenizers import SPEC_FILE, TokenizerSpec
 from config.errors import InputError, MissingInputError, UserError
 from config.languages import ENGLISH
 from trainer.files import SPM_FILE as MODEL_FILE
+from trainer.files import WORDPIECE_FILE
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def import_wordpiece(source: str, output_dir: str, expected_vocab_size: Optional
             f"{source} has {size} tokens but the config says vocab.vocab_size={expected_vocab_size}; "
             f"pass --set vocab.vocab_size={size} (or 0 to take the file's size)")
     os.makedirs(output_dir, exist_ok=True)
-    path = os.path.join(output_dir, TokenizerSpec(kind="wordpiece").vocab_file)
+    path = os.path.join(output_dir, WORDPIECE_FILE)
     with open(path, "wb") as f:
         f.write(data)
     return path
@@ -229,7 +230,7 @@ def vocab_folder_spec(folder: str, do_lower_case: bool = True) -> TokenizerSpec:
 def _wordpiece_size(output_dir: str) -> int:
     from components.text.wordpiece import WordPieceTokenizer
 
-    return WordPieceTokenizer(os.path.join(output_dir, TokenizerSpec(kind="wordpiece").vocab_file)).vocab_size
+    return WordPieceTokenizer(os.path.join(output_dir, WORDPIECE_FILE)).vocab_size
 
 
 def _write_model(data: bytes, output_dir: str) -> str:

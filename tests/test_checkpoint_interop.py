@@ -26,6 +26,7 @@ from trainer.checkpoint_interop import (
     save_tf1_checkpoint,
     tf1_variable_map,
 )
+from config.errors import InputError
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel
 
 V, E, H, F, P = 50, 16, 32, 64, 24
@@ -458,6 +459,49 @@ def test_convert_official_tf1_release(tmp_path, spm_model_path, hub_prefix):
                                   values["bert/embeddings/word_embeddings"])
 
 
+def official_chinese_vocab(size=21128):
+    """A vocab.txt in the official Chinese models' layout (BERT-Chinese): [PAD] 0, [unused1..99], [UNK] 100,
+    [CLS] 101, [SEP] 102, [MASK] 103, then ``size`` tokens in all (CJK characters, ``##`` pieces, filler)."""
+    tokens = ["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tokens += [chr(c) for c in range(0x4E00, 0x4E00 + 2000)] + [f"##{chr(c)}" for c in range(0x4E00, 0x4E00 + 500)]
+    tokens += [f"word{i}" for i in range(size - len(tokens))]
+    return "".join(t + "\n" for t in tokens)
+
+
+def test_convert_an_official_chinese_release_keeps_its_vocab_txt(tmp_path):
+    """albert_base_zh's layout: official TF1 names, albert_config.json with vocab_size 21128, a WordPiece vocab.txt
+    (no SentencePiece model). The albert dir carries the vocab.txt and a tokenizer.json saying WordPiece, and its
+    Hugging Face folder declares BertTokenizer; a vocab.txt of another size is refused, naming both numbers."""
+    from trainer.convert import convert
+
+    src = tmp_path / "albert_base_zh"
+    src.mkdir()
+    values = {n: (np.resize(v, (21128,) + v.shape[1:]) if v.shape[0] == V else v)
+              for n, v in random_official_values().items()}
+    write_tf1_with_saver(str(src / "model.ckpt-best"), values)
+    official_config = {k: v for k, v in tiny(vocab_size=21128).to_dict(official=True).items()
+                       if k not in ("sharing", "embedding_projection", "layer_norm_eps")}
+    with open(src / "albert_config.json", "w") as f:
+        json.dump(official_config, f)
+    (src / "vocab_chinese.txt").write_text(official_chinese_vocab(), encoding="utf-8")
+    result = convert("tf1-to-albert", str(src), str(tmp_path / "albert"))
+    assert "vocab.txt" in result["files"] and "tokenizer.json" in result["files"]
+    assert (tmp_path / "albert" / "vocab.txt").read_bytes() == (src / "vocab_chinese.txt").read_bytes()
+    assert json.loads((tmp_path / "albert" / "tokenizer.json").read_text()) == {
+        "do_lower_case": True, "kind": "wordpiece", "normalization": "none", "strip_accents": False}
+    assert not (tmp_path / "albert" / "spm.model").exists()
+    hf = convert("albert-to-hf", str(tmp_path / "albert"), str(tmp_path / "hf"))
+    assert "vocab.txt" in hf["files"]
+    with open(tmp_path / "hf" / "config.json") as f:
+        assert json.load(f)["tokenizer_class"] == "BertTokenizer"
+    with open(tmp_path / "hf" / "tokenizer_config.json") as f:
+        assert json.load(f)["tokenizer_class"] == "BertTokenizer"
+    (src / "vocab_chinese.txt").write_text(official_chinese_vocab(21000), encoding="utf-8")
+    with pytest.raises(InputError, match=r"vocab_chinese.txt holds 21000 tokens but .*albert_config.json says "
+                                         r"\"vocab_size\": 21128: not this checkpoint's vocabulary"):
+        convert("tf1-to-albert", str(src), str(tmp_path / "again"))
+
+
 def test_convert_errors(tmp_path):
     from trainer.convert import convert
 
@@ -502,7 +546,7 @@ def test_convert_errors(tmp_path):
     model = AlbertForPreTraining(tiny(sharing="attention"))
     model(inputs())
     write_albert_dir(model, str(tmp_path / "albert_attn"), serving=False)
-    with pytest.raises(ValueError, match="sharing='attention'"):
+    with pytest.raises(ValueError, match="model.sharing=attention cannot be written in the Hugging Face layout"):
         convert("albert-to-hf", str(tmp_path / "albert_attn"), str(tmp_path / "hf_attn"))
 
 
@@ -515,9 +559,9 @@ def test_pre_ln_has_no_foreign_layout_and_leaves_nothing_behind(tmp_path):
     model = AlbertForPreTraining(tiny(layer_norm_position="pre"))
     model(inputs())
     write_albert_dir(model, str(tmp_path / "albert_pre"), serving=False)
-    with pytest.raises(ValueError, match="layer_norm_position='pre' has no official / Hugging Face"):
+    with pytest.raises(ValueError, match="model.layer_norm_position=pre has no official / Hugging Face"):
         convert("albert-to-hf", str(tmp_path / "albert_pre"), str(tmp_path / "hf_pre"))
     assert not (tmp_path / "hf_pre").exists()
-    with pytest.raises(ValueError, match="layer_norm_position='pre'"):
+    with pytest.raises(ValueError, match="model.layer_norm_position=pre has no official / Hugging Face"):
         save_tf1_checkpoint(model, str(tmp_path / "tf1_pre" / "model.ckpt"))
     assert not (tmp_path / "tf1_pre").exists()

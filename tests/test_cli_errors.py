@@ -142,7 +142,7 @@ def test_corrupt_model_safetensors(fails_cleanly, tmp_path):
 
 # -- unknown or out-of-range settings, before anything runs ------------------------------------------------------
 @pytest.mark.parametrize("setting,message", [
-    ("model.size=albert-huge", "config model (size='albert-huge') is invalid"),
+    ("model.size=albert-huge", "config model.size='albert-huge' is invalid"),
     ("datagen.masked_lm_prob=1.5", "config datagen.masked_lm_prob=1.5 is invalid"),
     ("train.num_train_stepz=3", "unknown config key: train.num_train_stepz"),
 ])
@@ -286,8 +286,10 @@ def test_user_error_on_a_beam_worker_is_still_a_user_error_and_a_bug_is_not():
 
 
 @pytest.mark.parametrize("last_line,expected", [
-    ("components.vocab_lib.VocabSizeMismatchError: spm.model has 3000 pieces but the config says vocab_size=30000 "
-     "[while running 'VocabGen']", ("spm.model has 3000 pieces but the config says vocab_size=30000", True)),
+    ("components.vocab_lib.VocabSizeMismatchError: spm.model has 3000 pieces but the config says "
+     "vocab.vocab_size=30000; pass --set vocab.vocab_size=3000 (or 0 to take the model's size) "
+     "[while running 'VocabGen']", ("spm.model has 3000 pieces but the config says vocab.vocab_size=30000; pass "
+                                    "--set vocab.vocab_size=3000 (or 0 to take the model's size)", True)),
     ("trainer.checkpoint_interop.CheckpointMismatchError: checkpoint does not match the model:",
      ("checkpoint does not match the model:", True)),
     ("config.errors.MissingInputError: input 'docs.txt' does not exist", ("input 'docs.txt' does not exist", True)),
@@ -334,7 +336,7 @@ def test_missing_input_and_existing_output_of_make_pretraining_data(fails_cleanl
 
 @pytest.mark.parametrize("args,names", [
     (["--size", "albert-huge"], ["Unknown configuration 'albert-huge'"]),
-    (["-H", "100", "--heads", "12"], ["Invalid AlbertConfig", "hidden_size"]),
+    (["-H", "100", "--heads", "12"], ["invalid ALBERT configuration: hidden_size (100) must be divisible by num_attention_heads (12)"]),
 ])
 def test_bad_model_info_flags(fails_cleanly, args, names):
     fails_cleanly(["model-info", *args], names)

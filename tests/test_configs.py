@@ -20,7 +20,7 @@ def test_paper_preset_is_the_albert_base_recipe():
 def test_paper_preset_needs_a_corpus():
     with pytest.raises(ConfigError) as info:
         build_config("paper")
-    assert str(info.value) == "config corpus=None is invalid: expected at least one of wikipedia_dir / books_dir"
+    assert str(info.value) == "config corpus=None is invalid: expected at least one of corpus.wikipedia_dir / corpus.books_dir"
 
 
 def test_sample_preset_is_small_and_uses_bundled_data(sample_dir):
@@ -44,7 +44,7 @@ def test_overrides_are_typed_and_reach_nested_tables():
     ("train.num_train_steps=abc", "config train.num_train_steps='abc' is not a valid int"),
     ("datagen.sop_mode=nsp2", "config datagen.sop_mode='nsp2' is invalid: expected official|pure|nsp"),
     ("train.grad_accum_steps=3",
-     "config train.grad_accum_steps=3 is invalid: expected >= 1 and dividing train_batch_size=32"),
+     "config train.grad_accum_steps=3 is invalid: expected >= 1 and dividing train.train_batch_size=32"),
     ("datagen.compression_level=10", "config datagen.compression_level=10 is invalid: expected in [0, 9]"),
     ("datagen.random_pool_documents=1", "config datagen.random_pool_documents=1 is invalid: expected >= 2"),
     ("datagen.random_pool_max_chars=0", "config datagen.random_pool_max_chars=0 is invalid: expected >= 1"),

@@ -87,7 +87,7 @@ def _expected(kind, fmt, damage, data, damaged, path, beam):
         hint = f" (named {SUFFIX[fmt]}, but not {fmt} data: a damaged header?)"
         if kind == "book":
             return (f"{path}: not valid UTF-8 at byte offset 0 (line 1, byte 0x{damaged[0]:02x}){hint}; pass "
-                    "encoding_fallback='latin-1' to read such files as Latin-1")
+                    "--set corpus.book_encoding_fallback=latin-1 to read such files as Latin-1")
         if beam:
             return (f"{path}: neither a MediaWiki XML export nor WikiExtractor output (starts with "
                     f"{damaged[:40].decode('utf-8', 'replace')!r}){hint}")

@@ -132,8 +132,8 @@ def test_siteinfo_is_read_as_the_stream_passes(tmp_path):
 def test_bad_namespace_key_and_ns_name_the_file(tmp_path):
     bad_key = tmp_path / "bad-key.xml"
     bad_key.write_text(_dump("de", {"x": "Kategorie"}, _page("A", 1, "x")), encoding="utf-8")
-    with pytest.raises(CorruptInputError, match=r"bad-key.xml: <namespace> in <siteinfo> without a numeric key "
-                                                r"\(key='x', name='Kategorie'\)"):
+    with pytest.raises(CorruptInputError, match=r"bad-key.xml: <namespace key='x'> in <siteinfo> without a "
+                                                r"numeric key \(named 'Kategorie'\)"):
         list(iter_pages(bad_key))
     bad_ns = tmp_path / "bad-ns.xml"
     bad_ns.write_text(_dump("de", {14: "Kategorie"}, _page("A", 1, "x", ns="main")), encoding="utf-8")

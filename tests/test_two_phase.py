@@ -66,12 +66,12 @@ def test_settings_reach_their_nodes_and_the_predictions_are_derived():
                                        "datagen.long_max_seq_length is set"),
     (["datagen.long_max_seq_length=128"], "datagen.long_max_seq_length=128 is invalid: expected 0 (one phase) or "
                                           "more than datagen.max_seq_length=128"),
-    (["datagen.long_max_seq_length=1024"], "expected at most the model's max_position_embeddings=512"),
+    (["datagen.long_max_seq_length=1024"], "expected at most 512, the max_position_embeddings of model.size=albert-tiny"),
     (["datagen.long_max_seq_length=256", "train.long_seq_from_step=300"],
-     "train.long_seq_from_step=300 is invalid: expected 0 (one phase) or a step in (0, num_train_steps=300)"),
+     "train.long_seq_from_step=300 is invalid: expected 0 (one phase) or a step in (0, train.num_train_steps=300)"),
     (["datagen.long_max_predictions_per_seq=40"], "expected 0 unless datagen.long_max_seq_length is set"),
     (["datagen.long_max_seq_length=256", "datagen.long_max_predictions_per_seq=300"],
-     "in [1, long_max_seq_length=256]"),
+     "in [1, datagen.long_max_seq_length=256]"),
 ])
 def test_invalid_settings_are_config_errors(overrides, message):
     with pytest.raises(ConfigError) as err:

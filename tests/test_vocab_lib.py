@@ -60,7 +60,8 @@ def test_import_rejects_wrong_special_ids(tmp_path, sentences):
 
 
 def test_import_rejects_size_mismatch_and_garbage(tmp_path, spm_model_path):
-    with pytest.raises(ValueError, match="30000 pieces but the config says vocab_size=32000"):
+    with pytest.raises(ValueError, match=r"30000 pieces but the config says vocab.vocab_size=32000; pass --set vocab.vocab_size=30000 \(or 0 "
+                                            r"to take the model's size\)"):
         vocab_lib.import_sentencepiece(spm_model_path, str(tmp_path / "o"), expected_vocab_size=32000)
     junk = tmp_path / "junk.model"
     junk.write_bytes(b"not a model")

@@ -34,8 +34,11 @@ import trainer  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 import tensorflow as tf
 
 from config.errors import InputError, MissingInputError
+from config.tokenizer_spec import TokenizerSpec
 from trainer import checkpoint_interop as interop
-from trainer.files import CONFIG_FILE, CONVERT_SERVING_DIR, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE
+from trainer.files import (CONFIG_FILE, CONVERT_SERVING_DIR, ENCODER_CKPT, EXPORT_INFO_FILE, PRETRAINING_CKPT, SPM_FILE,
+                           TOKENIZER_SPEC_FILE, WORDPIECE_FILE)
+from trainer.vocabulary import vocabulary_size
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel, count_parameters
 
 __all__ = ["KINDS", "convert", "hf_to_albert", "albert_to_hf", "tf1_to_albert", "write_albert_dir",
@@ -72,10 +75,13 @@ def convert(kind: str, src: str, dst: str) -> Dict[str, Any]:
 # This project's albert directory
 # ---------------------------------------------------------------------------------------------------------------------
 def write_albert_dir(model, dst: str, spm_model_path: Optional[str] = None, serving: bool = True,
-                     extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+                     extra: Optional[Dict[str, Any]] = None,
+                     tokenizer_spec: Optional[TokenizerSpec] = None) -> Dict[str, Any]:
     """Write ``model`` (:class:`AlbertForPreTraining`, or :class:`AlbertModel` for encoder-only) as an albert dir.
 
     The files are the ones :func:`trainer.export.export` writes; the SavedModel goes to ``dst/serving``.
+    ``spm_model_path``: the vocabulary file, a SentencePiece model (``spm.model``) or, with a WordPiece
+    ``tokenizer_spec``, a ``vocab.txt``; a spec other than English's SentencePiece is written as ``tokenizer.json``.
     """
     pretraining = model if isinstance(model, AlbertForPreTraining) else None
     encoder = model.albert if pretraining is not None else model
@@ -95,8 +101,13 @@ def write_albert_dir(model, dst: str, spm_model_path: Optional[str] = None, serv
             tf.saved_model.save(module, os.path.join(dst, SERVING_DIR), signatures={"serving_default": module.serve})
             files.append(SERVING_DIR)
     if spm_model_path:
-        tf.io.gfile.copy(spm_model_path, os.path.join(dst, SPM_FILE), overwrite=True)
-        files.append(SPM_FILE)
+        name = WORDPIECE_FILE if tokenizer_spec is not None and tokenizer_spec.kind == "wordpiece" else SPM_FILE
+        tf.io.gfile.copy(spm_model_path, os.path.join(dst, name), overwrite=True)
+        files.append(name)
+    if tokenizer_spec is not None and tokenizer_spec.needs_file:
+        with tf.io.gfile.GFile(os.path.join(dst, TOKENIZER_SPEC_FILE), "w") as f:
+            f.write(tokenizer_spec.to_json())
+        files.append(TOKENIZER_SPEC_FILE)
     info = dict(extra or {})
     info.update({"albert_config": encoder.config.to_dict(), "parameters": count_parameters(encoder.config),
                  "sentence_task": pretraining.sentence_task if pretraining is not None else None,
@@ -224,6 +235,14 @@ def hf_to_albert(src: str, dst: str) -> Dict[str, Any]:
     return result
 
 
+def _hf_wordpiece_tokenizer_config(spec: TokenizerSpec) -> Dict[str, Any]:
+    # A WordPiece ALBERT (the official Chinese models): BERT's tokenizer, as the community's zh/ko ALBERTs declare
+    # it (transformers' AlbertTokenizer reads SentencePiece models only: huggingface/transformers#2530).
+    return {"tokenizer_class": "BertTokenizer", "do_lower_case": spec.do_lower_case, "tokenize_chinese_chars": True,
+            "model_max_length": 512, "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]",
+            "cls_token": "[CLS]", "mask_token": "[MASK]"}
+
+
 def _hf_tokenizer_config() -> Dict[str, Any]:
     # ALBERT's preprocessing: lower case, accents stripped, spaces collapsed (the official FullTokenizer).
     return {"tokenizer_class": "AlbertTokenizer", "do_lower_case": True, "keep_accents": False,
@@ -249,12 +268,31 @@ def albert_to_hf(src: str, dst: str) -> Dict[str, Any]:
             json.dump(hf_config, f, indent=2, sort_keys=True)
             f.write("\n")
     spm_path = os.path.join(src, SPM_FILE)
+    wordpiece_path = os.path.join(src, WORDPIECE_FILE)
     if tf.io.gfile.exists(spm_path):
         tf.io.gfile.copy(spm_path, os.path.join(dst, HF_SPM_FILE), overwrite=True)
         with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
             json.dump(_hf_tokenizer_config(), f, indent=2, sort_keys=True)
             f.write("\n")
         files += [HF_SPM_FILE, "tokenizer_config.json"]
+    elif tf.io.gfile.exists(wordpiece_path):
+        spec_path = os.path.join(src, TOKENIZER_SPEC_FILE)
+        spec = TokenizerSpec(kind="wordpiece", normalization="none")
+        if tf.io.gfile.exists(spec_path):
+            with tf.io.gfile.GFile(spec_path) as f:
+                spec = TokenizerSpec.from_json(f.read())
+        tf.io.gfile.copy(wordpiece_path, os.path.join(dst, WORDPIECE_FILE), overwrite=True)
+        tokenizer_config = _hf_wordpiece_tokenizer_config(spec)
+        with open(os.path.join(dst, "tokenizer_config.json"), "w") as f:
+            json.dump(tokenizer_config, f, indent=2, sort_keys=True)
+            f.write("\n")
+        with open(paths["config"]) as f:
+            hf_config = json.load(f)
+        hf_config["tokenizer_class"] = tokenizer_config["tokenizer_class"]
+        with open(paths["config"], "w") as f:
+            json.dump(hf_config, f, indent=2, sort_keys=True)
+            f.write("\n")
+        files += [WORDPIECE_FILE, "tokenizer_config.json"]
     return {"files": files, "encoder_only": encoder_only,
             "sentence_task": None if encoder_only else model.sentence_task,
             "parameters": count_parameters(config)}
@@ -279,6 +317,25 @@ def _find_tf1_checkpoint(src: str) -> str:
     return max(prefixes, key=step)
 
 
+def _tf1_vocabulary(src: str, config: AlbertConfig) -> Tuple[Optional[str], Optional[TokenizerSpec]]:
+    """The release's vocabulary: its SentencePiece ``*.model`` (the English models) or its WordPiece ``vocab*.txt``
+    (the Chinese ``albert_*_zh`` models, read lower-cased as the official fine-tuning scripts default), or none; a
+    vocabulary whose size is not the checkpoint's ``vocab_size`` is refused (it belongs to another model)."""
+    spm_files = sorted(glob.glob(os.path.join(src, "*.model")))
+    txt_files = sorted(glob.glob(os.path.join(src, "vocab*.txt")))
+    if spm_files:
+        path, spec = spm_files[0], None
+    elif txt_files:
+        path, spec = txt_files[0], TokenizerSpec(kind="wordpiece", normalization="none", do_lower_case=True)
+    else:
+        return None, None
+    size = vocabulary_size(path) if spec is not None else None
+    if size is not None and size != config.vocab_size:
+        raise InputError(f"{path} holds {size} tokens but {os.path.join(src, CONFIG_FILE)} says \"vocab_size\": "
+                         f"{config.vocab_size}: not this checkpoint's vocabulary")
+    return path, spec
+
+
 def tf1_to_albert(src: str, dst: str) -> Dict[str, Any]:
     config_path = os.path.join(src, CONFIG_FILE)
     if not tf.io.gfile.exists(config_path):
@@ -294,8 +351,8 @@ def tf1_to_albert(src: str, dst: str) -> Dict[str, Any]:
     else:
         model = AlbertModel(config)
     report = interop.load_tf1_checkpoint(model, checkpoint, prefix=prefix)
-    spm_files = sorted(glob.glob(os.path.join(src, "*.model")))
-    result = write_albert_dir(model, dst, spm_files[0] if spm_files else None,
+    vocab, spec = _tf1_vocabulary(src, config)
+    result = write_albert_dir(model, dst, vocab, tokenizer_spec=spec,
                               extra={"converted_from": os.path.abspath(checkpoint), "kind": "tf1-to-albert"})
     result["checkpoint"] = checkpoint
     result["prefix"] = prefix

@@ -49,7 +49,8 @@ from components.evaluation.run_race import run_race
 from components.evaluation.run_squad import END_N_TOP, START_N_TOP, run_squad
 from components.file_io import copy_tree, is_uri, json_safe
 from components.text.tokenization import AlbertTokenizer
-from trainer.files import ENCODER_CKPT, EXPORT_INFO_FILE, METRICS_FILE, SPM_FILE
+from config.errors import InputError
+from trainer.files import ENCODER_CKPT, EXPORT_INFO_FILE, METRICS_FILE, SPM_FILE, TOKENIZER_SPEC_FILE
 
 __all__ = ["run_benchmark", "BENCHMARKS"]
 
@@ -120,6 +121,11 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
     os.makedirs(output_dir, exist_ok=True)
     started = time.time()
     albert_config = load_encoder_config(albert_dir)
+    spec_path = os.path.join(albert_dir, TOKENIZER_SPEC_FILE)
+    if tf.io.gfile.exists(spec_path):
+        raise InputError(f"{albert_dir}: its vocabulary is not English's SentencePiece (see {spec_path}): "
+                         "fine-tuning reads SentencePiece models with ALBERT's normalisation only so far "
+                         "(docs/languages.md, 'Not built yet')")
     spm_path = os.path.join(albert_dir, SPM_FILE)
     local_spm = spm_path
     if spm_dir is not None:

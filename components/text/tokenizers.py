@@ -9,62 +9,19 @@ that file is English's SentencePiece vocabulary, as every folder written before 
 """
 from __future__ import annotations
 
-import dataclasses
-import json
-from dataclasses import dataclass
-from typing import Any, Dict, Optional
-
 from components.text.tokenization import AlbertTokenizer
-from trainer.files import SPM_FILE
+from config.tokenizer_spec import TokenizerSpec
+from trainer.files import SPM_FILE, TOKENIZER_SPEC_FILE, WORDPIECE_FILE
 
-WORDPIECE_FILE = "vocab.txt"
-SPEC_FILE = "tokenizer.json"
-VOCAB_FILES = {"sentencepiece": SPM_FILE, "wordpiece": WORDPIECE_FILE}
+SPEC_FILE = TOKENIZER_SPEC_FILE
+VOCAB_FILE_NAMES = {"sentencepiece": SPM_FILE, "wordpiece": WORDPIECE_FILE}
+
+__all__ = ["SPEC_FILE", "TokenizerSpec", "load_tokenizer", "vocab_file_name"]
 
 
-@dataclass(frozen=True)
-class TokenizerSpec:
-    """How text becomes pieces: the vocabulary's ``kind`` and its text settings (``vocab.*``; config/languages.py).
-
-    ``normalization`` and ``strip_accents`` act on SentencePiece vocabularies; a WordPiece one is read as BERT's
-    ``BasicTokenizer`` reads it (accents stripped under ``do_lower_case``), so they are ``none`` / False there.
-    """
-
-    kind: str = "sentencepiece"
-    do_lower_case: bool = True
-    normalization: str = "albert"
-    strip_accents: bool = False
-
-    @classmethod
-    def for_vocab(cls, kind: str, vocab_cfg) -> "TokenizerSpec":
-        """The spec a vocabulary of ``kind`` gets from the resolved ``vocab`` section."""
-        if kind == "wordpiece":
-            return cls(kind=kind, do_lower_case=bool(vocab_cfg.do_lower_case), normalization="none")
-        return cls(kind=kind, do_lower_case=bool(vocab_cfg.do_lower_case),
-                   normalization=vocab_cfg.normalization or "albert",
-                   strip_accents=bool(vocab_cfg.strip_accents) and vocab_cfg.normalization != "albert")
-
-    @classmethod
-    def from_json(cls, text: Optional[str], do_lower_case: bool = True) -> "TokenizerSpec":
-        """A ``tokenizer.json``'s spec; ``None`` (no file): English's SentencePiece with ``do_lower_case``."""
-        if text is None:
-            return cls(do_lower_case=bool(do_lower_case))
-        data: Dict[str, Any] = json.loads(text)
-        fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in fields})
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
-
-    @property
-    def vocab_file(self) -> str:
-        """The vocabulary's file name in a vocabulary folder."""
-        return VOCAB_FILES[self.kind]
-
-    @property
-    def needs_file(self) -> bool:
-        """Whether the folder must say this spec in ``tokenizer.json`` (anything but English's SentencePiece)."""
-        return dataclasses.replace(self, do_lower_case=True) != TokenizerSpec()
+def vocab_file_name(spec: TokenizerSpec) -> str:
+    """The vocabulary's file name in a vocabulary folder: ``spm.model`` or ``vocab.txt``."""
+    return VOCAB_FILE_NAMES[spec.kind]
 
 
 def load_tokenizer(data: bytes, spec: TokenizerSpec, path: str = "<serialized>"):

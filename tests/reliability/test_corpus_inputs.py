@@ -72,7 +72,7 @@ def test_empty_wikipedia_dump_is_an_error(tmp_path):
 def test_non_utf8_book_stops_naming_file_and_byte_offset(tmp_path):
     path = fixtures.non_utf8_book(tmp_path / "books")
     _fails_naming(_books(tmp_path / "books"), tmp_path / "out", path, "not valid UTF-8 at byte offset",
-                  "encoding_fallback")
+                  "; pass --set corpus.book_encoding_fallback=latin-1 to read such files as Latin-1")
 
 
 def test_non_utf8_book_reads_with_explicit_fallback(tmp_path):
