@@ -9,7 +9,8 @@ folder named ``albert``, see ``benchmarks/corpus_scale.py``). Both run with the 
 (``--vocab_file``, no ``--spm_model_file``) at the same settings: L 128, P 20, masked_lm_prob 0.15, dupe_factor 5,
 short_seq_prob 0.1, n-gram 3, ``--do_lower_case``, the official ``do_whole_word_mask`` default (True); ours with
 ``--set language=<code>`` (zh: ``datagen.word_starts=boundary``, the ``##`` rule that the official
-``_is_start_piece_bert`` is).
+``_is_start_piece_bert`` is) and ``datagen.eval_fraction=--eval-fraction`` (default 0.01: the official script has no
+eval split; ours holds that share of the documents out, by hash, and draws random documents per split).
 
 ``--docs FILE`` is the official input format (one sentence per line, blank line between documents). With
 ``--build-docs SRC_DIR`` it is written first from every ``*.txt`` there: a file with chapter headings (``第 N 章``,
@@ -173,8 +174,9 @@ def run_official_here(albert_dir: str, script: str, flags: List[str]) -> None:
     runpy.run_path(script, run_name="__main__")
 
 
-def ours_command(docs: str, vocab: str, output: str, dupe_factor: int, seed: int, language: str) -> List[str]:
-    sets = [f"language={language}", f"seed={seed}", "vocab.do_lower_case=true",
+def ours_command(docs: str, vocab: str, output: str, dupe_factor: int, seed: int, language: str,
+                 eval_fraction: float) -> List[str]:
+    sets = [f"language={language}", f"seed={seed}", "vocab.do_lower_case=true", f"datagen.eval_fraction={eval_fraction}",
             f"datagen.max_seq_length={SETTINGS['max_seq_length']}",
             f"datagen.max_predictions_per_seq={SETTINGS['max_predictions_per_seq']}",
             f"datagen.masked_lm_prob={SETTINGS['masked_lm_prob']}", f"datagen.short_seq_prob={SETTINGS['short_seq_prob']}",
@@ -359,6 +361,9 @@ def main(argv=None) -> None:
     ap.add_argument("--dupe-factor", type=int, default=5)
     ap.add_argument("--seeds", type=int, nargs="+", default=[12345],
                     help="one run of each side per seed (random_seed / seed); the instances are pooled")
+    ap.add_argument("--eval-fraction", type=float, default=0.01,
+                    help="ours: datagen.eval_fraction (the official script has no eval split; 0.01 is the least "
+                         "allowed, the CLI's sample preset has 0.1)")
     ap.add_argument("--keep", help="keep the outputs in this folder (default: a temporary one, removed)")
     args = ap.parse_args(argv)
     if not os.path.exists(os.path.join(args.official_albert, "create_pretraining_data.py")):
@@ -392,7 +397,8 @@ def main(argv=None) -> None:
                                                  args.dupe_factor, seed, work)
             off_run = peak_rss_run(off_cmd, os.path.join(work, f"official-{seed}.log"),
                                    env=official_env(args.official_albert))
-            our_cmd = ours_command(args.docs, args.vocab, our_out, args.dupe_factor, seed, args.language)
+            our_cmd = ours_command(args.docs, args.vocab, our_out, args.dupe_factor, seed, args.language,
+                                   args.eval_fraction)
             our_run = peak_rss_run(our_cmd, os.path.join(work, f"ours-{seed}.log"))
             got = {"official": collect([off_out], index, mask_id, cls_id, sep_id, run),
                    "ours": collect(sorted(p for p in glob.glob(os.path.join(our_out, "Split-*", "*"))
@@ -425,7 +431,8 @@ def main(argv=None) -> None:
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         "official_source": "google-research/albert create_pretraining_data.py and tokenization.py",
         "settings": {**SETTINGS, "dupe_factor": args.dupe_factor, "seeds": args.seeds, "do_lower_case": True,
-                     "do_whole_word_mask": True, "language": args.language},
+                     "do_whole_word_mask": True, "language": args.language,
+                     "ours_eval_fraction": args.eval_fraction},
         "corpus": {"docs": args.docs, "documents": len(documents), "pieces": pieces,
                    "unk_share": round(sum(i == unk for d in documents for i in d) / max(pieces, 1), 5),
                    "vocab": args.vocab, "vocab_size": len(tokenizer.vocab), **built},

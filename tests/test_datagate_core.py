@@ -169,7 +169,8 @@ def test_previous_span_exact_and_near_duplicates():
     # An exact copy (in capitals: the same fingerprint and tokens), a near copy (one word of 200 changed: Jaccard
     # 191/201 = 0.95 of the 5-shingles), two new documents.
     current_docs = [doc([text[0].upper()], "c0"), doc([text[1].replace("w1100", "x")], "c1"),
-                    doc([" ".join(f"v{i}" for i in range(200))], "c2"), doc([" ".join(f"u{i}" for i in range(200))], "c3")]
+                    doc([" ".join(f"v{i}" for i in range(200))], "c2"),
+                    doc([" ".join(f"u{i}" for i in range(200))], "c3")]
     current = SpanStatsCombiner(2, sketch=SketchSettings(minhash=settings)).compute(current_docs)
     shares = previous_span_duplicates(current.sample, previous.sample, jaccard=0.8)
     assert (shares.documents, shares.exact, shares.near) == (4, 0.25, 0.5)
@@ -201,9 +202,9 @@ def test_contamination_counts_an_inserted_dev_passage_exactly():
                      ("poem", chinese)])
     corpus = [doc(["Some history.", "THE NORMANS were the people, who in the 10th and 11th centuries gave their",
                    "name to Normandy!"], "a"),
-              # 9 and then 3 tokens in common: no 13-gram.
+              # At most 9 tokens in a row in common with the Warsaw passage: no 13-gram.
               doc(["Warsaw is the capital and largest city of Poland; its population is almost two million."], "b"),
-              doc(["诗云：碧眼胡儿三百骑尽提金勒向云看"], "c")]  # 9 of the poem's characters: no 13-gram
+              doc(["诗云：碧眼胡儿三百骑尽提金勒向云看"], "c")]  # 7 of the poem's characters in a row
     result = ContaminationCombiner(dev).compute(corpus)
     assert (result.passages, result.short, result.contaminated) == (3, 1, ("normans",))
     assert result.share == pytest.approx(1 / 3)

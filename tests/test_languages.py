@@ -287,3 +287,76 @@ def test_pretraining_on_wordpiece_examples_exports_the_vocab_txt(chinese_example
         lines = f.read().count(b"\n")
     with open(os.path.join(albert, "albert_config.json")) as f:
         assert json.load(f)["vocab_size"] == lines
+
+
+@pytest.mark.parametrize("name, normalization, pieces, voiced", [
+    ("ko-constitution.txt", "albert", 3307, 0), ("ko-constitution.txt", "nfkc", 3307, 0),
+    ("ja-debian-faq.txt", "albert", 3054, 0), ("ja-debian-faq.txt", "nfkc", 3193, 242)])
+def test_pieces_per_character_under_each_normalisation(tmp_path, name, normalization, pieces, voiced):
+    """A 500-piece SentencePiece vocabulary trained on the bundled text and tokenizing it. Korean: SentencePiece's own
+    NFKC recomposes the jamo that ``albert`` makes, so the pieces are the same (0.703 per character either way) and
+    every Hangul piece is syllables. Japanese: the dakuten ``albert`` drops cannot come back, so no piece holds a
+    voiced kana (が, ぐ, ...), against 242 under ``nfkc``."""
+    import unicodedata
+
+    from components.text.tokenization import AlbertTokenizer
+    from components.vocab_lib import train_sentencepiece
+
+    with open(os.path.join(MULTI, name), "rb") as f:
+        sentences = book_document_from_bytes(f.read(), name, splitter="multilingual").sentences
+    model = train_sentencepiece(sentences, str(tmp_path), vocab_size=500, character_coverage=0.9995,
+                                normalization=normalization)
+    tok = AlbertTokenizer(model, normalization=normalization)
+    got = [piece for s in sentences for piece in tok.tokenize(s)]
+    assert len(got) == pieces
+    assert sum(1 for piece in got for ch in piece
+               if "\u3040" <= ch <= "\u30ff" and len(unicodedata.normalize("NFD", ch)) > 1) == voiced
+    assert not any("\u1100" <= ch <= "\u11ff" for piece in got for ch in piece)  # no conjoining jamo
+
+
+@pytest.mark.parametrize("code, folder, terminator", [("hi", "hi", "।"), ("ar", "ar", "؟")])
+def test_hindi_and_arabic_through_ingest_vocabulary_and_datagen(cli, tmp_path, code, folder, terminator):
+    """Another script end to end: ``ingest`` splits at the script's terminators, VocabGen's training keeps the
+    virama and the madda (NFKC), and datagen masks whole words at '▁' (``datagen.word_starts=boundary``)."""
+    import glob
+
+    import tensorflow as tf
+
+    from components import corpus_beam, vocab_lib
+    from components.datagen_tool import make_pretraining_data
+    from trainer.input_pipeline import feature_spec
+
+    sets = [f"--set=language={code}", "--set=corpus.num_shards=1", "--set=corpus.min_doc_chars=100"]
+    done = cli("ingest", "--books", os.path.join(MULTI, folder), "--output", str(tmp_path / "docs"), *sets)
+    assert done.returncode == 0, done.stderr
+    (shard,) = corpus_beam.document_shards(str(tmp_path / "docs"))
+    with open(shard, encoding="utf-8") as f:
+        sentences = [line.strip() for line in f if line.strip()]
+    assert len(sentences) > 20 and sum(s.endswith(terminator) for s in sentences) >= 1
+    assert not any(terminator in s[:-1] for s in sentences)  # cut after every terminator
+    config = build_config("sample", overrides=[f"language={code}", "vocab.vocab_size=100",
+                                               "datagen.max_seq_length=64", "datagen.max_predictions_per_seq=10",
+                                               "datagen.num_shards=1"])
+    size, origin = vocab_lib.build_vocab(config.vocab, config.seed, str(tmp_path / "docs"), str(tmp_path / "vocab"))
+    assert (size, origin) == (100, "trained")
+    spec = vocab_lib.vocab_folder_spec(str(tmp_path / "vocab"))
+    assert (spec.kind, spec.normalization, spec.strip_accents) == ("sentencepiece", "nfkc", False)
+    with open(tmp_path / "vocab" / "spm.model", "rb") as f:
+        tok = load_tokenizer(f.read(), spec)
+    mark = {"hi": "\u094d", "ar": "\u0622"}[code]  # the virama of क्ष, the alef with madda of آدم
+    assert any(mark in piece for s in sentences for piece in tok.tokenize(s))
+    stats = make_pretraining_data([str(tmp_path / "docs")], str(tmp_path / "vocab" / "spm.model"),
+                                  str(tmp_path / "examples"), config)
+    starts = np.array([p.startswith("\u2581") for p in tok.pieces])
+    instances = 0
+    for record in tf.data.TFRecordDataset(sorted(glob.glob(str(tmp_path / "examples" / "Split-train" / "*.gz"))),
+                                          compression_type="GZIP"):
+        ex = {k: v.numpy() for k, v in tf.io.parse_single_example(record, feature_spec(64, 10)).items()}
+        original = ex["input_ids"].copy()
+        real = ex["masked_lm_weights"] > 0
+        original[ex["masked_lm_positions"][real]] = ex["masked_lm_ids"][real]
+        length = int(ex["input_mask"].sum())
+        special = np.isin(original[:length], [tok.cls_id, tok.sep_id])
+        assert (ex["token_boundary"][:length] == (starts[original[:length]] | special)).all()
+        instances += 1
+    assert instances == stats["splits"]["train"]["instances"] > 5

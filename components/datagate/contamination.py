@@ -5,7 +5,7 @@ that are.
 N-grams are of content tokens (``text_units``: ALBERT-normalised, lower case, no accents, punctuation dropped),
 so for Chinese and Japanese, where every character is a token, they are character 13-grams: no separate rule.
 A passage with fewer than 13 tokens has no 13-gram; it is counted as ``short`` and left out of the share
-(GPT-3 lowered N for such benchmarks; a gate on whole passages does not need to).
+(GPT-3 used a smaller N for benchmarks of short examples; reading passages, what this gate checks, are long).
 
 Memory: the set of dev n-gram hashes (small: a dev set is thousands of passages) and the subset found so far; the
 corpus streams past it (:class:`ContaminationCombiner`, the methods of a Beam ``CombineFn``). N-gram hashes are

@@ -37,8 +37,8 @@ import numpy as np
 from components.datagate.near_duplicates import MinHasher, MinHashSample, MinHashSettings, shingle_hashes, sort_key
 from components.datagate.sketches import TopCounter
 from components.datagate.text_units import (ENGLISH_STOP_WORDS, UNSPACED_LANGUAGES, content_tokens, count_letters,
-                                            count_no_letter_words, count_non_space, language, ngram_hashes, normalized_text,
-                                            script_counts, token_hashes, words)
+                                            count_no_letter_words, count_non_space, language, ngram_hashes,
+                                            normalized_text, script_counts, token_hashes, words)
 from components.text.documents import Document, doc_fingerprint
 
 TOP_NGRAM_SIZES = (2, 3, 4)
@@ -53,7 +53,8 @@ class DocumentRules:
     """Per-document rules; a document breaking one is flagged by it. Defaults are Gopher's (Rae et al. 2021,
     A1.1, as datatrove's GopherQualityFilter / GopherRepetitionFilter apply them) unless said otherwise."""
 
-    min_words: int = 50  # Gopher: fewer words is not a document worth a sequence pair
+    # Gopher's lower bound. Its upper one (100,000 words) is not applied: whole books run to 250,000 in data/large.
+    min_words: int = 50
     # Gopher; not applied to unspaced languages (text_units.UNSPACED_LANGUAGES), where a word is one character.
     min_mean_word_length: float = 3.0
     max_mean_word_length: float = 10.0  # Gopher: longer "words" are URLs, code, base64 or binary

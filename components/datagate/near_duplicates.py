@@ -46,7 +46,7 @@ class MinHashSettings:
 
     # Signature length: the Jaccard estimate's standard error is sqrt(J(1-J)/num_perm), 0.035 at J = 0.8.
     num_perm: int = 128
-    # Word shingles of this many content tokens (the issue's 5-shingles; 5-grams are the usual choice for web text).
+    # Shingles of this many content tokens (the word 5-shingles issue 55 asks for).
     shingle_size: int = 5
     # Documents kept per span: a share of duplicates is estimated within about +-1 point (binomial standard error
     # at 2048 documents, share 0.3); the sample holds 2048 * 128 * 4 bytes = 1 MiB of signatures.
