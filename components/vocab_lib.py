@@ -1,16 +1,19 @@
-"""The vocabulary: train a SentencePiece model with ALBERT's recipe, or import a SentencePiece model or a WordPiece
-``vocab.txt`` (the official Chinese models'; its kind read from its content).
+"""The vocabulary: train one (``vocab.kind``: a SentencePiece model with ALBERT's recipe, or a WordPiece ``vocab.txt``
+as the official Chinese models have), or import a SentencePiece model or a WordPiece ``vocab.txt`` (its kind read
+from its content).
 
-Training samples ``input_sentence_size`` sentences from the documents with a seeded reservoir (the
-official recipe relies on SentencePiece's own unseeded shuffling), normalises them exactly as
-tokenization will (:func:`normalize_text` with ``vocab.normalization``), and trains single-threaded so the same documents and
-seed give a byte-identical model. Either way the result must put pad/unk/[CLS]/[SEP]/[MASK] at ids
-0-4, or this module refuses it.
+Training samples ``input_sentence_size`` sentences from the documents with a seeded reservoir (the official recipe
+relies on SentencePiece's own unseeded shuffling). SentencePiece trains on them normalised exactly as tokenization
+will (:func:`normalize_text` with ``vocab.normalization``), single-threaded, so the same documents and seed give a
+byte-identical model that must put pad/unk/[CLS]/[SEP]/[MASK] at ids 0-4; WordPiece learns from their BERT
+``BasicTokenizer`` words (:func:`train_wordpiece`), its special tokens first.
 
 Size rule (:func:`build_vocab`): the vocabulary size is a property of the model, so ``vocab.vocab_size``
-must agree with it. A trained model must have exactly ``vocab_size`` pieces. An imported model must
-have ``vocab_size`` pieces too, unless ``vocab_size`` is 0 ("take the model's size"): a mismatch is an
-error naming the model, both sizes and the fix, never a silent choice of one of them.
+must agree with it. A trained SentencePiece model must have exactly ``vocab_size`` pieces (a learned WordPiece
+vocabulary aims at that many, but always holds its whole alphabet, each character also as a ``##`` piece, so a
+small size on a large alphabet gives more: its real size is what the artifact records). An imported vocabulary must have
+``vocab_size`` pieces too, unless ``vocab_size`` is 0 ("take the model's size"): a mismatch is an error naming the
+file, both sizes and the fix, never a silent choice of one of them.
 """
 from __future__ import annotations
 
@@ -108,6 +111,54 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
     return model_path
 
 
+# BERT's special tokens, first in a trained vocab.txt ([PAD] at 0, as in BERT's and the official Chinese models').
+WORDPIECE_RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def train_wordpiece(sentences: Iterable[str], output_dir: str, *, vocab_size: int,
+                    character_coverage: float = 0.9995, input_sentence_size: int = 10_000_000,
+                    do_lower_case: bool = True, seed: int = 12345) -> str:
+    """Learn a WordPiece ``vocab.txt`` into ``output_dir`` (the official Chinese models' kind); returns its path.
+
+    The same seeded sample of sentences as :func:`train_sentencepiece` is cut into BERT's ``BasicTokenizer`` words
+    (:func:`components.text.wordpiece.basic_words`, exactly what tokenizing will do), and TensorFlow Text's WordPiece
+    learner (the public form of BERT's, ``wordpiece_tokenizer_learner_lib.learn``) picks at most ``vocab_size``
+    tokens after :data:`WORDPIECE_RESERVED`, plus the whole alphabet (each character alone and as a ``##`` piece)
+    even past ``vocab_size``. The alphabet is the characters that make up ``character_coverage`` of the sample's
+    characters, most frequent first (SentencePiece's meaning of the setting). Same sentences, same file.
+    """
+    from collections import Counter
+
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    from components.text.wordpiece import basic_words
+
+    start = time.monotonic()
+    counts: Counter = Counter()
+    for sentence in sample_sentences(sentences, input_sentence_size, seed):
+        counts.update(basic_words(sentence, do_lower_case))
+    if not counts:
+        raise ValueError("no sentences to learn the WordPiece vocabulary from")
+    chars: Counter = Counter()
+    for word, n in counts.items():
+        for ch in word:
+            chars[ch] += n
+    total, covered, alphabet = sum(chars.values()), 0, 0
+    for _, n in sorted(chars.items(), key=lambda item: (-item[1], item[0])):
+        if covered >= character_coverage * total:
+            break
+        covered += n
+        alphabet += 1
+    tokens = learner.learn(sorted(counts.items()), vocab_size, WORDPIECE_RESERVED, max_unique_chars=alphabet)
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, WORDPIECE_FILE)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(token + "\n" for token in tokens))
+    log.info("vocab: %d WordPiece tokens from %d words (%d distinct, alphabet %d) in %.1f s", len(tokens),
+             sum(counts.values()), len(counts), alphabet, time.monotonic() - start)
+    return path
+
+
 def _drain(items: List[str]) -> Iterator[str]:
     """``items`` in order, each removed from the list as it is yielded (the list is emptied)."""
     items.reverse()
@@ -182,29 +233,37 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
     ``output_dir``; returns (vocabulary size, origin). Enforces the size rule of the module docstring. The
     folder's ``tokenizer.json`` says its kind and text settings unless they are English's (components/text/
     tokenizers.py)."""
-    kind = imported_kind(vocab_cfg.import_model) if vocab_cfg.import_model else "sentencepiece"
+    kind = imported_kind(vocab_cfg.import_model) if vocab_cfg.import_model else (vocab_cfg.kind or "sentencepiece")
     spec = TokenizerSpec.for_vocab(kind, vocab_cfg)
+    coverage = ENGLISH.character_coverage if vocab_cfg.character_coverage is None else vocab_cfg.character_coverage
     if vocab_cfg.import_model and kind == "wordpiece":
         import_wordpiece(vocab_cfg.import_model, output_dir, expected_vocab_size=vocab_cfg.vocab_size or None)
         origin = f"imported:{vocab_cfg.import_model}"
     elif vocab_cfg.import_model:
         import_sentencepiece(vocab_cfg.import_model, output_dir, expected_vocab_size=vocab_cfg.vocab_size or None)
         origin = f"imported:{vocab_cfg.import_model}"
+    elif kind == "wordpiece":
+        from components import corpus_beam
+
+        train_wordpiece(iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir,
+                        vocab_size=vocab_cfg.vocab_size, character_coverage=coverage,
+                        input_sentence_size=vocab_cfg.input_sentence_size, do_lower_case=vocab_cfg.do_lower_case,
+                        seed=seed)
+        origin = "trained"
     else:
         from components import corpus_beam
 
         train_sentencepiece(
             iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir, vocab_size=vocab_cfg.vocab_size,
-            character_coverage=ENGLISH.character_coverage if vocab_cfg.character_coverage is None
-            else vocab_cfg.character_coverage, input_sentence_size=vocab_cfg.input_sentence_size,
+            character_coverage=coverage, input_sentence_size=vocab_cfg.input_sentence_size,
             do_lower_case=vocab_cfg.do_lower_case, seed=seed, normalization=spec.normalization,
             strip_accents=spec.strip_accents)
         origin = "trained"
     if spec.needs_file:
         with open(os.path.join(output_dir, SPEC_FILE), "w", encoding="utf-8") as f:
             f.write(spec.to_json())
-    if kind == "wordpiece":
-        return vocab_cfg.vocab_size or _wordpiece_size(output_dir), origin
+    if kind == "wordpiece":  # a learned vocabulary's size is what the learner made of vocab.vocab_size
+        return _wordpiece_size(output_dir), origin
     model_path = os.path.join(output_dir, MODEL_FILE)
     size = validate_model(model_path)
     if origin == "trained" and size != vocab_cfg.vocab_size:

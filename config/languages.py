@@ -8,6 +8,7 @@ explicitly always wins.
 | setting | en (the official recipe) | zh | ja, ko | any other code |
 |---|---|---|---|---|
 | ``corpus.sentence_splitter`` | ``english`` | ``multilingual`` | ``multilingual`` | ``multilingual`` |
+| ``vocab.kind`` (what VocabGen trains) | ``sentencepiece`` | ``wordpiece`` | ``sentencepiece`` | ``sentencepiece`` |
 | ``vocab.normalization`` | ``albert`` | ``nfkc`` | ``nfkc`` | ``nfkc`` |
 | ``vocab.strip_accents`` | (``albert`` strips) | ``False`` | ``False`` | ``False`` |
 | ``vocab.character_coverage`` | 0.99995 | 0.9995 | 0.9995 | 1.0 |
@@ -15,9 +16,10 @@ explicitly always wins.
 
 Why (docs/languages.md has the long form):
 - English keeps the official release's behaviour, so its outputs and cache keys do not move.
-- The vocabulary's kind is no setting: it is the file's. A trained vocabulary is SentencePiece; an imported one is
-  a SentencePiece model or a WordPiece ``vocab.txt`` (the official Chinese models', google-research/albert#58),
-  which is read as BERT's ``BasicTokenizer`` reads it, so the normalisation settings apply to SentencePiece only.
+- zh trains what the official Chinese models use (``albert_*_zh``): a WordPiece ``vocab.txt``, which SentencePiece
+  read worse on reading comprehension (google-research/albert#58). An imported vocabulary's kind is the file's
+  (``vocab.kind`` is about training only); a WordPiece one is read as BERT's ``BasicTokenizer`` reads it, so the
+  normalisation settings apply to SentencePiece only.
 - ``albert`` normalisation is NFKD with every combining mark dropped: it decomposes Hangul syllables into jamo,
   strips Japanese dakuten (が → か) and the Devanagari virama (क्ष → कष). Other scripts take NFKC, which folds
   full-width forms and keeps each script's letters whole.
@@ -47,6 +49,7 @@ te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh
 """.split())
 
 SENTENCE_SPLITTERS = ("english", "multilingual")
+VOCAB_KINDS = ("sentencepiece", "wordpiece")
 # ``albert``: the official ``preprocess_text`` (NFKD, combining marks dropped); the others: that Unicode form (or
 # none), then ``vocab.strip_accents`` and ``vocab.do_lower_case`` each on its own.
 NORMALIZATIONS = ("albert", "nfkc", "nfc", "none")
@@ -58,19 +61,20 @@ class LanguageProfile:
     """The defaults one language gives the settings it owns (see the module's table)."""
 
     sentence_splitter: str
+    vocab_kind: str
     normalization: str
     strip_accents: bool
     character_coverage: float
     word_starts: str
 
 
-ENGLISH = LanguageProfile(sentence_splitter="english", normalization="albert",
+ENGLISH = LanguageProfile(sentence_splitter="english", vocab_kind="sentencepiece", normalization="albert",
                           strip_accents=False, character_coverage=0.99995, word_starts="official")
-_GENERIC = LanguageProfile(sentence_splitter="multilingual", normalization="nfkc",
+_GENERIC = LanguageProfile(sentence_splitter="multilingual", vocab_kind="sentencepiece", normalization="nfkc",
                            strip_accents=False, character_coverage=1.0, word_starts="boundary")
 PROFILES: Dict[str, LanguageProfile] = {
     "en": ENGLISH,
-    "zh": dataclasses.replace(_GENERIC, character_coverage=0.9995),
+    "zh": dataclasses.replace(_GENERIC, vocab_kind="wordpiece", character_coverage=0.9995),
     "ja": dataclasses.replace(_GENERIC, character_coverage=0.9995),
     "ko": dataclasses.replace(_GENERIC, character_coverage=0.9995),
 }
@@ -98,14 +102,14 @@ def resolve_sections(code: str, corpus, vocab, datagen):
         return dataclasses.replace(section, **unset) if unset else section
 
     return (fill(corpus, sentence_splitter=p.sentence_splitter),
-            fill(vocab, normalization=p.normalization, strip_accents=p.strip_accents,
-                 character_coverage=p.character_coverage),
+            fill(vocab, kind=p.vocab_kind if vocab.import_model is None else None, normalization=p.normalization,
+                 strip_accents=p.strip_accents, character_coverage=p.character_coverage),
             fill(datagen, word_starts=p.word_starts))
 
 
 def english_value(section: str, name: str) -> Optional[object]:
     """English's value of a profile setting, by section and field name (what the sections leave out of their
     JSON, so English keeps its cache keys)."""
-    return {("corpus", "sentence_splitter"): ENGLISH.sentence_splitter,
+    return {("corpus", "sentence_splitter"): ENGLISH.sentence_splitter, ("vocab", "kind"): ENGLISH.vocab_kind,
             ("vocab", "normalization"): ENGLISH.normalization, ("vocab", "strip_accents"): ENGLISH.strip_accents,
             ("datagen", "word_starts"): ENGLISH.word_starts}[(section, name)]

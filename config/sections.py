@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 
 from config.references import REFERENCE_ROWS  # report.reference: the published rows, with their numbers
 from config.encoder import LAYER_NORM_CHOICES, POSITION_INIT_CHOICES, SHARING_CHOICES, encoder_errors, named_fields
-from config.languages import NORMALIZATIONS, SENTENCE_SPLITTERS, WORD_STARTS, english_value
+from config.languages import NORMALIZATIONS, SENTENCE_SPLITTERS, VOCAB_KINDS, WORD_STARTS, english_value
 from config.schema import ConfigError, Section, check
 
 
@@ -98,6 +98,9 @@ class VocabConfig(Section):
     character_coverage: Optional[float] = None  # SentencePiece training; None: the language's (en 0.99995)
     input_sentence_size: int = 10_000_000
     do_lower_case: bool = True
+    # What VocabGen trains (config/languages.py; None: the language's): sentencepiece (ALBERT's recipe) | wordpiece
+    # (a BERT vocab.txt, the official Chinese models' kind). No part of an import: its kind is its file's.
+    kind: Optional[str] = None
     # The language settings (config/languages.py), None: the language's. How a SentencePiece vocabulary's text is
     # normalised: albert (the official preprocess_text) | nfkc | nfc | none; strip_accents: after a Unicode form,
     # drop combining marks (NFD, then recomposed). A WordPiece vocab.txt is read as BERT's BasicTokenizer reads it
@@ -106,10 +109,13 @@ class VocabConfig(Section):
     strip_accents: Optional[bool] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field, less the language settings at English's values (English keeps its cache keys)."""
-        return _without_english(self, "vocab", super().to_dict())
+        """Every field, less the language settings at English's values (English keeps its cache keys), and less
+        ``kind`` when a vocabulary is imported (it trains nothing then)."""
+        data = _without_english(self, "vocab", super().to_dict())
+        return {k: v for k, v in data.items() if k != "kind" or self.import_model is None}
 
     def validate(self) -> "VocabConfig":
+        check(self.kind in (None,) + VOCAB_KINDS, "vocab.kind", self.kind, "|".join(VOCAB_KINDS))
         check(self.normalization in (None,) + NORMALIZATIONS, "vocab.normalization", self.normalization,
               "|".join(NORMALIZATIONS))
         check(self.vocab_size >= 0, "vocab.vocab_size", self.vocab_size, ">= 0 (0: the imported model's size)")
@@ -261,7 +267,7 @@ class ModelConfig(Section):
 
 # The settings a language profile fills (config/languages.py), by section; left out of a section's JSON while unset
 # or at English's value.
-LANGUAGE_FIELDS = {"corpus": ("sentence_splitter",), "vocab": ("normalization", "strip_accents"),
+LANGUAGE_FIELDS = {"corpus": ("sentence_splitter",), "vocab": ("kind", "normalization", "strip_accents"),
                    "datagen": ("word_starts",)}
 
 # Fields of ``train`` left out of a pretraining run's identity (checkpoint folder key), so changing them resumes the

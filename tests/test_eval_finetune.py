@@ -53,6 +53,29 @@ def test_best_checkpoint_is_chosen_by_selection_score():
     assert last["step"] == 6 and [h["step"] for h in last["history"]] == [6]
 
 
+def test_models_of_one_architecture_share_one_inference_trace():
+    """Fine-tuning builds a model per run; each one's predictions run through the one traced function of its
+    architecture (its twin, holding that model's weights), bit for bit what the model's own traced call gives."""
+    import tf_keras
+
+    from components.evaluation import finetune as ft
+
+    train = _arrays()
+    feats = {k: train[k] for k in ClassifierModel.input_keys}
+    models = []
+    for seed, labels in ((1, 2), (2, 2), (3, 3)):
+        tf_keras.utils.set_random_seed(seed)
+        model = ClassifierModel(AlbertModel(AlbertConfig.named("albert-tiny", vocab_size=300)), labels, 0.1, seed=seed)
+        model(feats, training=False)
+        own = tf.function(lambda x, m=model: m(x, training=False), autograph=False)(feats)["logits"].numpy()
+        np.testing.assert_array_equal(predict(model, train, batch_size=64, dynamic=False)["logits"], own)
+        models.append(model)
+    twins = [ft._TWINS[m.twin_key()] for m in models]
+    assert twins[0] is twins[1] and twins[2] is not twins[0]  # same shape, one twin; three labels, another
+    assert [fn.experimental_get_tracing_count() for t in twins[1:] for fn in ft._PREDICT_FNS[t].values()] == [1, 1]
+    assert not any(m in ft._PREDICT_FNS for m in models)  # no model traced its own
+
+
 def test_median_run_uses_the_selection_score():
     runs = [{"metrics": {"score": s, "selection_score": sel}} for s, sel in
             [(90.0, 20.0), (10.0, 30.0), (50.0, 10.0), (70.0, float("nan")), (30.0, 40.0)]]

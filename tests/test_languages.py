@@ -360,3 +360,29 @@ def test_hindi_and_arabic_through_ingest_vocabulary_and_datagen(cli, tmp_path, c
         assert (ex["token_boundary"][:length] == (starts[original[:length]] | special)).all()
         instances += 1
     assert instances == stats["splits"]["train"]["instances"] > 5
+
+
+def test_vocabgen_learns_a_wordpiece_vocab_for_chinese(tmp_path):
+    """The zh profile trains what the official Chinese models use: a vocab.txt, BERT's special tokens first, learned
+    from the BasicTokenizer words of a seeded sample; the same sentences give the same file; pretraining data reads
+    it (the folder's tokenizer.json says WordPiece)."""
+    from components import vocab_lib
+    from components.text.documents import to_text_block
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    with open(docs / "documents-00000-of-00001.txt", "w", encoding="utf-8") as out:
+        for name in ("zh-debian-faq.txt", "zh-tang-poems.txt"):
+            with open(os.path.join(MULTI, name), "rb") as f:
+                out.write(to_text_block(book_document_from_bytes(f.read(), name, splitter="multilingual")))
+    config = build_config("sample", overrides=["language=zh", "vocab.vocab_size=800"])
+    assert (config.vocab.kind, json.loads(config.vocab.to_json())["kind"]) == ("wordpiece", "wordpiece")
+    size, origin = vocab_lib.build_vocab(config.vocab, config.seed, str(docs), str(tmp_path / "a"))
+    assert (size, origin) == (1493, "trained")  # the 800 asked for, and the alphabet alone and as "##" pieces
+    vocab = (tmp_path / "a" / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and "的" in vocab and "##的" in vocab
+    assert vocab_lib.vocab_folder_spec(str(tmp_path / "a")) == TokenizerSpec(kind="wordpiece", normalization="none")
+    vocab_lib.build_vocab(config.vocab, config.seed, str(docs), str(tmp_path / "b"))
+    assert (tmp_path / "b" / "vocab.txt").read_bytes() == (tmp_path / "a" / "vocab.txt").read_bytes()
+    imported = build_config("sample", overrides=["language=zh", f"vocab.import_model={SPM_MODEL}", "vocab.vocab_size=0"])
+    assert imported.vocab.kind is None and "kind" not in imported.vocab.to_dict()  # an import's kind is its file's

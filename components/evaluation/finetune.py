@@ -21,6 +21,7 @@ precision (:mod:`trainer.precision`). The policy stays set after the runs, for p
 """
 from __future__ import annotations
 
+import collections
 import logging
 import math
 import time
@@ -55,6 +56,8 @@ OPTIMIZER_RECORD = {"name": "adamw", "weight_decay": WEIGHT_DECAY, "clip_norm": 
 PAD_MULTIPLE = 8  # dynamic padding rounds a batch's length up to a multiple of this (see pad_length)
 
 _PREDICT_FNS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # compiled steps per model
+MAX_TWINS = 2  # architectures whose inference twin is kept (see _runner)
+_TWINS: "collections.OrderedDict" = collections.OrderedDict()  # twin_key -> twin, most recently used last
 
 
 def _input_keys(model) -> Tuple[str, ...]:
@@ -119,6 +122,37 @@ def _relaxed_spec(spec, keys):
             for k, s in spec.items()}
 
 
+def _runner(model, feats: Dict[str, np.ndarray]):
+    """The model that computes ``model``'s predictions: for a head that can build a twin (heads.py), the one twin
+    of its architecture, holding ``model``'s weights; else (or while ``model`` has no weights yet) ``model`` itself.
+
+    Fine-tuning builds a model per run (and the serving check and test predictions one more each), and a traced
+    function belongs to the model whose variables it captured: each would trace its own inference function, the
+    same graph every time (tf.function's "triggered tf.function retracing" warning). The twin's function is
+    traced once and serves them all; copying the weights in costs one assignment per variable. The last
+    ``MAX_TWINS`` architectures keep their twin."""
+    if not (hasattr(model, "twin") and model.built):
+        return model
+    key = model.twin_key()
+    twin = _TWINS.pop(key, None)
+    if twin is None:
+        previous = tf_keras.mixed_precision.global_policy()
+        tf_keras.mixed_precision.set_global_policy(model.dtype_policy)  # the twin computes in the model's precision
+        try:
+            twin = model.twin()
+            twin({k: v[:1] for k, v in feats.items()}, training=False)
+        finally:
+            tf_keras.mixed_precision.set_global_policy(previous)
+    _TWINS[key] = twin
+    while len(_TWINS) > MAX_TWINS:
+        _TWINS.popitem(last=False)
+    if len(twin.weights) != len(model.weights):
+        raise ValueError(f"{type(model).__name__}: {len(model.weights)} weights, its twin {len(twin.weights)}")
+    for mine, theirs in zip(twin.weights, model.weights):
+        mine.assign(theirs)
+    return twin
+
+
 def _predict_fn(model, feats: Dict[str, np.ndarray]):
     """The model's compiled inference step for this input structure, traced once (batch and length unknown)."""
     spec = {k: tf.TensorSpec([None] * v.ndim, tf.as_dtype(v.dtype), name=k) for k, v in feats.items()}
@@ -148,7 +182,7 @@ def predict(model: tf_keras.Model, arrays: Dict[str, np.ndarray], batch_size: in
     :func:`dynamic_padding`): batches of similar length, each cut to its longest example."""
     feats = {k: arrays[k] for k in _input_keys(model)}
     n, full = feats["input_ids"].shape[0], feats["input_ids"].shape[-1]
-    step_fn = _predict_fn(model, feats)
+    step_fn = _predict_fn(_runner(model, feats), feats)
     keys = _sequence_keys(model, feats)
     lengths = example_lengths(feats["input_mask"]) if dynamic and dynamic_padding(model) else None
     outputs: Dict[str, np.ndarray] = {}

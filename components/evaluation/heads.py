@@ -15,8 +15,9 @@ a fine-tuning run is reproducible.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
-from typing import Dict
+from typing import Any, Dict, Tuple
 
 
 import tensorflow as tf
@@ -74,12 +75,34 @@ def _features(inputs: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     return {k: inputs[k] for k in FEATURE_KEYS}
 
 
+def _inference_config(config: AlbertConfig) -> AlbertConfig:
+    """``config`` without its dropout: what inference computes does not depend on it."""
+    return dataclasses.replace(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
 class _DescribedHead:
     """Heads are rebuilt from code, never from a Keras config. ``get_config`` describes the head and its encoder,
-    which also keeps tf_keras from warning, at every save, that the encoder argument is not serialisable."""
+    which also keeps tf_keras from warning, at every save, that the encoder argument is not serialisable.
+
+    ``twin()`` builds a model of the same architecture (its own untrained weights, no dropout): the one model of
+    each ``twin_key()`` that :func:`components.evaluation.finetune.predict` runs, after copying in the weights of
+    the model asked about, so every model of that shape shares one traced inference function."""
 
     def get_config(self):
         return {"name": self.name, "head": type(self).__name__, "encoder": self.albert.get_config()}
+
+    def _twin_args(self) -> Dict[str, Any]:
+        """The head's constructor arguments besides the encoder, as its twin takes them (no dropout, seed 0)."""
+        raise NotImplementedError
+
+    def twin(self) -> tf_keras.Model:
+        return type(self)(AlbertModel(_inference_config(self.albert.config)), **self._twin_args())
+
+    def twin_key(self) -> Tuple[str, ...]:
+        """Equal for two models that compute the same function of their weights at inference."""
+        return (type(self).__name__, self.dtype_policy.name,
+                json.dumps(_inference_config(self.albert.config).to_dict(), sort_keys=True),
+                json.dumps(self._twin_args(), sort_keys=True))
 
 
 class ClassifierModel(_DescribedHead, tf_keras.Model):
@@ -95,6 +118,9 @@ class ClassifierModel(_DescribedHead, tf_keras.Model):
         self.dropout = tf_keras.layers.Dropout(dropout, seed=seed)
         self.classifier = tf_keras.layers.Dense(num_labels, kernel_initializer=_init(encoder, seed),
                                                 name="classifier")
+
+    def _twin_args(self):
+        return {"num_labels": int(self.classifier.units), "dropout": 0.0, "seed": 0}
 
     def call(self, inputs, training=False):
         pooled = self.albert(_features(inputs), training=training)["pooled_output"]
@@ -115,6 +141,9 @@ class SpanModel(_DescribedHead, tf_keras.Model):
         super().__init__(**kwargs)
         self.albert = encoder
         self.span = tf_keras.layers.Dense(2, kernel_initializer=_init(encoder, seed), name="span")
+
+    def _twin_args(self):
+        return {"seed": 0}
 
     def call(self, inputs, training=False):
         seq = self.albert(_features(inputs), training=training)["sequence_output"]
@@ -187,6 +216,9 @@ class SquadV2Model(_DescribedHead, tf_keras.Model):
         self.answer_dense_1 = tf_keras.layers.Dense(1, use_bias=False, kernel_initializer=_init(encoder, seed + 4),
                                                     name="answer_dense_1")
 
+    def _twin_args(self):
+        return {"dropout": 0.0, "seed": 0, "start_n_top": self.start_n_top, "end_n_top": self.end_n_top}
+
     def call(self, inputs, training=False):
         seq = self.albert(_features(inputs), training=training)["sequence_output"]
         p_mask = tf.cast(inputs["p_mask"], tf.float32)
@@ -238,6 +270,9 @@ class MultipleChoiceModel(_DescribedHead, tf_keras.Model):
         self.albert = encoder
         self.dropout = tf_keras.layers.Dropout(dropout, seed=seed)
         self.classifier = tf_keras.layers.Dense(1, kernel_initializer=_init(encoder, seed), name="classifier")
+
+    def _twin_args(self):
+        return {"dropout": 0.0, "seed": 0}
 
     def call(self, inputs, training=False):
         ids = inputs["input_ids"]

@@ -97,6 +97,21 @@ def _split_on_punctuation(word: str) -> List[str]:
     return parts
 
 
+def basic_words(text: str, do_lower_case: bool = True) -> List[str]:
+    """BERT's ``BasicTokenizer`` words of ``text`` (steps 1-5 of the module docstring): what a WordPiece vocabulary
+    is learned from (components/vocab_lib.py) and what :class:`WordPieceTokenizer` splits into pieces."""
+    if _SPLITTING_CONTROL.search(text):
+        text = _SPLITTING_CONTROL.sub("", text)
+    words: List[str] = []
+    for word in _WORD.findall(text):
+        word = _drop_invalid(word)
+        if do_lower_case:
+            word = _strip_accents(word.lower())
+        for part in word.split():
+            words.extend(_split_on_punctuation(part))
+    return words
+
+
 class WordPieceTokenizer:
     """Text → WordPiece pieces → ids, exactly as BERT's ``FullTokenizer`` with a ``vocab.txt`` (see the module)."""
 
