@@ -14,7 +14,7 @@ node once (docs/architecture.md, "Artifact types").
 
 The classes are defined once, in :mod:`components.artifacts`; this package only re-exports them.
 """
-from components.artifacts import (ALL_TYPES, BenchmarkReport, BenchmarkResult, DataGenStatistics, Documents,  # noqa: F401
-                                  RawCorpus, SentencePieceModel)
+from components.artifacts import (ALL_TYPES, BenchmarkReport, BenchmarkResult, DataGateResult,  # noqa: F401
+                                  DataGenStatistics, Documents, RawCorpus, SentencePieceModel)
 
 __all__ = [cls.__name__ for cls in ALL_TYPES]

@@ -1,8 +1,8 @@
 """Custom artifact types of the ALBERT DAG.
 
 Each type names what a directory holds, so MLMD lineage reads like the paper's pipeline:
-RawCorpus → Documents → SentencePieceModel → Examples (masked TFRecords) → Model → BenchmarkResult
-→ BenchmarkReport. Pretraining data uses TFX's standard ``Examples`` so the stock Trainer takes it.
+RawCorpus → Documents (→ DataGateResult, the data gate's verdict on them) → SentencePieceModel → Examples (masked
+TFRecords) → Model → BenchmarkResult → BenchmarkReport. Pretraining data uses TFX's standard ``Examples`` so the stock Trainer takes it.
 
 Each ``TYPE_NAME`` is also the type's schema title in a compiled Kubeflow v2 / Vertex spec, which the container
 entrypoint imports as ``<module>.<Class>``: the top-level package :mod:`albert_tfx` re-exports these classes under
@@ -25,6 +25,15 @@ class Documents(artifact.Artifact):
     """Clean documents, one sentence per line, blank line between documents, sharded text files."""
 
     TYPE_NAME = "albert_tfx.Documents"
+
+
+class DataGateResult(artifact.Artifact):
+    """The data gate's result on one span of documents (``components/datagate_beam.py``): ``statistics.pb``
+    (``DatasetFeatureStatisticsList``: the span's statistics, the next span's baseline), ``schema.pb`` (the limits),
+    ``anomalies.pb`` (the failed checks; empty when the span passed) and ``gate.json`` (span, every check's value and
+    limit, passed, accepted, the baseline's span). Custom properties ``span``, ``passed`` and ``accepted`` (0/1)."""
+
+    TYPE_NAME = "albert_tfx.DataGateResult"
 
 
 class SentencePieceModel(artifact.Artifact):
@@ -52,4 +61,5 @@ class BenchmarkReport(artifact.Artifact):
 
 
 # Every custom type, in DAG order (the package ``albert_tfx`` re-exports exactly these).
-ALL_TYPES = (RawCorpus, Documents, SentencePieceModel, DataGenStatistics, BenchmarkResult, BenchmarkReport)
+ALL_TYPES = (RawCorpus, Documents, DataGateResult, SentencePieceModel, DataGenStatistics, BenchmarkResult,
+             BenchmarkReport)

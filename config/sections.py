@@ -4,6 +4,7 @@ A node's TFX parameters are built from the sections that determine its output an
 (``pipeline.configs.PipelineConfig.node_parameters``), so a change reruns only what it affects:
 
     corpus (minus the input folders, which enter as Importer artifacts) → CorpusGen
+    gate (the limits, and accept)                                       → DataGate
     vocab + seed                                                        → VocabGen
     datagen + seed                                                      → PretrainingDataGen
     model + train + seed                                                → Trainer
@@ -685,6 +686,73 @@ class DataConfig(Section):
 
 
 @dataclass
+class GateConfig(Section):
+    """The data gate (node ``DataGate``, issue 55): every span the corpus reads is measured, compared with the last
+    span that went through the gate and stopped before the expensive nodes when a check fails (docs/data.md, "Data
+    gate"). The limits are ``components.datagate.checks.GateLimits``' fields under the same names and defaults
+    (``tests/test_data_gate.py`` checks they stay equal; the measured value each default leaves room above is in
+    that module). ``accept``: a span a person lets through knowingly (``--set gate.accept=N``); the result records
+    it. ``enabled``: whether the DAG has the gate at all (off: the DAG and every cache key as before the gate)."""
+
+    enabled: bool = True
+    accept: Optional[int] = None
+    # absolute: every span
+    min_documents: int = 1
+    max_short_share: float = 0.05
+    max_word_length_share: float = 0.05
+    max_symbols_share: float = 0.05
+    max_no_letter_words_share: float = 0.05
+    max_few_letters_share: float = 0.05
+    max_duplicate_lines_share: float = 0.10
+    max_top_ngrams_share: float = 0.05
+    max_duplicate_ngrams_share: float = 0.05
+    max_duplicate_document_share: float = 0.05
+    # drift: against the last span that went through the gate
+    min_volume_ratio: float = 0.2
+    max_volume_ratio: float = 5.0
+    max_unigram_jsd: float = 0.3
+    unigram_top_tokens: int = 1000
+    max_language_mix_distance: float = 0.25
+    max_duplicate_share_increase: float = 0.05
+    max_previous_exact_duplicate_share: float = 0.05
+    max_previous_near_duplicate_share: float = 0.10
+    near_duplicate_jaccard: float = 0.8
+    # contamination: share of benchmark dev passages with a 13-gram in the span (1.0: measured and reported only)
+    max_contaminated_share: float = 1.0
+
+    NOT_LIMITS = ("enabled", "accept")
+
+    def limits(self) -> Dict[str, Any]:
+        """The limits, as ``GateLimits(**limits())`` takes them."""
+        return {k: v for k, v in self.to_dict().items() if k not in self.NOT_LIMITS}
+
+    def params(self) -> Dict[str, Any]:
+        """Node ``DataGate``'s ``config``: the limits, and ``accept`` when set (``enabled`` decides whether the node
+        exists, so it is no parameter)."""
+        return {**self.limits(), **({"accept": self.accept} if self.accept is not None else {})}
+
+    def validate(self) -> "GateConfig":
+        check(self.accept is None or self.accept >= 0, "gate.accept", self.accept,
+              "a span number >= 0 (0: a corpus without span patterns), or null")
+        check(self.min_documents >= 0, "gate.min_documents", self.min_documents, ">= 0")
+        for name, value in self.limits().items():
+            if name.endswith("_share") and name != "max_duplicate_share_increase":
+                check(0 <= value <= 1, f"gate.{name}", value, "in [0, 1]")
+        check(-1 <= self.max_duplicate_share_increase <= 1, "gate.max_duplicate_share_increase",
+              self.max_duplicate_share_increase, "in [-1, 1]")
+        check(self.min_volume_ratio >= 0, "gate.min_volume_ratio", self.min_volume_ratio, ">= 0")
+        check(self.max_volume_ratio >= self.min_volume_ratio, "gate.max_volume_ratio", self.max_volume_ratio,
+              f">= gate.min_volume_ratio={self.min_volume_ratio}")
+        check(0 <= self.max_unigram_jsd <= 1, "gate.max_unigram_jsd", self.max_unigram_jsd, "in [0, 1]")
+        check(self.unigram_top_tokens >= 1, "gate.unigram_top_tokens", self.unigram_top_tokens, ">= 1")
+        check(0 <= self.max_language_mix_distance <= 1, "gate.max_language_mix_distance",
+              self.max_language_mix_distance, "in [0, 1]")
+        check(0 < self.near_duplicate_jaccard <= 1, "gate.near_duplicate_jaccard", self.near_duplicate_jaccard,
+              "in (0, 1]")
+        return self
+
+
+@dataclass
 class ReportConfig(Section):
     """The report (node ``BenchmarkReport``): presentation only; scores and facts come from its inputs."""
 
@@ -770,6 +838,7 @@ def replace(section, **changes):
 
 __all__ = ["ConfigError", "CorpusConfig", "DataConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
            "VertexTrainingConfig", "TaskResources", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig", "ReleaseConfig",
+           "GateConfig",
            "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
            "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS",
            "WIKIPEDIA_GLOBS", "BOOKS_GLOBS", "WIKIPEDIA_FORMATS", "MEMORY_UNITS"]

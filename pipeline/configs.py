@@ -23,8 +23,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from config import schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from config.sections import (PAPER_FINETUNE, RELEASE_V2_RACE, BenchmarkConfig, CorpusConfig, DataConfig, DataGenConfig,
-                             FinetuneHParams, ModelConfig, ReleaseConfig, ReportConfig, TaskResources, TrainConfig,
-                             VertexTrainingConfig, VocabConfig)
+                             FinetuneHParams, GateConfig, ModelConfig, ReleaseConfig, ReportConfig, TaskResources,
+                             TrainConfig, VertexTrainingConfig, VocabConfig)
 from config.languages import DEFAULT_LANGUAGE, check_language, resolve_sections
 from config.trainer_settings import trainer_settings
 
@@ -50,6 +50,12 @@ TRAINER_RUN_FN = "trainer.task.run_fn"
 # comes from ``train.init_from`` through the ``ModelImport`` node, then the benchmarks, report, blessing and push).
 MODES = ("pretrain", "benchmark")
 MODEL_IMPORT_NODE = "ModelImport"
+# The data gate (``gate.enabled``, mode ``pretrain``): the node that measures and checks the corpus's span, the one
+# that stops the run when it failed, and (local runs) the resolver of its baseline (pipeline/pipeline.py).
+DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
+# The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
+# GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).
+GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race")
 # ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a local run starts
 # (:mod:`pipeline.continuation`); a compiled spec and ``mode=benchmark`` refuse it.
 LATEST_BLESSED = "latest_blessed"
@@ -86,6 +92,7 @@ class PipelineConfig(Section):
     # Compiled spec only: node id → its task's CPU / memory limits (config.sections.TaskResources).
     task_resources: Dict[str, TaskResources] = field(default_factory=dict)
     data: DataConfig = field(default_factory=DataConfig)
+    gate: GateConfig = field(default_factory=GateConfig)
     # Where it runs, like the roots: what each data location resolved to when this run started (a local run's
     # resolve_config; pipeline/spans.py): data key ("wikipedia", "glue", …) → {uri, properties}. Empty when compiled.
     data_snapshots: Dict[str, Dict[str, Any]] = field(default_factory=dict)
@@ -169,6 +176,14 @@ class PipelineConfig(Section):
             out[BENCHMARK_NODE_IDS[key]] = {"dataset": key}
         return out
 
+    def gate_contamination_inputs(self) -> Dict[str, str]:
+        """The data gate's benchmark inputs: {its input key → the data key whose Importer feeds it}, for the reading
+        benchmarks whose data is set (``GATE_CONTAMINATION_KEYS``); empty without the gate."""
+        if self.mode == "benchmark" or not self.gate.enabled:
+            return {}
+        data = self.data_inputs()
+        return {f"{key}_dev": key for key in GATE_CONTAMINATION_KEYS if key in data}
+
     def data_inputs(self) -> Dict[str, str]:
         """Importer key → the data location it registers, for every Importer of this DAG: the corpus folders (none
         in a benchmark-only DAG, ``mode=benchmark``) and the benchmarks' data folders that are set."""
@@ -180,6 +195,9 @@ class PipelineConfig(Section):
         """The corpus, vocabulary, data and pretraining nodes' rows of :meth:`_node_table` (mode ``pretrain``)."""
         out: Dict[str, Dict[str, Tuple[Any, Any]]] = {}
         out["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
+        if self.gate.enabled:
+            out[DATA_GATE_NODE] = {"config": (self.gate.params(), "gate")}
+            out[GATE_CHECK_NODE] = {}
         out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
@@ -238,7 +256,7 @@ class PipelineConfig(Section):
                   "pretrain unless a benchmark data folder is set (benchmarks.glue_dir, benchmarks.squad_dir, "
                   "benchmarks.squad_v2_dir or benchmarks.race_dir)")
         for section in (self.corpus, self.vocab, self.datagen, self.train, self.vertex_training, self.benchmarks,
-                        self.report, self.release, self.model):
+                        self.report, self.release, self.model, self.gate):
             section.validate()
         for node, resources in self.task_resources.items():
             resources.validate(f"task_resources.{node}")

@@ -168,3 +168,28 @@ def test_convert_command_both_ways(tmp_path, batch, spm_model_path):
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     assert_parity(run_hf(hf2, batch), expected)
     assert (tmp_path / "hf2" / "spiece.model").read_bytes() == (tmp_path / "hf" / "spiece.model").read_bytes()
+
+
+def test_a_wordpiece_model_loads_in_transformers_with_its_tokenizer(tmp_path):
+    """An albert folder with a WordPiece vocab.txt (the official Chinese models' kind), `convert albert-to-hf`:
+    transformers loads the model and, from config.json's tokenizer_class, a BERT tokenizer that splits text as
+    ours does (CJK characters, accents stripped under lower-casing, punctuation, "##" pieces, [UNK])."""
+    from components.text.wordpiece import WordPieceTokenizer
+    from config.tokenizer_spec import TokenizerSpec
+    from trainer.convert import convert, write_albert_dir
+
+    vocab = os.path.join(os.path.dirname(FIXTURE), "wordpiece", "vocab.txt")
+    ours = WordPieceTokenizer(vocab)
+    model = AlbertForPreTraining(AlbertConfig(**dict(SMALL, vocab_size=ours.vocab_size)))
+    model(model.dummy_inputs(1, 4))
+    write_albert_dir(model, str(tmp_path / "albert"), vocab, serving=False,
+                     tokenizer_spec=TokenizerSpec(kind="wordpiece", normalization="none"))
+    convert("albert-to-hf", str(tmp_path / "albert"), str(tmp_path / "hf"))
+    hf_tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    assert type(hf_tokenizer).__name__ in ("BertTokenizer", "BertTokenizerFast")
+    for text in ("Debian 的软件包管理系统。", "Hello, Wörld! Ça va? dpkg-reconfigure", "ＡＢＣ １２３ 世界"):
+        assert hf_tokenizer.tokenize(text) == ours.tokenize(text), text
+        assert hf_tokenizer(text, add_special_tokens=False)["input_ids"] == ours.encode(text)
+    hf, info = transformers.AlbertForPreTraining.from_pretrained(str(tmp_path / "hf"), output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    assert hf.config.vocab_size == ours.vocab_size

@@ -138,7 +138,7 @@ def test_the_image_environment_holds_every_package_and_resolves_every_artifact_t
     assert report["location"] == os.path.realpath(os.path.join(image_env.venv, SITE))
     assert report["artifact_types"] == {cls.TYPE_NAME: f"components.artifacts.{cls.__name__}" for cls in ALL_TYPES}
     assert set(report["artifact_types"]) == {"albert_tfx.RawCorpus", "albert_tfx.Documents",
-                                             "albert_tfx.SentencePieceModel", "albert_tfx.DataGenStatistics",
+                                             "albert_tfx.DataGateResult", "albert_tfx.SentencePieceModel", "albert_tfx.DataGenStatistics",
                                              "albert_tfx.BenchmarkResult", "albert_tfx.BenchmarkReport"}
 
 

@@ -1,0 +1,187 @@
+"""The data gate's Beam shell (issue 55): a span's documents → its statistics, the checks, and the result's files.
+
+The measures, checks and protos are the pure core's (:mod:`components.datagate`); this module reads CorpusGen's
+shards, runs the core's combiners as ``beam.CombineGlobally`` (a CombineFn's accumulators merge in any order, so
+the span's statistics are the same on one worker or many), compares with the baseline and writes the result's files
+(:mod:`components.datagate_result`): ``statistics.pb``, ``schema.pb``, ``anomalies.pb`` and ``gate.json``.
+
+CorpusGen's format (one sentence per line, a blank line between documents) keeps no source per document, so the
+statistics' groups are ``corpus/<language>``. :func:`gate_documents` runs the same graph on a documents folder
+outside TFX (what the ``DataGate`` node runs inside its Beam pipeline).
+"""
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from components import datagate_result
+from components.datagate.checks import GateLimits, check_span
+from components.datagate.contamination import ContaminationCombiner, DevNgrams
+from components.datagate.document_stats import SpanStats, SpanStatsCombiner
+from components.text.documents import Document
+
+CORPUS_SOURCE = "corpus"  # the source of every document: CorpusGen's shards do not record one
+
+
+def read_span_documents(path: str) -> Iterator[Document]:
+    """The documents of one CorpusGen shard (ids ``<shard file>:<index>``)."""
+    from components.datagen_beam_input import read_documents
+
+    for doc_id, sentences in read_documents(path):
+        yield Document(doc_id=doc_id, source=CORPUS_SOURCE, title=doc_id, sentences=sentences)
+
+
+def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None) -> List[Tuple[str, str]]:
+    """(passage id, text) of the reading benchmarks' dev sets, local files: each SQuAD paragraph (its ``context``,
+    id ``<file>:<article>:<paragraph>``) and each RACE dev article (id ``race:<file id>``, once however many
+    questions it has)."""
+    from components.evaluation.race import read_race
+    from components.evaluation.squad.reading import load_squad_json
+
+    out: List[Tuple[str, str]] = []
+    for path in squad_files:
+        name = os.path.basename(path)
+        for i, article in enumerate(load_squad_json(path)):
+            for j, paragraph in enumerate(article.get("paragraphs", [])):
+                out.append((f"{name}:{i}:{j}", paragraph.get("context", "")))
+    if race_dir is not None:
+        seen = set()
+        for ex in read_race(race_dir, split="dev"):
+            file_id = ex.example_id.rsplit("-", 1)[0]
+            if file_id not in seen:
+                seen.add(file_id)
+                out.append((f"race:{file_id}", ex.article))
+    return out
+
+
+class _SpanStatsFn(beam.CombineFn):
+    """:class:`components.datagate.document_stats.SpanStatsCombiner` as a Beam CombineFn."""
+
+    def __init__(self, span: int):
+        self._combiner = SpanStatsCombiner(span)
+
+    def create_accumulator(self):
+        return self._combiner.create_accumulator()
+
+    def add_input(self, acc, doc):
+        return self._combiner.add_input(acc, doc)
+
+    def merge_accumulators(self, accumulators):
+        return self._combiner.merge_accumulators(accumulators)
+
+    def extract_output(self, acc):
+        return self._combiner.extract_output(acc)
+
+
+class _ContaminationFn(beam.CombineFn):
+    """:class:`components.datagate.contamination.ContaminationCombiner` as a Beam CombineFn."""
+
+    def __init__(self, passages: Sequence[Tuple[str, str]]):
+        self._passages = list(passages)
+        self._combiner = None
+
+    def _get(self) -> ContaminationCombiner:
+        if self._combiner is None:  # the dev n-grams, built once per worker
+            self._combiner = ContaminationCombiner(DevNgrams(self._passages))
+        return self._combiner
+
+    def __getstate__(self):
+        return {"_passages": self._passages, "_combiner": None}
+
+    def create_accumulator(self):
+        return self._get().create_accumulator()
+
+    def add_input(self, acc, doc):
+        return self._get().add_input(acc, doc)
+
+    def merge_accumulators(self, accumulators):
+        return self._get().merge_accumulators(accumulators)
+
+    def extract_output(self, acc):
+        return self._get().extract_output(acc)
+
+
+def _write(path: str, data: bytes) -> None:
+    with FileSystems.create(path) as f:
+        f.write(data)
+
+
+def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline: Optional[SpanStats],
+                 accept: Optional[int], contamination=None) -> dict:
+    """Check ``stats`` (against ``baseline``, None: absolute limits only) and write the result's four files under
+    ``output_dir``; returns the summary (``gate.json``)."""
+    from components.datagate.protos import limits_to_schema, results_to_anomalies, statistics_to_proto
+
+    results = check_span(stats, baseline, limits, contamination)
+    total = stats.total().counts
+    summary = datagate_result.summarize(
+        stats.span, results, documents=total["documents"], characters=total["characters"], accept=accept,
+        baseline_span=None if baseline is None else baseline.span, contamination=contamination)
+    schema = limits_to_schema(limits)
+    _write(posixpath.join(output_dir, datagate_result.STATISTICS_FILE), statistics_to_proto(stats).SerializeToString())
+    _write(posixpath.join(output_dir, datagate_result.SCHEMA_FILE), schema.SerializeToString())
+    _write(posixpath.join(output_dir, datagate_result.ANOMALIES_FILE),
+           results_to_anomalies(results, schema).SerializeToString())
+    _write(posixpath.join(output_dir, datagate_result.SUMMARY_FILE),
+           json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
+    return summary
+
+
+def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, *, span: int, limits: GateLimits,
+               baseline: Optional[SpanStats] = None, passages: Sequence[Tuple[str, str]] = (),
+               accept: Optional[int] = None) -> None:
+    """Add the gate's stages to ``pipeline``: statistics of the documents in ``shards`` (and, with dev
+    ``passages``, their contamination), then :func:`write_result` under ``output_dir``."""
+    docs = (pipeline
+            | "ListShards" >> beam.Create(list(shards))
+            | "ReadDocuments" >> beam.FlatMap(read_span_documents))
+    stats = docs | "SpanStatistics" >> beam.CombineGlobally(_SpanStatsFn(span))
+    contamination = None
+    if passages:
+        contamination = beam.pvalue.AsSingleton(
+            docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages)))
+    _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination)
+
+
+def _write_span_result(stats, output_dir, limits, baseline, accept, contamination) -> None:
+    write_result(output_dir, stats, limits, baseline, accept, contamination)
+
+
+def read_summary(result_dir: str) -> dict:
+    """A result's ``gate.json``."""
+    with FileSystems.open(posixpath.join(result_dir, datagate_result.SUMMARY_FILE)) as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
+def read_statistics(result_dir: str) -> SpanStats:
+    """A result's statistics (the baseline of a later span)."""
+    from tensorflow_metadata.proto.v0 import statistics_pb2
+
+    from components.datagate.protos import statistics_from_proto
+
+    with FileSystems.open(posixpath.join(result_dir, datagate_result.STATISTICS_FILE)) as f:
+        return statistics_from_proto(statistics_pb2.DatasetFeatureStatisticsList.FromString(f.read()))
+
+
+def gate_documents(documents_dir: str, output_dir: str, *, span: int, limits: GateLimits = GateLimits(),
+                   baseline_dir: Optional[str] = None, passages: Sequence[Tuple[str, str]] = (),
+                   accept: Optional[int] = None, beam_args: Sequence[str] = ()) -> dict:
+    """The DataGate node's work on a documents folder (CorpusGen's output) outside TFX: runs the graph of
+    :func:`build_gate` and returns the summary it wrote to ``output_dir``. ``baseline_dir``: an earlier result's
+    folder, whose statistics are the baseline (None: the absolute limits only)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from components import corpus_beam
+
+    baseline = read_statistics(baseline_dir) if baseline_dir else None
+    if not FileSystems.exists(output_dir):
+        FileSystems.mkdirs(output_dir)
+    with beam.Pipeline(options=PipelineOptions(list(beam_args))) as p:
+        build_gate(p, corpus_beam.document_shards(documents_dir), output_dir, span=span, limits=limits,
+                   baseline=baseline, passages=passages, accept=accept)
+    return read_summary(output_dir)

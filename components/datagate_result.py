@@ -1,0 +1,109 @@
+"""The data gate's result, and the verdict on it: pure and light (no Beam, TFX or TensorFlow), so the DataGate and
+DataGateCheck nodes, the baseline resolver and ``plan`` all read one definition (issue 55; docs/data.md, "Data gate").
+
+* :func:`gate_span`: the span a Documents artifact holds, from the ``data_snapshot`` CorpusGen records on it;
+* :func:`summarize`: ``gate.json``, the result's summary (every check's value and limit, passed, accepted, baseline);
+* :func:`select_baseline`: which earlier result is a span's baseline;
+* :func:`verdict`: the DataGateCheck node's decision, :class:`DataGateError` (one line per failed check) when the
+  span failed and was not accepted.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from config.errors import UserError
+
+STATISTICS_FILE = "statistics.pb"  # tensorflow_metadata DatasetFeatureStatisticsList (components.datagate.protos)
+SCHEMA_FILE = "schema.pb"  # the limits as a Schema
+ANOMALIES_FILE = "anomalies.pb"  # the failed checks as Anomalies (empty: passed)
+SUMMARY_FILE = "gate.json"  # summarize()
+RESULT_FILES = (STATISTICS_FILE, SCHEMA_FILE, ANOMALIES_FILE, SUMMARY_FILE)
+NO_SPAN = 0  # the span of a corpus none of whose locations has a span pattern
+
+
+class DataGateError(UserError):
+    """A span failed the data gate and was not accepted. The message is a first line saying so, then one line per
+    failed check ("span N: check X = value, limit <= L: FAILED (...)"); the CLI prints every line."""
+
+    all_lines = True
+
+
+def gate_span(data_snapshot: Optional[str]) -> int:
+    """The span of a corpus from its ``data_snapshot`` (data key → summary, ``pipeline/spans.py``): the newest span any
+    corpus location read; :data:`NO_SPAN` when none has a span pattern (or nothing was recorded)."""
+    spans = [s for summary in (json.loads(data_snapshot) if data_snapshot else {}).values()
+             for s in (summary or {}).get("spans", [])]
+    return max(spans) if spans else NO_SPAN
+
+
+def baseline_note(span: int, baseline_span: Optional[int]) -> str:
+    """What the result says about its baseline."""
+    if baseline_span is not None:
+        return f"drift checked against span {baseline_span}, the last span that went through the gate"
+    if span == NO_SPAN:
+        return "no baseline: the corpus has no span pattern, so only the absolute limits apply"
+    return "no baseline: first span through the gate, so only the absolute limits apply"
+
+
+def _number(x: float) -> Any:
+    return x if math.isfinite(x) else str(x)
+
+
+def summarize(span: int, results: Sequence[Any], *, documents: int, characters: int, accept: Optional[int],
+              baseline_span: Optional[int] = None, contamination: Optional[Any] = None) -> Dict[str, Any]:
+    """``gate.json``: the span, every check (``components.datagate.checks.CheckResult``) with its value, limit and
+    message, ``passed`` (every check), ``accepted`` (failed, and ``gate.accept`` names this span), the baseline,
+    and the contamination found (passage ids)."""
+    failed = [r.name for r in results if not r.passed]
+    out: Dict[str, Any] = {
+        "span": span, "documents": documents, "characters": characters,
+        "baseline": None if baseline_span is None else {"span": baseline_span},
+        "baseline_note": baseline_note(span, baseline_span),
+        "checks": [{"name": r.name, "quantity": r.quantity, "kind": r.kind, "bound": r.bound,
+                    "value": _number(r.value), "limit": _number(r.limit), "margin": _number(r.margin),
+                    "passed": r.passed, "message": r.message} for r in results],
+        "failed": failed, "passed": not failed, "accept": accept,
+        "accepted": bool(failed) and accept is not None and accept == span,
+        "contamination": None,
+    }
+    if contamination is not None:
+        out["contamination"] = {"passages": contamination.passages, "short": contamination.short,
+                                "contaminated": list(contamination.contaminated), "share": contamination.share}
+    return out
+
+
+def failure_lines(summary: Dict[str, Any]) -> List[str]:
+    """One line per failed check: "span N: check X = value, limit <= L: FAILED (...)"."""
+    return [c["message"] for c in summary["checks"] if not c["passed"]]
+
+
+def verdict(summary: Dict[str, Any], where: str) -> str:
+    """The DataGateCheck node's decision on a result (``where``: its folder): a line to log when the span goes through
+    (it passed, or failed and was accepted), else :class:`DataGateError`."""
+    span, checks = summary["span"], len(summary["checks"])
+    if summary["passed"]:
+        return f"data gate: span {span} passed all {checks} checks ({summary['baseline_note']})"
+    lines = failure_lines(summary)
+    if summary["accepted"]:
+        return (f"data gate: span {span} failed {len(lines)} of {checks} checks and goes through, accepted with "
+                f"gate.accept={span}: " + "; ".join(lines))
+    other = summary.get("accept")
+    note = f" (gate.accept={other} names another span)" if other is not None else ""
+    raise DataGateError("\n".join([
+        f"the data gate stopped span {span} before the vocabulary, pretraining data and Trainer: {len(lines)} of "
+        f"{checks} checks failed{note}; anomalies in {where}; --set gate.accept={span} lets it through knowingly"]
+        + lines))
+
+
+def select_baseline(span: int, results: Iterable[Tuple[int, int, bool, bool]]) -> Optional[int]:
+    """The baseline of ``span`` among earlier results, each (artifact id, span, passed, accepted): the newest (highest
+    id) result of a lower span that went through the gate (passed, or accepted knowingly: a span the model trained
+    on is the one the next is compared with). Unpatterned reads (:data:`NO_SPAN`) have no order: they neither have
+    a baseline nor are one. None when no lower span went through: the absolute limits alone apply."""
+    if span == NO_SPAN:
+        return None
+    through = [artifact_id for artifact_id, s, passed, accepted in results
+               if NO_SPAN < s < span and (passed or accepted)]
+    return max(through) if through else None
