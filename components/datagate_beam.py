@@ -112,16 +112,18 @@ def _write(path: str, data: bytes) -> None:
 
 
 def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline: Optional[SpanStats],
-                 accept: Optional[int], contamination=None) -> dict:
+                 accept: Optional[int], contamination=None, accepted_before: Optional[str] = None) -> dict:
     """Check ``stats`` (against ``baseline``, None: absolute limits only) and write the result's four files under
-    ``output_dir``; returns the summary (``gate.json``)."""
+    ``output_dir``; returns the summary (``gate.json``; ``accept`` and ``accepted_before`` as
+    :func:`components.datagate_result.summarize` takes them)."""
     from components.datagate.protos import limits_to_schema, results_to_anomalies, statistics_to_proto
 
     results = check_span(stats, baseline, limits, contamination)
     total = stats.total().counts
     summary = datagate_result.summarize(
         stats.span, results, documents=total["documents"], characters=total["characters"], accept=accept,
-        baseline_span=None if baseline is None else baseline.span, contamination=contamination)
+        baseline_span=None if baseline is None else baseline.span, contamination=contamination,
+        accepted_before=accepted_before)
     schema = limits_to_schema(limits)
     _write(posixpath.join(output_dir, datagate_result.STATISTICS_FILE), statistics_to_proto(stats).SerializeToString())
     _write(posixpath.join(output_dir, datagate_result.SCHEMA_FILE), schema.SerializeToString())
@@ -134,7 +136,7 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
 
 def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, *, span: int, limits: GateLimits,
                baseline: Optional[SpanStats] = None, passages: Sequence[Tuple[str, str]] = (),
-               accept: Optional[int] = None) -> None:
+               accept: Optional[int] = None, accepted_before: Optional[str] = None) -> None:
     """Add the gate's stages to ``pipeline``: statistics of the documents in ``shards`` (and, with dev
     ``passages``, their contamination), then :func:`write_result` under ``output_dir``."""
     docs = (pipeline
@@ -145,11 +147,12 @@ def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, 
     if passages:
         contamination = beam.pvalue.AsSingleton(
             docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages)))
-    _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination)
+    _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination,
+                                          accepted_before)
 
 
-def _write_span_result(stats, output_dir, limits, baseline, accept, contamination) -> None:
-    write_result(output_dir, stats, limits, baseline, accept, contamination)
+def _write_span_result(stats, output_dir, limits, baseline, accept, contamination, accepted_before) -> None:
+    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before)
 
 
 def read_summary(result_dir: str) -> dict:

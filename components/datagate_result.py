@@ -3,15 +3,16 @@ DataGateCheck nodes, the baseline resolver and ``plan`` all read one definition 
 
 * :func:`gate_span`: the span a Documents artifact holds, from the ``data_snapshot`` CorpusGen records on it;
 * :func:`summarize`: ``gate.json``, the result's summary (every check's value and limit, passed, accepted, baseline);
-* :func:`select_baseline`: which earlier result is a span's baseline;
+* :func:`select_inputs`: which earlier results are a span's baseline and its earlier acceptance;
 * :func:`verdict`: the DataGateCheck node's decision, :class:`DataGateError` (one line per failed check) when the
   span failed and was not accepted.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from config.errors import UserError
 
@@ -52,11 +53,18 @@ def _number(x: float) -> Any:
 
 
 def summarize(span: int, results: Sequence[Any], *, documents: int, characters: int, accept: Optional[int],
-              baseline_span: Optional[int] = None, contamination: Optional[Any] = None) -> Dict[str, Any]:
+              baseline_span: Optional[int] = None, contamination: Optional[Any] = None,
+              accepted_before: Optional[str] = None) -> Dict[str, Any]:
     """``gate.json``: the span, every check (``components.datagate.checks.CheckResult``) with its value, limit and
-    message, ``passed`` (every check), ``accepted`` (failed, and ``gate.accept`` names this span), the baseline,
-    and the contamination found (passage ids)."""
+    message, ``passed`` (every check), ``accepted`` (failed, and ``gate.accept`` names this span, or an earlier
+    result accepted the same data: ``accepted_before``, its folder), the baseline, and the contamination found
+    (passage ids)."""
     failed = [r.name for r in results if not r.passed]
+    accepted_by = None
+    if failed and accept is not None and accept == span:
+        accepted_by = f"gate.accept={span}"
+    elif failed and accepted_before:
+        accepted_by = f"gate.accept={span} in an earlier run (its result: {accepted_before})"
     out: Dict[str, Any] = {
         "span": span, "documents": documents, "characters": characters,
         "baseline": None if baseline_span is None else {"span": baseline_span},
@@ -65,7 +73,7 @@ def summarize(span: int, results: Sequence[Any], *, documents: int, characters: 
                     "value": _number(r.value), "limit": _number(r.limit), "margin": _number(r.margin),
                     "passed": r.passed, "message": r.message} for r in results],
         "failed": failed, "passed": not failed, "accept": accept,
-        "accepted": bool(failed) and accept is not None and accept == span,
+        "accepted": accepted_by is not None, "accepted_by": accepted_by,
         "contamination": None,
     }
     if contamination is not None:
@@ -88,7 +96,7 @@ def verdict(summary: Dict[str, Any], where: str) -> str:
     lines = failure_lines(summary)
     if summary["accepted"]:
         return (f"data gate: span {span} failed {len(lines)} of {checks} checks and goes through, accepted with "
-                f"gate.accept={span}: " + "; ".join(lines))
+                f"{summary['accepted_by']}: " + "; ".join(lines))
     other = summary.get("accept")
     note = f" (gate.accept={other} names another span)" if other is not None else ""
     raise DataGateError("\n".join([
@@ -97,13 +105,36 @@ def verdict(summary: Dict[str, Any], where: str) -> str:
         + lines))
 
 
-def select_baseline(span: int, results: Iterable[Tuple[int, int, bool, bool]]) -> Optional[int]:
-    """The baseline of ``span`` among earlier results, each (artifact id, span, passed, accepted): the newest (highest
-    id) result of a lower span that went through the gate (passed, or accepted knowingly: a span the model trained
-    on is the one the next is compared with). Unpatterned reads (:data:`NO_SPAN`) have no order: they neither have
-    a baseline nor are one. None when no lower span went through: the absolute limits alone apply."""
-    if span == NO_SPAN:
-        return None
-    through = [artifact_id for artifact_id, s, passed, accepted in results
-               if NO_SPAN < s < span and (passed or accepted)]
-    return max(through) if through else None
+def data_fingerprint(data_snapshot: Optional[str]) -> str:
+    """The identity of the raw data a corpus was made from: a hash of each corpus location's fingerprint (its files'
+    names, sizes and times, ``pipeline/spans.py``); "" when nothing was recorded."""
+    prints = {key: (summary or {}).get("fingerprint", "")
+              for key, summary in (json.loads(data_snapshot) if data_snapshot else {}).items()}
+    if not any(prints.values()):
+        return ""
+    return hashlib.sha256(json.dumps(prints, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# The custom properties of a DataGateResult that choosing a later run's inputs reads.
+RESULT_FACTS = ("span", "passed", "accepted", "data_fingerprint")
+
+
+def select_inputs(data_snapshot: Optional[str], results: Iterable[Dict[str, Any]]) -> Dict[str, Optional[int]]:
+    """The ids of the earlier results (each ``{"id", "span", "passed", "accepted", "data_fingerprint"}``) a span's
+    DataGate takes, for the corpus whose ``data_snapshot`` is given:
+
+    * ``baseline``: the newest (highest id) result of a lower span that went through the gate (passed, or accepted
+      knowingly: a span the model trained on is the one the next is compared with). Unpatterned reads
+      (:data:`NO_SPAN`) have no order: they neither have a baseline nor are one. None when no lower span went
+      through: the absolute limits alone apply.
+    * ``acceptance``: the newest result accepted knowingly (``gate.accept``) for the same raw data (equal
+      :func:`data_fingerprint`): an accepted span stays accepted when later runs read it again without the setting.
+    """
+    span, fingerprint = gate_span(data_snapshot), data_fingerprint(data_snapshot)
+    results = list(results)
+    through = [r["id"] for r in results if NO_SPAN < (r.get("span") or 0) < span
+               and (r.get("passed") or r.get("accepted"))]
+    accepted = [r["id"] for r in results if fingerprint and r.get("accepted")
+                and r.get("data_fingerprint") == fingerprint]
+    return {"span": span, "baseline": max(through) if through and span != NO_SPAN else None,
+            "acceptance": max(accepted) if accepted else None}

@@ -94,6 +94,105 @@ def CorpusGen(
 
 
 # ------------------------------------------------------------------------------------------------
+# 1b. The data gate (issue 55)
+# ------------------------------------------------------------------------------------------------
+@component(use_beam=True)
+def DataGate(
+    documents: InputArtifact[artifacts.Documents],
+    result: OutputArtifact[artifacts.DataGateResult],
+    config: Parameter[str],
+    baseline: InputArtifact[artifacts.DataGateResult] = None,
+    acceptance: InputArtifact[artifacts.DataGateResult] = None,
+    squad_dev: InputArtifact[artifacts.RawCorpus] = None,
+    squad2_dev: InputArtifact[artifacts.RawCorpus] = None,
+    race_dev: InputArtifact[artifacts.RawCorpus] = None,
+    beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
+) -> None:
+    """Measure the span CorpusGen made, check it, and publish the result, whether it passed or not.
+
+    ``config``: the ``gate`` section's limits and ``accept`` (``GateConfig.params``). The span is the newest one the
+    corpus read (``data_snapshot`` on the documents; 0 without a span pattern). ``baseline``: the result of the last
+    span that went through the gate (the ``DataGateBaseline`` resolver of a local run; none on the first span, and
+    then only the absolute limits apply, which the result says). ``acceptance``: an earlier result that accepted the
+    same raw data knowingly (``gate.accept``), so a span once accepted stays accepted. ``squad_dev`` /
+    ``squad2_dev`` / ``race_dev``: the reading benchmarks' data, whose dev passages are checked for 13-gram
+    contamination.
+
+    How a failed span stops the run: this node never fails on a bad span. It publishes its ``DataGateResult``
+    (``passed`` 0, the failed checks in ``anomalies.pb``), so the anomalies are an artifact in MLMD, with lineage to
+    the documents, whatever happens next; TFX publishes no output of a failed execution, so a node that raised here
+    would leave only a FAILED execution. ``DataGateCheck`` reads the result and raises :class:`DataGateError` (one
+    line per failed check, exit 2 from the CLI), and ``VocabGen``, the first expensive node, runs only after it
+    succeeded (a dependency without artifacts, which moves no cache key: pipeline/pipeline.py)."""
+    from components import corpus_beam, datagate_beam, datagate_result
+    from components.datagate.checks import GateLimits
+
+    settings = json.loads(config)
+    accept = settings.pop("accept", None)
+    limits = GateLimits(**settings)
+    snapshot = (documents.get_string_custom_property("data_snapshot")
+                if documents.has_custom_property("data_snapshot") else None)
+    span = datagate_result.gate_span(snapshot)
+    base = datagate_beam.read_statistics(baseline.uri) if baseline is not None else None
+    passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev)
+    with _staged(result.uri) as staging:
+        with beam_pipeline as p:
+            datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
+                                     limits=limits, baseline=base, passages=passages, accept=accept,
+                                     accepted_before=acceptance.uri if acceptance is not None else None)
+        publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
+    summary = datagate_beam.read_summary(result.uri)
+    result.set_int_custom_property("span", span)
+    result.set_int_custom_property("passed", int(summary["passed"]))
+    result.set_int_custom_property("accepted", int(summary["accepted"]))
+    result.set_int_custom_property("documents", int(summary["documents"]))
+    result.set_string_custom_property("data_fingerprint", datagate_result.data_fingerprint(snapshot))
+    if summary["failed"]:
+        result.set_string_custom_property("failed", ",".join(summary["failed"]))
+    if baseline is not None:
+        result.set_int_custom_property("baseline_span", int(summary["baseline"]["span"]))
+        result.set_string_custom_property("baseline", baseline.uri)
+    if summary["contamination"] is not None:
+        result.set_float_custom_property("contaminated_share", float(summary["contamination"]["share"]))
+    _LOG.info("data gate: span %d measured (%d documents, %d characters), %d of %d checks failed; result in %s",
+              span, summary["documents"], summary["characters"], len(summary["failed"]), len(summary["checks"]),
+              result.uri)
+
+
+@component
+def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
+    """Stop the run on a span that failed the data gate and was not accepted: :class:`DataGateError`, whose message
+    has one line per failed check ("span N: check X = value, limit L"). ``VocabGen`` depends on this node, so
+    nothing expensive runs on such a span; a span that passed, or was accepted with ``gate.accept``, goes through."""
+    from components import datagate_beam, datagate_result
+
+    summary = datagate_beam.read_summary(result.uri)
+    line = datagate_result.verdict(summary, result.uri)  # raises DataGateError on a span that does not go through
+    (_LOG.warning if summary["accepted"] else _LOG.info)(line)
+
+
+def _reading_dev_passages(squad, squad2, race):
+    """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
+    articles), read from local copies."""
+    from components import datagate_beam
+
+    with tempfile.TemporaryDirectory() as tmp:
+        squad_files = []
+        for i, artifact in enumerate(a for a in (squad, squad2) if a is not None):
+            for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(artifact.uri)):
+                if name.startswith("dev") and name.endswith(".json"):
+                    local = os.path.join(tmp, f"squad{i}", name)
+                    os.makedirs(os.path.dirname(local), exist_ok=True)
+                    tf.io.gfile.copy(posixpath.join(artifact.uri, name), local)
+                    squad_files.append(local)
+        race_dir = None
+        if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
+            race_dir = os.path.join(tmp, "race")
+            copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+        return datagate_beam.dev_passages(squad_files, race_dir)
+
+
+# ------------------------------------------------------------------------------------------------
 # 2. Vocabulary
 # ------------------------------------------------------------------------------------------------
 @component
@@ -599,5 +698,5 @@ def _staged(uri: str):
             tf.io.gfile.rmtree(staging)
 
 
-__all__ = ["CorpusGen", "VocabGen", "PretrainingDataGen", "ModelImport", "BenchmarkEval", "BenchmarkReport", "Blesser",
+__all__ = ["CorpusGen", "DataGate", "DataGateCheck", "VocabGen", "PretrainingDataGen", "ModelImport", "BenchmarkEval", "BenchmarkReport", "Blesser",
            "Pusher"]

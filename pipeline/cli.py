@@ -19,6 +19,7 @@
 Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them. Results are JSON on stdout; progress
 and errors are lines on stderr (``pipeline/logs.py``). A bad input or setting ends with one line naming the file or
 setting, exit code 2, and the path of the log file that holds the full traceback; nothing is left under the output.
+A span the data gate stops (``DataGateError``) adds one line per failed check after that line.
 """
 from __future__ import annotations
 
@@ -594,7 +595,10 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
             raise
         message, user_error = describe_error(exc)
         kind = "error" if user_error else "internal error"
-        print(f"albert-pipeline {args.command}: {kind}: {message} (full traceback: {log_path})", file=sys.stderr)
+        first, *more = message.splitlines() or [""]  # more: a DataGateError's line per failed check
+        print(f"albert-pipeline {args.command}: {kind}: {first} (full traceback: {log_path})", file=sys.stderr)
+        for line in more:
+            print(line, file=sys.stderr)
         return 2 if user_error else 1
 
 
@@ -629,6 +633,8 @@ def describe_error(exc: BaseException):
         current = current.__cause__ or current.__context__
     for error in chain:
         if isinstance(error, UserError):
+            if getattr(error, "all_lines", False):  # the data gate's: a line per failed check
+                return _BEAM_STEP.sub("", str(error).strip()), True
             return _first_line(error), True
     # Beam's DirectRunner re-raises a worker's exception as a new one whose text holds the original.
     names = user_error_names() | _USER_ERROR_NAMES
@@ -646,8 +652,9 @@ _USER_ERROR_NAMES = frozenset({
     "UserError", "InputError", "MissingInputError", "OutputExistsError", "ConfigError", "CorruptInputError",
     "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
     "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
-    "RegistryAuthError", "RunInProgressError", "VocabularyError"})  # RegistryAuthError, RunInProgressError:
-# components/release/registry.py, pipeline/run_lock.py; VocabularyError: components/text/vocab_files.py
+    "RegistryAuthError", "RunInProgressError", "VocabularyError", "DataGateError"})  # RegistryAuthError,
+# RunInProgressError: components/release/registry.py, pipeline/run_lock.py; VocabularyError:
+# components/text/vocab_files.py; DataGateError: components/datagate_result.py
 
 
 _BEAM_STEP = re.compile(r" \[while running '[^']*'\]")

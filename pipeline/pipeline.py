@@ -29,17 +29,18 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from tfx.dsl.components.common.importer import Importer
-from tfx.dsl.components.common.resolver import Resolver
+from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
 from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
 from tfx.types import Channel, standard_artifacts
 
-from components import artifacts
-from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, ModelImport,
-                                       PretrainingDataGen, Pusher, VocabGen)
+from components import artifacts, datagate_result
+from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, DataGate, DataGateCheck,
+                                       ModelImport, PretrainingDataGen, Pusher, VocabGen)
 from config import canonical_json
-from pipeline.configs import BENCHMARK_NODE_IDS, IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig
+from pipeline.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,
+                              IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig)
 from pipeline.vertex_training import create_trainer
 
 # Pipeline runtime parameter → (config key it overrides, type).
@@ -113,6 +114,12 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
         corpus = CorpusGen(**args("CorpusGen"), **{name: corpus_inputs[key].outputs[IMPORTER_OUTPUT_KEY]
                                                    for name, key in consumers["CorpusGen"].items()})
         vocab = VocabGen(documents=corpus.outputs["documents"], **args("VocabGen"))
+        if config.gate.enabled:
+            gate_nodes = _data_gate(config, corpus, data, args, compiled=runtime_parameters)
+            # VocabGen, the first expensive node (everything after it depends on it), starts only after the gate's
+            # check succeeded: a dependency without artifacts, so no node's inputs and no cache key move.
+            vocab.add_upstream_node(gate_nodes[-1])
+            nodes += gate_nodes
         # With datagen.eval_source=benchmark_dev, the SQuAD and RACE dev articles (the paper's pretraining dev set).
         dev_inputs = {name: data[key].outputs[IMPORTER_OUTPUT_KEY]
                       for name, key in consumers.get("PretrainingDataGen", {}).items()}
@@ -153,3 +160,54 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(config.beam_args),
     )
+
+
+GATE_RESOLVED = ("baseline", "acceptance")  # the data gate resolver's outputs that DataGate takes
+
+
+class GateBaselineStrategy(ResolverStrategy):
+    """The data gate's earlier results a run's DataGate takes (:func:`components.datagate_result.select_inputs`):
+    ``baseline``, the result of the last span that went through the gate before this run's span (passed, or was
+    accepted), and ``acceptance``, an earlier result that accepted this very data knowingly. Inputs: ``documents``
+    (this run's CorpusGen output, whose ``data_snapshot`` names its span and data), and ``baseline`` and
+    ``acceptance`` each every ``DataGateResult`` of the pipeline (a resolver's outputs are its inputs' keys); outputs
+    the same keys, each of the two holding the result chosen, or nothing. A rerun of the same span resolves the same
+    artifacts, so an unchanged tick is a cache hit; a failed span never becomes a baseline."""
+
+    def resolve_artifacts(self, store, input_dict):
+        documents = input_dict.get("documents", [])
+        snapshot = [d.get_string_custom_property("data_snapshot") for d in documents
+                    if d.has_custom_property("data_snapshot")]
+        results = {r.id: r for key in GATE_RESOLVED for r in input_dict.get(key, [])}
+        chosen = datagate_result.select_inputs(snapshot[0] if snapshot else None,
+                                               [_gate_facts(r) for r in results.values()])
+        return {"documents": documents,
+                **{key: [results[chosen[key]]] if chosen[key] is not None else [] for key in GATE_RESOLVED}}
+
+
+def _gate_facts(result):
+    """A DataGateResult's facts (:data:`components.datagate_result.RESULT_FACTS`) as ``select_inputs`` takes them."""
+    facts = {"id": result.id}
+    for name in datagate_result.RESULT_FACTS:
+        if result.has_custom_property(name):
+            facts[name] = (result.get_string_custom_property(name) if name == "data_fingerprint"
+                           else result.get_int_custom_property(name))
+    return facts
+
+
+def _data_gate(config: PipelineConfig, corpus, data, args, *, compiled: bool):
+    """The gate's nodes, in order: (the baseline resolver,) ``DataGate`` and ``DataGateCheck``. The resolver is a
+    local run's only: Kubeflow V2 / Vertex AI compile TFX's latest-artifact and latest-blessed-model resolvers
+    alone, so a compiled spec's gate has no baseline and checks the absolute limits (docs/data.md, "Data gate")."""
+    nodes = []
+    inputs = {name: data[key].outputs[IMPORTER_OUTPUT_KEY]
+              for name, key in config.gate_contamination_inputs().items()}
+    if not compiled:
+        resolver = Resolver(strategy_class=GateBaselineStrategy, documents=corpus.outputs["documents"],
+                            **{key: Channel(type=artifacts.DataGateResult) for key in GATE_RESOLVED}
+                            ).with_id(GATE_BASELINE_NODE)
+        nodes.append(resolver)
+        inputs.update({key: resolver.outputs[key] for key in GATE_RESOLVED})
+    gate = DataGate(documents=corpus.outputs["documents"], **args(DATA_GATE_NODE), **inputs).with_id(DATA_GATE_NODE)
+    check = DataGateCheck(result=gate.outputs["result"]).with_id(GATE_CHECK_NODE)
+    return nodes + [gate, check]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from pipeline import mlmd
-from pipeline.configs import IMPORTERS, PipelineConfig
+from pipeline.configs import GATE_BASELINE_NODE, IMPORTERS, PipelineConfig
 
 CACHED, WILL_RUN = "CACHED", "WILL RUN"
 RESOLVED = "RESOLVED"  # a resolver node: it executes nothing, its artifacts are looked up when its consumer starts
@@ -197,6 +197,7 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
     store = mlmd.open_readonly(metadata_path) if os.path.exists(metadata_path) else None
 
     produced: Dict[str, Optional[Dict[str, List[Any]]]] = {}  # node id → its outputs, None when it will run
+    resolved = set()  # the resolver nodes
     result: List[NodePlan] = []
     for node in ir.nodes:
         pn = node.pipeline_node
@@ -213,8 +214,13 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
             result.append(NodePlan(node_id, status, reasons))
             continue
         if pn.node_info.type.name.endswith("Resolver"):
-            produced[node_id], reasons = _plan_latest_blessed(store, ir.pipeline_info.id)
+            if node_id == GATE_BASELINE_NODE:
+                produced[node_id], reasons = _plan_gate_baseline(store, ir.pipeline_info.id,
+                                                                 produced.get("CorpusGen"))
+            else:
+                produced[node_id], reasons = _plan_latest_blessed(store, ir.pipeline_info.id)
             result.append(NodePlan(node_id, RESOLVED, reasons))
+            resolved.add(node_id)
             continue
         inputs: Dict[str, List[Any]] = {}
         new_inputs = []
@@ -222,7 +228,9 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
             for channel in spec.channels:
                 upstream = channel.producer_node_query.id
                 outputs = produced.get(upstream)
-                if outputs is None:
+                if outputs is None and upstream in resolved:  # the gate's baseline, for documents still to come
+                    new_inputs.append(f"input {key}: chosen by {upstream} once the new documents exist")
+                elif outputs is None:
                     new_inputs.append(f"input {key}: new artifact from {upstream} (will run)")
                 else:
                     inputs.setdefault(key, []).extend(outputs.get(channel.output_key, []))
@@ -321,6 +329,34 @@ def _plan_latest_blessed(store, pipeline_name: str):
     model, blessing = found
     return ({"model": [model], "model_blessing": [blessing]},
             [f"the latest blessed model: artifact {model.id} ({model.uri})"])
+
+
+def _plan_gate_baseline(store, pipeline_name: str, corpus: Optional[Dict[str, List[Any]]]):
+    """What the data gate's ``GateBaselineStrategy`` resolves now (:func:`components.datagate_result.select_inputs`
+    over the pipeline's LIVE ``DataGateResult`` artifacts), for the documents CorpusGen would hand on; None (the gate
+    will run) while CorpusGen will run, since the span is the new documents'."""
+    from ml_metadata.proto import metadata_store_pb2
+
+    from components.datagate_result import RESULT_FACTS, select_inputs
+
+    if corpus is None:
+        return None, ["chosen for the span CorpusGen will make"]
+    documents = corpus.get("documents", [])
+    snapshot = [mlmd.value(d.custom_properties["data_snapshot"]) for d in documents
+                if "data_snapshot" in d.custom_properties]
+    contexts = [c for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name]
+    types = {t.id: t.name for t in store.get_artifact_types()}
+    results = {a.id: a for c in contexts for a in store.get_artifacts_by_context(c.id)
+               if a.state == metadata_store_pb2.Artifact.LIVE and types.get(a.type_id) == "albert_tfx.DataGateResult"}
+    facts = {i: {"id": i, **{k: mlmd.value(a.custom_properties[k]) for k in RESULT_FACTS if k in a.custom_properties}}
+             for i, a in results.items()}
+    chosen = select_inputs(snapshot[0] if snapshot else None, facts.values())
+    base, accepted = chosen["baseline"], chosen["acceptance"]
+    reasons = [f"span {chosen['span']}: " + (f"baseline span {facts[base]['span']} (artifact {base})" if base
+                                              else "no baseline (absolute limits only)")
+               + (f"; accepted in an earlier run (artifact {accepted})" if accepted else "")]
+    return ({"documents": documents, "baseline": [results[base]] if base else [],
+             "acceptance": [results[accepted]] if accepted else []}, reasons)
 
 
 def format_plan(plan_rows: List[NodePlan]) -> str:

@@ -42,3 +42,40 @@ def test_bad_override_is_one_clear_line_and_exit_2(cli):
 def test_unknown_flag_is_a_usage_error_with_exit_2(cli):
     done = cli("model-info", "--sise", "albert-base")
     assert done.returncode == 2 and "unrecognized arguments: --sise albert-base" in done.stderr
+
+
+def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, capsys):
+    """pipeline/logs.py's LIBRARY_NOISE: TFMA's "beta" line from TFMA and TensorFlow's deprecation notice naming a
+    call in TFMA's writers are dropped from stderr and the log file; the same texts from elsewhere still show."""
+    import logging
+
+    from pipeline import logs
+
+    beta = "Tensorflow version (%s) found. Note that TFMA support for TF 2.0 is currently in beta"
+    tfma = "/venv/site-packages/tensorflow_model_analysis/"
+    deprecation = "/venv/site-packages/tensorflow/python/util/deprecation.py"
+    records = [("absl", tfma + "api/model_eval_lib.py", beta, ("2.21.0",)),
+               ("absl", "/work/mine.py", beta, ("mine",)),
+               ("tensorflow", deprecation, logs._TF_DEPRECATION,
+                (tfma + "writers/eval_config_writer.py:98", "tf_record_iterator", "tf_record", "soon", "use tf.data")),
+               ("tensorflow", deprecation, logs._TF_DEPRECATION,
+                ("/work/mine.py:3", "tf_record_iterator", "tf_record", "soon", "use tf.data"))]
+    root = logging.getLogger()
+    capsys.readouterr()
+    path = logs.setup(str(tmp_path / "x.log"))
+    try:
+        for name, pathname, msg, args in records:
+            logging.getLogger(name).handle(logging.LogRecord(name, logging.WARNING, pathname, 1, msg, args, None))
+    finally:
+        for handler in [h for h in root.handlers if getattr(h, "_albert_tfx", False)]:
+            root.removeHandler(handler)
+            handler.close()
+        logging.captureWarnings(False)
+    assert capsys.readouterr().err.splitlines() == [
+        "albert-pipeline: warning: Tensorflow version (mine) found. Note that TFMA support for TF 2.0 is currently in beta",
+        "albert-pipeline: warning: From /work/mine.py:3: tf_record_iterator (from tf_record) is deprecated and will be "
+        "removed soon."]
+    with open(path, encoding="utf-8") as f:
+        logged = f.read()
+    assert "(mine) found" in logged and "/work/mine.py:3" in logged
+    assert "2.21.0" not in logged and "eval_config_writer" not in logged

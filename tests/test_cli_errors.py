@@ -169,6 +169,7 @@ FAMILY = {
     "pipeline.spec": ["SpecError"],
     "pipeline.rehearsal": ["RehearsalError"],
     "pipeline.run_lock": ["RunInProgressError"],
+    "components.datagate_result": ["DataGateError"],
 }
 NAMES = {name for names in FAMILY.values() for name in names}
 

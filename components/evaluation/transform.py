@@ -33,7 +33,6 @@ needs nothing but text.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import unicodedata
@@ -302,10 +301,35 @@ def _record_batches(rows: Sequence[Mapping[str, str]], has_text_b: bool, batch_r
     return batches, tfxio.TensorAdapterConfig(schema, representations)
 
 
-def _rows_of(batch) -> List[Dict[str, list]]:
-    """One transformed RecordBatch → JSON-able rows (each column is a list of one row's values)."""
-    columns = batch.to_pydict()
-    return [dict(zip(columns, values)) for values in zip(*columns.values())]
+def _serialized(batch_and_unary) -> bytes:
+    """A transformed ``(RecordBatch, pass-through)`` as one Arrow IPC stream (a TFRecord's record)."""
+    import pyarrow as pa
+
+    batch = batch_and_unary[0]
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def _read_rows(pattern: str) -> List[Dict[str, np.ndarray]]:
+    """The transformed RecordBatches written under ``pattern``, as rows in ``__row_index__`` order."""
+    import pyarrow as pa
+
+    paths = sorted(tf.io.gfile.glob(pattern))
+    batches = [batch for record in (tf.data.TFRecordDataset(paths).as_numpy_iterator() if paths else [])
+               for batch in pa.ipc.open_stream(record)]
+    if not batches:
+        return []
+    table = pa.Table.from_batches(batches).combine_chunks()
+    n = table.num_rows
+
+    def values(name):  # a list<int64> column of equal-length rows → [n, length]
+        return np.asarray(table.column(name).chunk(0).flatten()).reshape(n, -1)
+
+    order = np.argsort(values(ROW_INDEX)[:, 0], kind="stable")
+    arrays = {k: values(k)[order] for k in table.column_names if k != ROW_INDEX}
+    return [{k: v[i] for k, v in arrays.items()} for i in range(n)]
 
 
 def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, has_text_b: bool,
@@ -315,8 +339,9 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
 
     Returns the transformed rows (dicts of numpy arrays) in input order and, with
     ``transform_output_dir``, writes the transform function there (``tft.TFTransformOutput``).
-    tf.Transform's TFXIO path: Arrow RecordBatches in, RecordBatches out (:func:`_record_batches`), not its
-    legacy instance dicts, which it converts to RecordBatches and back one row at a time. Rows carry an int64
+    tf.Transform's TFXIO path end to end: Arrow RecordBatches in (:func:`_record_batches`), RecordBatches out
+    (``output_record_batches=True``), written as Arrow IPC records and read back column by column; not its legacy
+    instance dicts, which it converts to RecordBatches and back one row at a time. Rows carry an int64
     ``__row_index__`` as a pass-through column (never seen by the graph) so the order can be restored (Beam
     does not promise it).
     """
@@ -337,14 +362,9 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
             if transform_output_dir:
                 _ = transform_fn | tft_beam.WriteTransformFn(transform_output_dir)
             _ = (transformed
-                 | "ToJson" >> beam.FlatMap(lambda batch_and_unary: [json.dumps(r) for r in _rows_of(batch_and_unary[0])])
-                 | "Write" >> beam.io.WriteToText(out_prefix, file_name_suffix=".jsonl"))
-    collected = []
-    for path in sorted(tf.io.gfile.glob(out_prefix + "*.jsonl")):
-        with open(path, encoding="utf-8") as f:
-            collected.extend(json.loads(line) for line in f if line.strip())
-    collected.sort(key=lambda r: int(np.asarray(r[ROW_INDEX]).reshape(-1)[0]))
-    return [{k: np.asarray(v) for k, v in r.items() if k != ROW_INDEX} for r in collected]
+                 | "ToArrowIpc" >> beam.Map(_serialized)
+                 | "Write" >> beam.io.WriteToTFRecord(out_prefix, file_name_suffix=".tfrecord"))
+    return _read_rows(out_prefix + "*.tfrecord")
 
 
 def _encoded_rows(rows: Sequence[Mapping[str, str]], has_text_b: bool) -> List[Dict[str, bytes]]:
