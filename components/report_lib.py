@@ -28,7 +28,7 @@ from components.file_io import exists, join, json_safe, makedirs, read_bytes, re
 from components.report.curves import CURVES_PNG, plot_curves
 from components.report.document import to_html, to_markdown
 from components.report.inputs import read_inputs
-from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks, table2_row
+from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks, suite_row, table2_row
 from components.report.sections import build_document
 from config.references import PAPER_ALBERT_BASE, REFERENCE_ROWS
 from trainer.files import METRICS_FILE
@@ -100,6 +100,9 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
         "data_read": inputs.data_read,
         "files": files,
     }
+    suite = suite_row(tasks)
+    if suite["columns"]:  # tasks beyond English: their row in Table 2's shape (absent from an English report)
+        summary["suite"] = suite
     payload = {"summary": summary, "results": inputs.results, "config": inputs.settings}
     write(join(out_dir, RESULTS_JSON), json.dumps(json_safe(payload), indent=2, sort_keys=True, allow_nan=False))
     return json_safe(summary)

@@ -25,7 +25,8 @@ from typing import Any, Dict, List, Optional
 from config.references import REFERENCE_ROWS  # report.reference: the published rows, with their numbers
 from config.encoder import LAYER_NORM_CHOICES, POSITION_INIT_CHOICES, SHARING_CHOICES, encoder_errors, named_fields
 from config.languages import NORMALIZATIONS, SENTENCE_SPLITTERS, VOCAB_KINDS, WORD_STARTS, english_value
-from config.schema import ConfigError, Section, check
+from config.schema import ConfigError, Section, check, plain_data
+from config.task_spec import CLUE_TASK_SETTINGS, SETTING_PREFIX as TASKS_SETTING, specs_from_config
 
 
 # What CorpusGen and ``albert-pipeline ingest`` read under the folders unless told otherwise: both Wikipedia formats
@@ -544,6 +545,14 @@ PAPER_FINETUNE: Dict[str, FinetuneHParams] = {
 RELEASE_V2_RACE = FinetuneHParams(1e-5, 32, 0.0, 0.1, 12000, 1000)
 GLUE_TASKS = ("CoLA", "SST-2", "MRPC", "STS-B", "MNLI", "QQP", "QNLI", "RTE", "WNLI")
 SQUAD_TASKS = {"1.1": "SQuAD1.1", "2.0": "SQuAD2.0"}
+# Beyond English (docs/languages.md, "Benchmarks beyond English"): CLUE's classification tasks run by the GLUE node
+# (config/task_spec.py), C3 by the RACE node (benchmarks.race_format=c3), CMRC2018 by the SQuAD node
+# (benchmarks.squad_metric=cmrc2018); each task's hparams row is under its name.
+CLUE_TASKS = tuple(CLUE_TASK_SETTINGS)
+RACE_FORMATS = {"race": "RACE", "c3": "C3"}          # benchmarks.race_format → the RACE node's task
+SQUAD_METRICS = {"official": None, "cmrc2018": "CMRC2018"}  # benchmarks.squad_metric → the SQuAD node's task
+# Result names a task of benchmarks.tasks may not take: every other node's tasks, and GLUE's split names.
+_RESERVED_TASK_NAMES = GLUE_TASKS + tuple(SQUAD_TASKS.values()) + ("RACE", "C3", "CMRC2018", "MNLI-m", "MNLI-mm")
 
 # Which fields of ``benchmarks`` each benchmark node reads (besides its hparams rows and the seed).
 _COMMON = ("checkpoint_selection", "eval_every", "max_eval_examples", "baselines")
@@ -592,8 +601,21 @@ class BenchmarkConfig(Section):
     # Fine-tuning precision: float32 | mixed_bfloat16 | auto (the faster, measured; trainer/precision.py). A node
     # receives it only when not float32, so nodes that do not set it keep their cache keys.
     mixed_precision: str = "float32"
+    # Beyond GLUE / SQuAD / RACE (docs/languages.md, "Benchmarks beyond English"); each left out of the section's
+    # JSON and every node's parameters at its default, so English keeps its cache keys.
+    # NAME → the spec of a classification task (config/task_spec.py: format, files, text_a, text_b, label, labels,
+    # metrics, ...) that glue_tasks may name, read from glue_dir/NAME/; CLUE's classification tasks are built in.
+    tasks: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    race_format: str = "race"  # the RACE node's data in race_dir: race (RACE's folders) | c3 (CLUE's C3 files)
+    squad_metric: str = "official"  # the SQuAD node (squad_dir): official (SQuAD's) | cmrc2018 (character level)
 
     INPUT_FIELDS = ("glue_dir", "squad_dir", "squad_v2_dir", "race_dir")
+    BEYOND_ENGLISH = ("tasks", "race_format", "squad_metric")
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Every field, less ``BEYOND_ENGLISH`` at their defaults (English keeps its JSON and cache keys)."""
+        data = _without_defaults(self, super().to_dict(), ("race_format", "squad_metric"))
+        return {k: v for k, v in data.items() if k != "tasks" or v}
 
     def nodes(self) -> Dict[str, str]:
         """Benchmark node key → data folder, for the data sets this config names.
@@ -609,7 +631,9 @@ class BenchmarkConfig(Section):
         if node == "glue":
             return list(self.glue_tasks)
         if node == "race":
-            return ["RACE"]
+            return [RACE_FORMATS.get(self.race_format, "RACE")]
+        if node == "squad" and SQUAD_METRICS.get(self.squad_metric):
+            return [SQUAD_METRICS[self.squad_metric]]
         return [SQUAD_TASKS["2.0" if node == "squad2" else self.squad_version]]
 
     def node_settings(self, node: str, pipeline_seed: int) -> Dict[str, Any]:
@@ -623,6 +647,14 @@ class BenchmarkConfig(Section):
             out["squad_version"] = "2.0" if node == "squad2" else self.squad_version
             if node == "squad2":
                 out["squad_train_file"], out["squad_dev_file"] = self.squad_v2_train_file, self.squad_v2_dev_file
+        # Beyond English, only where set: a node that does not use them keeps its parameters and cache key.
+        specs = {t: plain_data(self.tasks[t]) for t in self.glue_tasks if t in self.tasks} if node == "glue" else {}
+        if specs:
+            out["tasks"] = specs
+        if node == "race" and self.race_format != "race":
+            out["race_format"] = self.race_format
+        if node == "squad" and self.squad_metric != "official":
+            out["squad_metric"] = self.squad_metric
         out["hparams"] = {t: self.hparams[t].to_dict() for t in self.node_tasks(node) if t in self.hparams}
         out["seed"] = pipeline_seed if self.seed is None else self.seed
         if self.mixed_precision != "float32":
@@ -653,8 +685,24 @@ class BenchmarkConfig(Section):
         check(b.max_eval_examples >= 0, "benchmarks.max_eval_examples", b.max_eval_examples, ">= 0")
         for name in ("doc_stride", "max_query_length", "max_answer_length", "n_best_size"):
             check(getattr(b, name) >= 1, f"benchmarks.{name}", getattr(b, name), ">= 1")
+        check(b.race_format in RACE_FORMATS, "benchmarks.race_format", b.race_format, "|".join(RACE_FORMATS))
+        check(b.squad_metric in SQUAD_METRICS, "benchmarks.squad_metric", b.squad_metric, "|".join(SQUAD_METRICS))
+        if b.squad_metric == "cmrc2018":
+            check(b.squad_version == "1.1", "benchmarks.squad_version", b.squad_version,
+                  "1.1 with benchmarks.squad_metric=cmrc2018 (CMRC2018's files are SQuAD v1.1's format)")
+        specs = specs_from_config(b.tasks)  # a ConfigError naming benchmarks.tasks.<NAME>.<field>
+        for name in specs:
+            check(name.upper() not in {n.upper() for n in _RESERVED_TASK_NAMES}, f"{TASKS_SETTING}.{name}", name,
+                  "a name that no built-in task has (" + ", ".join(_RESERVED_TASK_NAMES) + ")")
         for task in b.glue_tasks:
-            check(task in GLUE_TASKS, "benchmarks.glue_tasks", task, "GLUE task names: " + ", ".join(GLUE_TASKS))
+            check(task in GLUE_TASKS or task in CLUE_TASKS or task in specs, "benchmarks.glue_tasks", task,
+                  "GLUE task names: " + ", ".join(GLUE_TASKS) + "; CLUE's: " + ", ".join(CLUE_TASKS)
+                  + f"; or a task of {TASKS_SETTING}")
+            if task in specs:
+                files = specs[task].files
+                check("train" in files and any(split.startswith("dev") for split in files),
+                      f"{TASKS_SETTING}.{task}.files", dict(files), "a train and a dev split (fine-tuned on train, "
+                      "scored on dev)")
         for node in b.nodes():
             for task in b.node_tasks(node):
                 check(task in b.hparams, f"benchmarks.hparams.{task}", None, "a hyper-parameter row for this task")
@@ -839,6 +887,6 @@ def replace(section, **changes):
 __all__ = ["ConfigError", "CorpusConfig", "DataConfig", "VocabConfig", "DataGenConfig", "ModelConfig", "TrainConfig",
            "VertexTrainingConfig", "TaskResources", "FinetuneHParams", "PAPER_FINETUNE", "RELEASE_V2_RACE", "BenchmarkConfig", "ReportConfig", "ReleaseConfig",
            "GateConfig",
-           "GLUE_TASKS", "SQUAD_TASKS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
+           "GLUE_TASKS", "SQUAD_TASKS", "CLUE_TASKS", "RACE_FORMATS", "SQUAD_METRICS", "BASELINES", "TRAIN_SCHEDULE_ONLY", "TPU_ACCELERATORS", "TPU_MACHINE_PREFIXES",
            "SHARING_CHOICES", "LONG_PHASE_OPTIONS", "TRAIN_LONG_PHASE_OPTIONS",
            "WIKIPEDIA_GLOBS", "BOOKS_GLOBS", "WIKIPEDIA_FORMATS", "MEMORY_UNITS"]

@@ -14,7 +14,7 @@
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
-    albert-pipeline score squad|squad2|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
+    albert-pipeline score squad|squad2|cmrc2018|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
 
 Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them. Results are JSON on stdout; progress
 and errors are lines on stderr (``pipeline/logs.py``). A bad input or setting ends with one line naming the file or
@@ -301,7 +301,7 @@ def _json_file(path: str, what: str, shape: type):
 
 def _check_score_inputs(args) -> None:
     """The shapes ``score`` reads, checked up front so a broken file is named instead of failing deep inside."""
-    if args.benchmark in ("squad", "squad2"):
+    if args.benchmark in ("squad", "squad2", "cmrc2018"):
         data = _json_file(args.dataset, "SQuAD dataset", dict)
         if not isinstance(data.get("data"), list) or not all(
                 isinstance(a, dict) and isinstance(a.get("paragraphs"), list) for a in data["data"]):
@@ -548,7 +548,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_convert)
 
     p = sub.add_parser("score", help="score predictions in the official formats")
-    p.add_argument("benchmark", choices=["squad", "squad2", "glue", "race"])
+    p.add_argument("benchmark", choices=["squad", "squad2", "cmrc2018", "glue", "race"])
     p.add_argument("dataset")
     p.add_argument("predictions")
     p.add_argument("--task", help="GLUE task name")

@@ -7,6 +7,12 @@
                                                                                  └─ RaceBenchmark ───┘        │
                     LatestBlessedModel (resolver: the pipeline's last blessed model) ─ Blesser ─ Pusher ──────┘
 
+Between CorpusGen and VocabGen sits the data gate (``gate.enabled``, docs/data.md "Data gate"): ``DataGateBaseline``
+(a resolver, local runs only: the result of the last span that went through) → ``DataGate`` (measures and checks the
+span, always publishes its result) → ``DataGateCheck`` (fails the run on a span that failed and was not accepted).
+VocabGen depends on the check without taking an artifact from it (``add_upstream_node``): no cache key moves, and
+nothing after the gate runs on a broken span.
+
 Raw inputs enter through Importers, so MLMD lineage runs from every score back to the raw files. The release
 is TFX's pattern: a ``LatestBlessedModelStrategy`` resolver finds the last blessed model, ``Blesser`` decides
 against it from the report (``release.*``) and always writes a ``ModelBlessing``, and ``Pusher`` pushes a blessed

@@ -10,6 +10,9 @@ For each node that will run, the reason is a diff against that node's newest exe
 the settings that changed (by their config names, from ``PipelineConfig.parameter_settings``: the same
 table the node's parameters are built from), the inputs that will be new, or "code" when the
 parameters and inputs are the same but the key is not (a changed executor or TFX version).
+Resolvers are RESOLVED with what they would hand on: the latest blessed model, and the data gate's baseline (which
+depends on the span CorpusGen hands on, so it is known only when CorpusGen is a cache hit). Whether the gate's check
+will pass is not known before it runs: on a broken span the run stops there although plan lists what follows.
 """
 from __future__ import annotations
 

@@ -199,7 +199,7 @@ SLOW = {
     "test_pipeline_e2e.py", "test_cli_run.py", "test_change_impact.py", "test_trainer.py", "test_exit_codes.py",
     "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_crash_rerun_bytes.py",
     "test_eval_transform.py",
-    "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
+    "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_eval_clue_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
     "test_benchmark_only.py::test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source",
     "test_benchmark_only.py::test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model",
     "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",

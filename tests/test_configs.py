@@ -49,7 +49,8 @@ def test_overrides_are_typed_and_reach_nested_tables():
     ("datagen.random_pool_documents=1", "config datagen.random_pool_documents=1 is invalid: expected >= 2"),
     ("datagen.random_pool_max_chars=0", "config datagen.random_pool_max_chars=0 is invalid: expected >= 1"),
     ("benchmarks.glue_tasks=COLA", "config benchmarks.glue_tasks='COLA' is invalid: expected GLUE task names: "
-                                   "CoLA, SST-2, MRPC, STS-B, MNLI, QQP, QNLI, RTE, WNLI"),
+                                   "CoLA, SST-2, MRPC, STS-B, MNLI, QQP, QNLI, RTE, WNLI; CLUE's: AFQMC, TNEWS, "
+                                   "IFLYTEK, CMNLI, OCNLI, CSL, CLUEWSC2020; or a task of benchmarks.tasks"),
     ("no_equals_sign", "override 'no_equals_sign' must look like section.key=value"),
 ])
 def test_bad_overrides_fail_clearly(override, message):

@@ -14,15 +14,15 @@ import os
 
 import pytest
 
-from tests.test_change_impact import BASE, IMPORTERS, RELEASE, RESOLVER, _last_run
-from tests.test_schedule_ticks import CORPUS_DOWN, add_span_2, data_layout
+from tests.test_change_impact import BASE, IMPORTERS, RELEASE, RESOLVERS, _last_run
+from tests.test_schedule_ticks import CORPUS_DOWN, RESENT_SPAN, add_span_2, data_layout
 
 
 def _config(root):
     from pipeline.configs import build_config
     from pipeline.resolve import resolve_config
 
-    return resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=BASE + [
+    return resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=BASE + RESENT_SPAN + [
         f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}", "train.init_from=latest_blessed",
         f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null"]), local=True)
 
@@ -33,7 +33,7 @@ def _tick(root):
     from pipeline.plan import plan
 
     config = _config(root)
-    predicted = {r.node for r in plan(config) if r.status == "WILL RUN"} - IMPORTERS - {RESOLVER}
+    predicted = {r.node for r in plan(config) if r.status == "WILL RUN"} - IMPORTERS - RESOLVERS
     run_local(config)
     states, _ = _last_run(config.metadata_path)
     executed = {n for n, s in states.items() if s == "EXECUTED"} - IMPORTERS

@@ -5,7 +5,8 @@ Real ticks on tests/test_schedule_ticks.py's layout (the sample Wikipedia dump a
 tests/test_change_impact.py's small DAG with every benchmark off (the gate sits before them): span 1 passes and
 trains; then a span of another language, a boilerplate span, a span of binary garbage and a span re-sending span 1
 each stop the run with exit 2 and one line per failed check, record their result (``passed`` 0, the anomalies) in
-MLMD, and run nothing after the gate; ``--set gate.accept=5`` lets the re-sent span through. An empty span stops at
+MLMD, and run nothing after the gate; ``--set gate.accept=5`` lets the re-sent span through, and the next tick,
+without the setting, keeps it accepted (nothing reruns but the gate). An empty span stops at
 CorpusGen already (no documents survived ingestion); the gate's own ``min_documents`` is checked by running the
 node's shell (``datagate_beam.gate_documents``) on an empty documents folder, with contamination counted on the
 bundled SQuAD and RACE dev sets.
@@ -170,6 +171,239 @@ def ticks(tmp_path_factory):
     shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-5")  # span 1 sent again
     tick("span 5")
     tick("span 5 accepted", ["gate.accept=5"])
+    tick("span 5 again")  # the next tick, the setting gone: span 5 stays accepted
     write_extracted(root / "data" / "wiki" / "span-6", empty_docs())
     tick("span 6")
     return root, out
+
+
+# -- what the ticks did ----------------------------------------------------------------------------------------
+
+def _ran(states):
+    return {node for node, state in states.items() if state != "CACHED"} - {"WikipediaImporter", "LatestBlessedModel",
+                                                                           "DataGateBaseline"}
+
+
+def _predicted(rows):
+    return {r.node for r in rows if r.status == "WILL RUN"} - {"WikipediaImporter", "LatestBlessedModel",
+                                                               "DataGateBaseline"}
+
+
+def _files(result):
+    from tensorflow_metadata.proto.v0 import anomalies_pb2, schema_pb2, statistics_pb2
+
+    def read(name, proto):
+        with open(os.path.join(result["uri"], name), "rb") as f:
+            return proto.FromString(f.read())
+
+    with open(os.path.join(result["uri"], "gate.json")) as f:
+        summary = json.load(f)
+    return (summary, read("statistics.pb", statistics_pb2.DatasetFeatureStatisticsList),
+            read("schema.pb", schema_pb2.Schema), read("anomalies.pb", anomalies_pb2.Anomalies))
+
+
+def test_span_1_is_checked_against_the_absolute_limits_alone_passes_and_trains(ticks):
+    from components.datagate.checks import CHECKS, GateLimits
+    from components.datagate.protos import limits_to_schema
+
+    _, out = ticks
+    code, stderr, states, result, rows = out["span 1"]
+    assert code == 0, stderr[-3000:]
+    assert _ran(states) == _predicted(rows) == {"CorpusGen"} | GATE | AFTER_GATE
+    assert set(states.values()) == {"COMPLETE"}
+    assert (result["span"], result["passed"], result["accepted"], result["state"]) == (1, 1, 0, "LIVE")
+    assert "baseline_span" not in result
+    assert ("albert-pipeline: data gate: span 1 passed all 10 checks (no baseline: first span through the gate, so "
+            "only the absolute limits apply)") in stderr.splitlines()
+    summary, statistics, schema, anomalies = _files(result)
+    assert [c["name"] for c in summary["checks"]] == [c.limit for c in CHECKS if c.kind == "absolute"]
+    assert summary["checks"][0]["message"] == ("span 1: check min_documents = 19, limit >= 1: passed (absolute; "
+                                               "first span: no baseline, drift not checked)")
+    assert (summary["baseline"], summary["documents"], summary["characters"]) == (None, 19, 234715)
+    assert [d.name for d in statistics.datasets] == ["span-1", "span-1/corpus/en"]
+    assert statistics.datasets[0].num_examples == 19
+    assert schema == limits_to_schema(GateLimits())
+    assert anomalies.baseline == schema and not anomalies.anomaly_info  # the limits checked against; nothing failed
+    assert not anomalies.HasField("dataset_anomaly_info") and not anomalies.data_missing
+
+
+# span → the checks it fails, in CHECKS order; every one compared with span 1, the last span that went through.
+BAD_SPANS = {
+    "span 2": ["max_word_length_share", "min_volume_ratio", "max_unigram_jsd", "max_language_mix_distance"],
+    "span 3": ["max_symbols_share", "max_duplicate_lines_share", "max_duplicate_ngrams_share", "max_unigram_jsd"],
+    "span 4": ["max_word_length_share", "max_symbols_share", "max_few_letters_share", "min_volume_ratio",
+               "max_unigram_jsd", "max_language_mix_distance"],
+    "span 5": ["max_previous_exact_duplicate_share", "max_previous_near_duplicate_share"],
+}
+
+
+@pytest.mark.parametrize("tick", sorted(BAD_SPANS))
+def test_a_bad_span_stops_before_the_vocabulary_with_a_line_per_failed_check(ticks, tick):
+    from components.datagate.protos import failures_from_anomalies
+
+    _, out = ticks
+    code, stderr, states, result, rows = out[tick]
+    span, failed = int(tick.split()[1]), BAD_SPANS[tick]
+    assert code == 2, stderr[-3000:]
+    # Nothing after the gate ran; the check failed; the result is published (LIVE) with the anomalies.
+    assert states == {"WikipediaImporter": "COMPLETE", "LatestBlessedModel": "COMPLETE", "CorpusGen": "COMPLETE",
+                      "DataGateBaseline": "COMPLETE", "DataGate": "COMPLETE", "DataGateCheck": "FAILED"}
+    assert _predicted(rows) == {"CorpusGen"} | GATE | AFTER_GATE  # plan cannot know the verdict
+    assert result == {"uri": result["uri"], "state": "LIVE", "span": span, "passed": 0, "accepted": 0,
+                      "baseline_span": 1, "failed": ",".join(failed)}
+    summary, _, _, anomalies = _files(result)
+    assert [name for name, _ in failures_from_anomalies(anomalies)] == failed == summary["failed"]
+    # The CLI: the error line, then exactly one line per failed check naming the span, the check, value and limit.
+    lines = stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("albert-pipeline run: error: "))
+    assert lines[start].startswith(
+        f"albert-pipeline run: error: the data gate stopped span {span} before the vocabulary, pretraining data and "
+        f"Trainer: {len(failed)} of 17 checks failed; anomalies in {result['uri']}; --set gate.accept={span} lets it "
+        "through knowingly (full traceback: ")
+    checks = {c["name"]: c for c in summary["checks"]}
+    assert lines[start + 1:] == [
+        f"span {span}: check {name} = {checks[name]['value']:.4g}, limit {'>=' if name.startswith('min_') else '<='} "
+        f"{checks[name]['limit']:.4g}: FAILED ({'absolute' if checks[name]['kind'] == 'absolute' else 'drift against span 1'})"
+        for name in failed]
+
+
+def test_the_failed_checks_name_the_values_and_limits(ticks):
+    _, out = ticks
+    lines = {tick: out[tick][1].splitlines()[-len(failed):] for tick, failed in BAD_SPANS.items()}
+    assert lines["span 5"] == [
+        "span 5: check max_previous_exact_duplicate_share = 1, limit <= 0.05: FAILED (drift against span 1)",
+        "span 5: check max_previous_near_duplicate_share = 1, limit <= 0.1: FAILED (drift against span 1)"]
+    assert "span 2: check max_language_mix_distance = 1, limit <= 0.25: FAILED (drift against span 1)" in lines["span 2"]
+    assert "span 3: check max_duplicate_lines_share = 1, limit <= 0.1: FAILED (absolute)" in lines["span 3"]
+    assert "span 4: check max_few_letters_share = 1, limit <= 0.05: FAILED (absolute)" in lines["span 4"]
+
+
+def test_gate_accept_lets_a_span_through_knowingly_and_it_stays_accepted(ticks):
+    _, out = ticks
+    code, stderr, states, result, rows = out["span 5 accepted"]
+    assert code == 0, stderr[-3000:]
+    # CorpusGen's output for span 5 is the failed tick's (cached); the gate decides again, everything after it runs.
+    assert _ran(states) == _predicted(rows) == GATE | AFTER_GATE
+    assert states["CorpusGen"] == "CACHED"
+    gate_row = next(r for r in rows if r.node == "DataGate")
+    assert "setting gate.accept: None → 5" in gate_row.reasons
+    assert (result["passed"], result["accepted"]) == (0, 1)
+    summary, _, _, _ = _files(result)
+    assert (summary["accepted_by"], summary["failed"]) == ("gate.accept=5", BAD_SPANS["span 5"])
+    assert ("albert-pipeline: warning: data gate: span 5 failed 2 of 17 checks and goes through, accepted with "
+            "gate.accept=5: span 5: check max_previous_exact_duplicate_share = 1") in stderr
+    # The next tick without the setting: the earlier acceptance of the same data is DataGate's input; the gate
+    # decides once more (accepted) and everything after it is a cache hit, the release aside (it decides once more
+    # against the model the last tick blessed: docs/release.md).
+    code, stderr, states, again, rows = out["span 5 again"]
+    assert code == 0, stderr[-3000:]
+    assert _ran(states) == _predicted(rows) == GATE | {"Blesser", "Pusher"}
+    assert (again["passed"], again["accepted"]) == (0, 1) and again["uri"] != result["uri"]
+    assert _files(again)[0]["accepted_by"] == f"gate.accept=5 in an earlier run (its result: {result['uri']})"
+    baseline_row = next(r for r in rows if r.node == "DataGateBaseline")
+    assert baseline_row.reasons[0].startswith("span 5: baseline span 1 (artifact ")
+    assert "; accepted in an earlier run (artifact " in baseline_row.reasons[0]
+
+
+def test_an_empty_span_stops_at_corpus_gen(ticks):
+    root, out = ticks
+    code, stderr, states, result, _ = out["span 6"]
+    assert code == 2 and result is None
+    assert states == {"WikipediaImporter": "COMPLETE", "LatestBlessedModel": "COMPLETE", "CorpusGen": "FAILED"}
+    assert "no documents survived ingestion (inputs empty or all too short; skipped: {\"wikipedia\": " \
+           "{\"duplicate_documents\": 0, \"empty_files\": 0, \"short_documents\": 3}})" in stderr
+
+
+# -- the shell, directly ---------------------------------------------------------------------------------------
+
+def _documents_folder(folder, docs):
+    """A CorpusGen-shaped folder (one shard) holding ``docs``."""
+    from components.text.documents import to_text_block
+
+    os.makedirs(folder)
+    with open(os.path.join(folder, "documents-00000-of-00001.txt"), "w", encoding="utf-8") as f:
+        f.write("".join(to_text_block(d) for d in docs))
+    return str(folder)
+
+
+def test_the_gate_stops_an_empty_span_on_min_documents(tmp_path):
+    from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+    from components import datagate_beam, datagate_result
+
+    summary = datagate_beam.gate_documents(_documents_folder(tmp_path / "docs", []), str(tmp_path / "r"), span=7)
+    assert (summary["documents"], summary["failed"], summary["passed"]) == (0, ["min_documents"], False)
+    with open(tmp_path / "r" / "anomalies.pb", "rb") as f:
+        assert anomalies_pb2.Anomalies.FromString(f.read()).data_missing
+    with pytest.raises(datagate_result.DataGateError) as info:
+        datagate_result.verdict(summary, str(tmp_path / "r"))
+    assert str(info.value).splitlines()[1:] == [
+        "span 7: check min_documents = 0, limit >= 1: FAILED (absolute; first span: no baseline, drift not checked)"]
+
+
+def test_contamination_counts_the_reading_dev_passages_found_in_the_span(tmp_path):
+    from components import datagate_beam
+    from components.evaluation.squad.reading import load_squad_json
+    from components.text.documents import make_document
+
+    squad = os.path.join(REPO, "data", "sample", "squad", "dev-v1.1-sample.json")
+    passages = datagate_beam.dev_passages([squad], os.path.join(REPO, "data", "sample", "race"))
+    context = load_squad_json(squad)[0]["paragraphs"][1]["context"]
+    docs = [make_document("a", "corpus", "a", ["Some words of our own before the copied paragraph.", context]),
+            make_document("b", "corpus", "b", ["An unrelated document about the weather in spring. " * 5])]
+    summary = datagate_beam.gate_documents(_documents_folder(tmp_path / "docs", docs), str(tmp_path / "r"), span=1,
+                                           passages=passages)
+    n_squad = sum(len(a["paragraphs"]) for a in load_squad_json(squad))
+    assert summary["contamination"] == {"passages": len(passages), "short": 0,
+                                        "contaminated": ["dev-v1.1-sample.json:0:1"], "share": 1 / len(passages)}
+    assert len(passages) == n_squad + sum(p[0].startswith("race:") for p in passages)
+    check = summary["checks"][-1]
+    assert (check["name"], check["value"], check["limit"], check["passed"]) == (
+        "max_contaminated_share", 1 / len(passages), 1.0, True)  # measured and reported: the default limit is 1
+
+
+# -- configuration and cache keys ------------------------------------------------------------------------------
+
+def test_the_gate_section_holds_gate_limits_under_the_same_names_and_defaults():
+    import dataclasses
+
+    from components.datagate.checks import GateLimits
+    from config import GateConfig
+
+    assert GateConfig().limits() == dataclasses.asdict(GateLimits())
+    assert GateConfig(accept=3).params() == {**dataclasses.asdict(GateLimits()), "accept": 3}
+
+
+def test_the_gate_moves_no_other_nodes_cache_key():
+    """The DAG with the gate and without (``gate.enabled=false``: the DAG as before the gate): every other node's
+    compiled IR is the same but for its list of upstream / downstream nodes, which no cache key reads (VocabGen
+    waits for DataGateCheck); so a store made before the gate serves every node but the gate's from its cache."""
+    from tfx.dsl.compiler import compiler
+
+    from pipeline.configs import build_config
+    from pipeline.pipeline import create_pipeline
+
+    def nodes(overrides):
+        ir = compiler.Compiler().compile(create_pipeline(build_config("sample", overrides=overrides)))
+        return ir, {n.pipeline_node.node_info.id: n.pipeline_node for n in ir.nodes}
+
+    (on_ir, on), (off_ir, off) = nodes([]), nodes(["gate.enabled=false"])
+    assert set(on) - set(off) == {"DataGateBaseline", "DataGate", "DataGateCheck"} and set(off) <= set(on)
+    assert on_ir.pipeline_info == off_ir.pipeline_info
+    assert list(on["VocabGen"].upstream_nodes) == ["CorpusGen", "DataGateCheck"]
+    for node_id, node in off.items():
+        with_gate = type(node)()
+        with_gate.CopyFrom(on[node_id])
+        for pn in (with_gate, node):
+            del pn.upstream_nodes[:]
+            del pn.downstream_nodes[:]
+        assert with_gate == node, node_id
+    on_specs, off_specs = _executor_specs(on_ir), _executor_specs(off_ir)  # the executor spec is in the key too
+    assert set(on_specs) - set(off_specs) == {"DataGate", "DataGateCheck"}
+    assert all(on_specs[k] == spec for k, spec in off_specs.items())
+
+
+def _executor_specs(ir):
+    from tfx.orchestration.local import runner_utils
+
+    return dict(runner_utils.extract_local_deployment_config(ir).executor_specs)

@@ -81,7 +81,7 @@ def test_spec_defaults_and_yaml_integers():
                         "text_b, label, labels, regression, metrics, header, id, list_join, skip_labels"),
     ({"format": None}, "config benchmarks.tasks.AFQMC.format is missing: every task needs format, files, text_a and "
                        "label"),
-    ({"format": "csv"}, "config benchmarks.tasks.AFQMC.format='csv' is invalid: expected jsonl or tsv"),
+    ({"format": "csv"}, "config benchmarks.tasks.AFQMC.format='csv' is invalid: expected jsonl, json or tsv"),
     ({"header": True}, "config benchmarks.tasks.AFQMC.header is for tsv files only; benchmarks.tasks.AFQMC.format "
                        "is jsonl"),
     ({"files": {}}, "config benchmarks.tasks.AFQMC.files={} is invalid: expected a mapping of split to file name, "
@@ -97,13 +97,13 @@ def test_spec_defaults_and_yaml_integers():
     ({"regression": True}, "config benchmarks.tasks.AFQMC.labels must be empty for a regression task "
                            "(benchmarks.tasks.AFQMC.regression is true)"),
     ({"regression": "yes"}, "config benchmarks.tasks.AFQMC.regression='yes' is invalid: expected true or false"),
-    ({"metrics": ["macro_f1"]}, "config benchmarks.tasks.AFQMC.metrics: unknown metric 'macro_f1'; expected some of "
-                                "accuracy, f1, mcc, pearson, spearman"),
+    ({"metrics": ["bleu"]}, "config benchmarks.tasks.AFQMC.metrics: unknown metric 'bleu'; expected some of "
+                            "accuracy, f1, macro_f1, mcc, pearson, spearman"),
     ({"metrics": ["pearson"]}, "config benchmarks.tasks.AFQMC.metrics: pearson is a regression metric, and this "
                                "task is a classification task"),
     ({"labels": ["a", "b", "c"], "metrics": ["f1"]},
      "config benchmarks.tasks.AFQMC.metrics: f1 (of label id 1) needs exactly two labels, "
-     "benchmarks.tasks.AFQMC.labels has 3"),
+     "benchmarks.tasks.AFQMC.labels has 3 (macro_f1 averages every class's F1)"),
     ({"list_join": 1}, "config benchmarks.tasks.AFQMC.list_join=1 is invalid: expected a string (the separator put "
                        "between the list's items)"),
     ({"skip_labels": ["1"]}, "config benchmarks.tasks.AFQMC.skip_labels: '1' is also one of "
@@ -218,6 +218,31 @@ def test_nested_keys_lists_skipped_labels_and_unlabeled_splits(tmp_path):
     assert read_task(spec, "test", str(tmp_path)) == [GlueExample("test-0", "下雨", "天晴", None)]
     with pytest.raises(InputError):
         read_task(spec, "test", str(tmp_path), labeled=True)
+
+
+def test_json_array_files_as_klue_ships_them(tmp_path):
+    """format: json (one array of objects: KLUE's YNAT, NLI, STS files); errors name the item as path[index]."""
+    spec = ClassificationSpec.from_dict("YNAT", {
+        "format": "json", "files": {"dev": "ynat_dev.json"}, "text_a": "title", "label": "label",
+        "labels": ["IT과학", "경제", "사회", "생활문화", "세계", "스포츠", "정치"], "metrics": ["macro_f1"], "id": "guid"})
+    items = [{"guid": "ynat-v1_dev_00000", "title": "5억원 무이자 융자는 되고", "label": "사회"},
+             {"guid": "ynat-v1_dev_00001", "title": "왜 수소충전소만 더 멀리", "label": "사회"}]
+    path = write(tmp_path / "YNAT" / "ynat_dev.json", json.dumps(items, ensure_ascii=False, indent=1))
+    assert read_task(spec, "dev", str(tmp_path)) == [
+        GlueExample("dev-ynat-v1_dev_00000", "5억원 무이자 융자는 되고", None, "사회"),
+        GlueExample("dev-ynat-v1_dev_00001", "왜 수소충전소만 더 멀리", None, "사회")]
+    write(path, json.dumps([items[0], {"guid": "x", "label": "사회"}], ensure_ascii=False))
+    with pytest.raises(InputError) as caught:
+        read_task(spec, "dev", str(tmp_path))
+    assert one_line(caught.value) == f"{path}[1]: no key 'title' (benchmarks.tasks.YNAT.text_a)"
+    write(path, json.dumps({"data": items}))
+    with pytest.raises(InputError) as caught:
+        read_task(spec, "dev", str(tmp_path))
+    assert one_line(caught.value) == (f"{path}: a JSON dict, not an array; benchmarks.tasks.YNAT.format says one JSON "
+                                      "array of objects")
+    with pytest.raises(ConfigError) as caught:
+        ClassificationSpec.from_dict("YNAT", {**AFQMC, "format": "json", "text_a": 0})
+    assert one_line(caught.value) == "config benchmarks.tasks.YNAT.text_a=0 is invalid: a json task names JSON keys"
 
 
 TSV_SPEC = {"format": "tsv", "files": {"train": "train.tsv"}, "text_a": "sentence1", "text_b": "sentence2",
@@ -444,12 +469,16 @@ def _answer_pieces(examples, tokenizer):
 
 def test_cmrc2018_alignment_with_wordpiece(wordpiece):
     """WordPiece pieces of Chinese are single characters: every answer maps to exactly its own pieces, over
-    [UNK] pieces (志愿) and full-width commas (which ALBERT's per-character normalisation maps to ',')."""
+    [UNK] pieces (志愿) and full-width commas. WordPiece contexts are aligned by offsets (squad/alignment.py
+    wordpiece_piece_spans), not by the official SentencePiece LCS: each [UNK] covers exactly its own character."""
     train = C.read_cmrc2018(str(FIXTURES / "CMRC2018"), "train")
     alignment, pieces = _answer_pieces(train, wordpiece)
-    assert alignment.official
+    assert not alignment.official   # offsets, not the LCS
     assert pieces == [["2024", "年"], ["apt"], ["很", "多", "[UNK]", "[UNK]", "者"]]
-    assert alignment.spans[50:53].tolist() == [[60, 62], [60, 62], [62, 63]]   # the two [UNK]s share 志愿
+    assert alignment.spans[50:53].tolist() == [[60, 61], [61, 62], [62, 63]]   # 志, 愿, 者
+    assert [(p, train[0].context[s:e]) for p, (s, e) in zip(alignment.pieces[:10], alignment.spans.tolist())] == [
+        ("debian", "debian"), ("是", "是"), ("一", "一"), ("个", "个"), ("发", "发"), ("行", "行"), ("版", "版"),
+        ("，", "，"), ("2024", "2024"), ("年", "年")]
     dev = C.read_cmrc2018(str(FIXTURES / "CMRC2018"), "dev")
     assert _answer_pieces(dev, wordpiece)[1] == [["网", "站", "上"], ["在", "网", "站", "上"], ["网", "站"], ["12"],
                                                  ["版", "本", "12"], ["12"]]
@@ -476,16 +505,6 @@ def test_cmrc2018_features_with_sentencepiece(albert):
     assert [m.doc_offset for m in metas] == [6, 5, 5]
 
 
-class _PieceIds:
-    """What squad/features.py:88 asks of ``tokenizer.sp``, answered from a WordPiece vocabulary."""
-
-    def __init__(self, tokenizer):
-        self.ids = {piece: i for i, piece in enumerate(tokenizer.pieces)}
-
-    def piece_to_id(self, piece):
-        return self.ids[piece]
-
-
 def _wordpiece_features(tokenizer, split):
     examples = C.read_cmrc2018(str(FIXTURES / "CMRC2018"), split)
     return convert_squad_examples(examples, tokenizer, max_seq_length=64, doc_stride=32, max_query_length=16,
@@ -496,10 +515,9 @@ EXPECTED_WORDPIECE = {"start_positions": [21, 0, 38, 0, 0, 29], "end_positions":
                       "is_impossible": [0, 1, 0, 1, 1, 0]}
 
 
-def test_cmrc2018_features_with_wordpiece_once_ids_come_from_its_vocabulary(wordpiece, monkeypatch):
-    """Everything but one id lookup already works with WordPiece: given that lookup, the windows (two per question
-    at 64 positions) carry each answer's first and last piece."""
-    monkeypatch.setattr(wordpiece, "sp", _PieceIds(wordpiece), raising=False)
+def test_cmrc2018_features_with_wordpiece(wordpiece):
+    """The windows (two per question at 64 positions) carry each answer's first and last piece; ids come from the
+    tokenizer's own vocabulary (piece_to_id), whichever kind it is."""
     arrays, metas = _wordpiece_features(wordpiece, "train")
     assert {k: arrays[k].tolist() for k in EXPECTED_WORDPIECE} == EXPECTED_WORDPIECE
     assert [(m.doc_offset, m.doc_start, m.doc_length) for m in metas] == [
@@ -508,24 +526,96 @@ def test_cmrc2018_features_with_wordpiece_once_ids_come_from_its_vocabulary(word
     assert wordpiece.convert_ids_to_pieces(first[21:23]) == ["2024", "年"]
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="squad/features.py:88 takes ids from tokenizer.sp.piece_to_id: AlbertTokenizer's alone")
-def test_cmrc2018_features_with_wordpiece(wordpiece):
-    arrays, _ = _wordpiece_features(wordpiece, "train")
-    assert {k: arrays[k].tolist() for k in EXPECTED_WORDPIECE} == EXPECTED_WORDPIECE
-
-
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="a context the official alignment drops (most characters [UNK]) falls back to "
-                          "squad/alignment.py:257, SentencePiece byte offsets through tokenizer.sp")
 def test_mostly_unknown_context_aligns_with_wordpiece(wordpiece):
+    """A context of mostly [UNK] pieces (which the SentencePiece LCS would call a MISMATCH) aligns exactly too, and
+    so do words cut by WordPiece, accents, full-width letters and the control characters BERT drops."""
     context = "春眠不觉晓，处处闻啼鸟。"
     alignment = align_contexts([context], wordpiece)[0]
     assert alignment.pieces == wordpiece.tokenize(context)
+    assert alignment.spans.tolist() == [[k, k + 1] for k in range(len(context))]
+    mixed = "Ｄebian\u00a0Straße, naïve ΣΑΣ  x\x0by 的 [UNK] ##ab"
+    alignment = align_contexts([mixed], wordpiece)[0]
+    assert [(p, mixed[s:e]) for p, (s, e) in zip(alignment.pieces, alignment.spans.tolist())] == [
+        ("[UNK]", "Ｄebian"), ("straße", "Straße"), (",", ","), ("n", "n"), ("##a", "a"), ("##i", "ï"),
+        ("##v", "v"), ("##e", "e"), ("[UNK]", "ΣΑΣ"), ("x", "x"), ("##y", "y"), ("的", "的"), ("[", "["),
+        ("unk", "UNK"), ("]", "]"), ("#", "#"), ("#", "#"), ("a", "a"), ("##b", "b")]
+
+
+# ---------------------------------------------------------------------------------------------
+# CMRC2018's official scorer (components/evaluation/squad/cmrc2018.py) on known predictions
+
+
+def test_nltk_word_tokenizer_restated():
+    """Expected lists written by nltk 3.10.4's NLTKWordTokenizer().tokenize (what nltk.word_tokenize applies to each
+    sentence); the restatement also agreed with it on 3,000 random strings of quotes, brackets and punctuation."""
+    from components.evaluation.squad.cmrc2018 import word_tokenize
+    assert word_tokenize("iPhone 12, (3.5GHz) don't Mr. Smith. ok.") == [
+        "iPhone", "12", ",", "(", "3.5GHz", ")", "do", "n't", "Mr.", "Smith.", "ok", "."]
+    assert word_tokenize('He said "hi" -- and left...') == ["He", "said", "``", "hi", "''", "--", "and", "left",
+                                                            "..."]
+    assert word_tokenize("cannot gonna 'twas") == ["can", "not", "gon", "na", "'", "twas"]
+    assert word_tokenize("$3.88 (roughly 3,36 euros)") == ["$", "3.88", "(", "roughly", "3,36", "euros", ")"]
+    assert word_tokenize("«hi» ‘x’ “y” a:b, c:1 d;e 5%") == [
+        "«", "hi", "»", "‘", "x", "’", "“", "y", "”", "a", ":", "b", ",", "c:1", "d", ";", "e", "5", "%"]
+
+
+def test_cmrc2018_segmentation_and_scores():
+    from components.evaluation.squad import cmrc2018 as M
+    # Each Chinese character a segment, English runs NLTK's words; the listed punctuation dropped for F1 (a single
+    # "…" is not in the list: the list holds "……", two characters).
+    assert M.mixed_segmentation("版本12支持Linux。") == ["版", "本", "12", "支", "持", "linux", "。"]
+    assert M.mixed_segmentation("《版本12》支持 iPhone 12，好…", rm_punc=True) == [
+        "版", "本", "12", "支", "持", "iphone", "12", "好", "…"]
+    assert M.remove_punctuation(" 《网站上》，") == "网站上"
+    # find_lcs: the longest common *contiguous* run of segments (a subsequence would be 3 here, not 2).
+    assert M.find_lcs(["在", "网", "站", "上"], ["网", "站", "的", "上"]) == (["网", "站"], 2)
+    # F1 = 2PR/(P+R) with P over the prediction's segments, R over the answer's; the best gold answer counts.
+    assert M.f1_score(["网站上", "在网站上"], "网站") == pytest.approx(2 * 1.0 * (2 / 3) / (1.0 + 2 / 3))
+    assert M.f1_score(["版本12"], "12") == pytest.approx(2 * 1.0 * (1 / 3) / (1 + 1 / 3))   # 版 本 12 vs 12
+    assert M.f1_score(["网站"], "邮件") == 0.0
+    assert (M.em_score(["在网站上"], "在网站上。"), M.em_score(["网站"], "网 站")) == (1, 0)
+
+
+def test_cmrc2018_metrics_on_known_predictions(tmp_path):
+    from components.evaluation.score import score
+    from components.evaluation.squad.cmrc2018 import cmrc2018_metrics
+    dev = str(FIXTURES / "CMRC2018" / "dev.json")
+    # Question 0's golds: 网站上 / 在网站上 / 网站; question 1's: 12 / 版本12 / 12.
+    predictions = {"DEV_1_QUERY_0": "网站上，", "DEV_1_QUERY_1": "版本12支持"}
+    # Question 0: "，" is dropped, so EM 1 and F1 1. Question 1: 版 本 12 支 持 (5 segments) against 版 本 12
+    # (P 3/5, R 1: F1 0.75) or 12 (P 1/5, R 1: F1 1/3); no exact match.
+    assert cmrc2018_metrics(dev, predictions) == {"exact_match": 50.0, "f1": 100 * (1.0 + 0.75) / 2, "total": 2,
+                                                  "missing": 0}
+    assert cmrc2018_metrics(dev, {"DEV_1_QUERY_1": "12"}) == {"exact_match": 50.0, "f1": 50.0, "total": 2,
+                                                               "missing": 1}
+    path = tmp_path / "predictions.json"
+    path.write_text(json.dumps(predictions, ensure_ascii=False), encoding="utf-8")
+    assert score("cmrc2018", dev, str(path)) == {**cmrc2018_metrics(dev, predictions), "benchmark": "cmrc2018",
+                                                 "dataset": dev}
+
+
+def test_macro_f1_is_sklearns():
+    import numpy as np
+    from sklearn.metrics import f1_score
+
+    from components.evaluation.metrics import glue_metrics, macro_f1
+    rng = np.random.RandomState(0)
+    for n, classes in ((1, 2), (7, 3), (50, 7), (200, 5)):
+        labels, predictions = rng.randint(0, classes, n), rng.randint(0, classes, n)
+        assert macro_f1(predictions, labels) == pytest.approx(f1_score(labels, predictions, average="macro"),
+                                                              abs=1e-12)
+    assert macro_f1([0, 0, 0], [0, 1, 2]) == pytest.approx(f1_score([0, 1, 2], [0, 0, 0], average="macro"))
+    spec = ClassificationSpec.from_dict("YNAT", {"format": "jsonl", "files": {"dev": "dev.json"}, "text_a": "title",
+                                                 "label": "label", "labels": ["a", "b", "c"],
+                                                 "metrics": ["macro_f1", "accuracy"]})
+    values = glue_metrics(spec, [0, 1, 1, 2], [0, 1, 2, 2])
+    assert values == {"macro_f1": pytest.approx((1 + 2 / 3 + 2 / 3) / 3), "accuracy": 0.75,
+                      "score": pytest.approx(((1 + 2 / 3 + 2 / 3) / 3 + 0.75) / 2), "n": 4}
 
 
 def test_pure_cores_import_no_framework():
-    code = ("import sys\nimport components.evaluation.task_spec, components.evaluation.clue\n"
+    code = ("import sys\nimport components.evaluation.task_spec, components.evaluation.clue, "
+            "components.evaluation.squad.cmrc2018, config.task_spec\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'apache_beam', 'tfx', "
             "'keras', 'tf_keras')))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,

@@ -48,6 +48,10 @@ def _changed_nodes(override):
     # Input folders are only their Importer's URI: the processing nodes see them as input artifacts.
     ("corpus.books_dir=/other/books", {"BooksImporter"}),
     ("benchmarks.glue_dir=/other/glue", {"GlueDataImporter"}),
+    # The data gate's limits and accept reach the gate alone; off, its nodes are gone and nothing else moves.
+    ("gate.max_unigram_jsd=0.4", {"DataGate"}),
+    ("gate.accept=3", {"DataGate"}),
+    ("gate.enabled=false", {"DataGate", "DataGateCheck"}),
 ])
 def test_a_setting_reaches_only_the_nodes_it_determines(override, nodes):
     assert _changed_nodes(override) == nodes
@@ -76,6 +80,62 @@ def test_the_trainer_receives_its_sections_with_the_step_count_apart():
     assert settings == {"custom_config.albert.model": "model", "custom_config.albert.train": "train",
                         "custom_config.albert.seed": "seed", "custom_config.checkpoint_root": "pipeline_root",
                         "num_train_steps": "train.num_train_steps", "eval_args.num_steps": "train.eval_steps"}
+
+
+BEYOND_ENGLISH_YAML = """
+benchmarks:
+  glue_tasks: [RTE, AFQMC, TOPICS]
+  race_format: c3
+  squad_metric: cmrc2018
+  squad_train_file: train.json
+  squad_dev_file: dev.json
+  tasks:
+    TOPICS: {format: tsv, files: {train: train.tsv, dev: dev.tsv}, text_a: title, label: topic, labels: [a, b]}
+    UNUSED: {format: jsonl, files: {train: t.json, dev: d.json}, text_a: s, label: l, labels: [x, y]}
+  hparams:
+    AFQMC: {learning_rate: 2.0e-5, batch_size: 32, albert_dropout: 0.0, classifier_dropout: 0.1, train_steps: 9, warmup_steps: 1}
+    TOPICS: {learning_rate: 2.0e-5, batch_size: 32, albert_dropout: 0.0, classifier_dropout: 0.1, train_steps: 9, warmup_steps: 1}
+    C3: {learning_rate: 2.0e-5, batch_size: 16, albert_dropout: 0.0, classifier_dropout: 0.1, train_steps: 9, warmup_steps: 1}
+    CMRC2018: {learning_rate: 3.0e-5, batch_size: 32, albert_dropout: 0.0, classifier_dropout: 0.1, train_steps: 9, warmup_steps: 1}
+"""
+
+
+def test_benchmarks_beyond_english_keep_english_parameters_and_reach_only_their_nodes(tmp_path):
+    """The settings of CLUE / spec tasks (benchmarks.tasks, race_format, squad_metric) at their defaults are in no
+    node's parameters nor the section's JSON, so English keeps every cache key; set, each reaches its node alone,
+    and a spec reaches the GLUE node only when glue_tasks names it."""
+    base = build_config("sample")
+    assert not {"tasks", "race_format", "squad_metric"} & set(base.benchmarks.to_dict())
+    defaults = build_config("sample", overrides=["benchmarks.race_format=race", "benchmarks.squad_metric=official"])
+    assert defaults.node_parameters() == base.node_parameters()
+    path = tmp_path / "clue.yaml"
+    path.write_text(BEYOND_ENGLISH_YAML)
+    clue = build_config("sample", config_file=str(path))
+    before, after = base.node_parameters(), clue.node_parameters()
+    assert {n for n in set(before) | set(after) if before.get(n) != after.get(n)} == {
+        "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
+    glue, squad, race = (after[n]["config"] for n in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"))
+    assert list(glue["tasks"]) == ["TOPICS"] and list(glue["hparams"]) == ["RTE", "AFQMC", "TOPICS"]
+    assert (squad["squad_metric"], list(squad["hparams"])) == ("cmrc2018", ["CMRC2018"])
+    assert (race["race_format"], list(race["hparams"])) == ("c3", ["C3"])
+    assert clue.benchmarks.to_dict()["race_format"] == "c3"
+
+
+@pytest.mark.parametrize("override,message", [
+    ("benchmarks.race_format=dream", "config benchmarks.race_format='dream' is invalid: expected race|c3"),
+    ("benchmarks.squad_metric=cmrc", "config benchmarks.squad_metric='cmrc' is invalid: expected official|cmrc2018"),
+    ("benchmarks.race_format=c3", "config benchmarks.hparams.C3=None is invalid: expected a hyper-parameter row for "
+                                  "this task"),
+    ("benchmarks.tasks={MNLI: {format: jsonl, files: {dev: d.json}, text_a: s, label: l, labels: [a, b]}}",
+     "config benchmarks.tasks.MNLI='MNLI' is invalid: expected a name that no built-in task has (CoLA, SST-2, MRPC, "
+     "STS-B, MNLI, QQP, QNLI, RTE, WNLI, SQuAD1.1, SQuAD2.0, RACE, C3, CMRC2018, MNLI-m, MNLI-mm)"),
+    ("benchmarks.tasks={X: {format: jsonl, files: {dev: d.json}, text_a: s, labels: [a, b]}}",
+     "config benchmarks.tasks.X.label is missing: every task needs format, files, text_a and label"),
+])
+def test_benchmarks_beyond_english_are_checked(override, message):
+    with pytest.raises(ConfigError) as caught:
+        build_config("sample", overrides=[override])
+    assert str(caught.value) == message
 
 
 def test_squad_both_versions_are_two_nodes_with_their_own_files():

@@ -245,12 +245,16 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     # TFX compiles the latest-blessed-model resolver into two query tasks (blessing, then its model); the data is
     # resolved when a run starts by the DataSnapshot task (pipeline/snapshot_task.py).
     resolver = {"LatestBlessedModel-model-blessing-resolver", "LatestBlessedModel-model-resolver"}
-    assert set(summary["tasks"]) == NODES | resolver | {"DataSnapshot"}
+    # The data gate is compiled without its baseline resolver (Vertex AI compiles TFX's two built-in ones alone).
+    tasks = NODES | resolver | {"DataSnapshot", "DataGate", "DataGateCheck"}
+    assert set(summary["tasks"]) == tasks
     assert summary["tasks"]["DataSnapshot"] == [] and "DataSnapshot" in summary["tasks"]["CorpusGen"]
     deps = summary["tasks"]
     assert deps["Blesser"] == ["BenchmarkReport", "LatestBlessedModel-model-resolver", "Trainer"]
     assert {"Blesser", "BenchmarkReport", "CorpusGen", "Trainer"} == set(deps["Pusher"])
-    assert "CorpusGen" in deps["VocabGen"]
+    assert deps["VocabGen"] == ["CorpusGen", "DataGateCheck"]  # nothing expensive runs on a span the gate stopped
+    assert deps["DataGateCheck"] == ["DataGate"]
+    assert deps["DataGate"] == ["CorpusGen", "RaceDataImporter", "SquadDataImporter"]  # contamination: dev passages
     assert {"CorpusGen", "VocabGen"} <= set(deps["PretrainingDataGen"])
     assert deps["Trainer"] == ["PretrainingDataGen"]
     assert {"Trainer", "GlueDataImporter"} <= set(deps["GlueBenchmark"])
@@ -271,7 +275,7 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     resource = job._gca_resource  # the request body submit() would send (public getter needs a created job)
     assert resource.runtime_config.gcs_output_directory == "gs://example-bucket/albert"
     assert resource.labels["team"] == "nlp"
-    assert set(resource.pipeline_spec["root"]["dag"]["tasks"]) == NODES | resolver | {"DataSnapshot"}
+    assert set(resource.pipeline_spec["root"]["dag"]["tasks"]) == tasks
     # Vertex's client loads the schema-2.1 spec offline: typed parameterValues, no deprecated `parameters`.
     assert resource.pipeline_spec["schemaVersion"] == "2.1.0"
     assert dict(resource.runtime_config.parameter_values)["num_train_steps"] == 300

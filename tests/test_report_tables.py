@@ -134,3 +134,29 @@ def test_sections_in_order_and_the_reference_row_styled(tmp_path):
     assert '<tr class="paper"><td>ALBERT base v1 — paper&#x27;s Table 2' in page
     summary = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["summary"]
     assert summary["reference"]["values"] == REFERENCE_ROWS["albert-base-v1"]["values"]
+
+
+def test_a_run_beyond_english_gets_its_suite_in_table_2s_shape(tmp_path):
+    """CLUE's tasks (and spec tasks) are columns of their own row in Table 2's shape, in CLUE's order, with Avg over
+    their headlines; with no English column the paper's Table 2 is not shown, and C3 / CMRC2018 are detailed beside
+    SQuAD and RACE, not in the classification table."""
+    results = {"glue": {"tasks": {"TOPICS": {"macro_f1": 40.0, "accuracy": 50.0, "score": 45.0},
+                                  "AFQMC": {"accuracy": 70.0, "score": 70.0}}},
+               "squad": {"tasks": {"CMRC2018": {"f1": 80.0, "exact_match": 60.0, "score": 70.0}}},
+               "race": {"tasks": {"C3": {"d": 50.0, "m": 100.0, "all": 60.0, "score": 60.0}}}}
+    summary = report_lib.write_report(str(tmp_path), None, results, None, None, None, None)
+    assert summary["suite"] == {
+        "columns": ["AFQMC", "CMRC2018", "C3", "TOPICS"], "avg": 61.25,
+        "cells": {"AFQMC": 70.0, "CMRC2018": {"f1": 80.0, "exact_match": 60.0}, "C3": 60.0, "TOPICS": 45.0},
+        "headline": {"AFQMC": 70.0, "CMRC2018": 70.0, "C3": 60.0, "TOPICS": 45.0}}
+    assert set(summary["glue"]) == {"AFQMC", "TOPICS"}
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "## Results in the shape of the paper's Table 2\n" not in md
+    assert ("| Model | AFQMC | CMRC2018 F1/EM | C3 | TOPICS | Avg |\n|---|---|---|---|---|---|\n"
+            "| This run | 70.0 | 80.0/60.0 | 60.0 | 45.0 | 61.2 |") in md
+    assert "| C3 | dialogue 50.0, mixed-genre 100.0, all 60.0 |" in md
+    # An English run's report has no such row.
+    english = report_lib.write_report(str(tmp_path / "en"), None, {"glue": {"tasks": {"RTE": {"accuracy": 60.0,
+                                                                                               "score": 60.0}}}},
+                                      None, None, None, None)
+    assert "suite" not in english

@@ -48,6 +48,7 @@ from components.evaluation.task_spec import (ClassificationSpec, example_from_re
                                              task_file)
 from config.errors import InputError, MissingInputError
 from config.schema import ConfigError
+from config.task_spec import CLUE_TASK_SETTINGS
 
 __all__ = [
     "C3_PAD_CHOICE",
@@ -60,31 +61,12 @@ __all__ = [
     "mark_wsc_spans",
     "read_c3",
     "read_c3_file",
+    "read_classification",
     "read_clue",
     "read_cmrc2018",
 ]
 
-_SPLITS = {"train": "train.json", "dev": "dev.json", "test": "test.json"}
-_NLI = ["contradiction", "entailment", "neutral"]
-
-# The built-in tasks, as plain data: exactly what a benchmarks.tasks.<NAME> entry in YAML would hold.
-CLUE_TASK_SETTINGS: Dict[str, Dict[str, Any]] = {
-    "AFQMC": {"format": "jsonl", "files": _SPLITS, "text_a": "sentence1", "text_b": "sentence2", "label": "label",
-              "labels": ["0", "1"], "metrics": ["accuracy"], "id": "id"},
-    "TNEWS": {"format": "jsonl", "files": _SPLITS, "text_a": "sentence", "label": "label",
-              "labels": [str(100 + i) for i in range(17) if i not in (5, 11)], "metrics": ["accuracy"], "id": "id"},
-    "IFLYTEK": {"format": "jsonl", "files": _SPLITS, "text_a": "sentence", "label": "label",
-                "labels": [str(i) for i in range(119)], "metrics": ["accuracy"], "id": "id"},
-    "CMNLI": {"format": "jsonl", "files": _SPLITS, "text_a": "sentence1", "text_b": "sentence2", "label": "label",
-              "labels": _NLI, "metrics": ["accuracy"], "id": "id", "skip_labels": ["-"]},
-    "OCNLI": {"format": "jsonl", "files": _SPLITS, "text_a": "sentence1", "text_b": "sentence2", "label": "label",
-              "labels": _NLI, "metrics": ["accuracy"], "id": "id", "skip_labels": ["-"]},
-    "CSL": {"format": "jsonl", "files": _SPLITS, "text_a": "keyword", "text_b": "abst", "label": "label",
-            "labels": ["0", "1"], "metrics": ["accuracy"], "id": "id", "list_join": " "},
-    # text_a is the sentence with its spans marked by read_clue (mark_wsc_spans), not the file's text as it is.
-    "CLUEWSC2020": {"format": "jsonl", "files": _SPLITS, "text_a": "text", "label": "label",
-                    "labels": ["true", "false"], "metrics": ["accuracy"], "id": "idx"},
-}
+# The built-in tasks are plain data (config/task_spec.py): exactly what a benchmarks.tasks.<NAME> entry would hold.
 CLUE_TASKS: Dict[str, ClassificationSpec] = {
     name: ClassificationSpec.from_dict(name, settings) for name, settings in CLUE_TASK_SETTINGS.items()}
 
@@ -154,6 +136,16 @@ def read_clue(task: str, split: str, data_dir: str, labeled: Optional[bool] = No
     ``<data_dir>/<split>.json``); see :func:`~components.evaluation.task_spec.read_task` for ``labeled``."""
     spec = get_clue_task(task)
     if spec.name == "CLUEWSC2020":
+        return _read_wsc(spec, split, data_dir, not split.startswith("test") if labeled is None else labeled)
+    return read_task(spec, split, data_dir, labeled)
+
+
+def read_classification(spec: ClassificationSpec, split: str, data_dir: str, labeled: Optional[bool] = None
+                        ) -> List[GlueExample]:
+    """Examples of any classification task's split: CLUE's built-in CLUEWSC2020 with its spans marked
+    (:func:`read_clue`), every other spec (a CLUE task's or one of ``benchmarks.tasks``) by
+    :func:`~components.evaluation.task_spec.read_task`."""
+    if spec == CLUE_TASKS.get("CLUEWSC2020"):
         return _read_wsc(spec, split, data_dir, not split.startswith("test") if labeled is None else labeled)
     return read_task(spec, split, data_dir, labeled)
 

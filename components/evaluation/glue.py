@@ -131,6 +131,12 @@ def get_task(task: str) -> GlueTask:
     raise ConfigError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASKS)}")
 
 
+def _task(task):
+    """A GLUE task by name, or the task object itself (a :class:`GlueTask` or a
+    :class:`config.task_spec.ClassificationSpec`: both have ``name``, ``labels``, ``is_regression``)."""
+    return get_task(task) if isinstance(task, str) else task
+
+
 def _split_layout(task: GlueTask, split: str) -> GlueSplit:
     if split not in task.splits:
         raise ValueError(f"GLUE task {task.name} has no split {split!r}; splits: {sorted(task.splits)}")
@@ -230,10 +236,11 @@ def truncate_pair(a: List[int], b: List[int], max_total: int) -> None:
 
 
 def convert_glue_examples(examples: Sequence[GlueExample], tokenizer, max_seq_length: int,
-                          task: str) -> Dict[str, np.ndarray]:
+                          task) -> Dict[str, np.ndarray]:
     """``[CLS] a [SEP] (b [SEP])`` → input_ids/input_mask/segment_ids int32 [N, L] (pad 0) and
-    label_ids: int32 [N] (-1 unlabeled) or, for STS-B, float32 [N] (NaN unlabeled)."""
-    t = get_task(task)
+    label_ids: int32 [N] (-1 unlabeled) or, for STS-B (a regression task), float32 [N] (NaN unlabeled).
+    ``task``: a GLUE task's name or a task object (a spec)."""
+    t = _task(task)
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be >= 3, got {max_seq_length}")
     n = len(examples)
@@ -271,10 +278,11 @@ def convert_glue_examples(examples: Sequence[GlueExample], tokenizer, max_seq_le
     return {"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids, "label_ids": label_ids}
 
 
-def predictions_from_logits(task: str, logits: np.ndarray) -> np.ndarray:
-    """Model outputs → predictions: the regression value (STS-B) or the arg-max label id."""
+def predictions_from_logits(task, logits: np.ndarray) -> np.ndarray:
+    """Model outputs → predictions: the regression value (STS-B) or the arg-max label id (``task``: a GLUE
+    task's name or a task object)."""
     logits = np.asarray(logits)
-    return logits[:, 0] if get_task(task).is_regression else np.argmax(logits, axis=-1)
+    return logits[:, 0] if _task(task).is_regression else np.argmax(logits, axis=-1)
 
 
 def submission_filename(task: str, split: str = "test") -> str:
@@ -290,9 +298,10 @@ def _guid_index(guid) -> str:
     return s.rsplit("-", 1)[-1] if "-" in s else s
 
 
-def format_prediction(task: str, prediction) -> str:
-    """Label id / logits / label string / regression value → the string GLUE expects."""
-    t = get_task(task)
+def format_prediction(task, prediction) -> str:
+    """Label id / logits / label string / regression value → the string GLUE expects (``task``: a GLUE task's
+    name or a task object, whose label strings it writes)."""
+    t = _task(task)
     if t.is_regression:
         value = float(np.asarray(prediction, dtype=np.float64).reshape(-1)[0])
         return f"{value:.6f}"
@@ -307,7 +316,7 @@ def format_prediction(task: str, prediction) -> str:
     return t.labels[label_id]
 
 
-def write_glue_predictions(task: str, guids: Sequence, predictions: Sequence, path: str) -> None:
+def write_glue_predictions(task, guids: Sequence, predictions: Sequence, path: str) -> None:
     """Write the GLUE submission TSV: header ``index<TAB>prediction``, one row per example.
 
     ``guids`` are :class:`GlueExample` guids ("test-17" → index 17) or plain indices;

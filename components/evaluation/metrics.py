@@ -1,4 +1,4 @@
-"""Classification / regression metrics in NumPy, and the per-task GLUE metric sets.
+"""Classification / regression metrics in NumPy, and the per-task metric sets (GLUE's, or a task spec's).
 
 All scores are fractions in [0, 1] (correlations in [-1, 1]); multiply by 100 for the paper's
 tables. Degenerate inputs follow scikit-learn / SciPy: F1 and MCC are 0.0 when undefined, Pearson
@@ -15,6 +15,7 @@ from config.sections import SQUAD_TASKS
 __all__ = [
     "accuracy",
     "f1_binary",
+    "macro_f1",
     "matthews_corrcoef",
     "pearson",
     "spearman",
@@ -59,6 +60,23 @@ def f1_binary(predictions, labels, positive=1) -> float:
     fn = int(np.sum((p != positive) & (y == positive)))
     denom = 2 * tp + fp + fn
     return 0.0 if denom == 0 else 2.0 * tp / denom
+
+
+def macro_f1(predictions, labels) -> float:
+    """The unweighted mean of each class's F1 over the classes in ``labels`` or ``predictions`` (sklearn
+    ``f1_score(average='macro')``: a class never predicted has F1 0; NaN for no examples)."""
+    p, y = _as_1d(predictions, "predictions"), _as_1d(labels, "labels")
+    _check_same_length(p, y)
+    classes = np.unique(np.concatenate([y, p]))
+    if classes.size == 0:
+        return float("nan")
+    scores = []
+    for c in classes:
+        tp = int(np.sum((p == c) & (y == c)))
+        fp = int(np.sum((p == c) & (y != c)))
+        fn = int(np.sum((p != c) & (y == c)))
+        scores.append(2.0 * tp / (2 * tp + fp + fn))  # > 0: c is in labels or predictions
+    return float(np.mean(scores))
 
 
 def matthews_corrcoef(predictions, labels) -> float:
@@ -145,8 +163,10 @@ SELECTION_METRICS: Dict[str, str] = {
     "CoLA": "mcc", "SST-2": "accuracy", "MRPC": "accuracy", "STS-B": "pearson", "QQP": "accuracy",
     "MNLI": "accuracy", "QNLI": "accuracy", "RTE": "accuracy", "WNLI": "accuracy",
     **{name: "f1" for name in SQUAD_TASKS.values()}, "RACE": "accuracy",
+    "CMRC2018": "f1", "C3": "accuracy",   # the SQuAD node with benchmarks.squad_metric=cmrc2018; the RACE node's C3
 }
-_NON_GLUE = (*SQUAD_TASKS.values(), "RACE")
+_NON_GLUE = (*SQUAD_TASKS.values(), "RACE", "CMRC2018", "C3")
+_MULTIPLE_CHOICE = ("RACE", "C3")
 _ALIASES = {"MNLI-M": "MNLI", "MNLI-MM": "MNLI", "SST2": "SST-2", "STSB": "STS-B", "STS": "STS-B"}
 
 
@@ -159,44 +179,57 @@ def _canonical_task(task: str) -> str:
     raise ValueError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_METRICS)}")
 
 
-def selection_metric(task: str) -> str:
+def _plan(task):
+    """(metric names, headline metric names, is_regression) of a GLUE task's name or of a task object with
+    ``metrics``, ``headline`` and ``is_regression`` (a :class:`config.task_spec.ClassificationSpec`)."""
+    if not isinstance(task, str):
+        return tuple(task.metrics), tuple(task.headline), bool(task.is_regression)
+    name = _canonical_task(task)
+    return tuple(GLUE_METRICS[name]["metrics"]), tuple(GLUE_METRICS[name]["headline"]), name == "STS-B"
+
+
+def selection_metric(task) -> str:
     """Name of the metric the official fine-tuning scripts select checkpoints by, for a GLUE task, ``SQuAD1.1``,
-    ``SQuAD2.0`` or ``RACE``."""
+    ``SQuAD2.0``, ``RACE``, ``CMRC2018``, ``C3``, or a task spec (its first metric)."""
+    if not isinstance(task, str):
+        return task.selection_metric
     for name in _NON_GLUE:
         if task.upper() == name.upper():
             return SELECTION_METRICS[name]
     return SELECTION_METRICS[_canonical_task(task)]
 
 
-def glue_metrics(task: str, predictions, labels) -> Dict[str, float]:
-    """Metrics of one GLUE task plus ``score``, the task's headline number.
+def glue_metrics(task, predictions, labels) -> Dict[str, float]:
+    """Metrics of one GLUE task (its name) or task spec (the object) plus ``score``, the task's headline number.
 
-    ``predictions`` are label ids ([N]), or logits ([N, C]) which are arg-maxed; for STS-B they
-    are the regression outputs ([N] or [N, 1]). Headline: CoLA MCC; MRPC/QQP mean of F1 and
-    accuracy; STS-B mean of Pearson and Spearman; the other tasks accuracy (GLUE leaderboard rule).
+    ``predictions`` are label ids ([N]), or logits ([N, C]) which are arg-maxed; for a regression task (STS-B)
+    they are the regression outputs ([N] or [N, 1]). Headline: CoLA MCC; MRPC/QQP mean of F1 and
+    accuracy; STS-B mean of Pearson and Spearman; the other tasks accuracy (GLUE leaderboard rule); a spec's: the
+    mean of its metrics.
     """
-    name = _canonical_task(task)
+    metrics, headline, regression = _plan(task)
     preds = np.asarray(predictions)
     labels = np.asarray(labels)
-    if name == "STS-B":
+    if regression:
         preds = preds.reshape(preds.shape[0], -1)[:, 0] if preds.ndim == 2 else preds
         preds = preds.astype(np.float64)
         labels = labels.astype(np.float64)
     elif preds.ndim == 2:
         preds = np.argmax(preds, axis=-1)
     values: Dict[str, float] = {}
-    for metric in GLUE_METRICS[name]["metrics"]:
+    for metric in metrics:
         if metric == "accuracy":
             values[metric] = accuracy(preds, labels)
         elif metric == "f1":
             values[metric] = f1_binary(preds, labels, positive=1)
+        elif metric == "macro_f1":
+            values[metric] = macro_f1(preds, labels)
         elif metric == "mcc":
             values[metric] = matthews_corrcoef(preds, labels)
         elif metric == "pearson":
             values[metric] = pearson(preds, labels)
         elif metric == "spearman":
             values[metric] = spearman(preds, labels)
-    headline = GLUE_METRICS[name]["headline"]
     values["score"] = float(np.mean([values[m] for m in headline]))
     values["n"] = int(labels.shape[0])
     return values
@@ -221,15 +254,15 @@ def majority_share(predictions) -> float:
     return float(np.unique(preds, return_counts=True)[1].max() / preds.size)
 
 
-def majority_baseline(task: str, train_labels, dev_labels) -> Optional[float]:
+def majority_baseline(task, train_labels, dev_labels) -> Optional[float]:
     """Headline score (a fraction, as :func:`glue_metrics`) of predicting the training majority label for every
     dev example, the floor a fine-tuned classifier must clear to have read its input (MRPC: F1 81.2 / acc 68.4,
-    CoLA: MCC 0). ``task`` is a GLUE task or ``RACE`` (plain accuracy). None for STS-B: a constant prediction
-    has no correlation."""
+    CoLA: MCC 0). ``task`` is a GLUE task, a task spec, or ``RACE`` / ``C3`` (plain accuracy). None for a
+    regression task (STS-B): a constant prediction has no correlation."""
     dev = _as_1d(dev_labels, "dev_labels")
-    if task.upper() == "RACE":
+    if isinstance(task, str) and task.upper() in _MULTIPLE_CHOICE:
         return accuracy(np.full(dev.shape, majority_label(train_labels)), dev)
-    if _canonical_task(task) == "STS-B":
+    if _plan(task)[2]:
         return None
     return glue_metrics(task, np.full(dev.shape, majority_label(train_labels)), dev)["score"]
 

@@ -2,8 +2,10 @@
 
 ``run_benchmark(benchmark, albert_dir, data_dir, cfg, output_dir)`` is the core of the three evaluator
 components. It restores the encoder exported by :func:`trainer.export.export`
-(``<albert_dir>/albert_config.json``, ``<albert_dir>/encoder/ckpt``, ``<albert_dir>/spm.model``), runs one
-driver and writes ``<output_dir>/metrics.json`` plus official-format prediction files. One concept per module:
+(``<albert_dir>/albert_config.json``, ``<albert_dir>/encoder/ckpt``, the vocabulary: ``spm.model`` or a WordPiece
+``vocab.txt`` with the ``tokenizer.json`` that says how text becomes pieces, as ``convert tf1-to-albert`` writes
+for an official Chinese model), runs one driver and writes ``<output_dir>/metrics.json`` plus official-format
+prediction files. One concept per module:
 
 * :mod:`.heads` – the task heads (``SquadV2Model`` is the official SQuAD 2.0 model) and their losses;
 * :mod:`.finetune` – the fine-tuning loop (AdamW, official semantics) and the seed protocol;
@@ -29,13 +31,14 @@ at the end; ``max_eval_examples`` keeps the first N dev examples (0 = all). All 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 import posixpath
 import shutil
 import tempfile
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 
 import tensorflow as tf
@@ -48,9 +51,11 @@ from components.evaluation.run_glue import run_glue
 from components.evaluation.run_race import run_race
 from components.evaluation.run_squad import END_N_TOP, START_N_TOP, run_squad
 from components.file_io import copy_tree, is_uri, json_safe
-from components.text.tokenization import AlbertTokenizer
+from components.text.tokenizers import load_tokenizer
+from components.vocab_lib import vocab_folder_spec
 from config.errors import InputError
-from trainer.files import ENCODER_CKPT, EXPORT_INFO_FILE, METRICS_FILE, SPM_FILE, TOKENIZER_SPEC_FILE
+from trainer.files import ENCODER_CKPT, EXPORT_INFO_FILE, METRICS_FILE, SPM_FILE
+from trainer.vocabulary import vocabulary_file
 
 __all__ = ["run_benchmark", "BENCHMARKS"]
 
@@ -87,9 +92,8 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
     ``train/`` and ``dev/``. Result: ``{"benchmark", "tasks": {name: metrics}, "skipped",
     "protocol", "runs", "seconds"}``; all metric values are percentages.
 
-    Remote URIs (``gs://...``) work for all three paths: the data and the SentencePiece model are
-    copied to a local temporary folder (the readers use ``open()``), outputs are written locally
-    and uploaded at the end.
+    Remote URIs (``gs://...``) work for all three paths: the data is copied to a local temporary folder (the
+    readers use ``open()``; the vocabulary is read as bytes), outputs are written locally and uploaded at the end.
     """
     cfg = benchmark_settings(cfg)
     if not any(is_uri(p) for p in (albert_dir, data_dir, output_dir)):
@@ -101,8 +105,7 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
             local_data = os.path.join(scratch, "data")
             copy_tree(data_dir, local_data)
         local_out = os.path.join(scratch, "out") if is_uri(output_dir) else output_dir
-        result = _run_benchmark_local(benchmark, albert_dir, local_data, cfg, local_out,
-                                      spm_dir=os.path.join(scratch, "spm") if is_uri(albert_dir) else None)
+        result = _run_benchmark_local(benchmark, albert_dir, local_data, cfg, local_out)
         if is_uri(output_dir):
             copy_tree(local_out, output_dir)
         return result
@@ -110,32 +113,30 @@ def run_benchmark(benchmark: str, albert_dir: str, data_dir: str, cfg, output_di
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, output_dir: str,
-                         spm_dir: Optional[str] = None) -> Dict[str, Any]:
+def load_model_tokenizer(albert_dir: str, vocab_size: int):
+    """(tokenizer, vocabulary path, spec) of a model folder: its ``spm.model`` or ``vocab.txt`` read as its
+    ``tokenizer.json`` says (without one: English's SentencePiece, lower-casing as ``export_info.json`` records).
+    A vocabulary whose size is not the encoder's ``vocab_size`` is an InputError naming the file."""
+    path = vocabulary_file(albert_dir)
+    spec = vocab_folder_spec(albert_dir, do_lower_case=model_do_lower_case(albert_dir))
+    with tf.io.gfile.GFile(path, "rb") as f:
+        tokenizer = load_tokenizer(f.read(), spec, path=path)
+    if tokenizer.vocab_size != vocab_size:
+        raise InputError(f"{path} has {tokenizer.vocab_size} pieces but the model's vocab_size is {vocab_size}")
+    return tokenizer, path, spec
+
+
+def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, output_dir: str) -> Dict[str, Any]:
     benchmark = benchmark.lower()
     if benchmark not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
-    settings, seed, do_lower_case = cfg, cfg.seed, model_do_lower_case(albert_dir)
+    settings, seed = cfg, cfg.seed
     if settings.checkpoint_selection not in ("best", "last"):
         raise ValueError(f"checkpoint_selection must be 'best' or 'last', got {settings.checkpoint_selection!r}")
     os.makedirs(output_dir, exist_ok=True)
     started = time.time()
     albert_config = load_encoder_config(albert_dir)
-    spec_path = os.path.join(albert_dir, TOKENIZER_SPEC_FILE)
-    if tf.io.gfile.exists(spec_path):
-        raise InputError(f"{albert_dir}: its vocabulary is not English's SentencePiece (see {spec_path}): "
-                         "fine-tuning reads SentencePiece models with ALBERT's normalisation only so far "
-                         "(docs/languages.md, 'Not built yet')")
-    spm_path = os.path.join(albert_dir, SPM_FILE)
-    local_spm = spm_path
-    if spm_dir is not None:
-        os.makedirs(spm_dir, exist_ok=True)
-        local_spm = os.path.join(spm_dir, SPM_FILE)
-        tf.io.gfile.copy(spm_path, local_spm, overwrite=True)
-    tokenizer = AlbertTokenizer(local_spm, do_lower_case=do_lower_case)
-    if tokenizer.vocab_size != albert_config.vocab_size:
-        raise ValueError(f"{spm_path} has {tokenizer.vocab_size} pieces but the model's vocab_size is "
-                         f"{albert_config.vocab_size}")
+    tokenizer, vocab_path, tokenizer_spec = load_model_tokenizer(albert_dir, albert_config.vocab_size)
 
     done = DRIVERS[benchmark](data_dir, albert_dir, tokenizer, settings, seed, output_dir)
     baselines: Dict[str, Any] = {}
@@ -151,10 +152,16 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
                            "init_check": summarize_checks(_checks(arm["runs"])),
                            "seconds": {"total": round(time.time() - t0, 3), **arm["timings"]}}
     protocol = _protocol(settings, seed, done["hparams"])
+    selection = done.get("selection_metrics", {})  # tasks beyond the built-in table (a spec's first metric)
+    pretrained = {"albert_dir": albert_dir, "encoder_checkpoint": os.path.join(albert_dir, ENCODER_CKPT),
+                  "albert_config": albert_config.to_dict()}
+    if posixpath.basename(vocab_path) == SPM_FILE and not tokenizer_spec.needs_file:
+        pretrained["spm_model"] = vocab_path  # English's SentencePiece: recorded as it always was
+    else:
+        pretrained.update({"vocabulary": vocab_path, "tokenizer": dataclasses.asdict(tokenizer_spec)})
     protocol.update({
-        "selection_metrics": {name: SELECTION_METRICS[name] for name in done["hparams"]},
-        "pretrained": {"albert_dir": albert_dir, "encoder_checkpoint": os.path.join(albert_dir, ENCODER_CKPT),
-                       "albert_config": albert_config.to_dict(), "spm_model": spm_path},
+        "selection_metrics": {name: selection.get(name) or SELECTION_METRICS[name] for name in done["hparams"]},
+        "pretrained": pretrained,
         "data_dir": data_dir,
     })
     if benchmark == "squad":
@@ -162,9 +169,13 @@ def _run_benchmark_local(benchmark: str, albert_dir: str, data_dir: str, cfg, ou
                              "dev_file": settings.squad_dev_file, "doc_stride": settings.doc_stride,
                              "max_query_length": settings.max_query_length,
                              "max_answer_length": settings.max_answer_length, "n_best_size": settings.n_best_size}
+        if getattr(settings, "squad_metric", "official") != "official":
+            protocol["squad"]["metric"] = settings.squad_metric  # CMRC2018's character-level EM / F1
         if str(settings.squad_version) == "2.0":
             protocol["squad"].update({"start_n_top": START_N_TOP, "end_n_top": END_N_TOP, "na_prob_thresh": 1.0,
                                       "null_threshold": "best-F1 threshold tuned on dev (official evaluate_v2)"})
+    if benchmark == "race" and getattr(settings, "race_format", "race") != "race":
+        protocol["race_format"] = settings.race_format  # CLUE's C3 through the RACE node
     protocol["arms"] = ["pretrained"] + list(baselines)
     result = {"benchmark": benchmark, "tasks": done["tasks"], "skipped": done["skipped"], "protocol": protocol,
               "runs": done["runs"], "init_check": summarize_checks(_checks(done["runs"])),

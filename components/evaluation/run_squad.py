@@ -7,7 +7,12 @@
   answerability logit; best-F1 threshold tuned on dev; final predictions decoded with it). The ``null_odds`` file holds the
   official values (logits, not probabilities).
 
-Headline ``score`` = mean(F1, EM) (the paper's Table 2 averages the pair); checkpoints and the median run are
+``settings.squad_metric="cmrc2018"`` (SQuAD v1.1 files: CMRC2018's, or any text without spaces between words)
+scores with CMRC2018's official character-level EM / F1 (:mod:`components.evaluation.squad.cmrc2018`), as task
+``CMRC2018`` with its own hparams row; a WordPiece model's contexts are aligned by character offsets
+(:mod:`components.evaluation.squad.alignment`).
+
+Headline ``score`` = mean(F1, EM) (the paper's Table 2 averages the pair; CMRC2018's ``AVERAGE`` too); checkpoints and the median run are
 chosen by F1, the official scripts' key. ``settings.max_eval_examples`` keeps the first N dev questions and
 writes the matching subset of the dev file so the predictions can be re-scored.
 """
@@ -21,6 +26,7 @@ from typing import Any, Dict, List, Tuple
 
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
 from components.evaluation.heads import SpanModel, SquadV2Model, span_loss, squad_v2_loss
+from components.evaluation.squad.cmrc2018 import cmrc2018_metrics
 from components.evaluation.squad.decoding import (evaluate_squad_v2, postprocess_squad, write_null_odds,
                                                   write_squad_predictions)
 from components.evaluation.squad.features import convert_squad_examples
@@ -60,7 +66,14 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     """
     t0 = time.time()
     v2 = str(settings.squad_version) == "2.0"
-    name = squad_task_name(settings.squad_version)
+    cmrc = getattr(settings, "squad_metric", "official") == "cmrc2018"
+    if cmrc and v2:
+        from config.schema import ConfigError
+
+        raise ConfigError("config benchmarks.squad_metric=cmrc2018 is invalid with benchmarks.squad_version=2.0: "
+                          "CMRC2018's files are SQuAD v1.1's format")
+    name = "CMRC2018" if cmrc else squad_task_name(settings.squad_version)
+    score_v1 = cmrc2018_metrics if cmrc else squad_v1_metrics
     hp = settings.hparams[name]
     skipped: List[Tuple[str, str, str]] = []
     train_ex = read_squad(os.path.join(data_dir, settings.squad_train_file), on_bad_answer="skip", skipped=skipped)
@@ -78,7 +91,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
         out = predict(model, dev)
         preds, _ = postprocess_squad(dev_ex, metas, out["start_logits"], out["end_logits"], settings.n_best_size,
                                      settings.max_answer_length)
-        m = squad_v1_metrics(dev_articles, preds)
+        m = score_v1(dev_articles, preds)
         metrics = {"exact_match": m["exact_match"], "f1": m["f1"], "total": m["total"],
                    "score": 0.5 * (m["exact_match"] + m["f1"]), "selection_metric": "f1", "selection_score": m["f1"]}
         return metrics, {"predictions": preds}
@@ -103,10 +116,10 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     run_results, chosen = fine_tune_seeds(albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed,
                                           num_seeds=settings.seeds, selection=settings.checkpoint_selection,
                                           eval_every=settings.eval_every, init=init,
-                                          task="SQuAD" + settings.squad_version,
+                                          task=name if cmrc else "SQuAD" + settings.squad_version,
                                           precision=settings.mixed_precision)
     res = run_results[chosen]
-    pred_path = os.path.join(output_dir, "predictions", "squad_predictions.json")
+    pred_path = os.path.join(output_dir, "predictions", f"{'cmrc2018' if cmrc else 'squad'}_predictions.json")
     write_squad_predictions(res["payload"]["predictions"], pred_path)
     entry = dict(res["metrics"])
     entry.update(run_summary(run_results, chosen, lambda m: m))

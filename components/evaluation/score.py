@@ -5,6 +5,8 @@ Formats:
 * ``squad`` / ``squad2``: dataset = official SQuAD JSON; predictions = official JSON
   ``{question id: answer text}``; for v2 an optional na-prob file ``{question id: null odds}``
   (``na_prob_path``) adds best_exact/best_f1 and their thresholds.
+* ``cmrc2018``: as ``squad``, scored with CMRC2018's official character-level EM / F1
+  (:mod:`.squad.cmrc2018`).
 * ``glue``: dataset = a labeled GLUE TSV (e.g. ``glue_data/MRPC/dev.tsv``) or the task folder
   (→ its dev file); predictions = GLUE submission TSV ``index<TAB>prediction`` with label strings
   (indices = the file's index column, else the 0-based row number). ``task`` names the GLUE task;
@@ -26,12 +28,13 @@ import numpy as np
 from components.evaluation import glue as glue_lib
 from components.evaluation import race as race_lib
 from components.evaluation.metrics import glue_metrics
+from components.evaluation.squad.cmrc2018 import cmrc2018_metrics
 from components.evaluation.squad.scoring import squad_v1_metrics, squad_v2_metrics
 from config.errors import InputError, MissingInputError
 
 __all__ = ["score", "BENCHMARKS"]
 
-BENCHMARKS = ("squad", "squad2", "glue", "race")
+BENCHMARKS = ("squad", "squad2", "cmrc2018", "glue", "race")
 
 
 def _load_json(path: str):
@@ -120,6 +123,8 @@ def score(benchmark: str, dataset_path: str, predictions_path: str, task: Option
     benchmark = benchmark.lower()
     if benchmark == "squad":
         result = squad_v1_metrics(_load_json(dataset_path), _load_json(predictions_path))
+    elif benchmark == "cmrc2018":
+        result = cmrc2018_metrics(_load_json(dataset_path), _load_json(predictions_path))
     elif benchmark == "squad2":
         odds = _load_json(na_prob_path) if na_prob_path else None
         result = squad_v2_metrics(_load_json(dataset_path), _load_json(predictions_path), odds)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from config.references import PAPER_ALBERT_BASE
-from config.sections import SQUAD_TASKS
+from config.sections import CLUE_TASKS, GLUE_TASKS, SQUAD_TASKS
 from trainer.formatting import number
 
-__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "all_tasks", "table2_row", "paper_avg_check", "gains", "init_checks"]
+__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "all_tasks", "table2_row", "suite_row", "paper_avg_check", "gains",
+           "init_checks"]
 
 # (column, task names in the results (first found wins), metric key(s))
 TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
@@ -23,7 +24,11 @@ TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
     ("SST-2", ("SST-2",), ("accuracy",)),
     ("RACE", ("RACE",), ("all",)),
 )
-NON_GLUE_TASKS = (*SQUAD_TASKS.values(), "RACE")  # every other task name in the results is a GLUE task
+# Every other task name in the results is a classification task (GLUE's, CLUE's or a spec's): the GLUE node's.
+NON_GLUE_TASKS = (*SQUAD_TASKS.values(), "RACE", "CMRC2018", "C3")
+# The English suite: the paper's Table 2 and the GLUE table. Any other task is a column of the suite row.
+_ENGLISH = frozenset((*GLUE_TASKS, "MNLI-m", "MNLI-mm", *SQUAD_TASKS.values(), "RACE"))
+_SUITE_ORDER = (*CLUE_TASKS, "CMRC2018", "C3")  # CLUE's leaderboard order: classification, then reading
 
 
 def all_tasks(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -57,6 +62,27 @@ def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     avg = sum(headline.values()) / len(headline) if headline else None
     return {"columns": columns, "headline": headline, "present": list(headline), "missing": missing,
             "avg": avg, "complete": not missing}
+
+
+def suite_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
+    """Table 2's shape for the tasks beyond English a run scored (CLUE's, spec tasks): ``columns`` in CLUE's
+    order, then the other tasks by name; ``cells`` {column: headline, or {"f1", "exact_match"} for an extraction
+    task}; ``headline`` {column: the task's ``score``: a classification task's headline, C3's accuracy, CMRC2018's
+    mean of F1 and EM (its official AVERAGE)}; ``avg`` their mean (None without columns)."""
+    names = [t for t in tasks if t not in _ENGLISH]
+    columns = [t for t in _SUITE_ORDER if t in names] + sorted(t for t in names if t not in _SUITE_ORDER)
+    cells: Dict[str, Any] = {}
+    headline: Dict[str, float] = {}
+    for name in columns:
+        metrics = tasks[name]
+        score = number(metrics.get("score"))
+        if score is None:
+            continue
+        headline[name] = score
+        cells[name] = ({"f1": number(metrics.get("f1")), "exact_match": number(metrics.get("exact_match"))}
+                       if "exact_match" in metrics else score)
+    avg = sum(headline.values()) / len(headline) if headline else None
+    return {"columns": [c for c in columns if c in headline], "cells": cells, "headline": headline, "avg": avg}
 
 
 def paper_avg_check() -> float:

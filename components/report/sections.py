@@ -12,13 +12,13 @@ from typing import Any, List, Mapping, Optional
 from components.report.curves import CURVES_PNG
 from components.report.document import Block, Document, Image, Section, Table
 from components.report.inputs import ParameterCount, ReportInputs
-from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks
+from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks, suite_row
 from config.references import REFERENCE_ROWS
 from config.sections import SQUAD_TASKS
 from trainer.files import ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, STATS_FILE
 from trainer.formatting import NONE_TEXT, beyond_spread_text, number, number_text, spread_text
 
-__all__ = ["table2_section", "glue_section", "squad_race_section", "gain_section", "init_check_section",
+__all__ = ["table2_section", "suite_section", "glue_section", "squad_race_section", "gain_section", "init_check_section",
            "protocol_section", "model_section", "data_section", "data_read_section", "artifacts_section",
            "build_document"]
 
@@ -79,6 +79,25 @@ def table2_section(row: Mapping[str, Any], reference: str) -> Section:
     return Section("Results in the shape of the paper's Table 2", blocks)
 
 
+def suite_section(suite: Mapping[str, Any]) -> Optional[Section]:
+    """Table 2's shape for the tasks beyond English the run scored (:func:`.scores.suite_row`); None without any."""
+    if not suite["columns"]:
+        return None
+
+    def cell(col):
+        v = suite["cells"][col]
+        return f"{number_text(v['f1'])}/{number_text(v['exact_match'])}" if isinstance(v, dict) else number_text(v)
+
+    header = ["Model"] + [f"{c} F1/EM" if isinstance(suite["cells"][c], dict) else c for c in suite["columns"]]
+    table = Table(header + ["Avg"], [["This run"] + [cell(c) for c in suite["columns"]]
+                                     + [number_text(suite["avg"])]])
+    return Section("Results in the shape of the paper's Table 2: tasks beyond English", [
+        table, "Avg = mean of the columns' headline scores: a classification task's score (accuracy for CLUE's), "
+               "C3's accuracy over all questions, CMRC2018's mean of F1 and EM (its official AVERAGE, the "
+               "character-level scores). Percentages on the dev sets this run used; no published row is shown "
+               "beside them."])
+
+
 def glue_section(tasks: Mapping[str, Mapping[str, Any]], results: Mapping[str, Any]) -> Optional[Section]:
     """Every GLUE task's metrics, runs, selected step and sizes; the tasks skipped and why."""
     glue_names = [t for t in GLUE_ORDER if t in tasks] + sorted(
@@ -97,6 +116,9 @@ def glue_section(tasks: Mapping[str, Mapping[str, Any]], results: Mapping[str, A
     blocks: List[Block] = [Table(header, rows),
                          "score = the task's headline (CoLA MCC; MRPC/QQP mean of F1 and accuracy; STS-B mean "
                          "of Pearson and Spearman; others accuracy); MCC and correlations ×100."]
+    if any(t not in GLUE_ORDER for t in glue_names):
+        blocks.append("A task beyond GLUE (CLUE's, or described by benchmarks.tasks): its score is the mean of its "
+                      "metrics (CLUE's: accuracy).")
     skipped = {}
     for r in results.values():
         skipped.update((r or {}).get("skipped", {}) or {})
@@ -114,6 +136,9 @@ def squad_race_section(tasks: Mapping[str, Mapping[str, Any]]) -> Optional[Secti
         m = tasks[t]
         if t == "RACE":
             detail = (f"middle {number_text(m.get('middle'))}, high {number_text(m.get('high'))}, "
+                      f"all {number_text(m.get('all'))}")
+        elif t == "C3":
+            detail = (f"dialogue {number_text(m.get('d'))}, mixed-genre {number_text(m.get('m'))}, "
                       f"all {number_text(m.get('all'))}")
         else:
             detail = f"F1 {number_text(m.get('f1'))}, EM {number_text(m.get('exact_match'))}"
@@ -301,7 +326,10 @@ def _single_class_text(counts: Optional[Mapping[str, Any]]) -> str:
 def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool) -> Document:
     """The report: its title and its non-empty sections in order (``row``: :func:`.scores.table2_row`)."""
     tasks = all_tasks(inputs.results)
-    sections = [table2_section(row, inputs.reference), glue_section(tasks, inputs.results),
+    suite = suite_row(tasks)
+    # Table 2 for the English suite; a run of tasks beyond English alone shows their row in its shape instead.
+    english = table2_section(row, inputs.reference) if row["present"] or not suite["columns"] else None
+    sections = [english, suite_section(suite), glue_section(tasks, inputs.results),
                 squad_race_section(tasks), gain_section(inputs.results), init_check_section(inputs.results),
                 protocol_section(inputs.results, inputs.settings),
                 model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path, inputs.source),

@@ -54,7 +54,9 @@ _PICTURE = re.compile(r"^\[(?:Picture|Illustration)\b", re.IGNORECASE)
 _HEADING = re.compile(
     r"^(?:chapter|book|volume|part|act|scene|canto|stave)[ \t]+(?:[ivxlcdm]+|\d+|[a-z]+)\b[.:]?$", re.IGNORECASE
 )
-_SENTENCE_END = ".!?\"'”’:;,)]"
+_SENTENCE_END = ".!?\"'”’:;,)]" + "。！？｡：；，」』）।॥؟۔።"  # English's, then other scripts' (CJK, Indic, Arabic, ...)
+# Scripts that write words without spaces: each such character counts as a word when telling a heading by its length.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f]")
 _BOM = codecs.BOM_UTF8
 
 
@@ -130,14 +132,16 @@ def _paragraphs(body: str) -> List[str]:
 
 
 def _is_heading(paragraph: str) -> bool:
-    """Chapter headings, all-capitals lines and short unpunctuated lines (titles, dedications)."""
+    """Chapter headings, all-capitals lines and short unpunctuated lines (titles, dedications). Words of scripts
+    without spaces count one a character; caseless letters (CJK, Arabic, Devanagari, ...) make no all-capitals line."""
     if _HEADING.match(paragraph):
         return True
-    words = len(paragraph.split())
+    words = len(paragraph.split()) + len(_UNSPACED.findall(paragraph))
     if words <= 8 and paragraph[-1] not in _SENTENCE_END:
         return True
     letters = [c for c in paragraph if c.isalpha()]
-    return bool(letters) and not any(c.islower() for c in letters) and words <= 12
+    cased = [c for c in letters if c.isupper() or c.islower()]
+    return bool(cased) and len(cased) * 2 > len(letters) and not any(c.islower() for c in cased) and words <= 12
 
 
 def book_document_from_bytes(

@@ -97,6 +97,10 @@ class AlbertTokenizer:
     def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
         return [self.encode(t) for t in texts]
 
+    def piece_to_id(self, piece: str) -> int:
+        """The id of one piece (``tokenize``'s output): what ``encode`` gives for it."""
+        return self.sp.piece_to_id(piece)
+
     @property
     def pieces(self) -> List[str]:
         """Every piece, in id order."""

@@ -160,6 +160,10 @@ class WordPieceTokenizer:
     def convert_ids_to_pieces(self, ids: Sequence[int]) -> List[str]:
         return [self.pieces[int(i)] for i in ids]
 
+    def piece_to_id(self, piece: str) -> int:
+        """The id of one piece (``tokenize``'s output, a vocabulary token): what ``encode`` gives for it."""
+        return self._ids[piece]
+
     def is_word_start(self, token_id: int) -> bool:
         """Every piece but a ``##`` continuation starts a word (used by whole-word n-gram masking)."""
         return not self.pieces[int(token_id)].startswith(CONTINUATION)

@@ -7,6 +7,13 @@ alignment" below), so every piece gets the official character span: gold answers
 (training labels, :mod:`.features`) and predicted spans are cut from the original context
 (``context[start:end].strip()``, original case, accents and spacing) as officially (:mod:`.decoding`).
 Only contexts the official code drops as a MISMATCH get offset-based spans instead (kept, not dropped).
+
+A WordPiece tokenizer (a ``vocab.txt``, the official Chinese models') is aligned exactly instead, by offsets
+(:func:`wordpiece_piece_spans`): BERT's ``BasicTokenizer`` never moves a character from one word to another, so
+each word's characters are followed through its cleaning, lower-casing and accent stripping, and each piece covers
+the original characters of its part of the word (an ``[UNK]`` the whole word). That is the character-level
+alignment the Chinese reading-comprehension baselines (CMRC2018, DRCD) use; the LCS above would read the
+``##`` and ``[UNK]`` of the pieces as characters of the context.
 """
 from __future__ import annotations
 
@@ -19,7 +26,8 @@ import numpy as np
 
 from components.text.normalize import preprocess_text
 
-__all__ = ["SPIECE_UNDERLINE", "ContextAlignment", "align_contexts", "normalize_with_offsets", "piece_char_spans"]
+__all__ = ["SPIECE_UNDERLINE", "ContextAlignment", "align_contexts", "normalize_with_offsets", "piece_char_spans",
+           "wordpiece_piece_spans"]
 
 SPIECE_UNDERLINE = "\u2581"
 
@@ -246,6 +254,9 @@ def _offset_piece_spans(text: str, tokenizer) -> Tuple[List[str], np.ndarray]:
     """The fallback for a MISMATCH context: pieces and ``[start, end)`` spans carried through normalisation
     and SentencePiece's byte offsets (leading whitespace excluded; a piece with no visible characters
     gets an empty span at its position)."""
+    if not hasattr(tokenizer, "sp"):
+        raise TypeError(f"{type(tokenizer).__name__} is neither a SentencePiece tokenizer (AlbertTokenizer) nor a "
+                        "WordPiece one: no character alignment for its pieces")
     lower = getattr(tokenizer, "do_lower_case", True)
     norm, orig_start, orig_end = _normalize_with_spans(text, lower=lower)
     expected = tokenizer.normalize(text) if hasattr(tokenizer, "normalize") else norm
@@ -308,6 +319,75 @@ def _offset_piece_spans(text: str, tokenizer) -> Tuple[List[str], np.ndarray]:
     return pieces, spans
 
 
+def _wordpiece_word_chars(word: List[Tuple[str, int]], lower: bool) -> List[Tuple[str, int]]:
+    """One ``BasicTokenizer`` word's characters after step 1 (invalid characters dropped) and step 4 (lower-case,
+    NFD, nonspacing marks dropped), each with the index of the original character it came from."""
+    from components.text.wordpiece import is_control
+
+    chars = [(c, i) for c, i in word if c != "\ufffd" and not is_control(c)]
+    if not lower:
+        return chars
+    text = "".join(c for c, _ in chars)
+    low = text.lower()
+    if len(low) == len(text):  # whole-word lower-casing (Greek final sigma) when it keeps the length
+        chars = [(lc, i) for lc, (_, i) in zip(low, chars)]
+    else:
+        chars = [(lc, i) for c, i in chars for lc in c.lower()]
+    if all(c.isascii() for c, _ in chars):
+        return chars
+    return [(d, i) for c, i in chars for d in unicodedata.normalize("NFD", c) if unicodedata.category(d) != "Mn"]
+
+
+def wordpiece_piece_spans(text: str, tokenizer) -> Tuple[List[str], np.ndarray]:
+    """WordPiece pieces of ``text`` (exactly ``tokenizer.tokenize(text)``) and each one's ``[start, end)`` in
+    ``text``, by offsets (see the module): a piece covers the original characters of its part of its word, an
+    ``[UNK]`` the whole word (a part split off at punctuation). Pieces are in order and their spans never overlap."""
+    from components.text.wordpiece import (_SPLITTING_CONTROL, _WORD, _drop_invalid, _strip_accents, CONTINUATION,
+                                           is_punctuation)
+
+    lower = bool(getattr(tokenizer, "do_lower_case", True))
+    kept = [(c, i) for i, c in enumerate(text) if not _SPLITTING_CONTROL.match(c)]
+    cleaned = "".join(c for c, _ in kept)
+    pieces: List[str] = []
+    spans: List[Tuple[int, int]] = []
+    for match in _WORD.finditer(cleaned):
+        word = kept[match.start():match.end()]
+        chars = _wordpiece_word_chars(word, lower)
+        expected = _drop_invalid(match.group())
+        expected = _strip_accents(expected.lower()) if lower else expected
+        if "".join(c for c, _ in chars) != expected:  # a Unicode corner case: the word's span for every character
+            chars = [(c, word[0][1]) for c in expected[:-1]] + ([(expected[-1], word[-1][1])] if expected else [])
+        parts: List[List[Tuple[str, int]]] = []
+        run: List[Tuple[str, int]] = []
+        for c, i in chars + [(" ", -1)]:   # BERT's whitespace split, then its punctuation split
+            if c.isspace() or is_punctuation(c):
+                if run:
+                    parts.append(run)
+                    run = []
+                if not c.isspace():
+                    parts.append([(c, i)])
+            else:
+                run.append((c, i))
+        for part in parts:
+            ids = tokenizer._wordpiece("".join(c for c, _ in part))
+            if len(ids) == 1 and ids[0] == tokenizer.unk_id:
+                pieces.append(tokenizer.pieces[ids[0]])
+                spans.append((part[0][1], part[-1][1] + 1))
+                continue
+            at = 0
+            for k, token_id in enumerate(ids):
+                piece = tokenizer.pieces[token_id]
+                n = len(piece) - (len(CONTINUATION) if k else 0)
+                pieces.append(piece)
+                spans.append((part[at][1], part[at + n - 1][1] + 1))
+                at += n
+    expected_pieces = list(tokenizer.tokenize(text))
+    if pieces != expected_pieces:
+        raise RuntimeError(f"WordPiece alignment lost its way in a context of {len(text)} characters: "
+                           f"{len(pieces)} pieces against the tokenizer's {len(expected_pieces)}")
+    return pieces, np.asarray(spans, dtype=np.int32).reshape(len(spans), 2)
+
+
 def _char_to_piece(n_chars: int, spans: np.ndarray) -> np.ndarray:
     """Original character → index of the piece covering it (-1 for whitespace between pieces)."""
     out = np.full(n_chars, -1, dtype=np.int64)
@@ -356,6 +436,8 @@ class ContextAlignment:
 def align_contexts(texts: Sequence[str], tokenizer) -> List[ContextAlignment]:
     """:class:`ContextAlignment` of each text, the official way (see above); batched, so aligning many
     contexts in one call is much faster than one by one."""
+    if getattr(tokenizer, "kind", None) == "wordpiece":
+        return [ContextAlignment(*wordpiece_piece_spans(t, tokenizer), None, None) for t in texts]
     lower = getattr(tokenizer, "do_lower_case", True)
     pieces = [list(tokenizer.tokenize(t)) for t in texts]
     chartok = ["".join(p).replace(SPIECE_UNDERLINE, " ") for p in pieces]

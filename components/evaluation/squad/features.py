@@ -85,7 +85,7 @@ def convert_squad_examples(examples: Sequence[SquadExample], tokenizer, max_seq_
             if len(cache) >= 4 * _CONTEXT_BLOCK:
                 cache.clear()
             block = contexts[block_of[ex.context] * _CONTEXT_BLOCK:][:_CONTEXT_BLOCK]
-            cache.update((c, ([tokenizer.sp.piece_to_id(p) for p in a.pieces], a))
+            cache.update((c, ([tokenizer.piece_to_id(p) for p in a.pieces], a))
                          for c, a in zip(block, align_contexts(block, tokenizer)))
         doc_ids, alignment = cache[ex.context]
         spans = alignment.spans
