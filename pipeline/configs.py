@@ -32,6 +32,7 @@ from pipeline import spans
 from pipeline.home import PROJECT_HOME
 
 SAMPLE_DATA = os.path.join(PROJECT_HOME, "data", "sample")
+SAMPLE_ZH_DATA = os.path.join(PROJECT_HOME, "data", "sample-zh")
 
 # Node ids of the DAG (``pipeline/pipeline.py``) whose parameters come from this config.
 BENCHMARK_NODE_IDS = {"glue": "GlueBenchmark", "squad": "SquadBenchmark", "squad2": "Squad2Benchmark",
@@ -467,6 +468,44 @@ def sample_config() -> PipelineConfig:
     )
 
 
+def sample_zh_config() -> PipelineConfig:
+    """The whole DAG in Chinese on ``data/sample-zh``: the zh profile (multilingual sentences, a learned WordPiece
+    vocab.txt, whole-word masking at ``##``), albert-tiny for a few dozen steps, and CLUE's three kinds of tasks
+    (AFQMC and TNEWS in the GLUE node, CMRC2018 in the SQuAD node, C3 in the RACE node) for a few steps each."""
+    tiny = dict(albert_dropout=0.0, classifier_dropout=0.1)
+    return PipelineConfig(
+        preset="sample-zh",
+        pipeline_name="albert-tfx-sample-zh",
+        language="zh",
+        beam_args=["--direct_running_mode=in_memory", "--direct_num_workers=1"],
+        corpus=CorpusConfig(books_dir=os.path.join(SAMPLE_ZH_DATA, "books"), min_doc_chars=200, num_shards=1),
+        vocab=VocabConfig(vocab_size=1000, input_sentence_size=200_000),
+        datagen=DataGenConfig(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, eval_fraction=0.1,
+                              num_shards=1),
+        model=ModelConfig(size="albert-tiny"),
+        train=TrainConfig(
+            train_batch_size=16, eval_batch_size=16, num_train_steps=40, num_warmup_steps=4, learning_rate=0.005,
+            checkpoint_every=0, eval_every=0, eval_steps=2, log_every=10, shuffle_buffer=500, strategy="cpu",
+            mixed_precision="float32",
+        ),
+        benchmarks=BenchmarkConfig(
+            glue_dir=os.path.join(SAMPLE_ZH_DATA, "clue"),
+            glue_tasks=["AFQMC", "TNEWS"],
+            squad_dir=os.path.join(SAMPLE_ZH_DATA, "cmrc2018"),
+            squad_train_file="train.json",
+            squad_dev_file="dev.json",
+            squad_metric="cmrc2018",
+            race_dir=os.path.join(SAMPLE_ZH_DATA, "c3"),
+            race_format="c3",
+            hparams={t: FinetuneHParams(5e-4, 4, train_steps=4, warmup_steps=1, max_seq_length=64, **tiny)
+                     for t in ("AFQMC", "TNEWS", "CMRC2018", "C3")},
+            checkpoint_selection="last",
+            doc_stride=32,
+            max_query_length=16,
+        ),
+    )
+
+
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
     ``experiments/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
@@ -531,7 +570,7 @@ def small_config() -> PipelineConfig:
     )
 
 
-PRESETS = {"sample": sample_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
+PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
            "paper-v2": paper_v2_config}
 
 

@@ -212,6 +212,7 @@ SLOW = {
     "test_two_phase.py::test_the_trainer_refuses_examples_without_the_long_split",
     "test_two_phase.py::test_a_resume_across_the_switch_is_the_same_run",
     "test_step_count_change.py",
+    "test_sample_zh.py",
     "test_languages.py::test_datagen_reads_a_wordpiece_vocab_and_masks_whole_words",
     "test_languages.py::test_pretraining_on_wordpiece_examples_exports_the_vocab_txt",
 }

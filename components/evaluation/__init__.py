@@ -11,6 +11,9 @@ with the benchmark's official metric definitions:
 * :mod:`.squad`   – a package, one module per stage: ``reading``, ``alignment``, ``features``, ``decoding``,
   ``scoring``.
 * :mod:`.race`    – RACE reader, 4-way multiple-choice featurization, per-level accuracy.
+* :mod:`.task_spec`, :mod:`.clue` – any classification task described by a spec (``benchmarks.tasks``), and CLUE's
+  tasks in their released formats (classification specs, C3 as RACE examples, CMRC2018 as SQuAD's);
+  ``squad.cmrc2018`` is CMRC2018's official character-level scorer.
 * :mod:`.score`   – ``albert-pipeline score``: score a predictions file against a dataset.
 
 Fine-tuning and export (these import TensorFlow when loaded):

@@ -121,7 +121,7 @@ def render(facts: Mapping[str, Any]) -> str:
                "the TF SavedModel at the top of this folder (`serving_default`: token ids in; sequence and pooled "
                "output, MLM and sentence-order logits out), ")
             + "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
-            "(`AlbertModel.from_pretrained`) and `vocab/spm.model`.",
+            "(`AlbertModel.from_pretrained`) and `vocab/` (the vocabulary it was trained with).",
             Table(["setting", "value"], _rows(facts["albert_config"]))]),
         *_pretraining_sections(facts),
         Section("Benchmarks", [

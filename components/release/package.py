@@ -7,10 +7,12 @@ Layout of a version folder (``<destination>/<N>/``)::
                                           the version folder itself); none for an encoder-only model that a
                                           benchmark-only run imported
     checkpoint/                           the Trainer's albert folder: TF2 checkpoints, albert_config.json
-                                          (official keys), spm.model, export_info.json
-    huggingface/                          config.json, model.safetensors, spiece.model, tokenizer_config.json and
-                                          the card as README.md (transformers' AlbertModel.from_pretrained)
-    vocab/spm.model                       the SentencePiece vocabulary
+                                          (official keys), the vocabulary, export_info.json
+    huggingface/                          config.json, model.safetensors, spiece.model (or a WordPiece vocab.txt),
+                                          tokenizer_config.json and the card as README.md (transformers'
+                                          AlbertModel.from_pretrained)
+    vocab/                                the vocabulary: spm.model, or a WordPiece vocab.txt and its
+                                          tokenizer.json (trainer/vocabulary.py)
     model_card.md                         the card (components.release.model_card)
     model_card.json                       the card's facts, as the card shows them (for machines)
     release.json                          the record: version, model, blessing, scores, files with sha256 (last)
@@ -29,8 +31,8 @@ from components.file_io import copy_tree, json_safe
 from components.release import model_card
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
-from trainer.files import (ALBERT_DIR, EXPORT_INFO_FILE, MODEL_SOURCE_FILE, RUN_CONFIG_FILE, SPM_FILE,
-                           VERSION_ALBERT_DIR)
+from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, MODEL_SOURCE_FILE, RUN_CONFIG_FILE, VERSION_ALBERT_DIR
+from trainer.vocabulary import vocabulary_files
 
 __all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "write_card", "file_digests", "run_config", "export_info",
            "model_source"]
@@ -139,7 +141,8 @@ def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[
         tf.io.gfile.makedirs(out)
     copy_tree(albert, posixpath.join(out, CHECKPOINT_DIR))
     tf.io.gfile.makedirs(posixpath.join(out, VOCAB_DIR))
-    tf.io.gfile.copy(posixpath.join(albert, SPM_FILE), posixpath.join(out, VOCAB_DIR, SPM_FILE), overwrite=True)
+    for path in vocabulary_files(albert):
+        tf.io.gfile.copy(path, posixpath.join(out, VOCAB_DIR, posixpath.basename(path)), overwrite=True)
     sharing = (export_info.get("albert_config") or {}).get("sharing")
     if sharing not in ("all", "groups", "none"):
         return (f"No Hugging Face folder: sharing={sharing!r} has no transformers layout (whole-layer groups "

@@ -1,0 +1,49 @@
+"""The whole DAG in Chinese (issue 54): ``albert-pipeline run --preset sample-zh`` on the bundled ``data/sample-zh``
+through the real CLI: CorpusGen cuts the Chinese books at 。！？, VocabGen learns a WordPiece vocab.txt, datagen masks
+whole words at "##", the Trainer pretrains albert-tiny, the three kinds of CLUE tasks are fine-tuned and scored
+(AFQMC and TNEWS, CMRC2018, C3), and the release carries the vocab.txt and a Hugging Face folder that declares
+BertTokenizer."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import CLI, REPO, cli_env
+
+
+@pytest.fixture(scope="module")
+def zh_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("zh") / "run"
+    done = subprocess.run([CLI, "run", "--preset", "sample-zh", "--output-dir", str(out)], cwd=REPO,
+                          capture_output=True, text=True, env=cli_env(), timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, json.loads(done.stdout), done.stderr
+
+
+def test_the_chinese_sample_runs_every_node_and_scores_clue(zh_run):
+    out, summary, stderr = zh_run
+    assert summary["release"]["version"] == 1 and summary["release"]["blessed"] is True
+    with open(summary["report"], encoding="utf-8") as f:
+        report = f.read()
+    assert "## Results in the shape of the paper's Table 2: tasks beyond English" in report
+    assert "| Model | AFQMC | TNEWS | CMRC2018 F1/EM | C3 | Avg |" in report
+    root = out / "pipeline_root"
+    (examples,) = [p for p in (root / "PretrainingDataGen" / "examples").iterdir()]
+    assert sorted(os.listdir(examples / "vocab")) == ["tokenizer.json", "vocab.txt"]
+    with open(examples / "vocab" / "tokenizer.json") as f:
+        assert json.load(f)["kind"] == "wordpiece"
+    vocab = (examples / "vocab" / "vocab.txt").read_text(encoding="utf-8").split("\n")
+    assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and "##的" in vocab
+
+
+def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):
+    _, summary, _ = zh_run
+    release = summary["release"]["path"]
+    assert sorted(os.listdir(os.path.join(release, "vocab"))) == ["tokenizer.json", "vocab.txt"]
+    with open(os.path.join(release, "huggingface", "tokenizer_config.json")) as f:
+        assert json.load(f)["tokenizer_class"] == "BertTokenizer"
+    with open(os.path.join(release, "checkpoint", "albert_config.json")) as f:
+        size = json.load(f)["vocab_size"]
+    with open(os.path.join(release, "vocab", "vocab.txt"), encoding="utf-8") as f:
+        assert size == sum(1 for _ in f)
