@@ -72,7 +72,8 @@ def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, caps
             handler.close()
         logging.captureWarnings(False)
     assert capsys.readouterr().err.splitlines() == [
-        "albert-pipeline: warning: Tensorflow version (mine) found. Note that TFMA support for TF 2.0 is currently in beta",
+        "albert-pipeline: warning: Tensorflow version (mine) found. Note that TFMA support for TF 2.0 is currently "
+        "in beta",
         "albert-pipeline: warning: From /work/mine.py:3: tf_record_iterator (from tf_record) is deprecated and will be "
         "removed soon."]
     with open(path, encoding="utf-8") as f:
