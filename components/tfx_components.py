@@ -173,7 +173,7 @@ def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
 
 def _reading_dev_passages(squad, squad2, race):
     """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
-    articles), read from local copies."""
+    articles): read where they are when local (an error names the file), from local copies on ``gs://``."""
     from components import datagate_beam
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -181,14 +181,19 @@ def _reading_dev_passages(squad, squad2, race):
         for i, artifact in enumerate(a for a in (squad, squad2) if a is not None):
             for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(artifact.uri)):
                 if name.startswith("dev") and name.endswith(".json"):
-                    local = os.path.join(tmp, f"squad{i}", name)
-                    os.makedirs(os.path.dirname(local), exist_ok=True)
-                    tf.io.gfile.copy(posixpath.join(artifact.uri, name), local)
-                    squad_files.append(local)
+                    path = posixpath.join(artifact.uri, name)
+                    if "://" in path:
+                        local = os.path.join(tmp, f"squad{i}", name)
+                        os.makedirs(os.path.dirname(local), exist_ok=True)
+                        tf.io.gfile.copy(path, local)
+                        path = local
+                    squad_files.append(path)
         race_dir = None
         if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
-            race_dir = os.path.join(tmp, "race")
-            copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+            race_dir = race.uri
+            if "://" in race_dir:
+                race_dir = os.path.join(tmp, "race")
+                copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
         return datagate_beam.dev_passages(squad_files, race_dir)
 
 

@@ -55,11 +55,11 @@ def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, caps
     tfma = "/venv/site-packages/tensorflow_model_analysis/"
     deprecation = "/venv/site-packages/tensorflow/python/util/deprecation.py"
     records = [("absl", tfma + "api/model_eval_lib.py", beta, ("2.21.0",)),
-               ("absl", "/work/mine.py", beta, ("mine",)),
+               ("absl", "/srv/project/mine.py", beta, ("mine",)),
                ("tensorflow", deprecation, logs._TF_DEPRECATION,
                 (tfma + "writers/eval_config_writer.py:98", "tf_record_iterator", "tf_record", "soon", "use tf.data")),
                ("tensorflow", deprecation, logs._TF_DEPRECATION,
-                ("/work/mine.py:3", "tf_record_iterator", "tf_record", "soon", "use tf.data"))]
+                ("/srv/project/mine.py:3", "tf_record_iterator", "tf_record", "soon", "use tf.data"))]
     root = logging.getLogger()
     capsys.readouterr()
     path = logs.setup(str(tmp_path / "x.log"))
@@ -74,9 +74,9 @@ def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, caps
     assert capsys.readouterr().err.splitlines() == [
         "albert-pipeline: warning: Tensorflow version (mine) found. Note that TFMA support for TF 2.0 is currently "
         "in beta",
-        "albert-pipeline: warning: From /work/mine.py:3: tf_record_iterator (from tf_record) is deprecated and will be "
+        "albert-pipeline: warning: From /srv/project/mine.py:3: tf_record_iterator (from tf_record) is deprecated and will be "
         "removed soon."]
     with open(path, encoding="utf-8") as f:
         logged = f.read()
-    assert "(mine) found" in logged and "/work/mine.py:3" in logged
+    assert "(mine) found" in logged and "/srv/project/mine.py:3" in logged
     assert "2.21.0" not in logged and "eval_config_writer" not in logged

@@ -407,3 +407,23 @@ def _executor_specs(ir):
     from tfx.orchestration.local import runner_utils
 
     return dict(runner_utils.extract_local_deployment_config(ir).executor_specs)
+
+
+def test_the_baseline_is_the_newest_lower_span_through_the_gate_and_an_acceptance_is_of_the_same_data():
+    from components.datagate_result import data_fingerprint, gate_span, select_inputs
+
+    def snapshot(span, fingerprint):
+        return json.dumps({"wikipedia": {"spans": [span], "fingerprint": fingerprint}, "books": {"spans": []}})
+
+    results = [{"id": 3, "span": 1, "passed": 1, "accepted": 0},
+               {"id": 5, "span": 2, "passed": 0, "accepted": 0},  # failed: never a baseline
+               {"id": 7, "span": 2, "passed": 0, "accepted": 1, "data_fingerprint": data_fingerprint(snapshot(2, "b"))},
+               {"id": 9, "span": 4, "passed": 1, "accepted": 0},  # a later span (a backfill of 3 runs after it)
+               {"id": 11, "span": 0, "passed": 1, "accepted": 0}]  # an unpatterned read: no order
+    assert gate_span(snapshot(3, "c")) == 3 and gate_span(None) == 0
+    assert select_inputs(snapshot(3, "c"), results) == {"span": 3, "baseline": 7, "acceptance": None}
+    assert select_inputs(snapshot(2, "b"), results) == {"span": 2, "baseline": 3, "acceptance": 7}
+    assert select_inputs(snapshot(2, "b2"), results) == {"span": 2, "baseline": 3, "acceptance": None}  # re-export
+    assert select_inputs(snapshot(1, "a"), results) == {"span": 1, "baseline": None, "acceptance": None}
+    unpatterned = json.dumps({"wikipedia": {"spans": [], "fingerprint": "x"}})
+    assert select_inputs(unpatterned, results) == {"span": 0, "baseline": None, "acceptance": None}

@@ -47,3 +47,33 @@ def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):
         size = json.load(f)["vocab_size"]
     with open(os.path.join(release, "vocab", "vocab.txt"), encoding="utf-8") as f:
         assert size == sum(1 for _ in f)
+
+
+def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_clue(zh_run, tmp_path):
+    """The released model written the way the official Chinese models ship (TF1 variables under the official names,
+    albert_config.json, vocab_chinese.txt), then `convert tf1-to-albert`, then `run --set mode=benchmark` on it: the
+    three kinds of CLUE tasks are scored and a version naming the source is pushed."""
+    from trainer.checkpoint_interop import save_tf1_checkpoint
+    from trainer.convert import load_albert_dir
+
+    _, summary, _ = zh_run
+    release = summary["release"]["path"]
+    official = tmp_path / "albert_tiny_zh"
+    official.mkdir()
+    save_tf1_checkpoint(load_albert_dir(os.path.join(release, "checkpoint")), str(official / "model.ckpt-best"))
+    with open(os.path.join(release, "vocab", "vocab.txt"), "rb") as f:
+        (official / "vocab_chinese.txt").write_bytes(f.read())
+    converted = tmp_path / "converted"
+    done = subprocess.run([CLI, "convert", "tf1-to-albert", str(official), str(converted)], cwd=REPO,
+                          capture_output=True, text=True, env=cli_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    files = set(os.listdir(converted))
+    assert {"tokenizer.json", "vocab.txt"} <= files and "spm.model" not in files
+    done = subprocess.run([CLI, "run", "--preset", "sample-zh", "--output-dir", str(tmp_path / "bench"),
+                           "--set", "mode=benchmark", "--set", f"train.init_from={converted}"], cwd=REPO,
+                          capture_output=True, text=True, env=cli_env(), timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    bench = json.loads(done.stdout)
+    with open(bench["report"], encoding="utf-8") as f:
+        assert "| Model | AFQMC | TNEWS | CMRC2018 F1/EM | C3 | Avg |" in f.read()
+    assert bench["release"]["version"] == 1

@@ -59,7 +59,7 @@ def test_missing_model_file_is_an_error_naming_the_path(tmp_path):
 
 def test_garbage_model_file_is_an_error_naming_the_path(tmp_path):
     junk = fixtures.write(tmp_path / "30k-clean.model", open(fixtures.BOOK, "rb").read()[:5000])
-    with pytest.raises(ValueError, match="30k-clean.model is not a SentencePiece model"):
+    with pytest.raises(ValueError, match="30k-clean.model is neither a SentencePiece model nor a WordPiece vocab.txt"):
         vocab_lib.build_vocab(VocabConfig(import_model=junk, vocab_size=0), 1, None, str(tmp_path / "out"))
 
 
