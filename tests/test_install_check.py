@@ -440,11 +440,11 @@ def test_the_first_tick_runs_every_task_as_the_backends_start_it_and_equals_the_
     _, out, summaries, logs, local = image_ticks
     first = summaries[0]
     assert first["python"] == image_env.python and first["schema_version"] == "2.1.0"
-    order = re.findall(r"\[\d+/14\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
+    order = re.findall(r"\[\d+/16\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
     assert order == ["DataSnapshot", "LatestBlessedModel-model-blessing-resolver", "BooksImporter",
                      "GlueDataImporter", "LatestBlessedModel-model-resolver", "WikipediaImporter",
-                     "CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark",
-                     "BenchmarkReport", "Blesser", "Pusher"]
+                     "CorpusGen", "DataGate", "DataGateCheck", "VocabGen", "PretrainingDataGen", "Trainer",
+                     "GlueBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
     assert sorted(first["tasks"]) == sorted(order)
     assert {t["kind"] for t in first["tasks"].values()} == {"importer", "resolver", "container"}
     # The Beam steps ran on FnApiRunner as Beam's default, never trying to download PrismRunner.
