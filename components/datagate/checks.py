@@ -8,75 +8,30 @@ what the Trainer would read, so one bad short document weighs little and one bad
 Defaults were chosen from measurements with this code (``document_stats`` / ``near_duplicates`` defaults), on:
 data/sample (2 books, 19 Wikipedia articles: 0.53 M characters), ../shared/data/large (282 Gutenberg books and
 7,731 Wikipedia articles: 245 M characters) and ../shared/data/multilingual (zh, ja, ko: 0.24 M characters).
-The measured value each default leaves room above is in its comment.
+The measured value each default leaves room above is in its comment, beside the setting (config/sections.py
+``GateConfig``).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Dict, List, Optional, Tuple
 
 from components.datagate.contamination import ContaminationResult
 from components.datagate.document_stats import RULES, SpanStats
 from components.datagate.drift import jensen_shannon_divergence, total_variation, unigram_tables, volume_ratio
 from components.datagate.near_duplicates import previous_span_duplicates
+from config.sections import GateConfig
 
 
-@dataclass(frozen=True)
-class GateLimits:
-    """Limits of the checks (module docstring). ``max_<rule>_share``: at most this share of the span's characters
-    is in documents flagged by that ``DocumentRules`` rule."""
-
-    # --- absolute: every span ---
-    min_documents: int = 1  # an empty span (a failed upstream export, a wrong path) never trains
-    # data/large, measured on its two disjoint halves (119 M characters each; "halves" below): the share of
-    # characters each rule flags. 0.05 everywhere Gopher's rules flag almost nothing in books and Wikipedia.
-    max_short_share: float = 0.05  # halves: <= 0.0001 (Wikipedia stubs)
-    max_word_length_share: float = 0.05  # halves: 0 (document means 4.3-8.7 characters in slices)
-    max_symbols_share: float = 0.05  # halves: <= 0.0001 (Wikipedia lists)
-    max_no_letter_words_share: float = 0.05  # halves: <= 0.0001 (tables of numbers)
-    max_few_letters_share: float = 0.05  # halves: <= 0.00001; data/multilingual: 0
-    # halves: 0.010 and 0.005; their books alone up to 0.017: plays (a speaker's name on its own line) break
-    # Gopher's 0.3 duplicate-line share, 7 of 282 books (Shakespeare, Ibsen, Joyce's Exiles): a tenth may be plays.
-    max_duplicate_lines_share: float = 0.10
-    max_top_ngrams_share: float = 0.05  # halves: <= 0.00003
-    max_duplicate_ngrams_share: float = 0.05  # halves: 0.001 (Wikipedia lists with repeated phrases)
-    # Share of the span's documents repeating another of its documents (exact, sampled): halves 0.
-    max_duplicate_document_share: float = 0.05
-
-    # --- drift: against the last span that passed ---
-    # Characters of this span / characters of the baseline: a tick that brings a fifth or five times the text is
-    # a broken export or a changed source, not a new slice of the same data.
-    min_volume_ratio: float = 0.2
-    max_volume_ratio: float = 5.0
-    # Jensen-Shannon divergence (base 2) of content-token unigram counts over the unigram_top_tokens most frequent
-    # tokens of either span (drift.unigram_tables). Measured: disjoint halves of data/large 0.0008, of its books
-    # 0.003, of data/sample (50 k tokens each) 0.155; data/large's Wikipedia vs its books 0.14; data/sample vs
-    # data/large 0.07; Japanese vs Chinese 0.70; Chinese vs English 0.97. 0.3: twice the small sample halves.
-    max_unigram_jsd: float = 0.3
-    # 1,000 tokens carry 68% of data/large's tokens. Over all 50 k kept tokens the rare ones, absent from the other
-    # span by chance, make the divergence grow as spans shrink: halves of data/sample read 0.26, of data/large 0.02.
-    unigram_top_tokens: int = 1000
-    # Total variation distance of the characters' language mix: halves 0.00001; a span of another language 1.0.
-    # 0.25: a quarter of the text may move to another language before it is a different corpus.
-    max_language_mix_distance: float = 0.25
-    # Within-span duplicate-document share, this span minus the baseline (halves: 0).
-    max_duplicate_share_increase: float = 0.05
-    # Shares of this span's documents duplicating a document of the baseline span (sampled, near_duplicates):
-    # halves 0 exact, 0 near; a re-sent span reads 1.0, one with a sentence dropped per document 0 exact, 1.0 near.
-    max_previous_exact_duplicate_share: float = 0.05
-    max_previous_near_duplicate_share: float = 0.10
-    # Estimated Jaccard similarity of 5-shingle sets from which two documents are near duplicates. A copy with one
-    # word in 200 changed scores 0.95, distinct documents of one corpus near 0 (no pair of the halves' samples
-    # reaches 0.8); 0.8 also sets the recall of the sampled search (near_duplicates: about J or better).
-    near_duplicate_jaccard: float = 0.8
-
-    # --- contamination: benchmark dev passages with a 13-gram in the span (GPT-3's measure) ---
-    # SQuAD's passages are Wikipedia's, and ALBERT pretrains on Wikipedia: data/large's Wikipedia holds a 13-gram of
-    # 23.6% of the SQuAD v1.1 dev passages (488 of 2,067), its books 0.1% (2), data/sample none. The paper's setting
-    # accepts that, so the default only measures and reports (1.0); set it lower for a benchmark that is not drawn
-    # from the corpus's sources.
-    max_contaminated_share: float = 1.0
+# The limits are the ``gate.*`` settings (config/sections.py ``GateConfig``, where each default's reason stands),
+# less the two that are no limit: one definition for the configuration and for this core.
+GateLimits = make_dataclass(
+    "GateLimits", [(f.name, f.type, field(default=f.default)) for f in fields(GateConfig)
+                   if f.name not in GateConfig.NOT_LIMITS], frozen=True)
+GateLimits.__module__ = __name__
+GateLimits.__doc__ = """Limits of the checks (module docstring). ``max_<rule>_share``: at most this share of the span's
+characters is in documents flagged by that ``DocumentRules`` rule."""
 
 
 @dataclass(frozen=True)
