@@ -4,7 +4,7 @@
                         [--wait [SECONDS]]   (one run per output folder: pipeline/run_lock.py)
     albert-pipeline plan [same flags as run]   (CACHED / WILL RUN per node, and why; runs nothing)
     albert-pipeline compile --output spec.json --image IMAGE [...]
-    albert-pipeline rehearse --spec spec.json [--output-dir D] [--parameters JSON] [--python ENV/bin/python]
+    albert-pipeline rehearse --spec spec.json [--output-dir D] [--parameters JSON] [--python ENV/bin/python] [--cold]
     albert-pipeline submit  --spec spec.json (--endpoint HOST | --project P --region R --pipeline-root gs://...)
     albert-pipeline schedule --spec spec.json --cron "0 3 * * 1" --project P --region R --pipeline-root gs://...
     albert-pipeline compile|submit|schedule --env vertex-dev ...   (environments in infra/environments.yaml)
@@ -147,7 +147,7 @@ def cmd_rehearse(args) -> int:
 
     try:
         summary = rehearsal.rehearse(args.spec, args.output_dir, parameter_values=parse_parameters(args.parameters),
-                                     python=args.python,
+                                     python=args.python, cold=args.cold,
                                      log=lambda line: print(f"albert-pipeline rehearse: {line}", file=sys.stderr))
     except rehearsal.TaskFailed as exc:
         print(f"albert-pipeline rehearse: failed: {exc}", file=sys.stderr)
@@ -458,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parameters", help="JSON object of pipeline parameter values (e.g. local data folders)")
     p.add_argument("--python", help="interpreter of the environment the tasks run in (default: this one's); "
                                     "e.g. a virtualenv built like the image by infra/build_env.sh")
+    p.add_argument("--cold", action="store_true",
+                   help="start each task as a new interpreter, as a backend's container does, instead of forking it "
+                        "from one that imported TFX's entrypoint once (pipeline/task_launcher.py; slower)")
     p.set_defaults(func=cmd_rehearse)
 
     for name, func, helptext in (("submit", cmd_submit, "submit a compiled spec to Vertex AI or a KFP endpoint"),
