@@ -13,7 +13,10 @@ when the URI, type and all of these match: new data, new artifact, and every nod
 the same artifact, and every node downstream is a cache hit. A folder changed in place is read, never served
 from the cache.
 
-Pure and light: paths go through ``tf.io.gfile`` only for ``gs://`` (imported then).
+Pure and light: local paths go through ``os``; a path with a scheme (``gs://``) through Beam's ``FileSystems``
+(imported then), the filesystem layer the Beam nodes read the same data with. An object store has no folders: a
+pattern's folders there are the prefixes of the objects under them, and a modification time is the object's
+``updated`` time, which Beam gives in seconds to the microsecond (kept as nanoseconds, rounded to the microsecond).
 """
 from __future__ import annotations
 
@@ -85,13 +88,10 @@ def _walk(folder: str) -> Dict[str, List[int]]:
     """relative path → [bytes, mtime ns] of every file under ``folder``."""
     out: Dict[str, List[int]] = {}
     if _is_uri(folder):
-        import tensorflow as tf
-
-        for dirpath, _, names in tf.io.gfile.walk(folder):
-            for name in names:
-                path = posixpath.join(dirpath, name)
-                stat = tf.io.gfile.stat(path)
-                out[posixpath.relpath(path, folder)] = [int(stat.length), int(stat.mtime_nsec)]
+        prefix = folder.rstrip("/") + "/"
+        for meta in _match(prefix + "**"):
+            if not meta.path.endswith("/"):  # a zero-byte "folder" placeholder is no file
+                out[meta.path[len(prefix):]] = [int(meta.size_in_bytes), _mtime_ns(meta.last_updated_in_seconds)]
         return out
     for dirpath, _, names in os.walk(folder):
         for name in names:
@@ -99,6 +99,17 @@ def _walk(folder: str) -> Dict[str, List[int]]:
             stat = os.stat(path)
             out[os.path.relpath(path, folder).replace(os.sep, "/")] = [stat.st_size, stat.st_mtime_ns]
     return out
+
+
+def _match(pattern: str) -> list:
+    """Beam's ``FileMetadata`` of every object matching ``pattern`` (``*`` within a path segment, ``**`` across)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.match([pattern])[0].metadata_list
+
+
+def _mtime_ns(seconds: Optional[float]) -> int:
+    return int(round((seconds or 0.0) * 1_000_000)) * 1000
 
 
 def fingerprint(listing: Dict[str, List[int]]) -> str:
@@ -110,11 +121,13 @@ def fingerprint(listing: Dict[str, List[int]]) -> str:
     return h.hexdigest()
 
 
-def _glob(pattern: str) -> List[str]:
+def _glob(pattern: str, regex: str) -> List[str]:
+    """The folders matching ``pattern`` (``*`` for each token) whose path matches ``regex``. On a URI, the folders
+    holding at least one object (an object store has no others)."""
     if _is_uri(pattern):
-        import tensorflow as tf
-
-        return [p.rstrip("/") for p in tf.io.gfile.glob(pattern)]
+        folder = re.compile(regex + "(?=/)")
+        found = {m.group(0) for m in (folder.match(meta.path) for meta in _match(pattern.rstrip("/") + "/**")) if m}
+        return sorted(found)
     import glob
 
     return [p for p in glob.glob(pattern) if os.path.isdir(p)]
@@ -133,7 +146,7 @@ def _candidates(location: str) -> List[Tuple[int, Optional[int], str]]:
         pos = m.end()
     regex += re.escape(location[pos:])
     found = []
-    for folder in _glob(_TOKEN.sub("*", location)):
+    for folder in _glob(_TOKEN.sub("*", location), regex):
         m = re.fullmatch(regex, folder.rstrip("/"))
         if m is None:
             continue

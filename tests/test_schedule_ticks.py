@@ -166,6 +166,7 @@ def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_be
     assert imported["GlueDataImporter"] != out[2][4]["GlueDataImporter"]
     assert read["glue"]["fingerprint"] != out[2][7]["glue"]["fingerprint"]  # the report names the new data
     assert read["wikipedia"] == out[2][7]["wikipedia"]
+    assert versions == [1, 2]  # the Trainer's model is tick 3's, already version 2: not pushed again (docs/release.md)
 
 
 def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ticks):
@@ -187,3 +188,88 @@ def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ti
     assert window.data_snapshots["wikipedia"]["properties"]["folders"] == '["span-1", "span-2"]'
     with pytest.raises(UserError, match=r"no span 7 \(data.span\); there are spans 1, 2"):
         local(["data.span=7"])
+
+
+# ------------------------------------------------------------------------------------------------ the ticks on gs://
+def _snapshot_task_parameters(config, span=0):
+    """The DataSnapshot task's input parameters for ``config``, as :func:`pipeline.snapshot_task.wire` compiles
+    them (each location a pipeline parameter ``<key>_dir``) and a run of the spec passes them."""
+    from pipeline import snapshot_task
+    from pipeline.configs import CORPUS_KEYS, IMPORTERS
+
+    locations = config.data_inputs()
+    settings = {"window": config.data.span_window, "corpus_keys": list(CORPUS_KEYS),
+                "consumers": config.data_consumers(),
+                "locations": {key: {"parameter": f"{key}_dir", "setting": IMPORTERS[key][1]} for key in locations}}
+    return {**{f"{key}_dir": location for key, location in locations.items()}, snapshot_task.SPAN_PARAMETER: span,
+            snapshot_task.SETTINGS_PARAMETER: json.dumps(settings, sort_keys=True)}
+
+
+def test_on_gs_each_tick_resolves_the_latest_span_a_backfill_span_and_data_changed_in_place(gcs, tmp_path):
+    """The deployed case: the locations on a bucket, resolved by the DataSnapshot task's own function
+    (:func:`pipeline.snapshot_task.resolve`) through the ``gs://`` stand-in, over the ticks' layout."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from config import UserError
+    from pipeline.configs import build_config
+    from pipeline.snapshot_task import resolve
+
+    data_layout(gcs / "bucket")  # the objects gs://bucket/data/wiki/span-1/… and gs://bucket/data/glue/…
+    wiki, glue = "gs://bucket/data/wiki/span-{SPAN}", "gs://bucket/data/glue"
+    config = build_config("sample", output_dir=str(tmp_path / "out"), overrides=BASE + [
+        f"corpus.wikipedia_dir={wiki}", f"benchmarks.glue_dir={glue}", "benchmarks.race_dir=null"])
+    assert config.data_inputs() == {"wikipedia": wiki, "glue": glue}
+    name = "enwiki-sample-pages-articles.xml.bz2"
+    dump = os.path.join(SAMPLE, "wikipedia", name)
+
+    def tick(span=0):
+        out = resolve(_snapshot_task_parameters(config, span))
+        return out, {key: json.loads(out[f"{key}_snapshot"]) for key in ("wikipedia", "glue")}
+
+    # Tick 1: span 1, the only one.
+    first, snap = tick()
+    assert sorted(first) == ["CorpusGen_data", "GlueBenchmark_data", "glue_snapshot", "glue_uri", "wikipedia_snapshot",
+                             "wikipedia_uri"]
+    assert first["wikipedia_uri"] == "gs://bucket/data/wiki/span-1" and first["glue_uri"] == glue
+    wikipedia = snap["wikipedia"]
+    assert (wikipedia["location"], wikipedia["spans"], wikipedia["folders"]) == (wiki, [1], [""])
+    assert (snap["wikipedia"]["files"], snap["wikipedia"]["bytes"]) == (1, os.path.getsize(dump))
+    glue_files = sorted(os.path.relpath(os.path.join(d, n), os.path.join(SAMPLE, "glue"))
+                        for d, _, names in os.walk(os.path.join(SAMPLE, "glue")) for n in names)
+    assert snap["glue"]["files"] == len(glue_files) and snap["glue"]["spans"] == []
+    assert json.loads(first["CorpusGen_data"]) == {"wikipedia": snap["wikipedia"]}
+    assert json.loads(first["GlueBenchmark_data"]) == {"dataset": snap["glue"]}
+    # Tick 2: nothing new, the same values (every task downstream a cache hit).
+    assert tick()[0] == first
+    # Tick 3: span 2 lands; an empty local folder is no span (an object store has no empty folders).
+    add_span_2(gcs / "bucket")
+    (gcs / "bucket" / "data" / "wiki" / "span-9").mkdir()
+    third, snap3 = tick()
+    assert third["wikipedia_uri"] == "gs://bucket/data/wiki/span-2" and snap3["wikipedia"]["spans"] == [2]
+    assert snap3["wikipedia"]["fingerprint"] != snap["wikipedia"]["fingerprint"]
+    assert third["CorpusGen_data"] != first["CorpusGen_data"]
+    assert third["glue_snapshot"] == first["glue_snapshot"]
+    assert third["GlueBenchmark_data"] == first["GlueBenchmark_data"]
+    # A backfill of span 1 reads what tick 1 read, to the fingerprint; a span that is not there names those there are.
+    assert tick(span=1)[0] == first
+    with pytest.raises(UserError, match=r"^config corpus\.wikipedia_dir='gs://bucket/data/wiki/span-\{SPAN\}': no span "
+                                        r"7 \(data\.span\); there are spans 1, 2$"):
+        tick(span=7)
+    # Tick 4: one GLUE object's time changes (rewritten in place, same name): the GLUE values change, the corpus's not.
+    change_glue_in_place(gcs / "bucket")
+    fourth, snap4 = tick()
+    assert snap4["glue"]["fingerprint"] != snap3["glue"]["fingerprint"]
+    assert (snap4["glue"]["files"], snap4["glue"]["bytes"]) == (snap3["glue"]["files"], snap3["glue"]["bytes"])
+    assert fourth["GlueBenchmark_data"] != third["GlueBenchmark_data"]
+    assert (fourth["wikipedia_uri"], fourth["CorpusGen_data"]) == (third["wikipedia_uri"], third["CorpusGen_data"])
+    # Tick 5: span 2's dump rewritten through the bucket's own writer, one byte shorter: a new fingerprint and size.
+    path = f"gs://bucket/data/wiki/span-2/{name}"
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        data = f.read()
+    with FileSystems.create(path, compression_type="uncompressed") as f:
+        f.write(data[:-1])
+    fifth, snap5 = tick()
+    assert fifth["wikipedia_uri"] == "gs://bucket/data/wiki/span-2"
+    assert snap5["wikipedia"]["bytes"] == snap4["wikipedia"]["bytes"] - 1
+    assert snap5["wikipedia"]["fingerprint"] != snap4["wikipedia"]["fingerprint"]
+    assert fifth["glue_snapshot"] == fourth["glue_snapshot"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -42,9 +43,17 @@ def test_a_date_span_counts_days_since_1970_and_bad_patterns_are_refused(tmp_pat
     assert snap.uri == str(tmp_path / "books" / "2026-11-26") and snap.spans == (20_783,)
     from config import UserError
 
-    for bad in ("{SPAN}-{YYYY}{MM}{DD}", "{YYYY}-{MM}", "v-{VERSION}", "{SPAN}/{SPAN}"):
-        with pytest.raises(UserError):
-            spans.resolve("corpus.books_dir", str(tmp_path / "books" / bad))
+    refusals = {  # the pattern's own error, before any folder is looked for (a missing folder's would not match)
+        "{SPAN}-{YYYY}{MM}{DD}": r"invalid: \{SPAN\} and a date \{YYYY\}\{MM\}\{DD\} cannot both name the span$",
+        "{YYYY}-{MM}": r"invalid: a date span needs \{YYYY\}, \{MM\} and \{DD\}$",
+        "v-{VERSION}": r"invalid: \{VERSION\} needs a span \(\{SPAN\} or a date\)$",
+        "{SPAN}/{SPAN}": r"invalid: each of \{SPAN\}, \{VERSION\}, \{YYYY\}, \{MM\}, \{DD\} at most once$",
+    }
+    for bad, message in refusals.items():
+        location = str(tmp_path / "books" / bad)
+        prefix = r"^config corpus\.books_dir=" + re.escape(repr(location)) + " is "
+        with pytest.raises(UserError, match=prefix + message):
+            spans.resolve("corpus.books_dir", location)
 
 
 def test_a_fingerprint_changes_exactly_when_a_file_is_added_removed_or_rewritten(tmp_path):
@@ -63,3 +72,40 @@ def test_a_fingerprint_changes_exactly_when_a_file_is_added_removed_or_rewritten
     assert spans.describe_change("glue", touched.properties(), first.properties()) == \
         "glue: 1 file changed since the last run"
     assert spans.describe_change("glue", added.properties(), added.properties()) == "glue: unchanged"
+
+
+def test_on_gs_the_same_patterns_resolve_through_the_bucket(gcs):
+    """``gs://`` goes through Beam's filesystems (served here by tests/gcs_standin.py): a folder there is the prefix
+    of its objects, so the first layout of this file gives the same spans, versions, windows and listings."""
+    for rel, text in [("span-1/v-1/a.txt", "one"), ("span-2/v-1/a.txt", "two"), ("span-2/v-3/a.txt", "two-3"),
+                      ("span-2/v-3/sub/b.txt", "b"), ("span-10/v-1/a.txt", "ten"), ("notes/x.txt", "x"),
+                      ("span-x/v-1/a.txt", "not a span"), ("span-3", "an object, not a folder")]:
+        _write(str(gcs / "bucket" / "wiki" / rel), text)
+    os.makedirs(gcs / "bucket" / "wiki" / "span-11" / "v-1")  # no object under it: no folder on a bucket
+    pattern = "gs://bucket/wiki/span-{SPAN}/v-{VERSION}"
+    latest = spans.resolve("corpus.wikipedia_dir", pattern)
+    assert (latest.uri, latest.spans, latest.version, latest.folders) == \
+        ("gs://bucket/wiki/span-10/v-1", (10,), 1, ("",))
+    assert (sorted(latest.listing), latest.num_files, latest.num_bytes) == (["a.txt"], 1, 3)
+    fixed = spans.resolve("corpus.wikipedia_dir", pattern, span=2)
+    assert (fixed.uri, fixed.version, sorted(fixed.listing)) == \
+        ("gs://bucket/wiki/span-2/v-3", 3, ["a.txt", "sub/b.txt"])
+    window = spans.resolve("corpus.wikipedia_dir", pattern, window=2)
+    assert (window.uri, window.folders, window.spans) == ("gs://bucket/wiki", ("span-2/v-3", "span-10/v-1"), (2, 10))
+    assert sorted(window.listing) == ["span-10/v-1/a.txt", "span-2/v-3/a.txt", "span-2/v-3/sub/b.txt"]
+    with pytest.raises(Exception, match=r"no span 3 \(data.span\); there are spans 1, 2, 10$"):
+        spans.resolve("corpus.wikipedia_dir", pattern, span=3)
+    with pytest.raises(Exception, match=r"^config corpus\.wikipedia_dir='gs://bucket/books/\{SPAN\}': no folder "
+                                        r"matches the pattern$"):
+        spans.resolve("corpus.wikipedia_dir", "gs://bucket/books/{SPAN}")
+    # A folder's fingerprint: the same objects, the same print; an object's new time, a new one.
+    folder = spans.resolve("benchmarks.glue_dir", "gs://bucket/wiki/notes")
+    assert (folder.uri, folder.listing.keys(), folder.num_bytes) == ("gs://bucket/wiki/notes", {"x.txt"}, 1)
+    assert spans.resolve("benchmarks.glue_dir", "gs://bucket/wiki/notes/").fingerprint == folder.fingerprint
+    local = gcs / "bucket" / "wiki" / "notes" / "x.txt"
+    stat = os.stat(local)
+    os.utime(local, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000))  # a microsecond: GCS's resolution
+    touched = spans.resolve("benchmarks.glue_dir", "gs://bucket/wiki/notes")
+    assert touched.fingerprint != folder.fingerprint
+    assert spans.describe_change("glue", touched.properties(), folder.properties()) == \
+        "glue: 1 file changed since the last run"
