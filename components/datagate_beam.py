@@ -36,19 +36,22 @@ def read_span_documents(path: str) -> Iterator[Document]:
         yield Document(doc_id=doc_id, source=CORPUS_SOURCE, title=doc_id, sentences=sentences)
 
 
-def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None) -> List[Tuple[str, str]]:
-    """(passage id, text) of the reading benchmarks' dev sets, local files: each SQuAD paragraph (its ``context``,
-    id ``<file>:<article>:<paragraph>``) and each RACE dev article (id ``race:<file id>``, once however many
-    questions it has)."""
+def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None,
+                 squad2_files: Sequence[str] = ()) -> List[Tuple[str, str]]:
+    """(passage id, text) of the reading benchmarks' dev sets, local files: each SQuAD v1.1 (``squad_files``) and
+    v2.0 (``squad2_files``) paragraph (its ``context``, id ``squad:<file>:<article>:<paragraph>``, ``squad2:…``)
+    and each RACE dev article (id ``race:<file id>``, once however many questions it has). An id starts with its
+    benchmark's data key (``contamination.benchmark_of``), so contamination is counted per benchmark."""
     from components.evaluation.race import read_race
     from components.evaluation.squad.reading import load_squad_json
 
     out: List[Tuple[str, str]] = []
-    for path in squad_files:
-        name = os.path.basename(path)
-        for i, article in enumerate(load_squad_json(path)):
-            for j, paragraph in enumerate(article.get("paragraphs", [])):
-                out.append((f"{name}:{i}:{j}", paragraph.get("context", "")))
+    for benchmark, files in (("squad", squad_files), ("squad2", squad2_files)):
+        for path in files:
+            name = os.path.basename(path)
+            for i, article in enumerate(load_squad_json(path)):
+                for j, paragraph in enumerate(article.get("paragraphs", [])):
+                    out.append((f"{benchmark}:{name}:{i}:{j}", paragraph.get("context", "")))
     if race_dir is not None:
         seen = set()
         for ex in read_race(race_dir, split="dev"):
@@ -81,17 +84,18 @@ class _SpanStatsFn(beam.CombineFn):
 class _ContaminationFn(beam.CombineFn):
     """:class:`components.datagate.contamination.ContaminationCombiner` as a Beam CombineFn."""
 
-    def __init__(self, passages: Sequence[Tuple[str, str]]):
+    def __init__(self, passages: Sequence[Tuple[str, str]], earlier: Sequence[str] = ()):
         self._passages = list(passages)
+        self._earlier = list(earlier)
         self._combiner = None
 
     def _get(self) -> ContaminationCombiner:
         if self._combiner is None:  # the dev n-grams, built once per worker
-            self._combiner = ContaminationCombiner(DevNgrams(self._passages))
+            self._combiner = ContaminationCombiner(DevNgrams(self._passages), self._earlier)
         return self._combiner
 
     def __getstate__(self):
-        return {"_passages": self._passages, "_combiner": None}
+        return {"_passages": self._passages, "_earlier": self._earlier, "_combiner": None}
 
     def create_accumulator(self):
         return self._get().create_accumulator()
@@ -112,9 +116,10 @@ def _write(path: str, data: bytes) -> None:
 
 
 def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline: Optional[SpanStats],
-                 accept: Optional[int], contamination=None, accepted_before: Optional[str] = None) -> dict:
+                 accept: Optional[int], contamination=None, accepted_before: Optional[str] = None,
+                 earlier_spans: Sequence[int] = ()) -> dict:
     """Check ``stats`` (against ``baseline``, None: absolute limits only) and write the result's four files under
-    ``output_dir``; returns the summary (``gate.json``; ``accept`` and ``accepted_before`` as
+    ``output_dir``; returns the summary (``gate.json``; ``accept``, ``accepted_before`` and ``earlier_spans`` as
     :func:`components.datagate_result.summarize` takes them)."""
     from components.datagate.protos import limits_to_schema, results_to_anomalies, statistics_to_proto
 
@@ -123,7 +128,8 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
     summary = datagate_result.summarize(
         stats.span, results, documents=total["documents"], characters=total["characters"], accept=accept,
         baseline_span=None if baseline is None else baseline.span, contamination=contamination,
-        accepted_before=accepted_before)
+        accepted_before=accepted_before, statistics=stats.summary(),
+        baseline_statistics=None if baseline is None else baseline.summary(), earlier_spans=earlier_spans)
     schema = limits_to_schema(limits)
     _write(posixpath.join(output_dir, datagate_result.STATISTICS_FILE), statistics_to_proto(stats).SerializeToString())
     _write(posixpath.join(output_dir, datagate_result.SCHEMA_FILE), schema.SerializeToString())
@@ -136,9 +142,12 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
 
 def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, *, span: int, limits: GateLimits,
                baseline: Optional[SpanStats] = None, passages: Sequence[Tuple[str, str]] = (),
-               accept: Optional[int] = None, accepted_before: Optional[str] = None) -> None:
+               accept: Optional[int] = None, accepted_before: Optional[str] = None,
+               baseline_summary: Optional[dict] = None) -> None:
     """Add the gate's stages to ``pipeline``: statistics of the documents in ``shards`` (and, with dev
-    ``passages``, their contamination), then :func:`write_result` under ``output_dir``."""
+    ``passages``, their contamination, its total carried forward from ``baseline_summary``, the baseline's
+    ``gate.json``), then :func:`write_result` under ``output_dir``."""
+    earlier_ids, earlier_spans = datagate_result.carried_contamination(baseline_summary)
     docs = (pipeline
             | "ListShards" >> beam.Create(list(shards))
             | "ReadDocuments" >> beam.FlatMap(read_span_documents))
@@ -146,13 +155,14 @@ def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, 
     contamination = None
     if passages:
         contamination = beam.pvalue.AsSingleton(
-            docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages)))
+            docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages, earlier_ids)))
     _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination,
-                                          accepted_before)
+                                          accepted_before, earlier_spans)
 
 
-def _write_span_result(stats, output_dir, limits, baseline, accept, contamination, accepted_before) -> None:
-    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before)
+def _write_span_result(stats, output_dir, limits, baseline, accept, contamination, accepted_before,
+                       earlier_spans) -> None:
+    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before, earlier_spans)
 
 
 def read_summary(result_dir: str) -> dict:
@@ -186,5 +196,6 @@ def gate_documents(documents_dir: str, output_dir: str, *, span: int, limits: Ga
         FileSystems.mkdirs(output_dir)
     with beam.Pipeline(options=PipelineOptions(list(beam_args))) as p:
         build_gate(p, corpus_beam.document_shards(documents_dir), output_dir, span=span, limits=limits,
-                   baseline=baseline, passages=passages, accept=accept)
+                   baseline=baseline, passages=passages, accept=accept,
+                   baseline_summary=read_summary(baseline_dir) if baseline_dir else None)
     return read_summary(output_dir)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from config.errors import UserError
 
@@ -54,32 +54,58 @@ def _number(x: float) -> Any:
 
 def summarize(span: int, results: Sequence[Any], *, documents: int, characters: int, accept: Optional[int],
               baseline_span: Optional[int] = None, contamination: Optional[Any] = None,
-              accepted_before: Optional[str] = None) -> Dict[str, Any]:
+              accepted_before: Optional[str] = None, statistics: Optional[Dict[str, Any]] = None,
+              baseline_statistics: Optional[Dict[str, Any]] = None,
+              earlier_spans: Sequence[int] = ()) -> Dict[str, Any]:
     """``gate.json``: the span, every check (``components.datagate.checks.CheckResult``) with its value, limit and
     message, ``passed`` (every check), ``accepted`` (failed, and ``gate.accept`` names this span, or an earlier
-    result accepted the same data: ``accepted_before``, its folder), the baseline, and the contamination found
-    (passage ids)."""
+    result accepted the same data: ``accepted_before``, its folder), the baseline, the span's and the baseline's
+    statistics in brief (``SpanStats.summary``), and the contamination found
+    (``components.datagate.contamination.ContaminationResult``: passage ids, shares, per benchmark; ``total`` over
+    this span and ``earlier_spans``, the spans the baseline's total covered: :func:`carried_contamination`)."""
     failed = [r.name for r in results if not r.passed]
     accepted_by = None
     if failed and accept is not None and accept == span:
         accepted_by = f"gate.accept={span}"
     elif failed and accepted_before:
         accepted_by = f"gate.accept={span} in an earlier run (its result: {accepted_before})"
+    baseline = None
+    if baseline_span is not None:
+        baseline = {"span": baseline_span}
+        if baseline_statistics is not None:
+            baseline["statistics"] = baseline_statistics
     out: Dict[str, Any] = {
         "span": span, "documents": documents, "characters": characters,
-        "baseline": None if baseline_span is None else {"span": baseline_span},
+        "baseline": baseline,
         "baseline_note": baseline_note(span, baseline_span),
         "checks": [{"name": r.name, "quantity": r.quantity, "kind": r.kind, "bound": r.bound,
                     "value": _number(r.value), "limit": _number(r.limit), "margin": _number(r.margin),
                     "passed": r.passed, "message": r.message} for r in results],
         "failed": failed, "passed": not failed, "accept": accept,
         "accepted": accepted_by is not None, "accepted_by": accepted_by,
+        "statistics": statistics,
         "contamination": None,
     }
     if contamination is not None:
-        out["contamination"] = {"passages": contamination.passages, "short": contamination.short,
-                                "contaminated": list(contamination.contaminated), "share": contamination.share}
+        out["contamination"] = {**_contamination(contamination),
+                                "total_spans": sorted(set(earlier_spans) | {span}),
+                                "benchmarks": {name: _contamination(r) for name, r in contamination.benchmarks}}
     return out
+
+
+def _contamination(result: Any) -> Dict[str, Any]:
+    return {"passages": result.passages, "short": result.short, "contaminated": list(result.contaminated),
+            "share": result.share, "total": list(result.total_contaminated), "total_share": result.total_share}
+
+
+def carried_contamination(baseline_summary: Optional[Dict[str, Any]]) -> Tuple[List[str], List[int]]:
+    """What a span's result carries forward from its baseline's ``gate.json`` (the last span that went through the
+    gate, which carried its own baseline's): the passage ids its total counted and the spans that total covers.
+    Nothing when there is no baseline, or it measured no contamination (then the total covers this span alone)."""
+    c = (baseline_summary or {}).get("contamination") or {}
+    if not c:
+        return [], []
+    return list(c.get("total", c.get("contaminated", []))), list(c.get("total_spans", [baseline_summary["span"]]))
 
 
 def failure_lines(summary: Dict[str, Any]) -> List[str]:

@@ -139,7 +139,9 @@ def DataGate(
         with beam_pipeline as p:
             datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
                                      limits=limits, baseline=base, passages=passages, accept=accept,
-                                     accepted_before=acceptance.uri if acceptance is not None else None)
+                                     accepted_before=acceptance.uri if acceptance is not None else None,
+                                     baseline_summary=(datagate_beam.read_summary(baseline.uri)
+                                                       if baseline is not None else None))
         publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
     summary = datagate_beam.read_summary(result.uri)
     result.set_int_custom_property("span", span)
@@ -154,6 +156,9 @@ def DataGate(
         result.set_string_custom_property("baseline", baseline.uri)
     if summary["contamination"] is not None:
         result.set_float_custom_property("contaminated_share", float(summary["contamination"]["share"]))
+        result.set_float_custom_property("total_contaminated_share", float(summary["contamination"]["total_share"]))
+        for name, c in summary["contamination"]["benchmarks"].items():
+            result.set_float_custom_property(f"contaminated_share_{name}", float(c["share"]))
     _LOG.info("data gate: span %d measured (%d documents, %d characters), %d of %d checks failed; result in %s",
               span, summary["documents"], summary["characters"], len(summary["failed"]), len(summary["checks"]),
               result.uri)
@@ -177,24 +182,26 @@ def _reading_dev_passages(squad, squad2, race):
     from components import datagate_beam
 
     with tempfile.TemporaryDirectory() as tmp:
-        squad_files = []
-        for i, artifact in enumerate(a for a in (squad, squad2) if a is not None):
+        squad_files = {"squad": [], "squad2": []}
+        for key, artifact in (("squad", squad), ("squad2", squad2)):
+            if artifact is None:
+                continue
             for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(artifact.uri)):
                 if name.startswith("dev") and name.endswith(".json"):
                     path = posixpath.join(artifact.uri, name)
                     if "://" in path:
-                        local = os.path.join(tmp, f"squad{i}", name)
+                        local = os.path.join(tmp, key, name)
                         os.makedirs(os.path.dirname(local), exist_ok=True)
                         tf.io.gfile.copy(path, local)
                         path = local
-                    squad_files.append(path)
+                    squad_files[key].append(path)
         race_dir = None
         if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
             race_dir = race.uri
             if "://" in race_dir:
                 race_dir = os.path.join(tmp, "race")
                 copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
-        return datagate_beam.dev_passages(squad_files, race_dir)
+        return datagate_beam.dev_passages(squad_files["squad"], race_dir, squad2_files=squad_files["squad2"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -427,6 +434,7 @@ def BenchmarkReport(
     squad2: InputArtifact[artifacts.BenchmarkResult] = None,
     race: InputArtifact[artifacts.BenchmarkResult] = None,
     documents: InputArtifact[artifacts.Documents] = None,
+    data_gate: InputArtifact[artifacts.DataGateResult] = None,
 ) -> None:
     """Markdown + HTML report in the shape of the paper's Table 2, with curves and MLMD artifact ids.
 
@@ -434,7 +442,10 @@ def BenchmarkReport(
     artifacts (the Trainer's ``run_config.json``, each benchmark result's ``settings``). A benchmark-only DAG
     (``mode=benchmark``) has no ``model_run`` or ``statistics``: the report names the model's source
     (``model_source.json``) and says that the pretraining facts are not this run's. The "Data read" section is
-    what ``documents`` and the results recorded of the raw data they read (their ``data_snapshot``).
+    what ``documents`` and the results recorded of the raw data they read (their ``data_snapshot``). ``data_gate``:
+    the DataGate's result for the span pretrained on (its ``gate.json``: the "Data gate" section, with the baseline's
+    statistics and the benchmarks' contamination); none without a gate (``mode=benchmark``, ``gate.enabled=false``),
+    and the section says so.
     """
     from components import backend_names, report_lib
 
@@ -450,8 +461,8 @@ def BenchmarkReport(
         stats_dir=statistics.uri if statistics else None,
         artifact_ids={name: {"id": names.get(art.id, art.id), "type": art.type_name, "uri": art.uri}
                       for name, art in (("model", model), ("model_run", model_run), ("statistics", statistics),
-                                        *results.items()) if art is not None},
-        data_read=_data_read(documents, results))
+                                        ("data_gate", data_gate), *results.items()) if art is not None},
+        data_read=_data_read(documents, results), gate_dir=data_gate.uri if data_gate else None)
     if summary.get("avg") is not None:
         report.set_float_custom_property("avg", float(summary["avg"]))
 

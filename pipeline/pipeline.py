@@ -110,6 +110,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
     consumers = config.data_consumers()  # node → {its input key → the data key whose Importer feeds it}
     data = {key: importer(key) for key in config.benchmarks.nodes()}
     pretraining: Dict[str, Any] = {}  # the Trainer's and datagen's outputs the report and the push read
+    gate_result: Dict[str, Any] = {}  # the data gate's result the report reads (none without a gate)
     if config.mode == "benchmark":
         model_import = ModelImport(**args(MODEL_IMPORT_NODE)).with_id(MODEL_IMPORT_NODE)
         model = model_import.outputs["model"]
@@ -126,6 +127,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
             # check succeeded: a dependency without artifacts, so no node's inputs and no cache key move.
             vocab.add_upstream_node(gate_nodes[-1])
             nodes += gate_nodes
+            gate_result = {"data_gate": gate_nodes[-2].outputs["result"]}
         # With datagen.eval_source=benchmark_dev, the SQuAD and RACE dev articles (the paper's pretraining dev set).
         dev_inputs = {name: data[key].outputs[IMPORTER_OUTPUT_KEY]
                       for name, key in consumers.get("PretrainingDataGen", {}).items()}
@@ -146,7 +148,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
                                   **args(node_id)).with_id(node_id)
         nodes += [data_importer, evaluator]
         results[key] = evaluator.outputs["result"]
-    report = BenchmarkReport(model=model, **pretraining, **args("BenchmarkReport"), **results)
+    report = BenchmarkReport(model=model, **pretraining, **gate_result, **args("BenchmarkReport"), **results)
     nodes.append(report)
 
     latest = Resolver(strategy_class=LatestBlessedModelStrategy, model=Channel(type=standard_artifacts.Model),

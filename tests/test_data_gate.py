@@ -170,8 +170,10 @@ def ticks(tmp_path_factory):
         tick(f"span {span}")
     shutil.copytree(root / "data" / "wiki" / "span-1", root / "data" / "wiki" / "span-5")  # span 1 sent again
     tick("span 5")
-    tick("span 5 accepted", ["gate.accept=5"])
-    tick("span 5 again")  # the next tick, the setting gone: span 5 stays accepted
+    # Span 5 is span 1's data: trained as long, its model would be span 1's (the same model key), which the release
+    # does not push twice; one more step makes it a version of its own, with its own card.
+    tick("span 5 accepted", ["gate.accept=5", "train.num_train_steps=5"])
+    tick("span 5 again", ["train.num_train_steps=5"])  # the next tick, the setting gone: span 5 stays accepted
     write_extracted(root / "data" / "wiki" / "span-6", empty_docs())
     tick("span 6")
     return root, out
@@ -279,7 +281,7 @@ def test_the_failed_checks_name_the_values_and_limits(ticks):
 
 
 def test_gate_accept_lets_a_span_through_knowingly_and_it_stays_accepted(ticks):
-    _, out = ticks
+    root, out = ticks
     code, stderr, states, result, rows = out["span 5 accepted"]
     assert code == 0, stderr[-3000:]
     # CorpusGen's output for span 5 is the failed tick's (cached); the gate decides again, everything after it runs.
@@ -292,12 +294,34 @@ def test_gate_accept_lets_a_span_through_knowingly_and_it_stays_accepted(ticks):
     assert (summary["accepted_by"], summary["failed"]) == ("gate.accept=5", BAD_SPANS["span 5"])
     assert ("albert-pipeline: warning: data gate: span 5 failed 2 of 17 checks and goes through, accepted with "
             "gate.accept=5: span 5: check max_previous_exact_duplicate_share = 1") in stderr
+    # The report and the card of the model trained on it (pushed as version 2; span 1's is version 1) say so, with
+    # the failed checks' values and limits. The benchmarks are off here: no contamination was measured.
+    verdict = ("Span 5 FAILED 2 of 17 checks of the data gate (max_previous_exact_duplicate_share, "
+               "max_previous_near_duplicate_share) and was accepted knowingly with gate.accept=5: the model was "
+               "pretrained on a span the gate did not pass (drift checked against span 1, the last span that went "
+               "through the gate).")
+    not_measured = "Benchmark contamination: not measured (no reading benchmark's data, SQuAD or RACE, in this run)."
+    card = (root / "out" / "pipeline_root" / "releases" / "2" / "model_card.md").read_text(encoding="utf-8")
+    assert card.split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0] == (
+        f"{verdict}\n\n| failed check | value | limit | margin |\n|---|---|---|---|\n"
+        "| max_previous_exact_duplicate_share | 1 | <= 0.05 | -0.95 |\n"
+        f"| max_previous_near_duplicate_share | 1 | <= 0.1 | -0.9 |\n\n{not_measured}\n")
+    reports = [r.read_text(encoding="utf-8").split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0]
+               for r in (root / "out" / "pipeline_root" / "BenchmarkReport" / "report").glob("*/report.md")]
+    [section] = [r for r in reports if r.startswith(verdict)]
+    assert section.startswith(f"{verdict}\n\n| statistic | span 5 | span 1 (baseline) |\n")
+    assert "| max_previous_exact_duplicate_share | drift | 1 | <= 0.05 | -0.95 | FAILED, accepted |" in section
+    assert section.endswith(f"\n\n{not_measured}\n")
     # The next tick without the setting: the earlier acceptance of the same data is DataGate's input; the gate
-    # decides once more (accepted) and everything after it is a cache hit, the release aside (it decides once more
-    # against the model the last tick blessed: docs/release.md).
+    # decides once more (accepted), the report shows its new result, and everything else after it is a cache hit,
+    # the release aside (it decides once more against the model the last tick blessed: docs/release.md).
     code, stderr, states, again, rows = out["span 5 again"]
     assert code == 0, stderr[-3000:]
-    assert _ran(states) == _predicted(rows) == GATE | {"Blesser", "Pusher"}
+    assert _ran(states) == _predicted(rows) == GATE | {"BenchmarkReport", "Blesser", "Pusher"}
+    assert len([r for r in reports if r.startswith(
+        "Span 5 FAILED 2 of 17 checks of the data gate (max_previous_exact_duplicate_share, "
+        "max_previous_near_duplicate_share) and was accepted knowingly with gate.accept=5 in an earlier run (its "
+        f"result: {result['uri']}): the model was pretrained on a span the gate did not pass")]) == 1
     assert (again["passed"], again["accepted"]) == (0, 1) and again["uri"] != result["uri"]
     assert _files(again)[0]["accepted_by"] == f"gate.accept=5 in an earlier run (its result: {result['uri']})"
     baseline_row = next(r for r in rows if r.node == "DataGateBaseline")
@@ -354,9 +378,16 @@ def test_contamination_counts_the_reading_dev_passages_found_in_the_span(tmp_pat
     summary = datagate_beam.gate_documents(_documents_folder(tmp_path / "docs", docs), str(tmp_path / "r"), span=1,
                                            passages=passages)
     n_squad = sum(len(a["paragraphs"]) for a in load_squad_json(squad))
-    assert summary["contamination"] == {"passages": len(passages), "short": 0,
-                                        "contaminated": ["dev-v1.1-sample.json:0:1"], "share": 1 / len(passages)}
-    assert len(passages) == n_squad + sum(p[0].startswith("race:") for p in passages)
+    n_race = sum(p[0].startswith("race:") for p in passages)
+    assert len(passages) == n_squad + n_race and n_race > 0
+    found = ["squad:dev-v1.1-sample.json:0:1"]
+    assert summary["contamination"] == {
+        "passages": len(passages), "short": 0, "contaminated": found, "share": 1 / len(passages),
+        "total": found, "total_share": 1 / len(passages), "total_spans": [1],  # no baseline: this span's alone
+        "benchmarks": {"race": {"passages": n_race, "short": 0, "contaminated": [], "share": 0.0, "total": [],
+                                "total_share": 0.0},
+                       "squad": {"passages": n_squad, "short": 0, "contaminated": found, "share": 1 / n_squad,
+                                 "total": found, "total_share": 1 / n_squad}}}
     check = summary["checks"][-1]
     assert (check["name"], check["value"], check["limit"], check["passed"]) == (
         "max_contaminated_share", 1 / len(passages), 1.0, True)  # measured and reported: the default limit is 1
@@ -377,7 +408,9 @@ def test_the_gate_section_holds_gate_limits_under_the_same_names_and_defaults():
 def test_the_gate_moves_no_other_nodes_cache_key():
     """The DAG with the gate and without (``gate.enabled=false``: the DAG as before the gate): every other node's
     compiled IR is the same but for its list of upstream / downstream nodes, which no cache key reads (VocabGen
-    waits for DataGateCheck); so a store made before the gate serves every node but the gate's from its cache."""
+    waits for DataGateCheck), and the report's one more input, the gate's result (its "Data gate" section); so a
+    store made before the gate serves every node but the gate's and the report's from its cache (and without the
+    gate, the report's too: its optional input left out, its IR and executor are as before)."""
     from tfx.dsl.compiler import compiler
 
     from pipeline.configs import build_config
@@ -391,9 +424,13 @@ def test_the_gate_moves_no_other_nodes_cache_key():
     assert set(on) - set(off) == {"DataGateBaseline", "DataGate", "DataGateCheck"} and set(off) <= set(on)
     assert on_ir.pipeline_info == off_ir.pipeline_info
     assert list(on["VocabGen"].upstream_nodes) == ["CorpusGen", "DataGateCheck"]
+    assert on["BenchmarkReport"].inputs.inputs["data_gate"].channels[0].producer_node_query.id == "DataGate"
+    assert "data_gate" not in off["BenchmarkReport"].inputs.inputs
     for node_id, node in off.items():
         with_gate = type(node)()
         with_gate.CopyFrom(on[node_id])
+        if node_id == "BenchmarkReport":
+            del with_gate.inputs.inputs["data_gate"]
         for pn in (with_gate, node):
             del pn.upstream_nodes[:]
             del pn.downstream_nodes[:]

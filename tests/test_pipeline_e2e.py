@@ -300,3 +300,80 @@ def test_no_beam_step_tries_prism(sample_run):
     assert logs
     text = "".join(open(log, errors="replace").read() for log in logs)
     assert "CorpusGen" in text and "prism" not in text.lower()
+
+
+def _expected_contamination(documents_dir, sample_dir):
+    """Per benchmark: (dev passages with a 13-gram, ids of those with a 13-gram in the pretraining documents),
+    computed here from the bundled dev files and CorpusGen's shards with the core's n-grams alone (not the gate's
+    passage reader, combiner, Beam graph or summary)."""
+    from components.datagate.contamination import passage_ngrams
+
+    corpus = set()
+    for path in sorted(glob.glob(os.path.join(documents_dir, "documents-*.txt"))):
+        with open(path, encoding="utf-8") as f:
+            for block in f.read().split("\n\n"):
+                if block.strip():
+                    corpus.update(int(h) for h in passage_ngrams(block.strip().split("\n")))
+    passages = {"squad": {}, "race": {}}
+    for path in sorted(glob.glob(os.path.join(sample_dir, "squad", "dev*.json"))):
+        with open(path, encoding="utf-8") as f:
+            for i, article in enumerate(json.load(f)["data"]):
+                for j, paragraph in enumerate(article["paragraphs"]):
+                    passages["squad"][f"squad:{os.path.basename(path)}:{i}:{j}"] = paragraph["context"]
+    for path in sorted(glob.glob(os.path.join(sample_dir, "race", "dev", "*", "*.txt"))):
+        with open(path, encoding="utf-8") as f:
+            passages["race"][os.path.relpath(path, sample_dir)] = json.load(f)["article"]
+    out = {}
+    for benchmark, texts in passages.items():
+        grams = {pid: {int(h) for h in passage_ngrams(text)} for pid, text in texts.items()}
+        long_enough = {pid: g for pid, g in grams.items() if g}
+        out[benchmark] = (len(long_enough), len(grams) - len(long_enough),
+                          sorted(pid for pid, g in long_enough.items() if g & corpus))
+    return out
+
+
+def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamination(store, sample_run, sample_dir):
+    """Issue 55's done-when: the sample run's report has the "Data gate" section, with the contamination of its
+    benchmarks' dev sets by the bundled Wikipedia and books, and the pushed version's card says the same."""
+    [documents] = store.get_artifacts_by_type("albert_tfx.Documents")
+    [gate_result] = store.get_artifacts_by_type("albert_tfx.DataGateResult")
+    expected = _expected_contamination(documents.uri, sample_dir)
+    # The bundled numbers (docs/data.md, "Data gate"): none of data/sample's dev passages is in its corpus.
+    assert {b: (n, short, len(found)) for b, (n, short, found) in expected.items()} == {"race": (8, 0, 0),
+                                                                                         "squad": (12, 0, 0)}
+    report = json.loads(sample_run.first.stdout)["report"]
+    with open(report, encoding="utf-8") as f:
+        md = f.read()
+    section = md.split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0]
+    with open(os.path.join(os.path.dirname(report), "results.json"), encoding="utf-8") as f:
+        gate = json.load(f)["summary"]["data_gate"]
+    # The unpatterned sample corpus is span 0: checked absolutely, passed, no baseline.
+    assert section.startswith(f"Span 0 passed all {len(gate['checks'])} checks of the data gate (no baseline: the "
+                              "corpus has no span pattern, so only the absolute limits apply).\n\n"
+                              "| statistic | span 0 |\n|---|---|\n"
+                              f"| documents | {documents.custom_properties['num_documents'].int_value:,} |\n")
+    assert gate_result.custom_properties["passed"].int_value == 1 and gate["span"] == 0
+    assert "![Data gate: document lengths and token frequencies, this span over its baseline](data_gate.png)" \
+        in section and os.path.isfile(os.path.join(os.path.dirname(report), "data_gate.png"))
+    rows, total = [], [0, 0, 0]
+    for benchmark in ("race", "squad"):
+        n, short, found = expected[benchmark]
+        share = f"{100 * len(found) / n:.2f}%"
+        rows.append(f"| {benchmark} | {n:,} | {short:,} | {len(found):,} | {share} | {len(found):,} | {share} |")
+        total = [total[0] + n, total[1] + short, total[2] + len(found)]
+        c = gate["contamination"]["benchmarks"][benchmark]
+        assert (c["passages"], c["short"], len(c["contaminated"]), c["total"]) == (n, short, len(found),
+                                                                                    c["contaminated"])
+        if benchmark == "squad":
+            assert c["contaminated"] == found
+    share = f"{100 * total[2] / total[0]:.2f}%"
+    rows.append(f"| all | {total[0]:,} | {total[1]:,} | {total[2]:,} | {share} | {total[2]:,} | {share} |")
+    table = ("| benchmark | dev passages (≥ 13 tokens) | too short | contaminated by span 0 | share | "
+             "contaminated by span 0 (total) | share (total) |\n|---|---|---|---|---|---|---|\n"
+             + "\n".join(rows) + "\n")
+    assert table in section
+    assert gate_result.custom_properties["contaminated_share"].double_value == total[2] / total[0]
+    # The card of version 1 says the same: the verdict and the contamination table.
+    with open(os.path.join(sample_run.pipeline_root, "releases", "1", "model_card.md"), encoding="utf-8") as f:
+        card = f.read().split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0]
+    assert card.startswith(section.split("\n\n", 1)[0] + "\n\n" + table)

@@ -127,7 +127,7 @@ def test_sections_in_order_and_the_reference_row_styled(tmp_path):
     report_lib.write_report(str(tmp_path), {"reference": "albert-base-v1"}, results, None, None, None, {"m": 1})
     md = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert [line[3:] for line in md.splitlines() if line.startswith("## ")] == [
-        "Results in the shape of the paper's Table 2", "GLUE (dev)", "Protocol", "Pretrained model",
+        "Results in the shape of the paper's Table 2", "GLUE (dev)", "Protocol", "Pretrained model", "Data gate",
         "Pretraining data (datagen statistics)", "MLMD artifacts"]
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert page.count('<tr class="paper">') == 1

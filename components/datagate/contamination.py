@@ -7,6 +7,13 @@ so for Chinese and Japanese, where every character is a token, they are characte
 A passage with fewer than 13 tokens has no 13-gram; it is counted as ``short`` and left out of the share
 (GPT-3 used a smaller N for benchmarks of short examples; reading passages, what this gate checks, are long).
 
+Per benchmark and in total. A passage id is ``<benchmark>:<rest>`` (``datagate_beam.dev_passages``), so one pass
+over the corpus gives every benchmark's share (:attr:`ContaminationResult.benchmarks`). The *total* is over every
+span the pipeline pretrained on so far, not only this one: the combiner is given the passage ids an earlier result
+found (the baseline's, the last span that went through the gate, which carried its own baseline's forward), and the
+total is their union with this span's, kept to the passages of the current dev sets (a changed dev set drops the
+ids it no longer has).
+
 Memory: the set of dev n-gram hashes (small: a dev set is thousands of passages) and the subset found so far; the
 corpus streams past it (:class:`ContaminationCombiner`, the methods of a Beam ``CombineFn``). N-gram hashes are
 64-bit (``text_units.ngram_hashes``): a false match needs a 64-bit collision.
@@ -14,7 +21,7 @@ corpus streams past it (:class:`ContaminationCombiner`, the methods of a Beam ``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Iterable, List, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -41,23 +48,50 @@ class DevNgrams:
         self.all = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint64)
 
 
+def benchmark_of(passage_id: str) -> str:
+    """The benchmark a passage id names: its part before the first ``:`` (the whole id when it has none)."""
+    return passage_id.split(":", 1)[0]
+
+
 @dataclass(frozen=True)
 class ContaminationResult:
     passages: int  # dev passages with at least one n-gram
     short: int  # dev passages with fewer tokens than n (left out)
     contaminated: Tuple[str, ...]  # ids of the passages with an n-gram found in the corpus, sorted
+    # ids of the passages contaminated by this span or by an earlier span the pipeline pretrained on (module
+    # docstring), sorted; None: this span's alone (no earlier result was given)
+    total: Optional[Tuple[str, ...]] = None
+    # (benchmark, its result) per benchmark of the passage ids (:func:`benchmark_of`), sorted by name
+    benchmarks: Tuple[Tuple[str, "ContaminationResult"], ...] = ()
 
     @property
     def share(self) -> float:
         """Share of the (long enough) dev passages that are contaminated; 0 when there are none."""
         return len(self.contaminated) / self.passages if self.passages else 0.0
 
+    @property
+    def total_contaminated(self) -> Tuple[str, ...]:
+        return self.contaminated if self.total is None else self.total
+
+    @property
+    def total_share(self) -> float:
+        """Share of the (long enough) dev passages contaminated by any span pretrained on so far."""
+        return len(self.total_contaminated) / self.passages if self.passages else 0.0
+
+
+def _result(ids: Sequence[str], short: int, found: Set[str], earlier: Set[str]) -> ContaminationResult:
+    contaminated = tuple(sorted(pid for pid in ids if pid in found))
+    total = tuple(sorted(pid for pid in ids if pid in found or pid in earlier))
+    return ContaminationResult(passages=len(ids), short=short, contaminated=contaminated, total=total)
+
 
 class ContaminationCombiner:
-    """Streams corpus documents against :class:`DevNgrams`; the accumulator is the set of dev n-gram hashes seen."""
+    """Streams corpus documents against :class:`DevNgrams`; the accumulator is the set of dev n-gram hashes seen.
+    ``earlier``: the passage ids an earlier span's result counted in its total (module docstring)."""
 
-    def __init__(self, dev: DevNgrams) -> None:
+    def __init__(self, dev: DevNgrams, earlier: Iterable[str] = ()) -> None:
         self.dev = dev
+        self.earlier = frozenset(earlier)
 
     def create_accumulator(self) -> Set[int]:
         return set()
@@ -74,11 +108,16 @@ class ContaminationCombiner:
         return out
 
     def extract_output(self, acc: Set[int]) -> ContaminationResult:
-        found = np.array(sorted(acc), dtype=np.uint64)
-        long_enough = {pid: h for pid, h in self.dev.by_passage.items() if len(h)}
-        contaminated: List[str] = sorted(pid for pid, h in long_enough.items() if np.isin(h, found).any())
-        return ContaminationResult(passages=len(long_enough), short=len(self.dev.by_passage) - len(long_enough),
-                                   contaminated=tuple(contaminated))
+        found_hashes = np.array(sorted(acc), dtype=np.uint64)
+        long_enough = sorted(pid for pid, h in self.dev.by_passage.items() if len(h))
+        found = {pid for pid in long_enough if np.isin(self.dev.by_passage[pid], found_hashes).any()}
+        short = [pid for pid, h in self.dev.by_passage.items() if not len(h)]
+        names = sorted({benchmark_of(pid) for pid in self.dev.by_passage})
+        benchmarks = tuple(
+            (name, _result([p for p in long_enough if benchmark_of(p) == name],
+                           sum(benchmark_of(p) == name for p in short), found, self.earlier)) for name in names)
+        whole = _result(long_enough, len(short), found, self.earlier)
+        return ContaminationResult(whole.passages, whole.short, whole.contaminated, whole.total, benchmarks)
 
     def compute(self, docs: Iterable[Document]) -> ContaminationResult:
         acc = self.create_accumulator()

@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -46,6 +46,8 @@ DUPLICATE_NGRAM_SIZES = (5, 6, 7, 8, 9, 10)
 # Words-per-document histogram: bucket i holds documents with WORD_BUCKET_EDGES[i] <= words < WORD_BUCKET_EDGES[i+1]
 # (the last bucket is open): 0, 1, then powers of two up to 2**24 words (a long book is ~2**18).
 WORD_BUCKET_EDGES = (0,) + tuple(2**i for i in range(25))
+# SpanStats.summary() keeps the content tokens' rank-frequency curve at this many ranks per decade (and the last).
+RANKS_PER_DECADE = 10
 
 
 @dataclass(frozen=True)
@@ -328,6 +330,30 @@ class SpanStats:
         for (_, lang), group in sorted(self.groups.items()):
             out[lang] = out.get(lang, 0) + group.counts["characters"]
         return out
+
+    def summary(self) -> Dict[str, Any]:
+        """The span's statistics in brief, as JSON (the data gate's ``gate.json``, which the report and the model card
+        read): the whole span's sizes, every ratio of :meth:`GroupStats.ratios` under its name, the sample's
+        ``duplicate_document_share``, the characters per language, the words-per-document histogram
+        (:data:`WORD_BUCKET_EDGES`) and the content tokens' rank-frequency curve (``[rank, count]`` at
+        :data:`RANKS_PER_DECADE` ranks per decade and the last kept rank; counts as ``sketches.TopCounter`` keeps
+        them)."""
+        total = self.total()
+        c = total.counts
+        counts = [count for _, count in self.unigrams.most_common()]
+        ranks = sorted({int(round(10 ** (k / RANKS_PER_DECADE)))
+                        for k in range(int(RANKS_PER_DECADE * np.log10(len(counts))) + 1)} | {len(counts)}
+                       ) if counts else []
+        return {
+            "span": self.span, "documents": c["documents"], "characters": c["characters"], "words": c["words"],
+            "tokens": self.unigrams.total, "distinct_tokens": len(counts),
+            "tokens_per_document": _share(self.unigrams.total, c["documents"]),
+            "ratios": total.ratios(),
+            "duplicate_document_share": self.sample.duplicate_share(),
+            "characters_by_language": self.characters_by_language(),
+            "words_histogram": {"edges": list(WORD_BUCKET_EDGES), "documents": list(total.words_histogram)},
+            "token_ranks": [[rank, counts[rank - 1]] for rank in ranks if rank <= len(counts)],
+        }
 
 
 class SpanStatsCombiner:

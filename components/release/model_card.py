@@ -11,7 +11,8 @@ from typing import Any, Dict, List, Mapping
 
 import yaml
 
-from components.report.document import Document, Section, Table, to_markdown
+from components.report import data_gate as gate_text
+from components.report.document import Block, Document, Section, Table, to_markdown
 from trainer.formatting import NONE_TEXT, number_text
 
 __all__ = ["MODEL_CARD", "FACTS_FILE", "render", "header"]
@@ -77,6 +78,26 @@ def _data_read(data_read: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     return rows
 
 
+def _data_gate_section(facts: Mapping[str, Any]) -> List[Section]:
+    """The card's "Data gate" section (the report's, in brief): the span, whether it passed or was accepted knowingly
+    (``gate.accept``) and which checks it failed, and the benchmarks' contamination. None for a benchmark-only run's
+    model or a report that did not keep the gate's result."""
+    if facts.get("source") or "data_gate" not in facts:
+        return []
+    gate = facts["data_gate"]
+    if gate is None:
+        return [Section("Data gate", [gate_text.no_gate_text(False)])]
+    blocks: List[Block] = [gate_text.verdict(gate)]
+    failed = gate_text.accepted_failures_table(gate)
+    if failed is not None:
+        blocks.append(failed)
+    table = gate_text.contamination_table(gate)
+    if table is not None:
+        blocks.append(table)
+    blocks.append(gate_text.contamination_text(gate))
+    return [Section("Data gate", blocks)]
+
+
 def _pretraining_sections(facts: Mapping[str, Any]) -> List[Section]:
     """The card's "Pretraining data" and "Training" sections: this pipeline's pretraining, or (a benchmark-only
     run's model, ``facts["source"]``) one line saying where the model came from, with no number invented."""
@@ -124,6 +145,7 @@ def render(facts: Mapping[str, Any]) -> str:
             "(`AlbertModel.from_pretrained`) and `vocab/` (the vocabulary it was trained with).",
             Table(["setting", "value"], _rows(facts["albert_config"]))]),
         *_pretraining_sections(facts),
+        *_data_gate_section(facts),
         Section("Benchmarks", [
             f"Dev-set scores (0-100) of fine-tuning this encoder; protocol: {b['protocol']}.",
             Table(["task", "score (metrics)", "score", f"gain over {b['arm']} (medians)"],

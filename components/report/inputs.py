@@ -4,7 +4,8 @@ Read here: the title and the settings shown (the node's presentation config; the
 Trainer's ``run_config.json``), the published reference row chosen, the parameter count (``albert_config.json``
 of the model artifact), the pretraining facts (``export_info.json``), the pretraining history
 (``train_history.jsonl``, through the Trainer's own reader, which leaves out a torn last line) and the datagen
-statistics (``stats.json``). The benchmark results come in already loaded (``report_lib.load_result``).
+statistics (``stats.json``) and the data gate's result (``gate.json``, when the run had a gate). The benchmark results
+come in already loaded (``report_lib.load_result``).
 """
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ class ReportInputs:
     # What the run read of each data location, as resolved when it started (pipeline/spans.py Snapshot.summary):
     # {data key: {location, uri, folders, spans, version, fingerprint, files, bytes}}.
     data_read: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    # The DataGate's result for the span pretrained on (components.datagate_result.summarize); None: no gate.
+    data_gate: Optional[Dict[str, Any]] = None
 
     @property
     def sentence_task(self) -> str:
@@ -125,8 +128,15 @@ def _history(model_run_dir: Optional[str]) -> List[Dict[str, Any]]:
 def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Optional[str],
                 model_run_dir: Optional[str], stats_dir: Optional[str],
                 artifact_ids: Optional[Mapping[str, Any]] = None,
-                data_read: Optional[Mapping[str, Any]] = None) -> ReportInputs:
+                data_read: Optional[Mapping[str, Any]] = None, gate_dir: Optional[str] = None) -> ReportInputs:
     """Everything the report shows, read from the artifacts (arguments as ``report_lib.write_report``'s)."""
+    from components.datagate_result import SUMMARY_FILE
+
+    data_gate = None
+    if gate_dir:
+        data_gate = read_json(join(gate_dir, SUMMARY_FILE))
+        if data_gate is None:
+            raise FileNotFoundError(f"no {SUMMARY_FILE} in the data gate's result {gate_dir}")
     title, settings = title_and_settings(cfg, model_run_dir)
     return ReportInputs(
         title=title, settings=settings, reference=_reference(cfg), results=dict(results or {}),
@@ -137,4 +147,4 @@ def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Option
         history_path=join(model_run_dir, HISTORY_FILE) if model_run_dir else None,
         artifact_ids=dict(artifact_ids or {}),
         source=read_json(join(model_dir, MODEL_SOURCE_FILE)) if model_dir else None,
-        data_read={key: dict(value) for key, value in sorted((data_read or {}).items())})
+        data_read={key: dict(value) for key, value in sorted((data_read or {}).items())}, data_gate=data_gate)

@@ -2,14 +2,15 @@
 
 A section function returns None when its section has nothing to show; :func:`build_document` keeps the others,
 in the report's order: Table 2, GLUE, SQuAD and RACE, gain over no pretraining, step-0 check, protocol,
-pretrained model, pretraining data, data read, MLMD artifacts.
+pretrained model, data gate, pretraining data, data read, MLMD artifacts.
 """
 from __future__ import annotations
 
 import json
 from typing import Any, List, Mapping, Optional
 
-from components.report.curves import CURVES_PNG
+from components.report import data_gate as gate_text
+from components.report.curves import CURVES_PNG, DATA_GATE_PNG
 from components.report.document import Block, Document, Image, Section, Table
 from components.report.inputs import ParameterCount, ReportInputs
 from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks, suite_row
@@ -19,7 +20,8 @@ from trainer.files import ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, STATS_FILE
 from trainer.formatting import NONE_TEXT, beyond_spread_text, number, number_text, spread_text
 
 __all__ = ["table2_section", "suite_section", "glue_section", "squad_race_section", "gain_section", "init_check_section",
-           "protocol_section", "model_section", "data_section", "data_read_section", "artifacts_section",
+           "protocol_section", "model_section", "data_gate_section", "data_section", "data_read_section",
+           "artifacts_section",
            "build_document"]
 
 GLUE_ORDER = ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI-m", "MNLI-mm", "QNLI", "RTE", "WNLI")
@@ -272,6 +274,18 @@ def model_section(params: Optional[ParameterCount], export_info: Optional[Mappin
     return Section("Pretrained model", blocks)
 
 
+def data_gate_section(gate: Optional[Mapping[str, Any]], benchmark_only: bool = False,
+                      plot_ok: bool = False) -> Section:
+    """The data gate's result for the span pretrained on (:mod:`.data_gate`): accepted or not, the statistics beside
+    the baseline's, their distributions plotted, every check, and the benchmarks' contamination; or that the run had
+    no gate."""
+    heading = "Data gate"
+    if gate is None:
+        return Section(heading, [gate_text.no_gate_text(benchmark_only)])
+    plot = Image(DATA_GATE_PNG, "Data gate: document lengths and token frequencies, this span over its baseline")
+    return Section(heading, gate_text.section_blocks(gate, plot if plot_ok else None))
+
+
 def data_section(highlights: Mapping[str, Mapping[str, Any]], benchmark_only: bool = False) -> Section:
     """The pretraining data per split: sizes, lengths, SOP balance and masking shares."""
     heading = "Pretraining data (datagen statistics)"
@@ -323,8 +337,10 @@ def _single_class_text(counts: Optional[Mapping[str, Any]]) -> str:
     return " / ".join("—" if counts.get(k) is None else str(counts[k]) for k in ("pretrained", "baseline"))
 
 
-def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool) -> Document:
-    """The report: its title and its non-empty sections in order (``row``: :func:`.scores.table2_row`)."""
+def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool,
+                   gate_plot_ok: bool = False) -> Document:
+    """The report: its title and its non-empty sections in order (``row``: :func:`.scores.table2_row`;
+    ``gate_plot_ok``: the data gate's plot was drawn)."""
     tasks = all_tasks(inputs.results)
     suite = suite_row(tasks)
     # Table 2 for the English suite; a run of tasks beyond English alone shows their row in its shape instead.
@@ -333,6 +349,7 @@ def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool
                 squad_race_section(tasks), gain_section(inputs.results), init_check_section(inputs.results),
                 protocol_section(inputs.results, inputs.settings),
                 model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path, inputs.source),
+                data_gate_section(inputs.data_gate, inputs.source is not None, gate_plot_ok),
                 data_section(inputs.datagen, inputs.source is not None), data_read_section(inputs.data_read),
                 artifacts_section(inputs.artifact_ids)]
     return Document(inputs.title, [s for s in sections if s is not None], _REFERENCE_LABELS)
