@@ -123,9 +123,27 @@ def cmd_plan(args) -> int:
 
     rows = plan(config)
     print(format_plan(rows), file=sys.stderr)
-    print(json.dumps({"metadata_path": config.metadata_path, "pipeline_root": config.pipeline_root,
-                      "nodes": [r.to_dict() for r in rows]}, indent=2))
+    out = {"metadata_path": config.metadata_path, "pipeline_root": config.pipeline_root,
+           "nodes": [r.to_dict() for r in rows]}
+    base = _planned_base(args, config)
+    if base is not None:
+        print(f"Trainer base (train.init_from={base['setting']}): {base['base']}: {base['why']}", file=sys.stderr)
+        out["init_from"] = base
+    print(json.dumps(out, indent=2))
     return 0
+
+
+def _planned_base(args, config):
+    """With ``train.init_from=latest_blessed``: {setting, base, why}, what the run's Trainer would start from and
+    why (:func:`pipeline.continuation.local_choice`, the rule the run resolves it with); else None."""
+    from pipeline.configs import LATEST_BLESSED, build_config
+
+    if build_config(args.preset, args.config, args.overrides).train.init_from != LATEST_BLESSED:
+        return None
+    from pipeline.continuation import local_choice
+
+    _, why = local_choice(config)
+    return {"setting": LATEST_BLESSED, "base": config.train.init_from, "why": why}
 
 
 def cmd_compile(args) -> int:

@@ -66,9 +66,11 @@ LASTING_FOLDERS = (("Trainer", "custom_config", "checkpoint_root"), ("Pusher", "
 
 
 def _lasting(tasks: Dict[str, Any]) -> Dict[str, str]:
+    from pipeline.init_from_task import compiled_source  # the Trainer's settings come through it with latest_blessed
+
     lasting = {}
     for task, parameter, key in LASTING_FOLDERS:
-        text = spec.constant(tasks[task]["inputs"]["parameters"].get(parameter, {})) if task in tasks else None
+        text = spec.constant(compiled_source(tasks, task, parameter)) if task in tasks else None
         if text and json.loads(text).get(key) is not None:
             lasting[f"{task} {key}"] = json.loads(text)[key]
     return lasting

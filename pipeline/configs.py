@@ -57,8 +57,9 @@ DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck
 # The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
 # GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).
 GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race")
-# ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a local run starts
-# (:mod:`pipeline.continuation`); a compiled spec and ``mode=benchmark`` refuse it.
+# ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a run starts
+# (:mod:`pipeline.continuation`; in a compiled spec by its InitFrom task, :mod:`pipeline.init_from_task`);
+# ``mode=benchmark`` refuses it.
 LATEST_BLESSED = "latest_blessed"
 
 

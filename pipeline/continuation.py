@@ -1,5 +1,5 @@
-"""``train.init_from=latest_blessed``: each run continues the pipeline's last blessed model, resolved when a local
-run starts (as the data spans are, ``pipeline/spans.py``), into the folder the Trainer starts from.
+"""``train.init_from=latest_blessed``: each run continues the pipeline's last blessed model, resolved when a run
+starts (as the data spans are, ``pipeline/spans.py``), into the folder the Trainer starts from.
 
 The rule keeps a schedule's ticks honest about what they pay for:
 
@@ -10,6 +10,12 @@ The rule keeps a schedule's ticks honest about what they pay for:
   which feeds the resolver's model to the Trainer, reruns the Trainer on every run);
 * the corpus changed: the run continues the last blessed model, by its pushed version's folder (the card then says
   "continued from version N") or, where none was pushed, its ``albert`` folder.
+
+The rule is :func:`pick_base`, on the facts of a :class:`Blessed` model and of the corpus now. A local run gathers
+them when it starts (:func:`resolve_latest_blessed`: MLMD's latest blessed model and its lineage up to the corpus
+Importers); a compiled spec in its ``InitFrom`` task (:mod:`pipeline.init_from_task`: the ``LatestBlessedModel``
+resolver's model, its pushed version's card and its own ``export_info.json``, and the DataSnapshot task's corpus).
+Continuing a model also means its vocabulary: :func:`base_vocab`, for both.
 """
 from __future__ import annotations
 
@@ -17,15 +23,17 @@ import json
 import logging
 import os
 import posixpath
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
 
 from config.sections import INIT_FROM_SCRATCH
 from pipeline import mlmd
-from pipeline.configs import IMPORTERS, LATEST_BLESSED
+from pipeline.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED
 
-__all__ = ["resolve_latest_blessed", "latest_blessed_model", "upstream_data"]
+__all__ = ["resolve_latest_blessed", "local_choice", "pick_base", "Blessed", "base_vocab", "model_folder",
+           "corpus_from_properties", "corpus_from_summaries", "latest_blessed_model", "upstream_data"]
 
-CORPUS_IMPORTERS = ("WikipediaImporter", "BooksImporter")
+CORPUS_IMPORTERS = tuple(IMPORTERS[key][0] for key in CORPUS_KEYS)
 _LOG = logging.getLogger(__name__)
 
 
@@ -100,15 +108,75 @@ def _trainer_init_from(store, model_id: int) -> Optional[str]:
     return albert["train"].get("init_from", INIT_FROM_SCRATCH)
 
 
-def _corpus_now(config) -> Dict[str, Dict[str, Any]]:
-    return {IMPORTERS[key][0]: snapshot["properties"] for key, snapshot in config.data_snapshots.items()
-            if IMPORTERS[key][0] in CORPUS_IMPORTERS}
+def corpus_from_properties(found: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """What a corpus was, by data key (``wikipedia``, ``books``): {``fingerprint``, ``spans``}, from the custom
+    properties of its Importers' artifacts (Importer node id → properties: :func:`upstream_data`, or a local run's
+    snapshots' :meth:`pipeline.spans.Snapshot.properties`)."""
+    keys = {node: key for key, (node, _) in IMPORTERS.items()}
+    out = {}
+    for node, props in found.items():
+        spans = json.loads(props["spans"]) if "spans" in props else ([props["span"]] if "span" in props else [])
+        out[keys.get(node, node)] = {"fingerprint": props.get("data_fingerprint"), "spans": [int(s) for s in spans]}
+    return out
 
 
-def _same_data(before: Dict[str, Dict[str, Any]], now: Dict[str, Dict[str, Any]]) -> bool:
-    keys = ("data_fingerprint", "span", "spans")
-    return set(before) == set(now) and all(
-        {k: before[n].get(k) for k in keys} == {k: now[n].get(k) for k in keys} for n in now)
+def corpus_from_summaries(summaries: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """The same facts from what nodes are given of the data (data key → :meth:`pipeline.spans.Snapshot.summary`:
+    CorpusGen's ``data_snapshot``, a report's ``data_read``), its corpus keys only."""
+    return {key: {"fingerprint": s.get("fingerprint"), "spans": [int(x) for x in s.get("spans") or []]}
+            for key, s in summaries.items() if key in CORPUS_KEYS}
+
+
+@dataclass(frozen=True)
+class Blessed:
+    """The pipeline's latest blessed model, as far as the rule needs it."""
+
+    uri: str  # the model artifact's URI
+    corpus: Optional[Dict[str, Dict[str, Any]]]  # what it was trained on (corpus_from_*); None: not known
+    started_from: str  # the train.init_from its own Trainer ran with (scratch, or a model folder)
+    folder: str  # what a run continues: its pushed version's folder, else its albert folder
+
+
+def pick_base(blessed: Optional[Blessed], corpus_now: Dict[str, Dict[str, Any]]) -> Tuple[str, str]:
+    """The rule of ``train.init_from=latest_blessed`` (the module docstring), for a local run and for a compiled
+    spec's InitFrom task alike: (the model folder the Trainer starts from, or ``scratch``; why, in a line)."""
+    if blessed is None:
+        return INIT_FROM_SCRATCH, "no blessed model in this pipeline yet: pretraining from scratch"
+    if blessed.corpus is not None and blessed.corpus == corpus_now:
+        return blessed.started_from, (f"the corpus is the one the latest blessed model ({blessed.uri}) was trained "
+                                      f"on: its own start, {blessed.started_from}")
+    return blessed.folder, f"the corpus changed since the latest blessed model: continuing it ({blessed.folder})"
+
+
+def model_folder(push_destination: str, model_uri: str) -> str:
+    """The pushed version holding the model (so the card can say "continued from version N"), else its albert
+    folder."""
+    from components.release.versions import find_version
+    from trainer.files import ALBERT_DIR
+
+    pushed = find_version(push_destination, model_uri)
+    return pushed["path"] if pushed else posixpath.join(model_uri, ALBERT_DIR)
+
+
+def _local_blessed(config) -> Optional[Blessed]:
+    """The latest blessed model of a local run's MLMD store, with what its lineage says it was trained on."""
+    if not os.path.exists(config.metadata_path):
+        return None
+    store = mlmd.open_readonly(config.metadata_path)
+    found = latest_blessed_model(store, config.pipeline_name)
+    if found is None:
+        return None
+    model, _ = found
+    return Blessed(uri=model.uri, corpus=corpus_from_properties(upstream_data(store, model.id)),
+                   started_from=_trainer_init_from(store, model.id) or INIT_FROM_SCRATCH,
+                   folder=model_folder(config.push_destination, model.uri))
+
+
+def local_choice(config) -> Tuple[str, str]:
+    """(base, why) for a local run of ``config`` (with its data snapshots: a local ``resolve_config``)."""
+    now = corpus_from_properties({IMPORTERS[key][0]: snapshot["properties"]
+                                  for key, snapshot in config.data_snapshots.items() if key in CORPUS_KEYS})
+    return pick_base(_local_blessed(config), now)
 
 
 def resolve_latest_blessed(config):
@@ -118,28 +186,29 @@ def resolve_latest_blessed(config):
 
     if config.train.init_from != LATEST_BLESSED:
         return config
-    location, why = INIT_FROM_SCRATCH, "no blessed model in this pipeline yet: pretraining from scratch"
-    if os.path.exists(config.metadata_path):
-        store = mlmd.open_readonly(config.metadata_path)
-        found = latest_blessed_model(store, config.pipeline_name)
-        if found is not None:
-            model, _ = found
-            if _same_data(upstream_data(store, model.id), _corpus_now(config)):
-                location = _trainer_init_from(store, model.id) or INIT_FROM_SCRATCH
-                why = (f"the corpus is the one the latest blessed model ({model.uri}) was trained on: its own start, "
-                       f"{location}")
-            else:
-                location = _model_folder(config, model)
-                why = f"the corpus changed since the latest blessed model: continuing it ({location})"
+    location, why = local_choice(config)
     _LOG.info("train.init_from=%s: %s", LATEST_BLESSED, why)
     return dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location))
 
 
-def _model_folder(config, model) -> str:
-    """The pushed version holding the model (so the card can say "continued from version N"), else its albert
-    folder."""
-    from components.release.versions import find_version
-    from trainer.files import ALBERT_DIR
+def base_vocab(model, vocab, location: str):
+    """The vocabulary settings (``VocabConfig``) of a run that continues the model at ``location``, checked before
+    any node runs: the base must be a model folder whose encoder configuration is ``model``'s and whose vocabulary
+    the run uses. Unset ``vocab.import_model``: the base's vocabulary file, imported as it is (``vocab_size`` 0);
+    set: it must be the base's vocabulary (by sha256). One error names each difference (:mod:`trainer.base_model`)."""
+    import dataclasses
 
-    pushed = find_version(config.push_destination, model.uri)
-    return pushed["path"] if pushed else posixpath.join(model.uri, ALBERT_DIR)
+    from config.schema import ConfigError
+    from trainer import base_model
+    from trainer.modeling_albert import AlbertConfig
+
+    base = base_model.describe(location)
+    ours = AlbertConfig(**model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()
+    imported = vocab.import_model
+    if imported is not None and "://" not in imported and not os.path.isfile(imported):
+        raise ConfigError(f"config vocab.import_model={imported!r} is invalid: file {os.path.abspath(imported)} does "
+                          "not exist")
+    base_model.check(base, ours, base["spm_sha256"] if imported is None else base_model.sha256_of(imported))
+    if imported is None:
+        vocab = dataclasses.replace(vocab, import_model=base["spm_model"], vocab_size=0)
+    return vocab

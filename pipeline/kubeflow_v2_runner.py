@@ -12,8 +12,8 @@ from typing import Dict
 
 from tfx.orchestration.kubeflow.v2.kubeflow_v2_dag_runner import KubeflowV2DagRunner, KubeflowV2DagRunnerConfig
 
-from pipeline import snapshot_task, spec
-from pipeline.configs import CORPUS_KEYS, IMPORTERS, PipelineConfig
+from pipeline import init_from_task, snapshot_task, spec
+from pipeline.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED, PipelineConfig
 from pipeline.pipeline import create_pipeline, runtime_parameter_values
 
 DEFAULT_IMAGE = "gcr.io/YOUR_PROJECT/albert-tfx:latest"
@@ -37,6 +37,9 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     snapshot_task.wire(data, pipeline_spec, importers={key: IMPORTERS[key] for key in config.data_inputs()},
                        consumers=config.data_consumers(), span=config.data.span, window=config.data.span_window,
                        corpus_keys=list(CORPUS_KEYS))
+    if config.mode != "benchmark" and config.train.init_from == LATEST_BLESSED:
+        # The last blessed model is resolved when a run starts too, by the local rule (pipeline/init_from_task.py).
+        init_from_task.wire(pipeline_spec, push_destination=config.push_destination)
     if config.task_resources:
         spec.set_task_resources(pipeline_spec, {node: (r.cpu_limit, r.memory_limit)
                                                 for node, r in config.task_resources.items()}, output_path)

@@ -3,7 +3,7 @@
 ``build_config`` reads the preset, the YAML file and ``--set`` alone. :func:`resolve_config` then looks at what
 exists now, in this order: for a local run (``run``, ``plan``) the input folders (checked, made absolute with both
 roots), the data spans and their fingerprints (:mod:`pipeline.spans`) and ``train.init_from=latest_blessed``
-(:mod:`pipeline.continuation`); for a compiled spec the refusal of what only a local run resolves; then, for
+(:mod:`pipeline.continuation`; a compiled spec resolves both in tasks that run when each run starts); then, for
 both, the base model at ``train.init_from`` (checked, or found and digested with ``mode=benchmark``). Every
 command of ``pipeline/cli.py`` and :func:`pipeline.environments.pipeline_config` call
 ``resolve_config(build_config(...), local=...)``. This module imports :mod:`pipeline.configs`, never the reverse.
@@ -18,7 +18,7 @@ from config.schema import ConfigError
 from config.sections import INIT_FROM_SCRATCH
 from pipeline import spans
 from pipeline.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED, PipelineConfig
-from pipeline.continuation import resolve_latest_blessed
+from pipeline.continuation import base_vocab, resolve_latest_blessed
 
 
 def resolve_config(config: PipelineConfig, *, local: bool) -> PipelineConfig:
@@ -26,12 +26,11 @@ def resolve_config(config: PipelineConfig, *, local: bool) -> PipelineConfig:
 
     ``local`` (``run``, ``plan``): the input paths must exist and are made absolute, as are the pipeline root and
     the MLMD store; every data location resolves to its span and fingerprint; ``latest_blessed`` to a model. Not
-    local (``compile``): ``latest_blessed`` is refused. Then the base model is checked before any node runs.
+    local (``compile``): ``latest_blessed`` stays, for the spec's InitFrom task to resolve when each run starts
+    (:mod:`pipeline.init_from_task`). Then the base model is checked before any node runs.
     """
     if local:
         config = resolve_latest_blessed(_resolve_data(_local_paths(config)))
-    else:
-        _refuse_local_only(config)
     config = _benchmark_base(config) if config.mode == "benchmark" else _with_base(config)
     return config.validate().freeze()
 
@@ -74,39 +73,19 @@ def _resolve_data(config: PipelineConfig) -> PipelineConfig:
     return dataclasses.replace(config, data_snapshots=snapshots)
 
 
-def _refuse_local_only(config: PipelineConfig) -> None:
-    """What only a local run resolves when it starts: ``train.init_from=latest_blessed``. (Span patterns are resolved
-    when a run starts in a compiled spec too: by its DataSnapshot task, ``pipeline/snapshot_task.py``.)"""
-    if config.train.init_from == LATEST_BLESSED:
-        raise ConfigError(f"config train.init_from={LATEST_BLESSED} is invalid here: the last blessed model is "
-                          "resolved when a local run starts; a compiled spec cannot resolve it yet (name a pushed "
-                          "version's folder)")
-
-
 def _with_base(config: PipelineConfig) -> PipelineConfig:
     """Continued pretraining (``train.init_from`` a model folder), checked before any node runs: the base must be a
     model folder whose encoder configuration is this run's and whose vocabulary this run uses. VocabGen takes the
-    base's ``spm.model`` (``vocab.import_model`` unset), or the file named there when it is the same vocabulary."""
-    if config.train.validate().init_from == INIT_FROM_SCRATCH:
+    base's ``spm.model`` (``vocab.import_model`` unset), or the file named there when it is the same vocabulary
+    (:func:`pipeline.continuation.base_vocab`). ``latest_blessed`` left in a compiled spec is resolved when each run
+    starts, by its InitFrom task (:mod:`pipeline.init_from_task`), which does the same."""
+    if config.train.validate().init_from in (INIT_FROM_SCRATCH, LATEST_BLESSED):
         return config
-    from trainer import base_model
-    from trainer.modeling_albert import AlbertConfig
-
     location = config.train.init_from
     if "://" not in location:  # a folder of this machine: absolute, as the run's other paths are
         location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))
-        config = dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location))
-    base = base_model.describe(location)
-    ours = AlbertConfig(**config.model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()
-    vocab = config.vocab.import_model
-    if vocab is not None and "://" not in vocab and not os.path.isfile(vocab):
-        raise ConfigError(f"config vocab.import_model={vocab!r} is invalid: file {os.path.abspath(vocab)} does not "
-                          "exist")
-    base_model.check(base, ours, base["spm_sha256"] if vocab is None else base_model.sha256_of(vocab))
-    if vocab is None:
-        config = dataclasses.replace(config, vocab=dataclasses.replace(config.vocab, import_model=base["spm_model"],
-                                                                       vocab_size=0))
-    return config
+    return dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location),
+                               vocab=base_vocab(config.model, config.vocab, location))
 
 
 def _benchmark_base(config: PipelineConfig) -> PipelineConfig:

@@ -141,7 +141,8 @@ def resolve(parameters: Dict[str, Any]) -> Dict[str, str]:
     return out
 
 
-def _write(path: str, text: str) -> None:
+def write_text(path: str, text: str) -> None:
+    """``text`` into the file at ``path`` (a local path or a ``gs://`` URI): a task's ``ExecutorOutput``."""
     if "://" in path:
         import tensorflow as tf
 
@@ -171,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     for key, value in sorted(values.items()):
         print(f"{TASK}: {key} = {value[:200]}")
-    _write(executor_input["outputs"]["outputFile"], json.dumps({"parameterValues": values}, sort_keys=True))
+    write_text(executor_input["outputs"]["outputFile"], json.dumps({"parameterValues": values}, sort_keys=True))
     return 0
 
 
