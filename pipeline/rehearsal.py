@@ -14,9 +14,9 @@ do:
   artifacts of earlier runs of the pipeline: the rehearsal keeps them in a store in its output folder
   (:mod:`pipeline.rehearsal_store`), so the first rehearsal in a folder finds none, as a pipeline's first run does,
   and the next one finds what the first blessed;
-* a **container** task whose spec enables caching (every task TFX compiles; not the DataSnapshot task, which runs
-  on every tick) is a cache hit when an earlier execution had the same cache key
-  (KFP v2's fields: input artifact names, parameter values, output definitions, image, command and args): its
+* a **container** task whose spec enables caching (every task TFX compiles; not the DataSnapshot and InitFrom
+  tasks, which run on every tick: :mod:`pipeline.snapshot_task`, :mod:`pipeline.init_from_task`) is a cache hit
+  when an earlier execution had the same cache key (KFP v2's fields: input artifact names, parameter values, output definitions, image, command and args): its
   outputs are reused and nothing runs. Otherwise it gets an ``ExecutorInput`` JSON built as the backends build it: ``inputs.parameterValues``
   (typed protobuf values, the only field open-source KFP fills), input artifacts as their producers'
   ``executor_output.json`` left them, output artifacts with URIs under the pipeline root, and ``outputFile``.
