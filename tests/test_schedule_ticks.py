@@ -1,16 +1,21 @@
-"""Every tick of a schedule does the right work (issue 46), locally: four runs of one configuration on one data
-layout, each after ``plan`` predicted exactly what it then ran.
+"""Every tick of a schedule does the right work (issues 46 and 47), locally: four runs of one configuration on one
+data layout, each after ``plan`` predicted exactly what it then ran. The configuration continues its last blessed
+model (``train.init_from=latest_blessed``), as a schedule that grows one model does, and as the compiled spec's
+rehearsed ticks do (tests/test_install_check.py).
 
 The layout: the sample Wikipedia dump as span 1 of ``wiki/span-{SPAN}`` (the corpus's location is the pattern), and
 an unpatterned copy of the GLUE sample. The configuration is tests/test_change_impact.py's small DAG less RACE
 (one benchmark is enough to show which ticks rerun the benchmarks; tests/test_install_check.py rehearses the same
 ticks, and each task there costs a process start of TFX's entrypoint).
 
-1. span 1 (the sample dump): every node runs;
+1. span 1 (the sample dump), no blessed model yet: every node runs, the Trainer from scratch; version 1;
 2. nothing new: no node before the Blesser runs (its one re-decision after the first blessing: docs/release.md),
-   nothing is pushed;
+   nothing is pushed, although the latest blessed model changed since tick 1 (the Trainer's base resolves to what
+   tick 1's Trainer started from: the same parameters, a cache hit);
 3. span 2 lands (the dump less its last article): the Wikipedia Importer registers it, CorpusGen and everything
-   downstream run; the benchmark data's Importers reuse their artifacts;
+   downstream run; the benchmark data's Importers reuse their artifacts; the Trainer continues version 1 for
+   ``train.num_train_steps`` more steps, the Blesser compares the result with it, and version 2's card says
+   "continued from version 1";
 4. one file of the unpatterned GLUE folder changes in place: only the GLUE benchmark, the report and the release run.
 """
 from __future__ import annotations
@@ -37,7 +42,7 @@ def _config(root):
     from pipeline.resolve import resolve_config
 
     return resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=BASE + RESENT_SPAN + [
-        f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",
+        f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}", "train.init_from=latest_blessed",
         f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null"]), local=True)
 
 
@@ -101,11 +106,27 @@ def ticks(tmp_path_factory):
     return root, out
 
 
-def _newest_results(config):
+def _newest_results_path(config):
     import glob
 
     paths = glob.glob(os.path.join(config.pipeline_root, "BenchmarkReport", "report", "*", "results.json"))
-    with open(max(paths, key=lambda p: int(p.split(os.sep)[-2]))) as f:
+    return max(paths, key=lambda p: int(p.split(os.sep)[-2]))
+
+
+def _newest_results(config):
+    with open(_newest_results_path(config)) as f:
+        return json.load(f)
+
+
+def _version(config, number):
+    from components.release.versions import list_versions
+
+    (found,) = [v for v in list_versions(config.push_destination) if v["version"] == number]
+    return found
+
+
+def _export_info(version):
+    with open(os.path.join(version["path"], "checkpoint", "export_info.json")) as f:
         return json.load(f)
 
 
@@ -124,6 +145,8 @@ def test_tick_1_reads_span_1_and_runs_every_node(ticks):
     assert config.data_snapshots["wikipedia"]["properties"]["span"] == 1
     assert lines["WikipediaImporter"] == "wikipedia: first read (span 1)"
     assert versions == [1]
+    assert config.train.init_from == "scratch"  # nothing blessed yet
+    assert "init_from" not in _export_info(_version(config, 1))
 
 
 def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_nothing(ticks):
@@ -134,6 +157,7 @@ def test_tick_2_with_nothing_new_runs_nothing_before_the_blesser_and_pushes_noth
     assert lines == {"WikipediaImporter": "wikipedia: unchanged", "GlueDataImporter": "glue: unchanged"}
     assert imported == out[0][4]  # the same artifacts: the Importers reused them
     assert versions == [1]
+    assert config.train.init_from == "scratch"  # what tick 1's Trainer started from: the same parameters
 
 
 def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstream(ticks):
@@ -155,6 +179,20 @@ def test_tick_3_reads_the_new_span_and_reruns_the_corpus_and_everything_downstre
     with open(os.path.join(config.push_destination, "2", "model_card.md")) as f:
         card = f.read()
     assert f"| read: wikipedia | span 2 of {root / 'data' / 'wiki' / 'span-{SPAN}'} (1 files," in card
+    # The Trainer continued version 1 on the new span, and the Blesser compared the result with it.
+    v1, v2 = _version(config, 1), _version(config, 2)
+    assert config.train.init_from == v1["path"]
+    steps = config.train.num_train_steps
+    info = _export_info(v2)
+    assert info["init_from"] == {"location": v1["path"], "version": 1, "steps": steps, "restored": "weights"}
+    assert (info["final_step"], info["total_steps"]) == (steps, 2 * steps)
+    assert v2["baseline"]["version"] == 1
+    assert f"| continued from | version 1 at {v1['path']} ({steps} steps) |" in card
+    assert f"| total steps (with the base's) | {2 * steps} |" in card
+    report = os.path.join(os.path.dirname(_newest_results_path(config)), "report.md")
+    with open(report, encoding="utf-8") as f:
+        assert (f"Continued from version 1 at {v1['path']} ({steps} steps, weights restored); {2 * steps} steps "
+                "in all.") in f.read()
 
 
 def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_benchmark_and_the_release(ticks):
@@ -167,6 +205,7 @@ def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_be
     assert read["glue"]["fingerprint"] != out[2][7]["glue"]["fingerprint"]  # the report names the new data
     assert read["wikipedia"] == out[2][7]["wikipedia"]
     assert versions == [1, 2]  # the Trainer's model is tick 3's, already version 2: not pushed again (docs/release.md)
+    assert config.train.init_from == _version(config, 1)["path"]  # the corpus v2 was trained on: v2's own base
 
 
 def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ticks):
