@@ -22,7 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from components import datagate_result
 from components.datagate.checks import GateLimits, check_span
 from components.datagate.contamination import ContaminationCombiner, DevNgrams
-from components.datagate.document_stats import SpanStats, SpanStatsCombiner
+from components.datagate.document_stats import SketchSettings, SpanStats, SpanStatsCombiner, sample_rate
 from components.text.documents import Document
 
 CORPUS_SOURCE = "corpus"  # the source of every document: CorpusGen's shards do not record one
@@ -65,8 +65,8 @@ def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None
 class _SpanStatsFn(beam.CombineFn):
     """:class:`components.datagate.document_stats.SpanStatsCombiner` as a Beam CombineFn."""
 
-    def __init__(self, span: int):
-        self._combiner = SpanStatsCombiner(span)
+    def __init__(self, span: int, sample_rate: float = 1.0):
+        self._combiner = SpanStatsCombiner(span, sample_rate=sample_rate)
 
     def create_accumulator(self):
         return self._combiner.create_accumulator()
@@ -124,7 +124,7 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
     from components.datagate.protos import limits_to_schema, results_to_anomalies, statistics_to_proto
 
     results = check_span(stats, baseline, limits, contamination)
-    total = stats.total().counts
+    total = stats.read_counts()  # every document, measured or not
     summary = datagate_result.summarize(
         stats.span, results, documents=total["documents"], characters=total["characters"], accept=accept,
         baseline_span=None if baseline is None else baseline.span, contamination=contamination,
@@ -151,13 +151,20 @@ def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, 
     docs = (pipeline
             | "ListShards" >> beam.Create(list(shards))
             | "ReadDocuments" >> beam.FlatMap(read_span_documents))
-    stats = docs | "SpanStatistics" >> beam.CombineGlobally(_SpanStatsFn(span))
+    stats = docs | "SpanStatistics" >> beam.CombineGlobally(_SpanStatsFn(span, measured_rate(shards)))
     contamination = None
     if passages:
         contamination = beam.pvalue.AsSingleton(
             docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages, earlier_ids)))
     _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination,
                                           accepted_before, earlier_spans)
+
+
+def measured_rate(shards: Sequence[str], measured_characters: int = SketchSettings().measured_characters) -> float:
+    """The share of the span's documents the statistics measure (``document_stats``: "The measured sample"): the
+    budget over the shards' size in bytes (about their characters: CorpusGen writes UTF-8), 1 for a small span."""
+    size = sum(m.size_in_bytes for r in FileSystems.match(list(shards)) for m in r.metadata_list) if shards else 0
+    return sample_rate(size, measured_characters)
 
 
 def _write_span_result(stats, output_dir, limits, baseline, accept, contamination, accepted_before,

@@ -332,3 +332,55 @@ def test_protos_round_trip(sample_halves, baseline):
     assert results_to_anomalies(check_span(baseline)).ByteSize() == 0  # nothing failed: empty anomalies
     empty = results_to_anomalies(check_span(SpanStatsCombiner(4).compute([])))
     assert empty.data_missing and failures_from_anomalies(empty)[0][0] == "min_documents"
+
+
+# --- the measured sample (a span larger than SketchSettings.measured_characters) ------------------------------
+
+def test_a_span_over_the_budget_is_counted_whole_and_measured_on_a_seeded_sample(sample_halves):
+    from components.datagate.document_stats import document_key, sample_rate
+
+    docs = sample_halves[0] + sample_halves[1]  # the whole sample: 21 documents, 530,980 characters
+    assert (len(docs), sum(d.num_chars for d in docs)) == (21, 530_980)
+    assert sample_rate(530_980, 600_000) == 1.0 and sample_rate(530_980, 132_745) == 0.25
+    combiner = SpanStatsCombiner(1, sample_rate=0.25)
+    stats = combiner.compute(docs)
+    measured = [d for d in docs if combiner.measures(d)]
+    assert sorted(d.doc_id for d in measured) == [
+        "book:austen-persuasion.txt", "book:chesterton-thursday.txt", "wiki:290", "wiki:330", "wiki:334", "wiki:340",
+        "wiki:708", "wiki:766"]
+    assert all((document_key(d.sentences) < 2**62) == (d in measured) for d in docs)
+    # The checks' counts are the whole span's; everything else is the measured documents', as if they were the span.
+    assert stats.read_counts() == {"documents": 21, "characters": 530_980}
+    alone = SpanStatsCombiner(1).compute(measured)
+    assert (stats.groups, stats.unigrams, stats.sample) == (alone.groups, alone.unigrams, alone.sample)
+    assert (stats.sample_rate, stats.total().counts["documents"], stats.total().counts["characters"]) == \
+        (0.25, 8, 315_834)
+    assert check_span(stats)[0].value == 21.0  # min_documents
+    summary = stats.summary()  # gate.json's statistics: the span's sizes, and what was measured
+    assert (summary["documents"], summary["characters"], summary["sample_rate"], summary["measured_documents"],
+            summary["measured_characters"]) == (21, 530_980, 0.25, 8, 315_834)
+    assert sum(stats.characters_by_language().values()) == 530_980  # the measured languages, scaled to the span
+    # Merging parts gives the one pass; the statistics proto keeps the counts and the rate (a later span's baseline).
+    merged = combiner.merge_accumulators([combiner.compute(docs[0::2]), combiner.compute(docs[1::2])])
+    assert (merged.read, merged.groups, merged.sample) == (stats.read, stats.groups, stats.sample)
+    proto = statistics_to_proto(stats)
+    assert proto.datasets[0].num_examples == 21
+    assert statistics_from_proto(type(proto).FromString(proto.SerializeToString())) == stats
+    with pytest.raises(ValueError, match="merging statistics of different spans or settings"):
+        stats.merge(SpanStatsCombiner(1).compute(docs))
+
+
+def test_the_sample_key_is_uniform_whatever_the_length_and_keeps_copies_and_near_copies_together():
+    import random
+
+    from components.datagate.document_stats import document_key
+
+    rng = random.Random(0)
+    for lines, measured in ((1, 1_040), (10, 1_004), (100, 1_030)):  # of 4,000 documents at a rate of 1/4
+        keys = [document_key([f"line {rng.random()}" for _ in range(lines)]) for _ in range(4_000)]
+        assert sum(k < 2**62 for k in keys) == measured
+    text = [f"sentence {i}." for i in range(200)]
+    assert document_key(text) == document_key(list(text))  # a copy: measured with its original
+    # A near copy (one line of 200 edited) has the same key unless the edited line was the one with the least CRC.
+    same = sum(document_key(text[:i] + ["edited."] + text[i + 1:]) == document_key(text) for i in range(200))
+    assert same == 199

@@ -82,13 +82,13 @@ def span_quantities(stats: SpanStats, baseline: Optional[SpanStats], limits: Gat
     """Every quantity a check bounds that can be computed: absolute ones always, drift ones with a baseline,
     ``contaminated_share`` with a contamination result."""
     total = stats.total()
-    out: Dict[str, float] = {"documents": float(total.counts["documents"])}
+    read = stats.read_counts()  # every document, measured or not (document_stats: "The measured sample")
+    out: Dict[str, float] = {"documents": float(read["documents"])}
     ratios = total.ratios()
     out.update({f"flagged_character_share_{rule}": ratios[f"flagged_character_share_{rule}"] for rule in RULES})
     out["duplicate_document_share"] = stats.sample.duplicate_share()
     if baseline is not None:
-        base_total = baseline.total()
-        out["volume_ratio"] = volume_ratio(total.counts["characters"], base_total.counts["characters"])
+        out["volume_ratio"] = volume_ratio(read["characters"], baseline.read_counts()["characters"])
         out["unigram_jsd"] = jensen_shannon_divergence(*unigram_tables(stats.unigrams, baseline.unigrams,
                                                                        limits.unigram_top_tokens))
         out["language_mix_distance"] = total_variation(stats.characters_by_language(),

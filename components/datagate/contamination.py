@@ -97,8 +97,13 @@ class ContaminationCombiner:
         return set()
 
     def add_input(self, acc: Set[int], doc: Document) -> Set[int]:
-        hashes = passage_ngrams(doc.sentences, self.dev.n)
-        acc.update(int(h) for h in hashes[np.isin(hashes, self.dev.all, assume_unique=True)])
+        # The document's n-grams looked up in the sorted dev set (binary search): neither is sorted or made unique
+        # per document, which is what np.isin does, at the cost of sorting the dev set's hashes again every time.
+        hashes = ngram_hashes(token_hashes(content_tokens(normalized_text(doc.sentences))), self.dev.n)
+        dev = self.dev.all
+        if len(hashes) and len(dev):
+            hits = hashes[dev[np.minimum(np.searchsorted(dev, hashes), len(dev) - 1)] == hashes]
+            acc.update(int(h) for h in np.unique(hits))
         return acc
 
     def merge_accumulators(self, accumulators: Iterable[Set[int]]) -> Set[int]:

@@ -24,17 +24,32 @@ the unigram counts of content tokens (``sketches.TopCounter``: exact up to ``2 *
 tokens, then Misra–Gries-bounded) and the **sampled** bottom-k of documents with MinHash signatures
 (``near_duplicates.MinHashSample``: within-span and cross-span duplicate shares). Memory is flat in the span's
 size: groups x counts + ``2 * unigram_capacity`` tokens + ``sample_size`` signatures.
+
+**The measured sample.** Measuring a document costs about 1.4 µs of CPU per character (tokens, n-grams, scripts),
+more than PretrainingDataGen spends on it (about 0.9 µs), so a span larger than
+``SketchSettings.measured_characters`` is measured on a sample: each document is read and counted (``SpanStats.read``: documents and characters, exact),
+and measured when its :func:`document_key` is below ``sample_rate * 2**64``, where the rate is that budget over the
+span's size (``datagate_beam`` sets it from the shards' bytes before reading them). The key is a MinHash over the
+document's lines: the mix of the CRC-32 of its line with the least CRC-32. So it is uniform whatever the document's
+length (every document is measured with the same probability, and the sums of the measured documents estimate the
+span's shares without weights), the same documents are measured every run, exact duplicates are measured together,
+and two documents sharing a share J of their lines are measured together with probability J (as the MinHash sample
+below keeps near duplicates together). The groups, the unigram counts and the MinHash sample are of the measured
+documents; the checks' counts (``min_documents``, the volume ratio) are the exact ones.
 """
 from __future__ import annotations
 
 import dataclasses
+import functools
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from components.datagate.near_duplicates import MinHasher, MinHashSample, MinHashSettings, shingle_hashes, sort_key
+from components.datagate.near_duplicates import (MinHasher, MinHashSample, MinHashSettings, mix64, shingle_hashes,
+                                                 sort_key)
 from components.datagate.sketches import TopCounter
 from components.datagate.text_units import (ENGLISH_STOP_WORDS, UNSPACED_LANGUAGES, content_tokens, count_letters,
                                             count_no_letter_words, count_non_space, language, ngram_hashes,
@@ -294,6 +309,26 @@ class SketchSettings:
     # statistics proto carries up to 2 * capacity tokens (4.2 MB for that half).
     unigram_capacity: int = 50_000
     minhash: MinHashSettings = MinHashSettings()
+    # Characters measured per span (module docstring, "The measured sample"): about 6 s of one core. A larger span
+    # is measured on a sample of its documents of about this size. Measured on ../shared/data/large (238 M
+    # characters, 7,228 documents): benchmarks/results/data_gate/README.md.
+    measured_characters: int = 4_000_000
+
+
+_ENCODE = functools.partial(str.encode, encoding="utf-8", errors="surrogatepass")
+_KEY_SALT = 0x5A3C_D1E5_0F6B_2947  # keeps the documents' keys independent of the MinHash sample's
+
+
+def document_key(sentences: Sequence[str], seed: int = 0) -> int:
+    """A document's 64-bit sample key (module docstring, "The measured sample"): uniform whatever its length, equal
+    for documents sharing the line with the least CRC-32. One C-speed pass over its lines."""
+    least = min(map(zlib.crc32, map(_ENCODE, sentences)), default=0)
+    return mix64(least ^ mix64(seed ^ _KEY_SALT))
+
+
+def sample_rate(span_characters: int, measured_characters: int) -> float:
+    """The share of a span's documents measured: 1 up to ``measured_characters``, then that budget over the size."""
+    return 1.0 if span_characters <= measured_characters else measured_characters / span_characters
 
 
 @dataclass
@@ -307,11 +342,17 @@ class SpanStats:
     groups: Dict[Tuple[str, str], GroupStats]
     unigrams: TopCounter
     sample: MinHashSample
+    # Every document read, measured or not: {"documents": n, "characters": n}; None: the measured ones (rate 1).
+    read: Optional[Dict[str, int]] = None
+    sample_rate: float = 1.0  # the share of documents measured (module docstring, "The measured sample")
 
     def merge(self, other: "SpanStats") -> "SpanStats":
         """Add ``other`` (same span and settings) into self, in place; returns self."""
-        if (other.span, other.rules, other.sketch) != (self.span, self.rules, self.sketch):
+        if (other.span, other.rules, other.sketch, other.sample_rate) != \
+                (self.span, self.rules, self.sketch, self.sample_rate):
             raise ValueError("merging statistics of different spans or settings")
+        read, other_read = self.read_counts(), other.read_counts()
+        self.read = {name: read[name] + other_read[name] for name in read}
         for key, group in other.groups.items():
             self.groups.setdefault(key, GroupStats()).merge(group)
         self.unigrams.merge(other.unigrams)
@@ -325,10 +366,22 @@ class SpanStats:
             out.merge(self.groups[key])
         return out
 
+    def read_counts(self) -> Dict[str, int]:
+        """The documents and characters of the whole span (every document read, measured or not)."""
+        if self.read is not None:
+            return dict(self.read)
+        counts = self.total().counts
+        return {"documents": counts["documents"], "characters": counts["characters"]}
+
     def characters_by_language(self) -> Dict[str, int]:
+        """Characters per language label: exact when every document was measured, else the measured documents'
+        scaled to the span's characters (an estimate)."""
         out: Dict[str, int] = {}
         for (_, lang), group in sorted(self.groups.items()):
             out[lang] = out.get(lang, 0) + group.counts["characters"]
+        measured, read = sum(out.values()), self.read_counts()["characters"]
+        if measured and read != measured:
+            out = {lang: int(round(chars * read / measured)) for lang, chars in out.items()}
         return out
 
     def summary(self) -> Dict[str, Any]:
@@ -337,15 +390,19 @@ class SpanStats:
         ``duplicate_document_share``, the characters per language, the words-per-document histogram
         (:data:`WORD_BUCKET_EDGES`) and the content tokens' rank-frequency curve (``[rank, count]`` at
         :data:`RANKS_PER_DECADE` ranks per decade and the last kept rank; counts as ``sketches.TopCounter`` keeps
-        them)."""
+        them). ``documents`` and ``characters`` are the whole span's; with a ``sample_rate`` below 1 the rest is of
+        the ``measured_documents`` (module docstring, "The measured sample")."""
         total = self.total()
         c = total.counts
+        read = self.read_counts()
         counts = [count for _, count in self.unigrams.most_common()]
         ranks = sorted({int(round(10 ** (k / RANKS_PER_DECADE)))
                         for k in range(int(RANKS_PER_DECADE * np.log10(len(counts))) + 1)} | {len(counts)}
                        ) if counts else []
         return {
-            "span": self.span, "documents": c["documents"], "characters": c["characters"], "words": c["words"],
+            "span": self.span, "documents": read["documents"], "characters": read["characters"],
+            "sample_rate": self.sample_rate, "measured_documents": c["documents"],
+            "measured_characters": c["characters"], "words": c["words"],
             "tokens": self.unigrams.total, "distinct_tokens": len(counts),
             "tokens_per_document": _share(self.unigrams.total, c["documents"]),
             "ratios": total.ratios(),
@@ -361,18 +418,33 @@ class SpanStatsCombiner:
     ``create_accumulator`` → ``add_input`` per :class:`Document` → ``merge_accumulators`` → ``extract_output``."""
 
     def __init__(self, span: int, rules: DocumentRules = DocumentRules(),
-                 sketch: SketchSettings = SketchSettings()) -> None:
+                 sketch: SketchSettings = SketchSettings(), sample_rate: float = 1.0) -> None:
+        """``sample_rate``: the share of documents measured (module docstring, "The measured sample"; the shell
+        sets it with :func:`sample_rate` from the span's size)."""
+        if not 0.0 < sample_rate <= 1.0:
+            raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate}")
         self.span = span
         self.rules = rules.validate()
         self.sketch = sketch
         self.hasher = MinHasher(sketch.minhash)
+        self.sample_rate = sample_rate
+        self._threshold = int(sample_rate * 2**64)
 
     def create_accumulator(self) -> SpanStats:
         return SpanStats(span=self.span, rules=self.rules, sketch=self.sketch, groups={},
                          unigrams=TopCounter(self.sketch.unigram_capacity),
-                         sample=MinHashSample(self.sketch.minhash.sample_size))
+                         sample=MinHashSample(self.sketch.minhash.sample_size),
+                         read={"documents": 0, "characters": 0}, sample_rate=self.sample_rate)
+
+    def measures(self, doc: Document) -> bool:
+        """Whether ``doc`` is in the measured sample."""
+        return self.sample_rate >= 1.0 or document_key(doc.sentences, self.sketch.minhash.seed) < self._threshold
 
     def add_input(self, acc: SpanStats, doc: Document) -> SpanStats:
+        acc.read["documents"] += 1
+        acc.read["characters"] += doc.num_chars
+        if not self.measures(doc):
+            return acc
         tokens = content_tokens(normalized_text(doc.sentences))
         m = measure_document(doc, tokens)
         acc.groups.setdefault((doc.source, m.language), GroupStats()).add(m, flags(m, self.rules))

@@ -5,7 +5,10 @@
   group (``span-N/source/language``). Every dataset has ``num_examples`` = documents, the feature ``words`` (mean
   words per document and the fixed-bucket histogram; its last bucket is open, written with ``high_value`` = 2**25),
   one FLOAT feature per ratio of ``GroupStats.ratios`` (its ``num_stats.mean`` is the ratio), and the feature
-  ``document`` whose ``custom_stats`` hold the exact counts (``COUNT_NAMES``) that make the round trip. Dataset 0
+  ``document`` whose ``custom_stats`` hold the exact counts (``COUNT_NAMES``) that make the round trip. Dataset 0's
+  ``num_examples`` is every document of the span, and its ``document`` also holds ``read_documents``,
+  ``read_characters`` and ``sample_rate`` (``document_stats``: "The measured sample"; the counts of the groups and
+  the features are of the measured documents). Dataset 0
   also has the feature ``tokens`` (``string_stats.rank_histogram``: the kept unigram counts, largest first; custom
   stats ``total_tokens`` and ``capacity``) and, on ``document``, the span number, the settings (JSON) and the
   document sample (``minhash_sample``: JSON with base64 signatures), so the statistics of the last span that
@@ -118,6 +121,11 @@ def statistics_to_proto(stats: SpanStats) -> statistics_pb2.DatasetFeatureStatis
     out = statistics_pb2.DatasetFeatureStatisticsList()
     whole = out.datasets.add(name=f"span-{stats.span}")
     document = _write_group(whole, stats.total())
+    read = stats.read_counts()
+    whole.num_examples = read["documents"]  # the span's documents (a group's: the measured ones)
+    document.custom_stats.add(name="read_documents", num=read["documents"])
+    document.custom_stats.add(name="read_characters", num=read["characters"])
+    document.custom_stats.add(name="sample_rate", num=stats.sample_rate)
     document.custom_stats.add(name="span", num=stats.span)
     document.custom_stats.add(name="settings", str=_settings_json(stats))
     document.custom_stats.add(name="minhash_sample", str=_sample_json(stats))
@@ -148,8 +156,11 @@ def statistics_from_proto(proto: statistics_pb2.DatasetFeatureStatisticsList) ->
     for dataset in proto.datasets[1:]:
         group_custom = _custom(_features(dataset)["document"])
         groups[(group_custom["source"].str, group_custom["language"].str)] = _read_group(dataset)
+    read = ({"documents": int(custom["read_documents"].num), "characters": int(custom["read_characters"].num)}
+            if "read_documents" in custom else None)  # None: statistics written before the measured sample
     return SpanStats(span=int(custom["span"].num), rules=rules, sketch=sketch, groups=groups, unigrams=unigrams,
-                     sample=_sample_from_json(custom["minhash_sample"].str, sketch.minhash))
+                     sample=_sample_from_json(custom["minhash_sample"].str, sketch.minhash), read=read,
+                     sample_rate=float(custom["sample_rate"].num) if "sample_rate" in custom else 1.0)
 
 
 def limits_to_schema(limits: GateLimits) -> schema_pb2.Schema:
