@@ -103,6 +103,7 @@ def DataGate(
     config: Parameter[str],
     baseline: InputArtifact[artifacts.DataGateResult] = None,
     acceptance: InputArtifact[artifacts.DataGateResult] = None,
+    baseline_uris: Parameter[str] = None,
     squad_dev: InputArtifact[artifacts.RawCorpus] = None,
     squad2_dev: InputArtifact[artifacts.RawCorpus] = None,
     race_dev: InputArtifact[artifacts.RawCorpus] = None,
@@ -114,7 +115,9 @@ def DataGate(
     corpus read (``data_snapshot`` on the documents; 0 without a span pattern). ``baseline``: the result of the last
     span that went through the gate (the ``DataGateBaseline`` resolver of a local run; none on the first span, and
     then only the absolute limits apply, which the result says). ``acceptance``: an earlier result that accepted the
-    same raw data knowingly (``gate.accept``), so a span once accepted stays accepted. ``squad_dev`` /
+    same raw data knowingly (``gate.accept``), so a span once accepted stays accepted. ``baseline_uris``: the two
+    as URIs instead, ``{"baseline": URI or null, "acceptance": URI or null}`` (a compiled spec's, chosen by its
+    ``DataGateBaseline`` task by the same rule: pipeline/gate_baseline_task.py). ``squad_dev`` /
     ``squad2_dev`` / ``race_dev``: the reading benchmarks' data, whose dev passages are checked for 13-gram
     contamination.
 
@@ -133,15 +136,18 @@ def DataGate(
     snapshot = (documents.get_string_custom_property("data_snapshot")
                 if documents.has_custom_property("data_snapshot") else None)
     span = datagate_result.gate_span(snapshot)
-    base = datagate_beam.read_statistics(baseline.uri) if baseline is not None else None
+    chosen = json.loads(baseline_uris) if baseline_uris else {}
+    baseline_uri = chosen.get("baseline") or (baseline.uri if baseline is not None else None)
+    acceptance_uri = chosen.get("acceptance") or (acceptance.uri if acceptance is not None else None)
+    base = datagate_beam.read_statistics(baseline_uri) if baseline_uri else None
     passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev)
     with _staged(result.uri) as staging:
         with beam_pipeline as p:
             datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
                                      limits=limits, baseline=base, passages=passages, accept=accept,
-                                     accepted_before=acceptance.uri if acceptance is not None else None,
-                                     baseline_summary=(datagate_beam.read_summary(baseline.uri)
-                                                       if baseline is not None else None))
+                                     accepted_before=acceptance_uri,
+                                     baseline_summary=(datagate_beam.read_summary(baseline_uri)
+                                                       if baseline_uri else None))
         publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
     summary = datagate_beam.read_summary(result.uri)
     result.set_int_custom_property("span", span)
@@ -151,9 +157,9 @@ def DataGate(
     result.set_string_custom_property("data_fingerprint", datagate_result.data_fingerprint(snapshot))
     if summary["failed"]:
         result.set_string_custom_property("failed", ",".join(summary["failed"]))
-    if baseline is not None:
+    if baseline_uri:
         result.set_int_custom_property("baseline_span", int(summary["baseline"]["span"]))
-        result.set_string_custom_property("baseline", baseline.uri)
+        result.set_string_custom_property("baseline", baseline_uri)
     if summary["contamination"] is not None:
         result.set_float_custom_property("contaminated_share", float(summary["contamination"]["share"]))
         result.set_float_custom_property("total_contaminated_share", float(summary["contamination"]["total_share"]))

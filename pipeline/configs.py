@@ -52,7 +52,8 @@ TRAINER_RUN_FN = "trainer.task.run_fn"
 MODES = ("pretrain", "benchmark")
 MODEL_IMPORT_NODE = "ModelImport"
 # The data gate (``gate.enabled``, mode ``pretrain``): the node that measures and checks the corpus's span, the one
-# that stops the run when it failed, and (local runs) the resolver of its baseline (pipeline/pipeline.py).
+# that stops the run when it failed, and the resolver of its baseline (pipeline/pipeline.py; in a compiled spec a
+# task of that name, pipeline/gate_baseline_task.py).
 DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
 # The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
 # GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).

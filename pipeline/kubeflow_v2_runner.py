@@ -12,7 +12,7 @@ from typing import Dict
 
 from tfx.orchestration.kubeflow.v2.kubeflow_v2_dag_runner import KubeflowV2DagRunner, KubeflowV2DagRunnerConfig
 
-from pipeline import init_from_task, snapshot_task, spec
+from pipeline import gate_baseline_task, init_from_task, snapshot_task, spec
 from pipeline.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED, PipelineConfig
 from pipeline.pipeline import create_pipeline, runtime_parameter_values
 
@@ -37,6 +37,9 @@ def compile_pipeline(config: PipelineConfig, output_path: str, image: str = DEFA
     snapshot_task.wire(data, pipeline_spec, importers={key: IMPORTERS[key] for key in config.data_inputs()},
                        consumers=config.data_consumers(), span=config.data.span, window=config.data.span_window,
                        corpus_keys=list(CORPUS_KEYS))
+    if config.mode != "benchmark" and config.gate.enabled:
+        # The data gate's baseline is chosen when a run starts, by the local rule (pipeline/gate_baseline_task.py).
+        gate_baseline_task.wire(pipeline_spec)
     if config.mode != "benchmark" and config.train.init_from == LATEST_BLESSED:
         # The last blessed model is resolved when a run starts too, by the local rule (pipeline/init_from_task.py).
         init_from_task.wire(pipeline_spec, push_destination=config.push_destination)

@@ -8,8 +8,9 @@
                     LatestBlessedModel (resolver: the pipeline's last blessed model) ─ Blesser ─ Pusher ──────┘
 
 Between CorpusGen and VocabGen sits the data gate (``gate.enabled``, docs/data.md "Data gate"): ``DataGateBaseline``
-(a resolver, local runs only: the result of the last span that went through) → ``DataGate`` (measures and checks the
-span, always publishes its result) → ``DataGateCheck`` (fails the run on a span that failed and was not accepted).
+(a resolver: the result of the last span that went through; in a compiled spec a task after a ``LatestArtifact``
+resolver, pipeline/gate_baseline_task.py) → ``DataGate`` (measures and checks the span, always publishes its result)
+→ ``DataGateCheck`` (fails the run on a span that failed and was not accepted).
 VocabGen depends on the check without taking an artifact from it (``add_upstream_node``): no cache key moves, and
 nothing after the gate runs on a broken span.
 
@@ -36,6 +37,7 @@ from typing import Any, Dict, Optional
 
 from tfx.dsl.components.common.importer import Importer
 from tfx.dsl.components.common.resolver import Resolver, ResolverStrategy
+from tfx.dsl.input_resolution.strategies.latest_artifact_strategy import LatestArtifactStrategy
 from tfx.dsl.input_resolution.strategies.latest_blessed_model_strategy import LatestBlessedModelStrategy
 from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
@@ -45,6 +47,7 @@ from components import artifacts, datagate_result
 from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, DataGate, DataGateCheck,
                                        ModelImport, PretrainingDataGen, Pusher, VocabGen)
 from config import canonical_json
+from pipeline import gate_baseline_task
 from pipeline.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,
                               IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig)
 from pipeline.vertex_training import create_trainer
@@ -204,13 +207,19 @@ def _gate_facts(result):
 
 
 def _data_gate(config: PipelineConfig, corpus, data, args, *, compiled: bool):
-    """The gate's nodes, in order: (the baseline resolver,) ``DataGate`` and ``DataGateCheck``. The resolver is a
-    local run's only: Kubeflow V2 / Vertex AI compile TFX's latest-artifact and latest-blessed-model resolvers
-    alone, so a compiled spec's gate has no baseline and checks the absolute limits (docs/data.md, "Data gate")."""
+    """The gate's nodes, in order: the baseline resolver, ``DataGate`` and ``DataGateCheck``. A local run's resolver
+    hands DataGate the results it chose. Kubeflow V2 / Vertex AI compile TFX's latest-artifact and
+    latest-blessed-model resolvers alone, so a compiled spec's resolver is a ``LatestArtifact`` one, of the newest
+    ``DataGateResult``, which no node takes: compiling adds the ``DataGateBaseline`` task, which applies the same
+    rule to it and gives DataGate the URIs chosen (:mod:`pipeline.gate_baseline_task`)."""
     nodes = []
     inputs = {name: data[key].outputs[IMPORTER_OUTPUT_KEY]
               for name, key in config.gate_contamination_inputs().items()}
-    if not compiled:
+    if compiled:
+        nodes.append(Resolver(strategy_class=LatestArtifactStrategy,
+                              **{gate_baseline_task.RESULT_INPUT: Channel(type=artifacts.DataGateResult)}
+                              ).with_id(gate_baseline_task.RESOLVER))
+    else:
         resolver = Resolver(strategy_class=GateBaselineStrategy, documents=corpus.outputs["documents"],
                             **{key: Channel(type=artifacts.DataGateResult) for key in GATE_RESOLVED}
                             ).with_id(GATE_BASELINE_NODE)

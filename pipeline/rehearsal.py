@@ -10,12 +10,13 @@ do:
   so does the rehearsal. The URI may be an upstream task's output parameter (the DataSnapshot task's, which
   resolves span patterns when a run starts: :mod:`pipeline.snapshot_task`), and the metadata may hold
   ``{{$.inputs.parameters['…']}}`` placeholders, filled from the task's parameters as KFP fills them;
-* a **resolver** task (the latest blessed model) answers its compiled ``outputArtifactQueries`` against the
-  artifacts of earlier runs of the pipeline: the rehearsal keeps them in a store in its output folder
-  (:mod:`pipeline.rehearsal_store`), so the first rehearsal in a folder finds none, as a pipeline's first run does,
-  and the next one finds what the first blessed;
-* a **container** task whose spec enables caching (every task TFX compiles; not the DataSnapshot and InitFrom
-  tasks, which run on every tick: :mod:`pipeline.snapshot_task`, :mod:`pipeline.init_from_task`) is a cache hit
+* a **resolver** task (the latest blessed model, the data gate's newest result) answers its compiled
+  ``outputArtifactQueries`` against the artifacts of earlier runs of the pipeline: the rehearsal keeps them in a
+  store in its output folder (:mod:`pipeline.rehearsal_store`), so the first rehearsal in a folder finds none, as a
+  pipeline's first run does, and the next one finds what the first produced;
+* a **container** task whose spec enables caching (every task TFX compiles; not the DataSnapshot, InitFrom and
+  DataGateBaseline tasks, which run on every tick: :mod:`pipeline.snapshot_task`, :mod:`pipeline.init_from_task`,
+  :mod:`pipeline.gate_baseline_task`) is a cache hit
   when an earlier execution had the same cache key (KFP v2's fields: input artifact names, parameter values, output definitions, image, command and args): its
   outputs are reused and nothing runs. Otherwise it gets an ``ExecutorInput`` JSON built as the backends build it: ``inputs.parameterValues``
   (typed protobuf values, the only field open-source KFP fills), input artifacts as their producers'

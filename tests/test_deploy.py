@@ -129,15 +129,16 @@ def test_every_kfp_option_reaches_the_request_from_flags_and_from_an_environment
 @pytest.mark.parametrize("command", ["submit", "schedule"])
 def test_a_vertex_job_keeps_each_tasks_caching_as_compiled(command, gs_spec, vertex_rpcs, tmp_path,
                                                            capsys):  # noqa: F811
-    """Caching on (the default) sends the spec's own per-task settings: every task cached but the DataSnapshot task,
-    which resolves the data on every tick (``enable_caching=True`` would have switched it on)."""
+    """Caching on (the default) sends the spec's own per-task settings: every task cached but the DataSnapshot and
+    DataGateBaseline tasks, which resolve the data and the gate's baseline on every tick (``enable_caching=True``
+    would have switched them on)."""
     cron = ["--cron", "0 3 * * 1"] if command == "schedule" else []
     _run([command, "--spec", gs_spec, "--run-name", "r", *VERTEX_FLAGS, *cron], tmp_path, capsys)
     _, job = _sent(vertex_rpcs, "create_pipeline_job" if command == "submit" else "create_schedule")
     caching = {name: t.get("cachingOptions", {}).get("enableCache", False)
                for name, t in job.pipeline_spec["root"]["dag"]["tasks"].items()
-               if not name.startswith("LatestBlessedModel-")}  # resolvers: queries, never cached
-    assert caching.pop("DataSnapshot") is False
+               if not name.startswith("LatestBlessedModel-") and name != "DataGateLatest"}  # resolvers: queries
+    assert caching.pop("DataSnapshot") is False and caching.pop("DataGateBaseline") is False
     assert set(caching.values()) == {True}
 
 

@@ -307,16 +307,19 @@ def _relative(value, root):
 # same data: its report and card must be the rehearsal's.
 #
 # 1. span 1: the DataSnapshot task resolves the pattern; every task runs; the resolvers find no blessed model, so
-#    InitFrom gives the Trainer scratch; the model is blessed and pushed as version 1 into the rehearsal's stand-in
-#    of the destination, and the registry request is recorded, not sent;
+#    InitFrom gives the Trainer scratch, and no data gate result, so the gate checks the absolute limits; the model
+#    is blessed and pushed as version 1 into the rehearsal's stand-in of the destination, and the registry request
+#    is recorded, not sent;
 # 2. nothing new: every task before the Blesser is a cache hit of tick 1's run, the Trainer too (InitFrom gives it
-#    the base tick 1's model started from: scratch); the resolvers find the first run's blessed model through the
-#    compiled queries (the same model: nothing to compare, nothing pushed);
-# 3. span 2 lands: the Wikipedia Importer registers the new span; CorpusGen and everything downstream run, the
-#    Trainer continuing version 1; the new model is compared with the last blessed one (the regression gate
-#    applies), blessed and pushed as version 2, its card saying "continued from version 1";
+#    the base tick 1's model started from: scratch), DataGate too (the newest result is span 1's: no baseline); the
+#    resolvers find the first run's blessed model through the compiled queries (the same model: nothing to compare,
+#    nothing pushed);
+# 3. span 2 lands: the Wikipedia Importer registers the new span; CorpusGen and everything downstream run, the data
+#    gate comparing span 2 with span 1 (its drift checks too), the Trainer continuing version 1; the new model is
+#    compared with the last blessed one (the regression gate applies), blessed and pushed as version 2, its card
+#    saying "continued from version 1";
 # 4. one GLUE file changes in place: only the GLUE benchmark, the report and the release run;
-# 5. span 3 is binary garbage: the rehearsal stops at DataGateCheck, with the check's line.
+# 5. span 3 is binary garbage: the rehearsal stops at DataGateCheck, with the check's line (compared with span 2).
 DESTINATION = "gs://albert-releases/prod"
 VERTEX_MODEL = "projects/p/locations/us-central1/models/albert"
 RELEASE = ["release.max_regression=0", f"release.push_destination={DESTINATION}",
@@ -326,11 +329,13 @@ RESOLVERS = ("LatestBlessedModel-model-blessing-resolver", "LatestBlessedModel-m
 
 def _tick_overrides(root):
     from tests.test_change_impact import BASE
+    from tests.test_schedule_ticks import RESENT_SPAN
 
     with_books = [o for o in BASE if o != "corpus.books_dir=null"]  # the preset's books: the image's bundled copy
-    return with_books + RELEASE + [f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",
-                                   f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null",
-                                   "train.init_from=latest_blessed"]
+    # Span 2 re-sends most of span 1: the gate, comparing it with span 1, lets it through as the local ticks do.
+    return with_books + RESENT_SPAN + RELEASE + [
+        f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",
+        f"benchmarks.glue_dir={root / 'data' / 'glue'}", "benchmarks.race_dir=null", "train.init_from=latest_blessed"]
 
 
 def _local_tick(root, overrides):
@@ -426,7 +431,8 @@ def _local_versions(out):
     return sorted(int(n) for n in os.listdir(_pushed(out)) if n.isdigit())
 
 
-UNCACHED = {"DataSnapshot", "InitFrom"}  # the tasks whose caching is off: they resolve what a run starts from
+# The tasks whose caching is off: they resolve what a run starts from.
+UNCACHED = {"DataSnapshot", "InitFrom", "DataGateBaseline"}
 
 
 def test_each_tick_runs_the_tasks_the_local_dag_runs_and_hits_the_cache_for_the_rest(image_ticks):
@@ -498,28 +504,78 @@ def test_latest_blessed_chains_the_ticks_as_a_local_schedule_does(image_ticks):
         assert f.read() == g.read()
 
 
+def _gate_baseline(run_id, out):
+    """What the run's DataGateBaseline task chose as DataGate's baseline: a result's URI, or None."""
+    with open(os.path.join(out, "pipeline_root", run_id, "DataGateBaseline", "log.txt")) as f:
+        (line,) = [line for line in f.read().splitlines() if line.startswith("DataGateBaseline: baseline = ")]
+    chosen = line.split(" = ", 1)[1]
+    return None if chosen == "None" else chosen
+
+
+def _gate_summary(result):
+    with open(os.path.join(result, "gate.json")) as f:
+        return json.load(f)
+
+
+def test_the_data_gate_compares_each_span_with_the_last_one_that_went_through(image_ticks):
+    """The compiled gate's baseline (pipeline/gate_baseline_task.py), as a local run's resolver chooses it: tick 1
+    has none (the absolute limits); tick 2, nothing new, chooses none again, so DataGate is a cache hit of tick 1's
+    run; tick 3 compares span 2 with span 1 (the drift checks too), and tick 4 (only GLUE changed) is a cache hit
+    of it. Each result records its baseline, which the chain follows."""
+    _, out, summaries, _, _, _ = image_ticks
+    results = [s["tasks"]["DataGate"]["outputs"]["result"] for s in summaries]
+    assert [_outcomes(s)["DataGate"] for s in summaries] == [
+        "cache miss, ran", f"cache hit ({summaries[0]['run_id']})", "cache miss, ran",
+        f"cache hit ({summaries[2]['run_id']})"]
+    assert [_outcomes(s)["DataGateLatest"] for s in summaries] == [
+        "found none"] + [f"found {summaries[0]['tasks']['DataGate']['artifacts']['result']}"] * 2 + [
+        f"found {summaries[2]['tasks']['DataGate']['artifacts']['result']}"]
+    assert results[1] == results[0] and results[3] == results[2] != results[0]
+    assert [_gate_baseline(s["run_id"], out) for s in summaries] == [None, None, results[0], results[0]]
+    first, third = _gate_summary(results[0]), _gate_summary(results[2])
+    assert (first["span"], first["baseline"], first["passed"], len(first["checks"])) == (1, None, True, 10)
+    assert first["baseline_note"] == "no baseline: first span through the gate, so only the absolute limits apply"
+    assert (third["span"], third["baseline"]["span"], third["passed"], len(third["checks"])) == (2, 1, True, 17)
+    assert third["baseline_note"] == "drift checked against span 1, the last span that went through the gate"
+    with open(os.path.join(out, "pipeline_root", summaries[2]["run_id"], "DataGateCheck", "log.txt"),
+              errors="replace") as f:
+        assert ("data gate: span 2 passed all 17 checks (drift checked against span 1, the last span that went "
+                "through the gate)") in f.read()
+    artifacts = {a["name"]: a["metadata"] for a in _store(summaries)["artifacts"]}
+    recorded = artifacts[summaries[2]["tasks"]["DataGate"]["artifacts"]["result"]]
+    assert (recorded["span"], recorded["passed"], recorded["baseline"], recorded["baseline_span"]) == (
+        2, 1, results[0], 1)
+
+
 def test_a_bad_span_stops_the_rehearsal_at_the_data_gate_check(image_ticks):
     """Tick 5: span 3 is binary garbage. The rehearsal stops at DataGateCheck, the task a local run stops at
-    (tests/test_data_gate.py), with the check's line and one line per failed check (the absolute limits: the compiled
-    gate has no baseline); nothing after the gate ran (VocabGen, the Trainer), and nothing was pushed."""
+    (tests/test_data_gate.py), with the check's line and one line per failed check, compared with span 2 (the last
+    span that went through: tick 3's result); nothing after the gate ran (VocabGen, the Trainer), and nothing was
+    pushed."""
     _, out, summaries, _, _, (code, stderr) = image_ticks
     assert code == 1, stderr[-3000:]
-    done = re.findall(r"\[\d+/17\] ([\w-]+): \w+ (.*) in ", stderr)
+    done = re.findall(r"\[\d+/19\] ([\w-]+): \w+ (.*) in ", stderr)
     assert ("DataGate", "cache miss, ran") in done and ("InitFrom", "ran") in done
     assert not {"DataGateCheck", "VocabGen", "PretrainingDataGen", "Trainer"} & {name for name, _ in done}
     (run,) = set(os.listdir(os.path.join(out, "pipeline_root"))) - {s["run_id"] for s in summaries} - {"_checkpoints"}
     run_dir = os.path.join(out, "pipeline_root", run)
-    assert sorted(os.listdir(run_dir)) == ["CorpusGen", "DataGate", "DataGateCheck", "DataSnapshot", "InitFrom"]
+    assert sorted(os.listdir(run_dir)) == ["CorpusGen", "DataGate", "DataGateBaseline", "DataGateCheck",
+                                           "DataSnapshot", "InitFrom"]
+    span_2 = summaries[2]["tasks"]["DataGate"]["outputs"]["result"]
+    assert _gate_baseline(run, out) == span_2
+    gate = _gate_summary(os.path.join(run_dir, "DataGate", "result"))
+    assert (gate["span"], gate["baseline"]["span"], gate["passed"], gate["accepted"]) == (3, 2, False, False)
+    assert gate["baseline_note"] == "drift checked against span 2, the last span that went through the gate"
     (failed,) = [line for line in stderr.splitlines() if "failed: task " in line]
     assert failed.startswith(
         "albert-pipeline rehearse: failed: task DataGateCheck failed (exit 1): components.datagate_result."
-        "DataGateError: the data gate stopped span 3 before the vocabulary, pretraining data and Trainer: 3 of 10 "
+        "DataGateError: the data gate stopped span 3 before the vocabulary, pretraining data and Trainer: 3 of 17 "
         f"checks failed; anomalies in {os.path.join(run_dir, 'DataGate', 'result')}; --set gate.accept=3 lets it"), \
         failed
     with open(os.path.join(run_dir, "DataGateCheck", "log.txt"), errors="replace") as f:
-        checks = re.findall(r"^span 3: check (\w+) = [\d.]+, limit <= 0\.05: FAILED \(absolute; first span: no "
-                            r"baseline, drift not checked\)$", f.read(), re.M)
-    assert checks == ["max_word_length_share", "max_symbols_share", "max_few_letters_share"]
+        checks = re.findall(r"^span 3: check (\w+) = [\d.]+, limit <= ([\d.]+): FAILED \(([^)]*)\)$", f.read(), re.M)
+    assert checks == [("max_word_length_share", "0.05", "absolute"), ("max_symbols_share", "0.05", "absolute"),
+                      ("max_few_letters_share", "0.05", "absolute")]
     assert _local_versions(out) == [1, 2]
 
 
@@ -544,9 +600,10 @@ def test_the_first_tick_runs_every_task_as_the_backends_start_it_and_equals_the_
     _, out, summaries, logs, local, _ = image_ticks
     first = summaries[0]
     assert first["python"] == image_env.python and first["schema_version"] == "2.1.0"
-    order = re.findall(r"\[\d+/17\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
-    assert order == ["DataSnapshot", "LatestBlessedModel-model-blessing-resolver", "BooksImporter",
-                     "GlueDataImporter", "LatestBlessedModel-model-resolver", "WikipediaImporter",
+    order = re.findall(r"\[\d+/19\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
+    assert order == ["DataGateLatest", "DataSnapshot", "LatestBlessedModel-model-blessing-resolver",
+                     "BooksImporter", "DataGateBaseline", "GlueDataImporter", "LatestBlessedModel-model-resolver",
+                     "WikipediaImporter",
                      "CorpusGen", "InitFrom", "DataGate", "DataGateCheck", "VocabGen", "PretrainingDataGen",
                      "Trainer", "GlueBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
     assert sorted(first["tasks"]) == sorted(order)

@@ -307,6 +307,11 @@ def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
     for node in cfg.data_consumers():
         assert found[node]["data_snapshot"] == f"<DataSnapshot.{node}_data>" and expected[node]["data_snapshot"] == ""
         found[node]["data_snapshot"] = ""
+    # The data gate's baseline: the newest result (a LatestArtifact resolver's) through the DataGateBaseline task,
+    # which gives DataGate the results it chose when the run started (pipeline/gate_baseline_task.py).
+    found.pop("DataGateLatest")
+    assert found.pop("DataGateBaseline") == {"corpus": "<DataSnapshot.CorpusGen_data>"}
+    assert found["DataGate"].pop("baseline_uris") == "<DataGateBaseline.baseline_uris>"
     assert sorted(found) == sorted(expected)  # the same nodes, Importers included
     for node, params in expected.items():
         assert _decoded(found[node]) == _decoded(params), node

@@ -245,8 +245,10 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     # TFX compiles the latest-blessed-model resolver into two query tasks (blessing, then its model); the data is
     # resolved when a run starts by the DataSnapshot task (pipeline/snapshot_task.py).
     resolver = {"LatestBlessedModel-model-blessing-resolver", "LatestBlessedModel-model-resolver"}
-    # The data gate is compiled without its baseline resolver (Vertex AI compiles TFX's two built-in ones alone).
-    tasks = NODES | resolver | {"DataSnapshot", "DataGate", "DataGateCheck"}
+    # The data gate's baseline: a LatestArtifact resolver of its newest result and the DataGateBaseline task that
+    # chooses from it when a run starts (pipeline/gate_baseline_task.py; Vertex AI compiles TFX's two built-in
+    # resolvers alone).
+    tasks = NODES | resolver | {"DataSnapshot", "DataGateLatest", "DataGateBaseline", "DataGate", "DataGateCheck"}
     assert set(summary["tasks"]) == tasks
     assert summary["tasks"]["DataSnapshot"] == [] and "DataSnapshot" in summary["tasks"]["CorpusGen"]
     deps = summary["tasks"]
@@ -254,7 +256,9 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     assert {"Blesser", "BenchmarkReport", "CorpusGen", "Trainer"} == set(deps["Pusher"])
     assert deps["VocabGen"] == ["CorpusGen", "DataGateCheck"]  # nothing expensive runs on a span the gate stopped
     assert deps["DataGateCheck"] == ["DataGate"]
-    assert deps["DataGate"] == ["CorpusGen", "RaceDataImporter", "SquadDataImporter"]  # contamination: dev passages
+    # Contamination: the dev passages; the baseline: the task's parameter.
+    assert deps["DataGate"] == ["CorpusGen", "DataGateBaseline", "RaceDataImporter", "SquadDataImporter"]
+    assert deps["DataGateBaseline"] == ["DataGateLatest", "DataSnapshot"]
     assert {"CorpusGen", "VocabGen"} <= set(deps["PretrainingDataGen"])
     assert deps["Trainer"] == ["PretrainingDataGen"]
     assert {"Trainer", "GlueDataImporter"} <= set(deps["GlueBenchmark"])

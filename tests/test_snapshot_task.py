@@ -71,8 +71,9 @@ def test_the_task_runs_on_every_tick_and_feeds_the_importers_and_the_nodes_that_
     _, _, spec = compiled
     tasks = spec["pipelineSpec"]["root"]["dag"]["tasks"]
     caching = {name: t.get("cachingOptions", {}).get("enableCache", False) for name, t in tasks.items()
-               if not name.startswith("LatestBlessedModel-")}  # resolvers: queries, never cached
-    assert caching.pop("DataSnapshot") is False and set(caching.values()) == {True}
+               if not name.startswith("LatestBlessedModel-") and name != "DataGateLatest"}  # resolvers: queries
+    assert caching.pop("DataSnapshot") is False and caching.pop("DataGateBaseline") is False  # the gate's baseline
+    assert set(caching.values()) == {True}
     source = {"taskOutputParameter": {"producerTask": "DataSnapshot", "outputParameterKey": "wikipedia_uri"}}
     assert tasks["WikipediaImporter"]["inputs"]["parameters"]["artifact_uri"] == source
     for node in ("CorpusGen", "GlueBenchmark"):
