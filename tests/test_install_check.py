@@ -142,35 +142,45 @@ def test_the_image_environment_holds_every_package_and_resolves_every_artifact_t
                                              "albert_tfx.BenchmarkResult", "albert_tfx.BenchmarkReport"}
 
 
-# Run in the environment under test: the official package's import, then every artifact title resolved as the KFP v2
-# entrypoint does (``import_class_by_path``), in the same process.
+# Run in the environment under test with the official checkout's parent first on ``PYTHONPATH`` (as a checkout is
+# run): the official package's import, every artifact title resolved as the KFP v2 entrypoint does
+# (``import_class_by_path``); then the same parent moved after site-packages (where an installed distribution's
+# package would win over it) and the official package imported afresh. One process: each start imports TFX.
 OFFICIAL_PROBE = """
-import json
-from albert import tokenization
+import json, sys
+
+def official():
+    for name in [m for m in sys.modules if m == "albert" or m.startswith("albert.")]:
+        del sys.modules[name]
+    from albert import tokenization
+    return tokenization.__file__
+
+found = {"before": official()}
 from tfx.utils import import_utils
 from components.artifacts import ALL_TYPES
-print(json.dumps({"tokenization": tokenization.__file__,
-                  "titles": {c.TYPE_NAME: import_utils.import_class_by_path(c.TYPE_NAME) is c for c in ALL_TYPES}}))
+parent = sys.argv[1]
+sys.path.remove(parent)
+sys.path.append(parent)
+found["after"] = official()
+found["titles"] = {c.TYPE_NAME: import_utils.import_class_by_path(c.TYPE_NAME) is c for c in ALL_TYPES}
+print(json.dumps(found))
 """
 
 
-@pytest.mark.parametrize("where", ["after", "before"])
-def test_the_official_albert_code_imports_beside_the_installed_project(image_env, tmp_path, where):
+def test_the_official_albert_code_imports_beside_the_installed_project(image_env, tmp_path):
     """The official ALBERT code imports itself as ``albert`` (``from albert import tokenization``). With the project
-    installed from its wheel, a stand-in official package imports as ``albert`` both after the project on
-    ``sys.path`` (where an installed distribution's package would lose to one of the project's own name) and before
-    it (``PYTHONPATH``, as a checkout is run), and every artifact title still resolves in that process."""
+    installed from its wheel, a stand-in official package imports as ``albert`` both before the project on
+    ``sys.path`` (``PYTHONPATH``, as a checkout is run) and after it (where an installed distribution's package would
+    win over one of the project's own name), and every artifact title still resolves in that process."""
     from tests.official_albert import make_official_albert
 
     checkout = make_official_albert(str(tmp_path))
-    if where == "after":
-        done = image_env.run(image_env.python, "-c", f"import sys; sys.path.append({str(tmp_path)!r})\n"
-                             + OFFICIAL_PROBE, timeout=300)
-    else:
-        done = image_env.run(image_env.python, "-c", OFFICIAL_PROBE, env={"PYTHONPATH": str(tmp_path)}, timeout=300)
+    done = image_env.run(image_env.python, "-c", OFFICIAL_PROBE, str(tmp_path), env={"PYTHONPATH": str(tmp_path)},
+                         timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found["tokenization"] == os.path.join(checkout, "tokenization.py")
+    official = os.path.join(checkout, "tokenization.py")
+    assert (found["before"], found["after"]) == (official, official)
     assert found["titles"] == {title: True for title in found["titles"]} and len(found["titles"]) == 7
 
 
@@ -303,7 +313,7 @@ def _relative(value, root):
 # The spec is the same small DAG with books (tests/test_change_impact.py's, without RACE), compiled with a ``gs://``
 # push destination, a Model Registry model, ``release.max_regression=0`` (a criterion only the comparison with the
 # last blessed model can fail) and ``train.init_from=latest_blessed`` (each tick continues the last blessed model by
-# the local rule: tests/test_continued_ticks.py, and its InitFrom task). Tick 1 is also run by the local DAG on the
+# the local rule: tests/test_schedule_ticks.py, and its InitFrom task). Tick 1 is also run by the local DAG on the
 # same data: its report and card must be the rehearsal's.
 #
 # 1. span 1: the DataSnapshot task resolves the pattern; every task runs; the resolvers find no blessed model, so
@@ -437,7 +447,7 @@ UNCACHED = {"DataSnapshot", "InitFrom", "DataGateBaseline"}
 
 def test_each_tick_runs_the_tasks_the_local_dag_runs_and_hits_the_cache_for_the_rest(image_ticks):
     """Each tick runs what the local DAG's tick runs (tests/test_schedule_ticks.py's TICK_RUNS, with
-    ``train.init_from=latest_blessed`` too: tests/test_continued_ticks.py), and every other task is a cache hit of
+    ``train.init_from=latest_blessed`` too: tests/test_schedule_ticks.py), and every other task is a cache hit of
     the tick that last ran it, by that run's id."""
     from tests.test_schedule_ticks import TICK_RUNS
 
