@@ -81,6 +81,18 @@ class _SpanStatsFn(beam.CombineFn):
         return self._combiner.extract_output(acc)
 
 
+_DEV_NGRAMS: List[Tuple[List[Tuple[str, str]], DevNgrams]] = []  # the last (passages, their DevNgrams) built here
+
+
+def _dev_ngrams(passages: List[Tuple[str, str]]) -> DevNgrams:
+    """``DevNgrams(passages)``, built once per process: a runner deserializes the CombineFn once per stage (adding
+    inputs, merging, extracting), and each copy would otherwise hash every dev passage again (~1 CPU-s for SQuAD and
+    RACE)."""
+    if not (_DEV_NGRAMS and _DEV_NGRAMS[0][0] == passages):
+        _DEV_NGRAMS[:] = [(list(passages), DevNgrams(passages))]
+    return _DEV_NGRAMS[0][1]
+
+
 class _ContaminationFn(beam.CombineFn):
     """:class:`components.datagate.contamination.ContaminationCombiner` as a Beam CombineFn."""
 
@@ -90,8 +102,8 @@ class _ContaminationFn(beam.CombineFn):
         self._combiner = None
 
     def _get(self) -> ContaminationCombiner:
-        if self._combiner is None:  # the dev n-grams, built once per worker
-            self._combiner = ContaminationCombiner(DevNgrams(self._passages), self._earlier)
+        if self._combiner is None:  # the dev n-grams, built once per worker process
+            self._combiner = ContaminationCombiner(_dev_ngrams(self._passages), self._earlier)
         return self._combiner
 
     def __getstate__(self):

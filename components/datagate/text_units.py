@@ -192,6 +192,91 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
     return table[np.array(ids, dtype=np.int64)] if ids else np.zeros(0, dtype=np.uint64)
 
 
+class _TokenHashCache(dict):
+    """UTF-8 token bytes → :func:`token_hash` of the token (the same BLAKE2b of the same bytes), filled on a miss."""
+
+    def __missing__(self, data: bytes) -> int:
+        value = self[data] = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+        return value
+
+
+class _ShortTokenHashCache(dict):
+    """A token of at most 8 UTF-8 bytes, none NUL, as the little-endian integer of its bytes → its
+    :func:`token_hash`, filled on a miss."""
+
+    def __missing__(self, key: int) -> int:
+        data = key.to_bytes(8, "little").rstrip(b"\0")
+        value = self[key] = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+        return value
+
+
+_TOKEN_HASH_BYTES = _TokenHashCache()
+_TOKEN_HASH_KEYS = _ShortTokenHashCache()
+# Mask of the low ``n`` bytes of a uint64, n = 0..8.
+_LENGTH_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
+# ASCII bytes that are not word characters (all but A-Z, a-z, 0-9 and _) → space; bytes >= 0x80 unchanged.
+_ASCII_SEPARATORS = bytes(b if b >= 0x80 or chr(b).isalnum() or b == 0x5F else 0x20 for b in range(256))
+_ASCII_BYTES = bytes(range(0x80))
+_UNSPACED = re.compile(f"[{UNSPACED_CHARS}]")
+
+
+def content_token_hashes(sentences: Iterable[str]) -> np.ndarray:
+    """``token_hashes(content_tokens(normalized_text(sentences)))``, equal value for value, at C speed: the path of
+    the contamination pass, which reads every document of a span.
+
+    Three differences of method, none of result. Whitespace is not collapsed (it never is, nor becomes after NFKD, a
+    word character, so the tokens are the same). The tokens are cut from the text's UTF-8 bytes: every ASCII byte
+    that is not a word character, and the bytes of every non-ASCII character in the text that is not one (checked
+    with the token pattern itself), become spaces, and the tokens are the runs between spaces; a token's bytes are
+    its UTF-8 encoding, which is what :func:`token_hash` hashes. Text with a character of an unspaced script (one
+    token per character) goes through :func:`content_tokens` instead. The hashes come from dicts kept across documents (at most
+    ``TOKEN_HASH_CACHE`` tokens each before a document, then emptied) instead of a per-document index and an LRU
+    cache, looked up once per distinct short token of a document (:func:`_separated_token_hashes`).
+    """
+    text = "\n".join(preprocess_text(s, remove_space=False) for s in sentences)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (never from a UTF-8 file): the per-token path, which skips it
+        return token_hashes(content_tokens(text))
+    if not text.isascii():
+        # The distinct non-ASCII characters: the UTF-8 bytes without the ASCII ones are whole characters.
+        chars = set(data.translate(None, _ASCII_BYTES).decode("utf-8"))
+        if any(_UNSPACED.match(char) for char in chars):
+            return token_hashes(content_tokens(text))
+        for char in chars:
+            if not _TOKEN.fullmatch(char):
+                data = data.replace(char.encode("utf-8"), b" ")
+    return _separated_token_hashes(data.translate(_ASCII_SEPARATORS))
+
+
+def _separated_token_hashes(data: bytes) -> np.ndarray:
+    """:func:`token_hash` of each token of ``data.split()``, for ``data`` whose only separator is the space and whose
+    tokens hold no NUL byte. A token of at most 8 bytes is keyed by its bytes read as one little-endian integer
+    (exact: no NUL, so the zero padding tells the length), so a document's tokens are made unique in NumPy and only
+    its distinct keys are looked up in Python; a longer token is looked up by its bytes."""
+    for cache in (_TOKEN_HASH_BYTES, _TOKEN_HASH_KEYS):
+        if len(cache) > TOKEN_HASH_CACHE:
+            cache.clear()
+    size = len(data)
+    word = np.frombuffer(data, dtype=np.uint8) != 0x20
+    edges = np.flatnonzero(np.diff(word, prepend=False, append=False))
+    starts, ends = edges[0::2], edges[1::2]
+    lengths = ends - starts
+    # Eight bytes from every offset (unaligned reads of a zero-padded copy), masked to each token's length.
+    eight = np.ndarray((size,), dtype="<u8", buffer=data + bytes(8), strides=(1,))
+    short = lengths <= 8
+    keys = eight[starts[short]] & _LENGTH_MASKS[lengths[short]]
+    out = np.empty(len(starts), dtype=np.uint64)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    out[short] = np.fromiter(map(_TOKEN_HASH_KEYS.__getitem__, distinct.tolist()), dtype=np.uint64,
+                             count=len(distinct))[inverse]
+    long = np.flatnonzero(~short)
+    if len(long):
+        tokens = map(data.__getitem__, map(slice, starts[long].tolist(), ends[long].tolist()))
+        out[long] = np.fromiter(map(_TOKEN_HASH_BYTES.__getitem__, tokens), dtype=np.uint64, count=len(long))
+    return out
+
+
 def ngram_hashes(values: np.ndarray, n: int) -> np.ndarray:
     """uint64 hash of every n-gram of ``values`` (uint64), in position order: ``len(values) - n + 1`` of them
     (none when shorter than ``n``). Wrapping arithmetic modulo 2**64."""
