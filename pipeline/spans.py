@@ -101,11 +101,33 @@ def _walk(folder: str) -> Dict[str, List[int]]:
     return out
 
 
-def _match(pattern: str) -> list:
-    """Beam's ``FileMetadata`` of every object matching ``pattern`` (``*`` within a path segment, ``**`` across)."""
-    from apache_beam.io.filesystems import FileSystems
+class _CannotList(Exception):
+    """A location with a scheme that this machine cannot list (:func:`resolve` names the setting)."""
 
-    return FileSystems.match([pattern])[0].metadata_list
+
+def _match(pattern: str) -> list:
+    """Beam's ``FileMetadata`` of every object matching ``pattern`` (``*`` within a path segment, ``**`` across).
+
+    On Google Cloud Storage the credentials are looked up first: without any, Beam's client retries for two minutes
+    before it fails, so a machine without them (a laptop, CI) gets the reason at once instead."""
+    from apache_beam.io.filesystem import BeamIOError
+    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
+
+    if isinstance(FileSystems.get_filesystem(pattern), GCSFileSystem):
+        import google.auth
+        from google.auth.exceptions import DefaultCredentialsError
+
+        try:
+            google.auth.default()
+        except DefaultCredentialsError:
+            raise _CannotList("this machine has no Google Cloud credentials (`gcloud auth application-default "
+                              "login`, or GOOGLE_APPLICATION_CREDENTIALS)") from None
+    try:
+        return FileSystems.match([pattern])[0].metadata_list
+    except BeamIOError as exc:
+        reasons = getattr(exc, "exception_details", None) or {}
+        raise _CannotList("; ".join(str(r).splitlines()[0][:200] for r in reasons.values()) or str(exc)[:200]) from None
 
 
 def _mtime_ns(seconds: Optional[float]) -> int:
@@ -181,7 +203,15 @@ def _check_pattern(setting: str, location: str) -> None:
 def resolve(setting: str, location: str, *, span: int = 0, window: int = 1) -> Snapshot:
     """The folder(s) ``location`` names now, fingerprinted. ``span``: a fixed span (0: the latest); ``window``: how
     many of the latest spans (from ``span`` back, when fixed). A pattern that matches no folder, or a fixed span
-    that is not there, is a :class:`MissingInputError` naming the setting and the spans there are."""
+    that is not there, is a :class:`MissingInputError` naming the setting and the spans there are; so is a location
+    with a scheme that cannot be listed here (no credentials, no access)."""
+    try:
+        return _resolve(setting, location, span, window)
+    except _CannotList as exc:
+        raise MissingInputError(f"config {setting}={location!r}: cannot be listed here: {exc}") from None
+
+
+def _resolve(setting: str, location: str, span: int, window: int) -> Snapshot:
     if not has_pattern(location):
         listing = _walk(location)
         return Snapshot(location, location.rstrip("/") or location, ("",), fingerprint=fingerprint(listing),

@@ -9,6 +9,7 @@ import textwrap
 
 import pytest
 
+from config.errors import UserError
 from pipeline.configs import ConfigError, build_config
 from pipeline.resolve import resolve_config
 from tests.reliability import fixtures
@@ -130,8 +131,12 @@ def test_relative_paths_are_resolved_and_recorded_absolute(monkeypatch):
     books = config.corpus.books_dir
     assert os.path.isabs(books) and books == os.path.normpath(books)  # no "..", no "."
     assert os.path.realpath(books) == os.path.realpath(os.path.join(REPO, "data", "sample", "books"))
-    gcs = resolve_config(build_config("sample", overrides=["corpus.books_dir=gs://bucket/books"]), local=True)
-    assert gcs.corpus.books_dir == "gs://bucket/books"  # not checked locally (no network)
+    # A bucket is listed (its fingerprint is the run's data identity): without credentials, a one-line refusal at once
+    # (Beam's client would retry for two minutes), naming the setting. Listing through a bucket: test_spans.py.
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", os.path.join(REPO, "no-such-credentials.json"))
+    with pytest.raises(UserError, match=r"^config corpus\.books_dir='gs://bucket/books': cannot be listed here: "
+                                        r"this machine has no Google Cloud credentials"):
+        resolve_config(build_config("sample", overrides=["corpus.books_dir=gs://bucket/books"]), local=True)
 
 
 @pytest.mark.parametrize("override", ["corpus.wikipedia_glob=../../*", "corpus.books_glob=/etc/**/*.txt",
