@@ -53,14 +53,14 @@ def test_the_first_span_and_a_tick_with_nothing_new_get_the_same_parameter(tmp_p
     assert first == {"baseline_uris": '{"acceptance": null, "baseline": null}'}
     assert out.splitlines() == ["DataGateBaseline: newest result: None", "DataGateBaseline: baseline = None",
                                 "DataGateBaseline: acceptance = None"]
-    second, _ = _run(tmp_path, _corpus(1), [_result("/root/run-1/DataGate/result", 1, 1)])
+    second, _ = _run(tmp_path, _corpus(1), [_result("/pipeline_root/run-1/DataGate/result", 1, 1)])
     assert second == first
 
 
 def test_a_new_span_is_compared_with_the_newest_result_that_went_through(tmp_path):
-    values, out = _run(tmp_path, _corpus(2), [_result("/root/run-1/DataGate/result", 1, 1)])
-    assert json.loads(values["baseline_uris"]) == {"baseline": "/root/run-1/DataGate/result", "acceptance": None}
-    assert "DataGateBaseline: baseline = /root/run-1/DataGate/result" in out.splitlines()
+    values, out = _run(tmp_path, _corpus(2), [_result("/pipeline_root/run-1/DataGate/result", 1, 1)])
+    assert json.loads(values["baseline_uris"]) == {"baseline": "/pipeline_root/run-1/DataGate/result", "acceptance": None}
+    assert "DataGateBaseline: baseline = /pipeline_root/run-1/DataGate/result" in out.splitlines()
 
 
 def test_after_a_failed_span_the_chain_gives_the_last_span_that_went_through():
@@ -68,13 +68,13 @@ def test_after_a_failed_span_the_chain_gives_the_last_span_that_went_through():
     same parameter as the failed run's) and of span 4."""
     from pipeline.gate_baseline_task import choose
 
-    failed = _result("/root/run-5/DataGate/result", 3, 0, baseline=("/root/run-3/DataGate/result", 2))
+    failed = _result("/pipeline_root/run-5/DataGate/result", 3, 0, baseline=("/pipeline_root/run-3/DataGate/result", 2))
     for span in (3, 4):
-        assert choose(_corpus(span), failed) == {"baseline": "/root/run-3/DataGate/result", "acceptance": None}
+        assert choose(_corpus(span), failed) == {"baseline": "/pipeline_root/run-3/DataGate/result", "acceptance": None}
     # A result that passed is the next span's baseline, and not its own span's.
-    passed = _result("/root/run-3/DataGate/result", 2, 1, baseline=("/root/run-1/DataGate/result", 1))
-    assert choose(_corpus(3), passed) == {"baseline": "/root/run-3/DataGate/result", "acceptance": None}
-    assert choose(_corpus(2), passed) == {"baseline": "/root/run-1/DataGate/result", "acceptance": None}
+    passed = _result("/pipeline_root/run-3/DataGate/result", 2, 1, baseline=("/pipeline_root/run-1/DataGate/result", 1))
+    assert choose(_corpus(3), passed) == {"baseline": "/pipeline_root/run-3/DataGate/result", "acceptance": None}
+    assert choose(_corpus(2), passed) == {"baseline": "/pipeline_root/run-1/DataGate/result", "acceptance": None}
     # A backfill older than the chain's baseline: the absolute limits alone (the chain holds no older result).
     assert choose(_corpus(1), passed) == {"baseline": None, "acceptance": None}
 
@@ -82,15 +82,15 @@ def test_after_a_failed_span_the_chain_gives_the_last_span_that_went_through():
 def test_an_accepted_span_stays_accepted_for_the_same_data_only():
     from pipeline.gate_baseline_task import choose
 
-    accepted = _result("/root/run-6/DataGate/result", 3, 0, accepted=1,
-                       baseline=("/root/run-3/DataGate/result", 2))
-    assert choose(_corpus(3), accepted) == {"baseline": "/root/run-3/DataGate/result",
-                                            "acceptance": "/root/run-6/DataGate/result"}
+    accepted = _result("/pipeline_root/run-6/DataGate/result", 3, 0, accepted=1,
+                       baseline=("/pipeline_root/run-3/DataGate/result", 2))
+    assert choose(_corpus(3), accepted) == {"baseline": "/pipeline_root/run-3/DataGate/result",
+                                            "acceptance": "/pipeline_root/run-6/DataGate/result"}
     # The same span with other raw data (a changed fingerprint): not accepted by it.
-    assert choose(_corpus(3, fingerprint="g"), accepted) == {"baseline": "/root/run-3/DataGate/result",
+    assert choose(_corpus(3, fingerprint="g"), accepted) == {"baseline": "/pipeline_root/run-3/DataGate/result",
                                                              "acceptance": None}
     # The next span: the accepted one went through, so it is the baseline.
-    assert choose(_corpus(4), accepted) == {"baseline": "/root/run-6/DataGate/result", "acceptance": None}
+    assert choose(_corpus(4), accepted) == {"baseline": "/pipeline_root/run-6/DataGate/result", "acceptance": None}
 
 
 def test_the_task_refuses_a_command_line_it_does_not_know():

@@ -26,7 +26,7 @@ BOOKS = {"fingerprint": "b", "spans": []}
 def _blessed(corpus, started_from="scratch"):
     from pipeline.continuation import Blessed
 
-    return Blessed(uri="/root/Trainer/model/7", corpus=corpus, started_from=started_from, folder="/releases/3")
+    return Blessed(uri="/pipeline_root/Trainer/model/7", corpus=corpus, started_from=started_from, folder="/releases/3")
 
 
 def test_nothing_blessed_is_scratch():
@@ -41,7 +41,7 @@ def test_the_same_corpus_takes_the_blessed_models_own_start_and_a_changed_one_co
 
     now = {"wikipedia": SPAN_1, "books": BOOKS}
     assert pick_base(_blessed(dict(now), "/releases/2"), now) == (
-        "/releases/2", "the corpus is the one the latest blessed model (/root/Trainer/model/7) was trained on: its "
+        "/releases/2", "the corpus is the one the latest blessed model (/pipeline_root/Trainer/model/7) was trained on: its "
                        "own start, /releases/2")
     changed = "the corpus changed since the latest blessed model: continuing it (/releases/3)"
     assert pick_base(_blessed(now), {"wikipedia": SPAN_2, "books": BOOKS}) == ("/releases/3", changed)
