@@ -9,8 +9,11 @@ import pytest
 
 from components import datagate_beam
 from components.datagate.contamination import NGRAM_SIZE, ContaminationCombiner, DevNgrams
+from components.datagate.contamination import passage_ngrams
 from components.datagate.text_units import (content_token_hashes, content_tokens, ngram_hashes, normalized_text,
                                             token_hashes)
+from components.datagate.text_units import (TokenVocabulary, _KeyIndex,  # the dev vocabulary's path (below)
+                                            content_token_bytes)
 from components.text.books import book_documents
 from components.text.documents import Document
 from components.text.wiki import wiki_documents
@@ -126,3 +129,86 @@ def test_contaminated_passages_are_those_of_the_per_token_path(sample_docs, pass
     for d in sample_docs:
         alone.add_input(acc, d)
     assert acc == old_hits(dev, sample_docs) and alone.extract_output(acc).contaminated == ()
+
+
+# The dev vocabulary's path (TokenVocabulary, DevNgrams.document_ngrams): a vocabulary of some of the tricky and
+# sample texts, tokens of every length class (<= 8, 9-16 and over 16 bytes, multi-byte ones) in and out of it.
+VOCABULARY_TEXTS = [s for sentences in TRICKY[4:] for s in sentences if "\ud800" not in s] + [
+    "abcdefghijklmnop abcdefghijklmnopq ab abcdefghijklmn Достоевскийтолстой"]
+
+
+def _vocabulary_cases():
+    mixed = "abcdefghijklmnopqr abcdefghijklmnoq abcdefgh unknown1 ΔΟΣΤΟΕΒΣΚΙΥ"
+    return TRICKY + [[VOCABULARY_TEXTS[-1], mixed]]
+
+
+@pytest.mark.parametrize("sentences", _vocabulary_cases(), ids=range(len(_vocabulary_cases())))
+def test_vocabulary_knows_exactly_its_tokens(sentences):
+    vocabulary = TokenVocabulary(t for text in VOCABULARY_TEXTS for t in content_token_bytes([text]))
+    words = set(t for text in VOCABULARY_TEXTS for t in content_tokens(normalized_text([text])))
+    hashes, known = vocabulary.known_token_hashes(sentences)
+    tokens = content_tokens(normalized_text(sentences))
+    assert content_token_bytes(sentences) == [t.encode("utf-8") for t in tokens]
+    expected = per_token(sentences)
+    assert len(hashes) == len(known) == len(expected)
+    assert hashes.dtype == np.uint64 and known.dtype == bool
+    if "\ud800" in "".join(sentences):  # the per-token path: known by hash
+        assert known.tolist() == [h in vocabulary.hashes for h in expected.tolist()]
+    else:
+        assert known.tolist() == [t in words for t in tokens]
+    assert hashes[known].tolist() == expected[known].tolist()
+    assert not hashes[~known].any()
+
+
+def test_vocabulary_of_nothing_knows_nothing():
+    empty = TokenVocabulary([])
+    hashes, known = empty.known_token_hashes([THIRTEEN + " supercalifragilistic abcdefghij"])
+    assert len(hashes) == 15 and not known.any()
+
+
+def test_key_index_finds_exactly_its_keys():
+    rng = np.random.default_rng(0)
+    keys = np.unique(rng.integers(1, 2 ** 64, 5000, dtype=np.uint64, endpoint=False))
+    keys = np.concatenate([keys, np.arange(1, 200, dtype=np.uint64)])  # small keys: the same slots, long probes
+    index = _KeyIndex(keys)
+    queries = np.concatenate([keys, rng.integers(0, 2 ** 64, 5000, dtype=np.uint64, endpoint=False),
+                              np.arange(0, 400, dtype=np.uint64)])
+    at, found = index.lookup(queries)
+    position = {k: i for i, k in enumerate(keys.tolist())}
+    assert found.tolist() == [q in position for q in queries.tolist()]
+    assert at[found].tolist() == [position[q] for q in queries[found].tolist()]
+    with pytest.raises(ValueError):
+        _KeyIndex(np.array([0, 1], dtype=np.uint64))
+
+
+def test_document_ngrams_are_the_dev_ngrams_among_all(sample_docs, passages):
+    dev = DevNgrams(passages + [("tricky:13", THIRTEEN)])
+    for pid, text in passages + [("tricky:13", THIRTEEN)]:  # the dev n-grams as passage_ngrams makes them
+        assert dev.by_passage[pid].tolist() == passage_ngrams(text).tolist(), pid
+    (_, t0), (_, t3) = passages[0], passages[3]
+    docs = [d.sentences for d in sample_docs[:5]] + TRICKY + [
+        ["Before. " + t0.upper() + " after"], [t3[: len(t3) // 2], "BREAK", t3[len(t3) // 2:]]]
+    kept = 0
+    for sentences in docs:
+        every = ngram_hashes(per_token(sentences), NGRAM_SIZE)
+        some = dev.document_ngrams(sentences)
+        assert set(some.tolist()) <= set(every.tolist())
+        assert dev.find(some).tolist() == dev.find(every).tolist()
+        kept += len(some)
+    assert 0 < kept < sum(max(0, len(per_token(s)) - NGRAM_SIZE + 1) for s in docs)
+
+
+def test_characters_one_by_one_normalise_as_the_whole_text():
+    # _separated_bytes normalises a text character by character (text_units._character_bytes): every character of
+    # the Latin, Greek, Cyrillic, combining, punctuation, letterlike, ligature and full-width blocks, alone, inside
+    # a word and after a capital, then random mixes of them with capital and final sigma, dotted I and marks.
+    chars = [chr(c) for c in list(range(0x80, 0x590)) + list(range(0x1E00, 0x2200)) + list(range(0xFB00, 0xFB50))
+             + list(range(0xFF00, 0xFF70))]
+    for i in range(0, len(chars), 200):
+        sentences = ["a" + c + "b " + c + "X" + c for c in chars[i:i + 200]]
+        assert content_token_hashes(sentences).tolist() == per_token(sentences).tolist(), i
+    rng = np.random.default_rng(1)
+    pool = chars + list("abcXYZ  .,\n\u0301\u0345İıΣσς")
+    for _ in range(300):
+        sentences = ["".join(rng.choice(pool, rng.integers(1, 60))) for _ in range(rng.integers(1, 4))]
+        assert content_token_hashes(sentences).tolist() == per_token(sentences).tolist(), sentences

@@ -25,7 +25,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from components.datagate.text_units import content_token_hashes, ngram_hashes
+from components.datagate.text_units import (NGRAM_HASH_BASE, TokenVocabulary, content_token_bytes,
+                                            content_token_hashes, ngram_hashes)
 from components.text.documents import Document
 
 # GPT-3's n for most benchmarks.
@@ -51,11 +52,38 @@ class DevNgrams:
 
     def __init__(self, passages: Iterable[Tuple[str, str]], n: int = NGRAM_SIZE) -> None:
         self.n = n
-        self.by_passage: Dict[str, np.ndarray] = {pid: passage_ngrams(text, n) for pid, text in passages}
+        tokens = {pid: content_token_bytes([text]) for pid, text in passages}
+        # The tokens of the passages: a document n-gram with any other token is none of theirs (document_ngrams).
+        self.vocabulary = TokenVocabulary(t for words in tokens.values() for t in words)
+        hash_of = self.vocabulary.token_hash.__getitem__  # passage_ngrams' token hashes, each token hashed once
+        self.by_passage: Dict[str, np.ndarray] = {
+            pid: _unique(ngram_hashes(np.fromiter(map(hash_of, words), dtype=np.uint64, count=len(words)), n))
+            for pid, words in tokens.items()}
         parts = [h for h in self.by_passage.values() if len(h)]
         self.all = _unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.uint64)
         self.prefilter = np.zeros(1 << PREFILTER_BITS, dtype=bool)
         self.prefilter[(self.all >> np.uint64(64 - PREFILTER_BITS)).astype(np.int64)] = True
+
+    def document_ngrams(self, sentences: Sequence[str]) -> np.ndarray:
+        """The hashes of a document's n-grams whose tokens are all tokens of the dev passages, in position order:
+        ``ngram_hashes(content_token_hashes(sentences), n)`` less the n-grams that hold a token of no dev passage,
+        which cannot be dev n-grams (but for a 64-bit collision of n-gram hashes, as any match)."""
+        hashes, known = self.vocabulary.known_token_hashes(sentences)
+        count = len(hashes) - self.n + 1
+        if count <= 0:
+            return np.zeros(0, dtype=np.uint64)
+        unknown = np.concatenate(([0], np.cumsum(~known)))
+        starts = np.flatnonzero(unknown[self.n:] == unknown[:count])  # n-grams of known tokens only
+        if not len(starts):
+            return np.zeros(0, dtype=np.uint64)
+        if 4 * len(starts) >= count:
+            return ngram_hashes(hashes, self.n)[starts]
+        out = hashes[starts]
+        with np.errstate(over="ignore"):
+            for j in range(1, self.n):
+                out *= NGRAM_HASH_BASE
+                out += hashes[starts + j]
+        return out
 
     def find(self, hashes: np.ndarray) -> np.ndarray:
         """The values of ``hashes`` (uint64) that are dev n-grams, unique and sorted: those whose top bits the
@@ -116,9 +144,10 @@ class ContaminationCombiner:
         return set()
 
     def add_input(self, acc: Set[int], doc: Document) -> Set[int]:
-        # The document's n-grams (text_units.content_token_hashes: the content tokens' hashes at C speed) through
-        # the dev set's prefilter and binary search (DevNgrams.find); np.isin would sort the dev set every time.
-        acc.update(int(h) for h in self.dev.find(ngram_hashes(content_token_hashes(doc.sentences), self.dev.n)))
+        # The document's n-grams of dev-passage tokens only (DevNgrams.document_ngrams: the tokens looked up in the
+        # dev vocabulary's hash tables, the others never hashed) through the dev set's prefilter and binary search
+        # (DevNgrams.find); np.isin would sort the dev set every time.
+        acc.update(int(h) for h in self.dev.find(self.dev.document_ngrams(doc.sentences)))
         return acc
 
     def merge_accumulators(self, accumulators: Iterable[Set[int]]) -> Set[int]:

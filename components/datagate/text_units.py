@@ -33,11 +33,12 @@ import hashlib
 import re
 import string
 import sys
-from typing import Dict, Iterable, List, Sequence
+import unicodedata
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from components.text.normalize import preprocess_text
+from components.text.normalize import _drop_combining, preprocess_text
 
 # Character ranges of the unspaced scripts (see the module docstring).
 UNSPACED_CHARS = (
@@ -216,6 +217,9 @@ _TOKEN_HASH_KEYS = _ShortTokenHashCache()
 _LENGTH_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 # ASCII bytes that are not word characters (all but A-Z, a-z, 0-9 and _) → space; bytes >= 0x80 unchanged.
 _ASCII_SEPARATORS = bytes(b if b >= 0x80 or chr(b).isalnum() or b == 0x5F else 0x20 for b in range(256))
+# The same, A-Z also made lower case (ASCII text).
+_ASCII_LOWER_SEPARATORS = bytes(_ASCII_SEPARATORS).translate(bytes.maketrans(string.ascii_uppercase.encode("ascii"),
+                                                                            string.ascii_lowercase.encode("ascii")))
 _ASCII_BYTES = bytes(range(0x80))
 _UNSPACED = re.compile(f"[{UNSPACED_CHARS}]")
 
@@ -224,29 +228,103 @@ def content_token_hashes(sentences: Iterable[str]) -> np.ndarray:
     """``token_hashes(content_tokens(normalized_text(sentences)))``, equal value for value, at C speed: the path of
     the contamination pass, which reads every document of a span.
 
-    Three differences of method, none of result. Whitespace is not collapsed (it never is, nor becomes after NFKD, a
-    word character, so the tokens are the same). The tokens are cut from the text's UTF-8 bytes: every ASCII byte
-    that is not a word character, and the bytes of every non-ASCII character in the text that is not one (checked
-    with the token pattern itself), become spaces, and the tokens are the runs between spaces; a token's bytes are
-    its UTF-8 encoding, which is what :func:`token_hash` hashes. Text with a character of an unspaced script (one
-    token per character) goes through :func:`content_tokens` instead. The hashes come from dicts kept across documents (at most
-    ``TOKEN_HASH_CACHE`` tokens each before a document, then emptied) instead of a per-document index and an LRU
-    cache, looked up once per distinct short token of a document (:func:`_separated_token_hashes`).
+    Four differences of method, none of result. Whitespace is not collapsed (it never is, nor becomes after NFKD, a
+    word character, so the tokens are the same). ALBERT's normalisation is applied to each distinct non-ASCII
+    character of the text alone and to ASCII bytes by a table (:func:`_character_bytes` says why that is exact, and
+    when the whole text is normalised instead). The tokens are cut from the text's UTF-8 bytes: every ASCII byte
+    that is not a word character, and the bytes of every non-ASCII character that is not one (checked with the
+    token pattern itself), become spaces, and the tokens are the runs between spaces; a token's bytes are its UTF-8
+    encoding, which is what :func:`token_hash` hashes. Text with a character of an unspaced script (one token per
+    character) goes through :func:`content_tokens` instead. The hashes come from dicts kept across documents (at
+    most ``TOKEN_HASH_CACHE`` tokens each before a document, then emptied) instead of a per-document index and an
+    LRU cache, looked up once per distinct short token of a document (:func:`_separated_token_hashes`). The
+    contamination pass itself goes through :meth:`TokenVocabulary.known_token_hashes`, the same tokens.
     """
-    text = "\n".join(preprocess_text(s, remove_space=False) for s in sentences)
+    data, text = _separated_bytes(sentences)
+    return token_hashes(content_tokens(text)) if data is None else _separated_token_hashes(data)
+
+
+def _separated_bytes(sentences: Iterable[str]) -> Tuple[Optional[bytes], str]:
+    """(the normalised text's UTF-8 bytes with every byte outside a token made a space, the normalised text or ""
+    when ASCII), or (None, the normalised text) where the per-token path must cut the tokens
+    (:func:`content_token_hashes`)."""
+    sentences = list(sentences)
+    text = "\n".join(sentences)
+    if text.isascii():  # ALBERT's normalisation of ASCII text, lower case, in the one translate
+        return text.encode("ascii").translate(_ASCII_LOWER_SEPARATORS), ""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (never from a UTF-8 file): the per-token path, which skips it
-        return token_hashes(content_tokens(text))
-    if not text.isascii():
-        # The distinct non-ASCII characters: the UTF-8 bytes without the ASCII ones are whole characters.
-        chars = set(data.translate(None, _ASCII_BYTES).decode("utf-8"))
-        if any(_UNSPACED.match(char) for char in chars):
-            return token_hashes(content_tokens(text))
-        for char in chars:
-            if not _TOKEN.fullmatch(char):
-                data = data.replace(char.encode("utf-8"), b" ")
-    return _separated_token_hashes(data.translate(_ASCII_SEPARATORS))
+        return None, "\n".join(preprocess_text(s, remove_space=False) for s in sentences)
+    # Character by character (_CHARACTER_BYTES): each distinct non-ASCII character's bytes replaced by those of
+    # what it becomes, then the ASCII bytes lower-cased and separated in one translate.
+    if len(_CHARACTER_BYTES) > TOKEN_HASH_CACHE:
+        _CHARACTER_BYTES.clear()
+    chars = [(char, _CHARACTER_BYTES[char]) for char in set(data.translate(None, _ASCII_BYTES).decode("utf-8"))]
+    if all(replacement is not None for _, replacement in chars):
+        for char, replacement in chars:
+            if replacement != char.encode("utf-8"):
+                data = data.replace(char.encode("utf-8"), replacement)
+        return data.translate(_ASCII_LOWER_SEPARATORS), ""
+    # A character of an unspaced script, or one of the few that _character_bytes leaves to the whole text:
+    # preprocess_text on the whole text at once, NFKD, the combining marks dropped, lower case. The same as per
+    # sentence: NFKD reorders marks only between starters ("\n" is one), and lower() reads the context of a capital
+    # sigma only across case-ignorable characters, which "\n" is not.
+    text = unicodedata.normalize("NFKD", text).translate(_drop_combining()).lower()
+    data = text.encode("utf-8")
+    # The distinct non-ASCII characters: the UTF-8 bytes without the ASCII ones are whole characters.
+    chars = set(data.translate(None, _ASCII_BYTES).decode("utf-8"))
+    if any(_UNSPACED.match(char) for char in chars):
+        return None, text
+    for char in chars:
+        if not _TOKEN.fullmatch(char):
+            data = data.replace(char.encode("utf-8"), b" ")
+    return data.translate(_ASCII_SEPARATORS), text
+
+
+def content_token_bytes(sentences: Iterable[str]) -> List[bytes]:
+    """The UTF-8 bytes of each of ``content_tokens(normalized_text(sentences))``, cut as
+    :func:`content_token_hashes` cuts them."""
+    data, text = _separated_bytes(sentences)
+    return data.split() if data is not None else [t.encode("utf-8") for t in content_tokens(text)]
+
+
+def _character_bytes(char: str) -> Optional[bytes]:
+    """What one non-ASCII character becomes in :func:`_separated_bytes`'s bytes: ``preprocess_text(char)`` (NFKD,
+    combining marks dropped, lower case), its non-ASCII characters that are not word characters made spaces; None
+    where that is not exact character by character, and the whole text must be normalised at once.
+
+    ALBERT's normalisation of a text is that of its characters one by one, joined: NFKD decomposes each character
+    alone and then only reorders combining marks among themselves, all of which are dropped; ``str.lower`` maps
+    each character alone but the capital sigma (final or not by its neighbours), so a character that becomes one is
+    None. So is a character whose result holds one that normalises to something else (a character met again in the
+    text would be replaced twice) or one of an unspaced script (the per-token path)."""
+    out = preprocess_text(char, remove_space=False)
+    middle = unicodedata.normalize("NFKD", char).translate(_drop_combining())
+    if "\u03a3" in middle or any(_UNSPACED.match(c) or (not c.isascii() and preprocess_text(c, remove_space=False) != c)
+                                  for c in out):
+        return None
+    return b"".join(c.encode("utf-8") if c.isascii() or _TOKEN.fullmatch(c) else b" " for c in out)
+
+
+class _CharacterBytes(dict):
+    """A non-ASCII character → :func:`_character_bytes`, filled on a miss."""
+
+    def __missing__(self, char: str) -> Optional[bytes]:
+        value = self[char] = _character_bytes(char)
+        return value
+
+
+_CHARACTER_BYTES = _CharacterBytes()
+
+
+def _token_spans(data: bytes) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(starts, ends, eight) of the tokens of ``data.split()`` (``data``'s only separator the space): ``eight[i]`` is
+    the 8 bytes from offset ``i`` as a little-endian integer (zero past the end)."""
+    word = np.frombuffer(data, dtype=np.uint8) != 0x20
+    edges = np.flatnonzero(np.diff(word, prepend=False, append=False))
+    eight = np.ndarray((len(data),), dtype="<u8", buffer=data + bytes(8), strides=(1,))
+    return edges[0::2], edges[1::2], eight
 
 
 def _separated_token_hashes(data: bytes) -> np.ndarray:
@@ -257,13 +335,9 @@ def _separated_token_hashes(data: bytes) -> np.ndarray:
     for cache in (_TOKEN_HASH_BYTES, _TOKEN_HASH_KEYS):
         if len(cache) > TOKEN_HASH_CACHE:
             cache.clear()
-    size = len(data)
-    word = np.frombuffer(data, dtype=np.uint8) != 0x20
-    edges = np.flatnonzero(np.diff(word, prepend=False, append=False))
-    starts, ends = edges[0::2], edges[1::2]
+    starts, ends, eight = _token_spans(data)
     lengths = ends - starts
     # Eight bytes from every offset (unaligned reads of a zero-padded copy), masked to each token's length.
-    eight = np.ndarray((size,), dtype="<u8", buffer=data + bytes(8), strides=(1,))
     short = lengths <= 8
     keys = eight[starts[short]] & _LENGTH_MASKS[lengths[short]]
     out = np.empty(len(starts), dtype=np.uint64)
@@ -275,6 +349,138 @@ def _separated_token_hashes(data: bytes) -> np.ndarray:
         tokens = map(data.__getitem__, map(slice, starts[long].tolist(), ends[long].tolist()))
         out[long] = np.fromiter(map(_TOKEN_HASH_BYTES.__getitem__, tokens), dtype=np.uint64, count=len(long))
     return out
+
+
+# Odd multiplier folding a 9-16-byte token's two 8-byte keys into one (TokenVocabulary; checked for collisions).
+_PAIR_MIX = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def _pair_key(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return low * _PAIR_MIX + high
+
+
+# Odd multiplier of _KeyIndex's slot hash (Fibonacci hashing: the top bits of key * it).
+_SLOT_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+class _KeyIndex:
+    """Distinct uint64 keys → their position in the given order, looked up for a whole array at once in NumPy: an
+    open-addressing table (linear probing) of at least four times as many slots as keys, so a lookup is a gather and
+    a compare per probe (keys nonzero: 0 marks an empty slot), where ``np.searchsorted`` of unsorted keys costs a
+    cache-missing binary search each."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        if not bool(np.all(keys)):
+            raise ValueError("key 0 marks an empty slot")
+        bits = max(4, (4 * len(keys)).bit_length())
+        self.shift, self.mask = np.uint64(64 - bits), (1 << bits) - 1
+        self.keys = np.zeros(1 << bits, dtype=np.uint64)
+        self.index = np.full(1 << bits, -1, dtype=np.int32)
+        self.depth = 0
+        for i, (key, slot) in enumerate(zip(keys.tolist(), self._slots(keys).tolist())):
+            probe = 0
+            while self.index[(slot + probe) & self.mask] >= 0:
+                probe += 1
+            self.keys[(slot + probe) & self.mask], self.index[(slot + probe) & self.mask] = key, i
+            self.depth = max(self.depth, probe + 1)
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return ((keys * _SLOT_MIX) >> self.shift).view(np.int64)  # below 2**bits
+
+    def lookup(self, keys: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(position of each key, whether it is one of the keys; position -1 where not)."""
+        slots = self._slots(keys)
+        index = self.index[slots]
+        hit = self.keys[slots] == keys
+        out = np.where(hit, index, -1)  # an empty slot holds key 0 and index -1
+        pending = np.flatnonzero((index >= 0) & ~hit)  # an occupied slot of another key: probe on
+        slots, keys = slots[pending], keys[pending]
+        for probe in range(1, self.depth):
+            if not len(pending):
+                break
+            at = (slots + probe) & self.mask
+            index = self.index[at]
+            hit = (index >= 0) & (self.keys[at] == keys)
+            out[pending[hit]] = index[hit]
+            more = (index >= 0) & ~hit  # an occupied slot of another key: probe on; an empty one: not there
+            pending, slots, keys = pending[more], slots[more], keys[more]
+        return out, out >= 0
+
+
+class TokenVocabulary:
+    """A fixed set of content tokens (the dev passages', for the contamination pass) and their :func:`token_hash`.
+
+    :meth:`known_token_hashes` reads a text's tokens as :func:`content_token_hashes` does and tells which are in the
+    set, with their hashes, without hashing or looking up the others in Python: a token of at most 8 UTF-8 bytes is
+    found by its integer key (as in :func:`_separated_token_hashes`) in a :class:`_KeyIndex`, one of 9-16 bytes by its
+    two keys folded into one in a second one, both keys then compared (exact), a longer one by its bytes in a dict.
+    An n-gram with a token outside the set is no n-gram of the set's texts (but for a 64-bit collision of the n-gram
+    hashes), which is what lets the contamination pass drop it before hashing."""
+
+    def __init__(self, tokens: Iterable[bytes]) -> None:
+        """``tokens``: the UTF-8 bytes of content tokens (:func:`content_token_bytes`), repeats allowed."""
+        distinct = sorted(set(tokens))
+        # token bytes → token_hash (the same BLAKE2b of the same bytes)
+        self.token_hash = hash_of = {b: int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
+                                     for b in distinct}
+        short = sorted((int.from_bytes(b, "little"), hash_of[b]) for b in distinct if len(b) <= 8)
+        self.short_keys = np.array([k for k, _ in short], dtype=np.uint64)
+        self.short_hashes = np.array([h for _, h in short], dtype=np.uint64)
+        self.short_index = _KeyIndex(self.short_keys)
+        middle = [b for b in distinct if 8 < len(b) <= 16]
+        low = np.array([int.from_bytes(b[:8], "little") for b in middle], dtype=np.uint64)
+        high = np.array([int.from_bytes(b[8:], "little") for b in middle], dtype=np.uint64)
+        pair = _pair_key(low, high)
+        order = np.argsort(pair, kind="stable")
+        self.pair_keys, self.pair_low, self.pair_high = pair[order], low[order], high[order]
+        self.pair_hashes = np.array([hash_of[middle[i]] for i in order.tolist()], dtype=np.uint64)
+        self.long: Dict[bytes, int] = {b: hash_of[b] for b in distinct if len(b) > 16}
+        if not bool(np.all(self.pair_keys)) or bool(np.any(self.pair_keys[1:] == self.pair_keys[:-1])):
+            # A folded key 0 or two tokens with one (a 2**-64 chance): every 9-16-byte token goes by its bytes.
+            self.long.update((b, hash_of[b]) for b in middle)
+            self.pair_keys = self.pair_low = self.pair_high = self.pair_hashes = np.zeros(0, dtype=np.uint64)
+        self.pair_index = _KeyIndex(self.pair_keys)
+        self.long_limit = 16 if len(self.pair_keys) or not middle else 8
+        self.hashes = frozenset(hash_of.values())
+
+    def known_token_hashes(self, sentences: Iterable[str]) -> Tuple[np.ndarray, np.ndarray]:
+        """(``content_token_hashes(sentences)`` where ``known``, 0 elsewhere; ``known``: whether each token is in the
+        set), both of the text's token count. Text that takes the per-token path is hashed whole, each token known
+        when its hash is one of the set's."""
+        data, text = _separated_bytes(sentences)
+        if data is None:
+            hashes = token_hashes(content_tokens(text))
+            return hashes, np.fromiter(map(self.hashes.__contains__, hashes.tolist()), dtype=bool, count=len(hashes))
+        starts, ends, eight = _token_spans(data)
+        lengths = ends - starts
+        if len(self.short_keys):
+            # Every token keyed by its first 8 bytes or fewer; a longer token's key is no short token's (found reset).
+            keys = eight[starts] & _LENGTH_MASKS[np.minimum(lengths, 8)]
+            at, known = self.short_index.lookup(keys)
+            known &= lengths <= 8
+            out = np.where(known, self.short_hashes[at], np.uint64(0))  # at -1 where not found: masked
+        else:
+            out, known = np.zeros(len(starts), dtype=np.uint64), np.zeros(len(starts), dtype=bool)
+        if len(self.pair_keys):
+            middle = np.flatnonzero((lengths > 8) & (lengths <= 16))
+            if len(middle):
+                low = eight[starts[middle]]
+                high = eight[starts[middle] + 8] & _LENGTH_MASKS[lengths[middle] - 8]
+                at, found = self.pair_index.lookup(_pair_key(low, high))
+                found &= (self.pair_low[at] == low) & (self.pair_high[at] == high)  # at -1 where not found: no matter
+                out[middle[found]] = self.pair_hashes[at[found]]
+                known[middle[found]] = True
+        if self.long:
+            long = np.flatnonzero(lengths > self.long_limit)
+            if len(long):
+                tokens = map(data.__getitem__, map(slice, starts[long].tolist(), ends[long].tolist()))
+                values = [self.long.get(t) for t in tokens]
+                hit = np.array([v is not None for v in values], dtype=bool)
+                out[long[hit]] = np.array([v for v in values if v is not None], dtype=np.uint64)
+                known[long] = hit
+        return out, known
 
 
 def ngram_hashes(values: np.ndarray, n: int) -> np.ndarray:
