@@ -421,7 +421,7 @@ def _last_error(log_path: str) -> str:
     with open(log_path, errors="replace") as f:
         lines = [line.strip() for line in f if line.strip()]
     errors = [line for line in lines if "Error" in line or "error" in line or "Exception" in line]
-    return (errors or lines or ["(empty log)"])[-1][:300]
+    return (errors or lines or ["(empty log)"])[-1][:2000]  # whole: an error's last words name what to --set
 
 
 def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict[str, Any]] = None,

@@ -98,11 +98,15 @@ def test_on_gs_the_same_patterns_resolve_through_the_bucket(gcs):
     with pytest.raises(Exception, match=r"^config corpus\.wikipedia_dir='gs://bucket/books/\{SPAN\}': no folder "
                                         r"matches the pattern$"):
         spans.resolve("corpus.wikipedia_dir", "gs://bucket/books/{SPAN}")
-    # A folder's fingerprint: the same objects, the same print; an object's new time, a new one.
+    # A folder's fingerprint: the same objects, the same print; an object's new time, a new one. GCS keeps an
+    # object's time to the microsecond: the stand-in's file gets a whole microsecond too (a local file's nanoseconds,
+    # read as float seconds, can round the next microsecond onto the same one).
+    local = gcs / "bucket" / "wiki" / "notes" / "x.txt"
+    stat = os.stat(local)
+    os.utime(local, ns=(stat.st_atime_ns, stat.st_mtime_ns // 1_000 * 1_000))
     folder = spans.resolve("benchmarks.glue_dir", "gs://bucket/wiki/notes")
     assert (folder.uri, folder.listing.keys(), folder.num_bytes) == ("gs://bucket/wiki/notes", {"x.txt"}, 1)
     assert spans.resolve("benchmarks.glue_dir", "gs://bucket/wiki/notes/").fingerprint == folder.fingerprint
-    local = gcs / "bucket" / "wiki" / "notes" / "x.txt"
     stat = os.stat(local)
     os.utime(local, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000))  # a microsecond: GCS's resolution
     touched = spans.resolve("benchmarks.glue_dir", "gs://bucket/wiki/notes")
