@@ -120,24 +120,20 @@ def choose(corpus: str, newest: Optional[Dict[str, Any]]) -> Dict[str, Optional[
     return {"baseline": uris.get(chosen["baseline"]), "acceptance": uris.get(chosen["acceptance"])}
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``--executor_input JSON``: choose, write ``parameterValues`` to the ``outputFile``."""
-    from pipeline.snapshot_task import write_text
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] != "--executor_input":
-        print(f"usage: python -m {MODULE} --executor_input JSON", file=sys.stderr)
-        return 2
-    executor_input = json.loads(args[1])
-    inputs = executor_input["inputs"]
+def _task(inputs: Dict[str, Any]) -> Dict[str, Any]:
     results = (inputs.get("artifacts", {}).get(RESULT_INPUT) or {}).get("artifacts") or []
     chosen = choose(inputs["parameterValues"][CORPUS_PARAMETER], results[0] if results else None)
     print(f"{TASK}: newest result: {results[0]['uri'] if results else None}")
     for key in ("baseline", "acceptance"):
         print(f"{TASK}: {key} = {chosen[key]}")
-    write_text(executor_input["outputs"]["outputFile"],
-               json.dumps({"parameterValues": {OUTPUT: json.dumps(chosen, sort_keys=True)}}, sort_keys=True))
-    return 0
+    return {OUTPUT: json.dumps(chosen, sort_keys=True)}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``--executor_input JSON``: choose, write the output parameter (:func:`pipeline.snapshot_task.run_task`)."""
+    from pipeline.snapshot_task import run_task
+
+    return run_task(TASK, MODULE, _task, argv)
 
 
 if __name__ == "__main__":

@@ -165,27 +165,18 @@ def resolve(parameters: Dict[str, Any], models: List[Dict[str, Any]]) -> Dict[st
     return with_base(base, parameters[TRAINER_CONFIG], parameters[VOCAB_CONFIG])
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``--executor_input JSON``: resolve, write ``parameterValues`` to the ``outputFile``; a user error is one
-    line on stderr and exit code 2."""
-    from config.errors import UserError
-    from pipeline.snapshot_task import write_text
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 2 or args[0] != "--executor_input":
-        print(f"usage: python -m {MODULE} --executor_input JSON", file=sys.stderr)
-        return 2
-    executor_input = json.loads(args[1])
-    inputs = executor_input["inputs"]
+def _task(inputs: Dict[str, Any]) -> Dict[str, Any]:
     models = (inputs.get("artifacts", {}).get(MODEL_INPUT) or {}).get("artifacts") or []
-    try:
-        values = resolve(inputs["parameterValues"], models)
-    except UserError as exc:
-        print(f"{TASK}: {exc}", file=sys.stderr)
-        return 2
+    values = resolve(inputs["parameterValues"], models)
     print(f"{TASK}: {BASE_OUTPUT} = {values[BASE_OUTPUT]}")
-    write_text(executor_input["outputs"]["outputFile"], json.dumps({"parameterValues": values}, sort_keys=True))
-    return 0
+    return values
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``--executor_input JSON``: resolve, write the output parameters (:func:`pipeline.snapshot_task.run_task`)."""
+    from pipeline.snapshot_task import run_task
+
+    return run_task(TASK, MODULE, _task, argv)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 TASK = "DataSnapshot"
 SPAN_PARAMETER = "data_span"
@@ -155,25 +155,38 @@ def write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    """``--executor_input JSON``: resolve, write ``parameterValues`` to the ``outputFile``; a user error is one
-    line on stderr and exit code 2."""
+def run_task(task: str, module: str, compute: Callable[[Dict[str, Any]], Dict[str, Any]],
+             argv: Optional[List[str]] = None) -> int:
+    """The shell of this project's lightweight container tasks (DataSnapshot, InitFrom, DataGateBaseline), KFP v2's
+    lightweight-component contract: ``python -m MODULE --executor_input JSON``; ``compute`` takes the executor
+    input's ``inputs`` and returns the output parameters, written as ``parameterValues`` to the ``outputFile``. A
+    user error is one line on stderr (the task's name first) and exit code 2."""
     from config.errors import UserError
 
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] != "--executor_input":
-        print(f"usage: python -m {MODULE} --executor_input JSON", file=sys.stderr)
+        print(f"usage: python -m {module} --executor_input JSON", file=sys.stderr)
         return 2
     executor_input = json.loads(args[1])
     try:
-        values = resolve(executor_input["inputs"]["parameterValues"])
+        values = compute(executor_input["inputs"])
     except UserError as exc:
-        print(f"{TASK}: {exc}", file=sys.stderr)
+        print(f"{task}: {exc}", file=sys.stderr)
         return 2
-    for key, value in sorted(values.items()):
-        print(f"{TASK}: {key} = {value[:200]}")
     write_text(executor_input["outputs"]["outputFile"], json.dumps({"parameterValues": values}, sort_keys=True))
     return 0
+
+
+def _task(inputs: Dict[str, Any]) -> Dict[str, Any]:
+    values = resolve(inputs["parameterValues"])
+    for key, value in sorted(values.items()):
+        print(f"{TASK}: {key} = {value[:200]}")
+    return values
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``--executor_input JSON``: resolve, write the output parameters (:func:`run_task`)."""
+    return run_task(TASK, MODULE, _task, argv)
 
 
 if __name__ == "__main__":
