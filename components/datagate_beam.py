@@ -11,10 +11,11 @@ outside TFX (what the ``DataGate`` node runs inside its Beam pipeline).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -36,12 +37,28 @@ def read_span_documents(path: str) -> Iterator[Document]:
         yield Document(doc_id=doc_id, source=CORPUS_SOURCE, title=doc_id, sentences=sentences)
 
 
+class DevPassages(list):
+    """What :func:`dev_passages` returns: its list of (passage id, text), and ``files``, the files it read them from
+    (its arguments, local paths made absolute), so the contamination CombineFn pickles where the passages are rather
+    than their texts (:class:`_ContaminationFn`). A plain list of passages works as well, pickled whole."""
+
+    def __init__(self, passages: Sequence[Tuple[str, str]] = (),
+                 files: Optional[Tuple[Tuple[str, ...], Optional[str], Tuple[str, ...]]] = None) -> None:
+        super().__init__(passages)
+        self.files = files
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
 def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None,
-                 squad2_files: Sequence[str] = ()) -> List[Tuple[str, str]]:
+                 squad2_files: Sequence[str] = ()) -> DevPassages:
     """(passage id, text) of the reading benchmarks' dev sets, local files: each SQuAD v1.1 (``squad_files``) and
     v2.0 (``squad2_files``) paragraph (its ``context``, id ``squad:<file>:<article>:<paragraph>``, ``squad2:…``)
     and each RACE dev article (id ``race:<file id>``, once however many questions it has). An id starts with its
-    benchmark's data key (``contamination.benchmark_of``), so contamination is counted per benchmark."""
+    benchmark's data key (``contamination.benchmark_of``), so contamination is counted per benchmark. The list
+    names the files it came from (:class:`DevPassages`)."""
     from components.evaluation.race import read_race
     from components.evaluation.squad.reading import load_squad_json
 
@@ -59,7 +76,21 @@ def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None
             if file_id not in seen:
                 seen.add(file_id)
                 out.append((f"race:{file_id}", ex.article))
-    return out
+    return DevPassages(out, files=(tuple(map(_absolute, squad_files)),
+                                   None if race_dir is None else _absolute(race_dir),
+                                   tuple(map(_absolute, squad2_files))))
+
+
+def passages_digest(passages: Sequence[Tuple[str, str]]) -> str:
+    """SHA-256 of the passages' ids and texts, in order (each part length-prefixed): what identifies them in a
+    process's caches (:func:`_dev_ngrams`) and checks a worker's own reading of their files."""
+    digest = hashlib.sha256()
+    for passage in passages:
+        for part in passage:
+            data = part.encode("utf-8", "surrogatepass")
+            digest.update(len(data).to_bytes(8, "little"))
+            digest.update(data)
+    return digest.hexdigest()
 
 
 class _SpanStatsFn(beam.CombineFn):
@@ -81,33 +112,62 @@ class _SpanStatsFn(beam.CombineFn):
         return self._combiner.extract_output(acc)
 
 
-_DEV_NGRAMS: List[Tuple[List[Tuple[str, str]], DevNgrams]] = []  # the last (passages, their DevNgrams) built here
+# The passages the last contamination CombineFn made in this process was given, and the last DevNgrams built here,
+# each by its passages' digest (passages_digest).
+_PASSAGES: Dict[str, List[Tuple[str, str]]] = {}
+_DEV_NGRAMS: Dict[str, DevNgrams] = {}
 
 
-def _dev_ngrams(passages: List[Tuple[str, str]]) -> DevNgrams:
-    """``DevNgrams(passages)``, built once per process: a runner deserializes the CombineFn once per stage (adding
-    inputs, merging, extracting), and each copy would otherwise hash every dev passage again (~1 CPU-s for SQuAD and
-    RACE)."""
-    if not (_DEV_NGRAMS and _DEV_NGRAMS[0][0] == passages):
-        _DEV_NGRAMS[:] = [(list(passages), DevNgrams(passages))]
-    return _DEV_NGRAMS[0][1]
+def _dev_ngrams(digest: str, passages: Callable[[], Sequence[Tuple[str, str]]]) -> DevNgrams:
+    """``DevNgrams(passages())`` for the passages of ``digest``, built once per process: a runner deserializes the
+    CombineFn once per stage (adding inputs, merging, extracting), and each copy would otherwise hash every dev
+    passage again (~0.6 CPU-s for SQuAD and RACE)."""
+    if digest not in _DEV_NGRAMS:
+        dev = DevNgrams(passages())
+        _DEV_NGRAMS.clear()
+        _DEV_NGRAMS[digest] = dev
+    return _DEV_NGRAMS[digest]
 
 
 class _ContaminationFn(beam.CombineFn):
-    """:class:`components.datagate.contamination.ContaminationCombiner` as a Beam CombineFn."""
+    """:class:`components.datagate.contamination.ContaminationCombiner` as a Beam CombineFn.
+
+    Its pickled state is small: Beam pickles a CombineFn (bz2, level 9) several times while it builds and runs the
+    pipeline and unpickles it once per stage, and with SQuAD v1.1 + RACE dev's 3.8 M characters in it that cost
+    ~3 CPU-s, whatever the corpus. It holds the passages' digest and, for :class:`DevPassages`, their files instead
+    of their texts: a worker in the process that built the pipeline (the in-memory runner) takes the passages from
+    ``_PASSAGES``, another reads the files again (the same digest, or an error); a plain list is pickled whole.
+    The dev n-grams are built once per process either way (:func:`_dev_ngrams`)."""
 
     def __init__(self, passages: Sequence[Tuple[str, str]], earlier: Sequence[str] = ()):
-        self._passages = list(passages)
+        self._passages: Optional[List[Tuple[str, str]]] = list(passages)
+        self._files = getattr(passages, "files", None)
+        self._digest = passages_digest(self._passages)
         self._earlier = list(earlier)
         self._combiner = None
+        _PASSAGES.clear()
+        _PASSAGES[self._digest] = self._passages
+
+    def _read(self) -> Sequence[Tuple[str, str]]:
+        if self._passages is not None:
+            return self._passages
+        if self._digest in _PASSAGES:
+            return _PASSAGES[self._digest]
+        squad_files, race_dir, squad2_files = self._files
+        passages = dev_passages(squad_files, race_dir, squad2_files=squad2_files)
+        if passages_digest(passages) != self._digest:
+            raise ValueError("the dev passages changed since the data gate's pipeline was built: "
+                             f"SQuAD {list(squad_files)}, RACE {race_dir}, SQuAD 2.0 {list(squad2_files)}")
+        return passages
 
     def _get(self) -> ContaminationCombiner:
         if self._combiner is None:  # the dev n-grams, built once per worker process
-            self._combiner = ContaminationCombiner(_dev_ngrams(self._passages), self._earlier)
+            self._combiner = ContaminationCombiner(_dev_ngrams(self._digest, self._read), self._earlier)
         return self._combiner
 
     def __getstate__(self):
-        return {"_passages": self._passages, "_earlier": self._earlier, "_combiner": None}
+        return {"_passages": self._passages if self._files is None else None, "_files": self._files,
+                "_digest": self._digest, "_earlier": self._earlier, "_combiner": None}
 
     def create_accumulator(self):
         return self._get().create_accumulator()

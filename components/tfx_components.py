@@ -140,15 +140,18 @@ def DataGate(
     baseline_uri = chosen.get("baseline") or (baseline.uri if baseline is not None else None)
     acceptance_uri = chosen.get("acceptance") or (acceptance.uri if acceptance is not None else None)
     base = datagate_beam.read_statistics(baseline_uri) if baseline_uri else None
-    passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev)
-    with _staged(result.uri) as staging:
-        with beam_pipeline as p:
-            datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
-                                     limits=limits, baseline=base, passages=passages, accept=accept,
-                                     accepted_before=acceptance_uri,
-                                     baseline_summary=(datagate_beam.read_summary(baseline_uri)
-                                                       if baseline_uri else None))
-        publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
+    # The local copies of gs:// dev sets stay until the pipeline has run: a worker outside this process reads the
+    # passages from their files (datagate_beam._ContaminationFn).
+    with tempfile.TemporaryDirectory() as copies:
+        passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev, copies)
+        with _staged(result.uri) as staging:
+            with beam_pipeline as p:
+                datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
+                                         limits=limits, baseline=base, passages=passages, accept=accept,
+                                         accepted_before=acceptance_uri,
+                                         baseline_summary=(datagate_beam.read_summary(baseline_uri)
+                                                           if baseline_uri else None))
+            publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
     summary = datagate_beam.read_summary(result.uri)
     result.set_int_custom_property("span", span)
     result.set_int_custom_property("passed", int(summary["passed"]))
@@ -182,32 +185,32 @@ def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
     (_LOG.warning if summary["accepted"] else _LOG.info)(line)
 
 
-def _reading_dev_passages(squad, squad2, race):
+def _reading_dev_passages(squad, squad2, race, tmp: str):
     """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
-    articles): read where they are when local (an error names the file), from local copies on ``gs://``."""
+    articles): read where they are when local (an error names the file), from local copies under ``tmp`` on
+    ``gs://``."""
     from components import datagate_beam
 
-    with tempfile.TemporaryDirectory() as tmp:
-        squad_files = {"squad": [], "squad2": []}
-        for key, artifact in (("squad", squad), ("squad2", squad2)):
-            if artifact is None:
-                continue
-            for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(artifact.uri)):
-                if name.startswith("dev") and name.endswith(".json"):
-                    path = posixpath.join(artifact.uri, name)
-                    if "://" in path:
-                        local = os.path.join(tmp, key, name)
-                        os.makedirs(os.path.dirname(local), exist_ok=True)
-                        tf.io.gfile.copy(path, local)
-                        path = local
-                    squad_files[key].append(path)
-        race_dir = None
-        if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
-            race_dir = race.uri
-            if "://" in race_dir:
-                race_dir = os.path.join(tmp, "race")
-                copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
-        return datagate_beam.dev_passages(squad_files["squad"], race_dir, squad2_files=squad_files["squad2"])
+    squad_files = {"squad": [], "squad2": []}
+    for key, artifact in (("squad", squad), ("squad2", squad2)):
+        if artifact is None:
+            continue
+        for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(artifact.uri)):
+            if name.startswith("dev") and name.endswith(".json"):
+                path = posixpath.join(artifact.uri, name)
+                if "://" in path:
+                    local = os.path.join(tmp, key, name)
+                    os.makedirs(os.path.dirname(local), exist_ok=True)
+                    tf.io.gfile.copy(path, local)
+                    path = local
+                squad_files[key].append(path)
+    race_dir = None
+    if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
+        race_dir = race.uri
+        if "://" in race_dir:
+            race_dir = os.path.join(tmp, "race")
+            copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+    return datagate_beam.dev_passages(squad_files["squad"], race_dir, squad2_files=squad_files["squad2"])
 
 
 # ------------------------------------------------------------------------------------------------

@@ -393,6 +393,46 @@ def test_contamination_counts_the_reading_dev_passages_found_in_the_span(tmp_pat
         "max_contaminated_share", 1 / len(passages), 1.0, True)  # measured and reported: the default limit is 1
 
 
+def test_contamination_combine_fn_pickles_the_passage_files_not_their_texts(tmp_path, monkeypatch):
+    """Beam pickles the CombineFn several times (bz2): it carries the dev sets' files and the passages' digest, and a
+    process that did not build the pipeline reads the files again, to the same result; changed files are an error."""
+    import pickle
+
+    from components import datagate_beam
+    from components.datagate.contamination import ContaminationCombiner, DevNgrams
+    from components.evaluation.squad.reading import load_squad_json
+    from components.text.documents import make_document
+
+    squad = str(tmp_path / "dev-v1.1.json")
+    shutil.copy(os.path.join(REPO, "data", "sample", "squad", "dev-v1.1-sample.json"), squad)
+    passages = datagate_beam.dev_passages([squad], os.path.join(REPO, "data", "sample", "race"))
+    context = load_squad_json(squad)[0]["paragraphs"][1]["context"]
+    docs = [make_document("a", "corpus", "a", ["Words of our own.", context]),
+            make_document("b", "corpus", "b", ["An unrelated document about the weather in spring. " * 5])]
+    expected = ContaminationCombiner(DevNgrams(passages), ["race:x"]).compute(docs)
+    assert expected.contaminated == ("squad:dev-v1.1.json:0:1",)
+
+    def in_a_new_process(fn):  # unpickled where neither the passages nor their n-grams were seen
+        monkeypatch.setattr(datagate_beam, "_PASSAGES", {})
+        monkeypatch.setattr(datagate_beam, "_DEV_NGRAMS", {})
+        return pickle.loads(pickle.dumps(fn))
+
+    fn = datagate_beam._ContaminationFn(passages, ["race:x"])
+    data = pickle.dumps(fn)
+    assert len(data) < 4096 and context[:40].encode() not in data
+    assert pickle.loads(data)._get().compute(docs) == expected  # this process: the passages it was given
+    assert in_a_new_process(fn)._get().compute(docs) == expected  # another: read from the files
+    plain = datagate_beam._ContaminationFn(list(passages), ["race:x"])  # no files: the texts travel
+    assert context[:40].encode() in pickle.dumps(plain)
+    assert in_a_new_process(plain)._get().compute(docs) == expected
+    articles = load_squad_json(squad)
+    articles[0]["paragraphs"][0]["context"] += " One more sentence."
+    with open(squad, "w") as f:
+        json.dump({"data": articles}, f)
+    with pytest.raises(ValueError, match="dev passages changed"):
+        in_a_new_process(fn)._get()
+
+
 # -- configuration and cache keys ------------------------------------------------------------------------------
 
 def test_the_gate_section_holds_gate_limits_under_the_same_names_and_defaults():
