@@ -93,14 +93,6 @@ def test_an_accepted_span_stays_accepted_for_the_same_data_only():
     assert choose(_corpus(4), accepted) == {"baseline": "/pipeline_root/run-6/DataGate/result", "acceptance": None}
 
 
-def test_the_task_refuses_a_command_line_it_does_not_know():
-    from pipeline.gate_baseline_task import MODULE
-
-    done = subprocess.run([sys.executable, "-m", MODULE, "--executor-input", "{}"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    assert (done.returncode, done.stderr.strip()) == (2, f"usage: python -m {MODULE} --executor_input JSON")
-
-
 # -- the compiled spec ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

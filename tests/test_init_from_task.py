@@ -162,14 +162,6 @@ def test_a_base_that_is_no_model_fails_the_task_with_one_line(tmp_path):
                      "`albert-pipeline convert` writes)"]
 
 
-def test_the_task_refuses_a_command_line_it_does_not_know():
-    from pipeline.init_from_task import MODULE
-
-    done = subprocess.run([sys.executable, "-m", MODULE, "--executor-input", "{}"], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
-    assert (done.returncode, done.stderr.strip()) == (2, f"usage: python -m {MODULE} --executor_input JSON")
-
-
 # -- the compiled spec ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

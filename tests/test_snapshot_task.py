@@ -114,3 +114,11 @@ def test_a_backfill_reads_the_span_it_names_and_a_missing_span_fails_the_task_wi
     assert err.strip().splitlines() == [
         f"DataSnapshot: config corpus.wikipedia_dir={str(root / 'wiki' / 'span-{SPAN}')!r}: no span 7 (data.span); "
         "there are spans 1, 2"]
+
+
+@pytest.mark.parametrize("module", ["pipeline.snapshot_task", "pipeline.init_from_task", "pipeline.gate_baseline_task"])
+def test_each_lightweight_task_refuses_a_command_line_it_does_not_know(module):
+    """The three tasks' shared shell (:func:`pipeline.snapshot_task.run_task`), run as the backends run it."""
+    done = subprocess.run([sys.executable, "-m", module, "--executor-input", "{}"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stderr.strip()) == (2, f"usage: python -m {module} --executor_input JSON")
