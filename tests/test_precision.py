@@ -8,6 +8,11 @@ the cache is keyed by CPU model, ISA flags, thread count and shape, a CPU withou
 timer reads (and a cluster task on one still joins the collective), a resumed run keeps its recorded precision, the probe leaves the run's
 initial weights and random streams alone, fine-tuning sets its precision explicitly, and the setting reaches only its
 nodes.
+
+Each probe here times the real step, but a step of a shape and precision is built and traced once per module
+(:func:`reuse_built_steps`): building and tracing two tiny ALBERTs cost 3-4 s a probe, and the tests' subject is
+what the probe decides from the times, not the build. The probe's own build runs for real in the first probe of each
+shape and in the test that its model leaves the run's weights and random streams alone (which opts out).
 """
 import json
 import os
@@ -50,6 +55,30 @@ class FakeClock:
 class NoClock:
     def __call__(self):
         raise AssertionError("the probe ran: the timer was read")
+
+
+# (shape, precision) -> the built step, for every test but those marked ``fresh_build``.
+_BUILT = {}
+
+
+@pytest.fixture(autouse=True)
+def reuse_built_steps(request, monkeypatch):
+    """``precision.resolve`` given a ``build_step`` that builds each (shape, precision) once per module."""
+    if request.node.get_closest_marker("fresh_build"):
+        return
+    resolve = precision.resolve
+
+    def resolve_reusing(setting, *, shape, build_step, **kwargs):
+        key = json.dumps(shape, sort_keys=True, default=str)
+
+        def built(name):
+            if (key, name) not in _BUILT:
+                _BUILT[key, name] = build_step(name)
+            return _BUILT[key, name]
+
+        return resolve(setting, shape=shape, build_step=built if build_step else None, **kwargs)
+
+    monkeypatch.setattr(precision, "resolve", resolve_reusing)
 
 
 @pytest.fixture(autouse=True)
@@ -237,6 +266,7 @@ def test_resumed_run_keeps_the_recorded_precision(tmp_path, monkeypatch):
     assert (pinned.precision, pinned.source) == ("float32", "setting")
 
 
+@pytest.mark.fresh_build
 def test_probe_leaves_the_runs_weights_and_random_streams_alone(tmp_path, monkeypatch):
     """pretrain() resolves, then seeds, then builds: the model and the next random draws are the probe-free ones."""
     job = _job(tmp_path)
