@@ -28,18 +28,30 @@ class LibraryNoise:
     from: a path fragment of the file that logs it (``record.pathname``) or, for a TensorFlow deprecation notice
     (which TensorFlow's deprecation module logs on behalf of the caller), of the call site the notice names (its
     first argument). The same text from anywhere else, and anything else from the same logger, still shows.
+
+    A record that Beam's runner relays from one of its worker processes (``Worker: %s``, the worker's LogEntry as
+    text) is matched further by ``relayed``, the start of the worker's own message, and ``relayed_source``, a path
+    fragment of the worker file that logged it (the entry's ``log_location``); every other worker line still shows.
     """
 
     logger: str
     message: str
     source: str
     reason: str
+    relayed: str = ""
+    relayed_source: str = ""
 
     def matches(self, record: logging.LogRecord) -> bool:
         if record.name != self.logger or record.msg != self.message:
             return False
         where = record.args[0] if self.message == _TF_DEPRECATION and record.args else record.pathname
-        return self.source in str(where).replace(os.sep, "/")
+        if self.source not in str(where).replace(os.sep, "/"):
+            return False
+        if not self.relayed:
+            return True
+        entry = str(record.args[0]) if record.args else ""
+        location = entry.split('log_location: "', 1)[1].split('"', 1)[0] if 'log_location: "' in entry else ""
+        return f'message: "{self.relayed}' in entry and self.relayed_source in location.replace(os.sep, "/")
 
 
 _TF_DEPRECATION = ("From %s: %s (from %s) is deprecated and will be removed %s.\n"
@@ -61,6 +73,14 @@ LIBRARY_NOISE = (
                  "tensorflow_model_analysis/api/model_eval_lib.py",
                  "TFMA 0.52 logs it on every run_model_analysis with any TensorFlow 2 (once per GLUE classification "
                  "task and dev split); the TensorFlow installed is the one TFMA's own pins resolve to"),
+    LibraryNoise("apache_beam.runners.portability.local_job_service", "Worker: %s",
+                 "apache_beam/runners/portability/local_job_service.py",
+                 "with beam_args=--direct_running_mode=multi_processing (ingest --workers N), every worker process the "
+                 "DirectRunner starts logs that it has no semi-persistent directory to load a pickled main session "
+                 "from: a Dataflow worker's folder, which a local worker never has and this project's pipelines never "
+                 "use (no save_main_session); the runner relays it, one line per worker process it starts",
+                 relayed="No semi_persistent_directory found: ",
+                 relayed_source="apache_beam/runners/worker/sdk_worker_main.py"),
     LibraryNoise("tensorflow", _TF_DEPRECATION, "tensorflow_model_analysis/writers/",
                  "TFMA's metrics and eval-config writers read their own output back with the deprecated "
                  "tf.compat.v1.python_io.tf_record_iterator; TensorFlow logs that once per process, naming TFMA's "

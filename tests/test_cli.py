@@ -45,8 +45,9 @@ def test_unknown_flag_is_a_usage_error_with_exit_2(cli):
 
 
 def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, capsys):
-    """pipeline/logs.py's LIBRARY_NOISE: TFMA's "beta" line from TFMA and TensorFlow's deprecation notice naming a
-    call in TFMA's writers are dropped from stderr and the log file; the same texts from elsewhere still show."""
+    """pipeline/logs.py's LIBRARY_NOISE: TFMA's "beta" line from TFMA, TensorFlow's deprecation notice naming a
+    call in TFMA's writers and Beam's relayed "No semi_persistent_directory" of its SDK worker are dropped from stderr
+    and the log file; the same texts from elsewhere, and the worker's other lines, still show."""
     import logging
 
     from pipeline import logs
@@ -60,6 +61,17 @@ def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, caps
                 (tfma + "writers/eval_config_writer.py:98", "tf_record_iterator", "tf_record", "soon", "use tf.data")),
                ("tensorflow", deprecation, logs._TF_DEPRECATION,
                 ("/srv/project/mine.py:3", "tf_record_iterator", "tf_record", "soon", "use tf.data"))]
+    # Beam's runner relaying its worker processes' records (the LogEntry's text, as Beam 2.77 formats it).
+    relay, beam = "apache_beam.runners.portability.local_job_service", "/venv/site-packages/apache_beam/runners/"
+    entry = ('severity: WARN timestamp {   seconds: 1795796462 } message: "{}" log_location: "{}" '
+             'thread: "MainThread"').replace("{}", "%s")
+    no_dir = "No semi_persistent_directory found:  User registered objects may not be effective"
+    records += [(relay, beam + "portability/local_job_service.py", "Worker: %s",
+                 (entry % (no_dir, beam + "worker/sdk_worker_main.py:421"),)),
+                (relay, beam + "portability/local_job_service.py", "Worker: %s",
+                 (entry % (no_dir, "/srv/project/mine.py:7"),)),
+                (relay, beam + "portability/local_job_service.py", "Worker: %s",
+                 (entry % ("Disk almost full", beam + "worker/sdk_worker_main.py:99"),))]
     root = logging.getLogger()
     capsys.readouterr()
     path = logs.setup(str(tmp_path / "x.log"))
@@ -75,8 +87,11 @@ def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, caps
         "albert-pipeline: warning: Tensorflow version (mine) found. Note that TFMA support for TF 2.0 is currently "
         "in beta",
         "albert-pipeline: warning: From /srv/project/mine.py:3: tf_record_iterator (from tf_record) is deprecated and will be "
-        "removed soon."]
+        "removed soon.",
+        "albert-pipeline: warning: Worker: " + entry % (no_dir, "/srv/project/mine.py:7"),
+        "albert-pipeline: warning: Worker: " + entry % ("Disk almost full", beam + "worker/sdk_worker_main.py:99")]
     with open(path, encoding="utf-8") as f:
         logged = f.read()
     assert "(mine) found" in logged and "/srv/project/mine.py:3" in logged
     assert "2.21.0" not in logged and "eval_config_writer" not in logged
+    assert logged.count("No semi_persistent_directory") == 1 and "sdk_worker_main.py:421" not in logged
