@@ -25,6 +25,9 @@ from config.errors import UserError
 PROGRESS = logging.getLogger("albert_tfx.progress")
 
 POLL_S = 0.5  # how often a waiting run tries the lock again
+# A run that has just taken the lock writes its name a moment later; one refused in that moment reads the file again
+# (every NAME_POLL_S, for up to NAME_WAIT_S) so that its refusal names the holder.
+NAME_WAIT_S, NAME_POLL_S = 2.0, 0.02
 COMMAND_CHARS = 160  # of the holder's command line, in a message (a run's --set list can be long)
 
 
@@ -46,6 +49,17 @@ def holder(metadata_path: str) -> Optional[Dict[str, object]]:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def _named_holder(metadata_path: str) -> Optional[Dict[str, object]]:
+    """:func:`holder`, read again for up to :data:`NAME_WAIT_S` while the file names nobody (its holder took the
+    lock an instant ago and is writing its name)."""
+    deadline = time.monotonic() + NAME_WAIT_S
+    record = holder(metadata_path)
+    while record is None and time.monotonic() < deadline:
+        time.sleep(NAME_POLL_S)
+        record = holder(metadata_path)
+    return record
 
 
 def describe(record: Optional[Dict[str, object]]) -> str:
@@ -90,16 +104,17 @@ def exclusive_run(metadata_path: str, wait: float = 0.0, command: Optional[str] 
                     waited = f" after waiting {wait:g} s" if wait else ""
                     raise RunInProgressError(
                         f"{os.path.dirname(os.path.abspath(metadata_path))} is in use by another run{waited} "
-                        f"({describe(holder(metadata_path))}); it holds {path}: rerun when it has finished, or "
+                        f"({describe(_named_holder(metadata_path))}); it holds {path}: rerun when it has finished, or "
                         f"pass --wait to start after it") from None
                 if not announced:
-                    PROGRESS.info("waiting for the run that holds %s (%s)%s", path, describe(holder(metadata_path)),
+                    PROGRESS.info("waiting for the run that holds %s (%s)%s", path, describe(_named_holder(metadata_path)),
                                   "" if math.isinf(wait) else f", for up to {wait:g} s")
                     announced = True
                 time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
         record = _this_run(command)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(record, sort_keys=True) + "\n").encode("utf-8"), 0)
+        text = (json.dumps(record, sort_keys=True) + "\n").encode("utf-8")
+        os.pwrite(fd, text, 0)  # then cut what an earlier holder's longer record left after it
+        os.ftruncate(fd, len(text))
         yield record
     finally:
         os.close(fd)  # closing the only descriptor releases the lock

@@ -65,6 +65,31 @@ def test_a_second_run_refuses_at_once_naming_the_holder(store, held):
     assert str(refused.value) == _refusal(store, held)
 
 
+def test_a_run_refused_before_the_holder_wrote_its_name_still_names_it(store):
+    """Two runs started together: the loser can try the lock between the winner's ``flock`` and the write of its
+    name. It reads the file again until the name is there (here a holder that takes the lock bare and writes its
+    record 0.3 s later), so the refusal names the holder instead of "a run that has not written its name yet"."""
+    import fcntl
+
+    from pipeline import run_lock
+
+    os.makedirs(os.path.dirname(store))
+    fd = os.open(run_lock.lock_path(store), os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    record = {"command": "albert-pipeline run --output-dir elsewhere", "host": "h", "pid": 7,
+              "started": "2026-11-27T18:00:00Z"}
+    writer = threading.Timer(0.3, lambda: os.pwrite(fd, json.dumps(record).encode("utf-8"), 0))
+    writer.start()
+    try:
+        with pytest.raises(run_lock.RunInProgressError, match=r"\(pid 7 on host h, started 2026-11-27T18:00:00Z: "
+                                                              r"albert-pipeline run --output-dir elsewhere\)"):
+            with run_lock.exclusive_run(store):
+                pytest.fail("took a lock another descriptor holds")
+    finally:
+        writer.join()
+        os.close(fd)
+
+
 def test_a_run_that_waits_too_long_refuses_saying_how_long_it_waited(store, held, caplog):
     from pipeline import run_lock
 
