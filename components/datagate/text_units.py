@@ -179,10 +179,15 @@ def language(scripts: Dict[str, int], english_stop_words: int) -> str:
     return _SCRIPT_LANGUAGE.get(top, top)
 
 
+def bytes_hash(data: bytes) -> int:
+    """Stable 64-bit hash of a token's UTF-8 bytes (BLAKE2b, 8 bytes, little-endian): what :func:`token_hash` is."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
 @functools.lru_cache(maxsize=TOKEN_HASH_CACHE)
 def token_hash(token: str) -> int:
-    """Stable 64-bit hash of one token (BLAKE2b, 8 bytes, little-endian)."""
-    return int.from_bytes(hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest(), "little")
+    """Stable 64-bit hash of one token: :func:`bytes_hash` of its UTF-8 encoding."""
+    return bytes_hash(token.encode("utf-8"))
 
 
 def token_hashes(tokens: Sequence[str]) -> np.ndarray:
@@ -194,10 +199,10 @@ def token_hashes(tokens: Sequence[str]) -> np.ndarray:
 
 
 class _TokenHashCache(dict):
-    """UTF-8 token bytes → :func:`token_hash` of the token (the same BLAKE2b of the same bytes), filled on a miss."""
+    """UTF-8 token bytes → :func:`bytes_hash` (the token's :func:`token_hash`), filled on a miss."""
 
     def __missing__(self, data: bytes) -> int:
-        value = self[data] = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+        value = self[data] = bytes_hash(data)
         return value
 
 
@@ -206,8 +211,7 @@ class _ShortTokenHashCache(dict):
     :func:`token_hash`, filled on a miss."""
 
     def __missing__(self, key: int) -> int:
-        data = key.to_bytes(8, "little").rstrip(b"\0")
-        value = self[key] = int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+        value = self[key] = bytes_hash(key.to_bytes(8, "little").rstrip(b"\0"))
         return value
 
 
@@ -422,9 +426,7 @@ class TokenVocabulary:
     def __init__(self, tokens: Iterable[bytes]) -> None:
         """``tokens``: the UTF-8 bytes of content tokens (:func:`content_token_bytes`), repeats allowed."""
         distinct = sorted(set(tokens))
-        # token bytes → token_hash (the same BLAKE2b of the same bytes)
-        self.token_hash = hash_of = {b: int.from_bytes(hashlib.blake2b(b, digest_size=8).digest(), "little")
-                                     for b in distinct}
+        self.token_hash = hash_of = {b: bytes_hash(b) for b in distinct}  # token bytes → token_hash
         short = sorted((int.from_bytes(b, "little"), hash_of[b]) for b in distinct if len(b) <= 8)
         self.short_keys = np.array([k for k, _ in short], dtype=np.uint64)
         self.short_hashes = np.array([h for _, h in short], dtype=np.uint64)
