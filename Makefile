@@ -27,7 +27,9 @@ endif
 # Test-only: PyTorch + transformers for the Hugging Face parity tests and benchmarks. The CPU wheel of torch
 # comes from a folder you name (PyPI's default torch pulls GBs of CUDA packages), e.g.
 #   TORCH_WHEELS=../wheels make test
-# There is no default: without it those tests skip, saying how to enable them.
+# There is no default: without it those tests skip, saying how to enable them. They go into a folder of their own
+# in the venv (benchmarks/hf_packages.py says where and why: with torch in site-packages, every process that
+# imports TFX components would import torch too), resolved against the venv's own versions (the constraints file).
 TORCH_WHEELS ?=
 HF_TEST_PACKAGES := "torch==2.13.0+cpu" "transformers==5.18.0"
 
@@ -56,9 +58,14 @@ $(UV_BOOTSTRAP)/bin/uv:
 	fi
 	@test -x $@
 
+# The first recipe line takes out the torch and transformers an older install-test put into site-packages.
 install-test: install
+	@if .venv/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"; then \
+	  $(UV) pip uninstall --quiet --python .venv/bin/python torch transformers >&2; fi
 	@if [ -n "$(TORCH_WHEELS)" ] && ls "$(TORCH_WHEELS)"/torch-2.13.0+cpu-*.whl >/dev/null 2>&1; then \
-	  $(UV) pip install --quiet --python .venv/bin/python --find-links "$(TORCH_WHEELS)" $(HF_TEST_PACKAGES) >&2; \
+	  $(UV) pip freeze --quiet --python .venv/bin/python --exclude-editable > .venv/hf-constraints.txt && \
+	  $(UV) pip install --quiet --python .venv/bin/python --target "$$(.venv/bin/python -m benchmarks.hf_packages)" \
+	    --constraint .venv/hf-constraints.txt --find-links "$(TORCH_WHEELS)" $(HF_TEST_PACKAGES) >&2; \
 	elif [ -n "$(TORCH_WHEELS)" ]; then \
 	  echo "no torch-2.13.0+cpu wheel in TORCH_WHEELS=$(TORCH_WHEELS): Hugging Face parity tests will be skipped" >&2; \
 	else echo "TORCH_WHEELS not set: Hugging Face parity tests will be skipped (TORCH_WHEELS=DIR make test," \

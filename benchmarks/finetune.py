@@ -110,6 +110,10 @@ def worker_ours(args) -> Dict[str, object]:
 
 def worker_torch(args) -> Dict[str, object]:
     import numpy as np
+
+    from benchmarks import hf_packages
+
+    hf_packages.use()
     import torch
     import transformers
 
@@ -265,7 +269,8 @@ def _run_worker(name: str, args) -> Dict[str, object]:
 
 
 def _torch_available() -> str:
-    probe = subprocess.run([sys.executable, "-c", "import torch, transformers"], capture_output=True, text=True)
+    probe = subprocess.run([sys.executable, "-c", "from benchmarks import hf_packages; hf_packages.use(); "
+                            "import torch, transformers"], capture_output=True, text=True)
     if probe.returncode != 0:
         return (probe.stderr.strip().splitlines() or ["import failed"])[-1]
     return ""

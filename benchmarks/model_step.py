@@ -133,6 +133,9 @@ def worker_ours(args) -> Dict[str, object]:
 
 
 def worker_torch(args) -> Dict[str, object]:
+    from benchmarks import hf_packages
+
+    hf_packages.use()
     import torch
     import transformers
 

@@ -112,6 +112,10 @@ def run_peer(args) -> None:
     import numpy as np
     import tensorflow as tf
     import tf_keras
+
+    from benchmarks import hf_packages
+
+    hf_packages.use()
     import torch
     import transformers
 

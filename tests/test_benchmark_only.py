@@ -15,6 +15,7 @@ import shutil
 
 import pytest
 
+from tests.conftest import hf_peer
 from tests.test_change_impact import BASE
 
 # The benchmark settings of the smallest DAG (BASE less its corpus, vocabulary, data and training settings).
@@ -147,8 +148,7 @@ def test_a_benchmark_only_spec_whose_model_the_cloud_cannot_read_is_refused(albe
 
 def _hf_converted(root):
     """A Hugging Face ALBERT saved with ``save_pretrained`` (small, random), then ``convert hf-to-albert``."""
-    torch = pytest.importorskip("torch", reason="the test-only torch wheel is not installed (TORCH_WHEELS)")
-    transformers = pytest.importorskip("transformers", reason="the test-only transformers is not installed")
+    torch, transformers = hf_peer()
     from pipeline.cli import run_cli
     from pipeline.configs import SAMPLE_DATA
 

@@ -16,10 +16,9 @@ import os
 import numpy as np
 import pytest
 
-_HOW = ("the test-only torch 2.13 CPU wheel is not installed: run `TORCH_WHEELS=DIR make install-test` "
-        "with DIR holding torch-2.13.0+cpu-*.whl (see README, Two commands)")
-torch = pytest.importorskip("torch", reason=_HOW)
-transformers = pytest.importorskip("transformers", reason=_HOW)
+from tests.conftest import hf_peer
+
+torch, transformers = hf_peer()
 
 import trainer  # noqa: E402,F401
 import tf_keras  # noqa: E402

@@ -14,6 +14,7 @@ import os
 import pytest
 import yaml
 
+from tests.conftest import hf_peer
 from tests.test_change_impact import BASE
 
 FLOOR = ["release.min_scores={RTE: 101}"]
@@ -173,8 +174,7 @@ def test_a_push_that_fails_midway_leaves_no_version_and_a_rerun_pushes(first, mo
 
 
 def test_the_pushed_hugging_face_folder_gives_the_savedmodel_outputs(first):
-    torch = pytest.importorskip("torch", reason="the parity tests' torch is not installed (TORCH_WHEELS)")
-    transformers = pytest.importorskip("transformers")
+    torch, transformers = hf_peer()
     import numpy as np
     import tensorflow as tf
 
