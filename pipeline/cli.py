@@ -580,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_cli(argv: Optional[List[str]] = None) -> int:
     """Parse, set up logging, run one subcommand; returns the exit code (``main`` exits with it)."""
+    from trainer import gc_tuning
+
+    gc_tuning.tune()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     # `schedules pause --env E ID` (docs/running-at-scale.md's order): argparse fills the optional positional ID before it

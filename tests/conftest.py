@@ -28,6 +28,12 @@ if _XDIST_WORKERS > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", _share)
     os.environ.setdefault("TF_NUM_INTEROP_THREADS", _share)
 
+# The product's garbage collector thresholds (trainer/gc_tuning.py, which the CLI sets) in each test process too: most
+# of the suite's pipeline runs, training and fine-tuning run inside the pytest processes.
+from trainer import gc_tuning  # noqa: E402
+
+gc_tuning.tune()
+
 SAMPLE = os.path.join(REPO, "data", "sample")
 
 # Data too big for the repository (full GLUE/SQuAD/RACE, the 206-page dump, whole Gutenberg books) is found
