@@ -106,7 +106,7 @@ def test_metrics_from_sums_equal_the_official_losses():
 
 def test_accumulation_gives_the_update_of_the_full_batch():
     full_w, full_m, _ = run_steps(1)
-    w, m, _ = run_steps(4)  # k = 2 runs in the dropout test below and in the two-replica test
+    w, m, _ = run_steps(2)  # each micro-step is traced: k = 4 cost twice as much and showed nothing more
     assert_same(w, full_w)
     np.testing.assert_allclose(m, full_m, rtol=1e-5)  # the logged loss is the global batch's
     # Clipping is engaged (a larger clip norm changes the update) ...
@@ -116,8 +116,8 @@ def test_accumulation_gives_the_update_of_the_full_batch():
     # different update once micro-batches differ, while with k = 1 on one replica it is the same.
     official_k1, _, _ = run_steps(1, semantics="per_replica")
     assert_same(official_k1, full_w)
-    official_k4, _, _ = run_steps(4, semantics="per_replica")
-    assert max_diff(official_k4, full_w) > 1e-4
+    official_k2, _, _ = run_steps(2, semantics="per_replica")
+    assert max_diff(official_k2, full_w) > 1e-4
     with pytest.raises(ValueError, match="gradient_semantics"):
         run_steps(1, semantics="per_shard")
 
@@ -173,8 +173,7 @@ from tests import test_train_step as t
 two = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 one_w, one_m, _ = t.run_steps(1)
 out = {}
-for name, k, semantics in (("global_k1", 1, "global_batch"), ("global_k2", 2, "global_batch"),
-                           ("per_replica_k1", 1, "per_replica")):
+for name, k, semantics in (("global_k2", 2, "global_batch"), ("per_replica_k1", 1, "per_replica")):
     w, m, _ = t.run_steps(k, semantics=semantics, strategy=two)
     out[name] = {"weights": t.max_diff(w, one_w), "metrics": float(abs(m - one_m).max()),
                  "scale": float(max(abs(x).max() for x in one_w))}
@@ -183,12 +182,13 @@ print("RESULT" + json.dumps(out))
 
 
 def test_two_replicas_give_the_update_of_one_device():
-    """MirroredStrategy over 2 logical CPUs (a fresh process: logical devices must be set before TF starts)."""
+    """MirroredStrategy over 2 logical CPUs (a fresh process: logical devices must be set before TF starts), with
+    accumulation (k = 1 over two replicas is tests/test_distributed_pretrain.py's mirrored run, equal to one device
+    within 1e-5 through a kill and a resume)."""
     done = subprocess.run([sys.executable, "-c", _REPLICAS_SCRIPT], cwd=REPO, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT", 1)[1])
-    assert result["global_k1"]["weights"] < 1e-5 and result["global_k1"]["metrics"] < 1e-4, result
     assert result["global_k2"]["weights"] < 1e-5 and result["global_k2"]["metrics"] < 1e-4, result
     assert result["per_replica_k1"]["weights"] > 1e-4, result  # official per-shard clipping is another update
 
