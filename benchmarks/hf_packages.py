@@ -4,13 +4,14 @@
 the virtualenv, :data:`FOLDER` (``.venv/hf-packages``), not into its site-packages. Beam's
 ``apache_beam.ml.inference.model_manager`` imports torch whenever torch can be imported, and TFMA imports it, so in
 an environment with torch in site-packages every process that imports ``tfx.components`` (each pipeline run, each
-component launch, each test worker) imports torch for nothing: 1.4-1.6 s of CPU each on a 2-core AMD EPYC. The
-product's image holds no torch; the test environment now matches it.
+component launch, each test worker) imports torch for nothing: 1.5 s of CPU each on a 2-core AMD EPYC (0.8-2.1 s,
+docs/performance.md). The product's image holds no torch; the test environment now matches it.
 
 The peer's users (the Hugging Face parity tests, ``benchmarks.model_step``, ``benchmarks.finetune``,
 ``experiments.learning_peer``) call :func:`use` before they import torch. It appends the folder to ``sys.path``, so
-the virtualenv's own packages keep precedence; the folder was resolved against them (``make install-test``
-constrains it to the virtualenv's versions), so what it adds is only what the virtualenv lacks.
+the virtualenv's own packages keep precedence. The folder holds torch's and transformers' whole dependency tree,
+resolved with the virtualenv's versions as constraints (``make install-test``): a package both hold is the same
+version in each, and the virtualenv's copy is the one imported.
 
 ``python -m benchmarks.hf_packages`` prints the folder (the Makefile installs into it).
 """
