@@ -107,7 +107,8 @@ def exclusive_run(metadata_path: str, wait: float = 0.0, command: Optional[str] 
                         f"({describe(_named_holder(metadata_path))}); it holds {path}: rerun when it has finished, or "
                         f"pass --wait to start after it") from None
                 if not announced:
-                    PROGRESS.info("waiting for the run that holds %s (%s)%s", path, describe(_named_holder(metadata_path)),
+                    PROGRESS.info("waiting for the run that holds %s (%s)%s", path,
+                                  describe(_named_holder(metadata_path)),
                                   "" if math.isinf(wait) else f", for up to {wait:g} s")
                     announced = True
                 time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))

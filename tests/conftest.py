@@ -197,7 +197,6 @@ def squad_v2_from_v1(path):
     return data
 
 
-
 def hf_peer():
     """(torch, transformers) for the Hugging Face parity tests, from the folder ``make install-test`` puts them in
     (:mod:`benchmarks.hf_packages`); the calling test skips, saying how to install them, when they are not there."""
@@ -209,6 +208,7 @@ def hf_peer():
     how = ("the test-only torch 2.13 CPU wheel is not installed: run `TORCH_WHEELS=DIR make install-test` with DIR "
            "holding torch-2.13.0+cpu-*.whl (see README, Two commands)")
     return pytest.importorskip("torch", reason=how), pytest.importorskip("transformers", reason=how)
+
 
 # ---------------------------------------------------------------------------------------------------- slow marks
 # `make test-quick` runs `-m "not slow"`. The one place that says what is slow: whole modules (DAG runs, training,
