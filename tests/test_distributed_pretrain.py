@@ -3,8 +3,9 @@
 The same real run (the resume test's masked examples, albert-tiny, 12 steps of batch 8, checkpoints every 5) as:
 
 * one process on the default device (the reference);
-* ``mirrored`` over 2 logical CPU devices (the CPU twin of a multi-GPU VM), SIGKILLed after step 6 and rerun
-  with 4 steps per device loop (``train.steps_per_loop``, the TPU's loop);
+* ``mirrored`` over 2 logical CPU devices (the CPU twin of a multi-GPU VM) with 2 gradient accumulation steps
+  (``train.grad_accum_steps``: 2 micro-batches of 2 per replica and step), SIGKILLed after step 6 and rerun with 4
+  steps per device loop (``train.steps_per_loop``, the TPU's loop): the killed and resumed run with accumulation;
 * ``multi_worker``: 2 processes on loopback ports (``TF_CONFIG``), one SIGKILLed mid-run, both relaunched with
   the same command, the cluster then described as Vertex AI does (``CLUSTER_SPEC``);
 
@@ -82,7 +83,7 @@ def reference(examples, tmp_path_factory):
 
 def test_mirrored_over_two_cpu_replicas_equals_one_device_through_a_kill(examples, reference, tmp_path):
     out = str(tmp_path / "mirrored")
-    mirrored = ["train.strategy=mirrored", "train.cpu_replicas=2"]
+    mirrored = ["train.strategy=mirrored", "train.cpu_replicas=2", "train.grad_accum_steps=2"]
     proc = subprocess.Popen(_cmd(examples, out, *mirrored), env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6", timeout=300,
