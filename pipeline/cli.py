@@ -432,9 +432,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="every library's INFO lines on stderr too")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="run the whole DAG locally (BeamDagRunner or LocalDagRunner, sqlite MLMD)")
+    p = sub.add_parser("run", help="run the whole DAG locally (LocalDagRunner or BeamDagRunner, sqlite MLMD)")
     _add_config_args(p)
-    p.add_argument("--runner", default="beam", choices=["beam", "local"])
+    p.add_argument("--runner", default="local", choices=["local", "beam"])
     p.add_argument("--output-dir", help="put the pipeline root and the MLMD sqlite here (default: the config's "
                                         "pipeline_root and metadata_path)")
     p.add_argument("--wait", type=float, nargs="?", const=float("inf"), metavar="SECONDS",

@@ -1,4 +1,4 @@
-"""Local orchestration: TFX's BeamDagRunner or LocalDagRunner with the embedded sqlite MLMD store.
+"""Local orchestration: TFX's LocalDagRunner (the default) or BeamDagRunner with the embedded sqlite MLMD store.
 
 The runners are imported from their modules, not through ``tfx.v1`` (see ``pipeline/pipeline.py``).
 """
@@ -19,10 +19,10 @@ from pipeline import mlmd, run_lock
 from pipeline.configs import PipelineConfig
 from pipeline.pipeline import create_pipeline
 
-RUNNERS = ("beam", "local")
+RUNNERS = ("local", "beam")  # the first is the default (docs/cli.md)
 
 
-def run_local(config: PipelineConfig, runner: str = "beam", wait: float = 0.0) -> Dict[str, str]:
+def run_local(config: PipelineConfig, runner: str = RUNNERS[0], wait: float = 0.0) -> Dict[str, str]:
     """Run the whole DAG in this process; returns the pipeline root, the MLMD sqlite path and ``run_id``, the name
     of the ``pipeline_run`` context this run created in MLMD (what :func:`run_report` and :func:`run_release` read).
 

@@ -32,7 +32,9 @@ DATA_NODES = ("CorpusGen", "VocabGen", "PretrainingDataGen")
 def _cmd(out, extra=()):
     exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
     sets = [f"--set={o}" for o in OVERRIDES + list(extra)]
-    return [exe, "run", "--preset", "sample", "--output-dir", str(out)] + sets
+    # TFX's BeamDagRunner (`--runner beam`; the default is LocalDagRunner): its kills and reruns, and the outputs'
+    # bytes against the shared sample run's (made by the default runner) in test_crash_rerun_bytes.py.
+    return [exe, "run", "--runner", "beam", "--preset", "sample", "--output-dir", str(out)] + sets
 
 
 def _env():

@@ -1,7 +1,7 @@
 """Pipeline-level determinism: the outputs of tests/reliability/test_crash_rerun.py's killed and rerun runs (two
-multi-processing Beam workers, a crash in between) are byte-identical to those of the shared sample run
-(tests/conftest.py: uninterrupted, one DirectRunner worker; the crash runs' overrides touch only the Trainer and the
-benchmarks, so the data nodes have the same parameters and seed).
+multi-processing Beam workers, a crash in between, TFX's BeamDagRunner) are byte-identical to those of the shared
+sample run (tests/conftest.py: uninterrupted, one DirectRunner worker, the default LocalDagRunner; the crash runs'
+overrides touch only the Trainer and the benchmarks, so the data nodes have the same parameters and seed).
 
 A file of its own so that it runs late (tests/conftest.py, READ_THE_SAMPLE_RUN): it needs the shared sample run to
 have ended; the crash runs are made once per session (tests/reliability/crash_runs.py), usually by the worker that
