@@ -63,11 +63,27 @@ def _config(args, local: bool = False, **placement):
 
 
 def cmd_run(args) -> int:
-    config = _config(args, output_dir=args.output_dir, local=True)
-    wait = _wait_seconds(args.wait)
-    from pipeline.local_runner import run_local, run_release, run_report
+    from pipeline import run_lock
+    from pipeline.configs import build_config
+    from pipeline.resolve import resolve_config
 
-    paths = run_local(config, runner=args.runner, wait=wait)
+    built = build_config(args.preset, args.config, args.overrides, output_dir=args.output_dir)
+    wait = _wait_seconds(args.wait)
+    # The store's lock first, then what exists: a run that waited (--wait) resolves the spans and the latest
+    # blessed model as they are when it starts, after the run it waited for; one that is refused has imported
+    # nothing heavy (TensorFlow, TFX) and read nothing.
+    metadata_path = os.path.abspath(built.metadata_path)
+    new_folder = not os.path.exists(os.path.dirname(metadata_path))
+    try:
+        with run_lock.exclusive_run(metadata_path, wait=wait):
+            config = resolve_config(built, local=True)
+            from pipeline.local_runner import run_locked, run_release, run_report
+
+            paths = run_locked(config, runner=args.runner)
+    except BaseException:
+        if new_folder:  # a run that stopped before writing anything leaves no folder behind (only its lock file)
+            run_lock.remove_if_alone(metadata_path)
+        raise
     # The report and the release of the run this process made (its pipeline_run context), never a newer run's.
     report_dir = run_report(paths["metadata_path"], paths["run_id"])
     release = run_release(paths["metadata_path"], paths["run_id"])

@@ -40,6 +40,18 @@ def lock_path(metadata_path: str) -> str:
     return metadata_path + ".lock"
 
 
+def remove_if_alone(metadata_path: str) -> None:
+    """Remove the store's folder when all it holds is the lock file (a run that stopped before it wrote anything,
+    in a folder it created); anything else there stays."""
+    folder = os.path.dirname(os.path.abspath(metadata_path))
+    try:
+        if os.listdir(folder) == [os.path.basename(lock_path(metadata_path))]:
+            os.remove(lock_path(metadata_path))
+            os.rmdir(folder)
+    except OSError:
+        pass
+
+
 def holder(metadata_path: str) -> Optional[Dict[str, object]]:
     """What the run that last took the lock wrote about itself, or None (no lock file, or nothing readable in it).
     Whether that run still holds the lock is :func:`exclusive_run`'s question, not this one's."""

@@ -167,6 +167,25 @@ def test_run_refuses_in_one_line_while_another_run_holds_the_folder(cli, tmp_pat
     assert sorted(os.listdir(tmp_path / "out")) == ["metadata.sqlite.lock"]
 
 
+def test_run_takes_the_lock_before_it_looks_at_what_exists(cli, tmp_path, monkeypatch):
+    """The lock comes before the configuration is resolved against the world (input folders, spans, the latest
+    blessed model): a run that waited (--wait) resolves them as they are when it starts, not as they were before
+    it waited, so a missing input folder is not even looked at while another run holds the store. Without a holder
+    the same run fails on that folder, and leaves no output folder behind (it created it only for the lock)."""
+    from pipeline import run_lock
+
+    monkeypatch.chdir(tmp_path)
+    missing = ["--set", f"corpus.books_dir={tmp_path / 'nowhere'}"]
+    with run_lock.exclusive_run(str(tmp_path / "out" / "metadata.sqlite"), command="another run"):
+        done = cli("run", "--output-dir", "out", *missing)
+    [line] = [ln for ln in done.stderr.splitlines() if ": error: " in ln]
+    assert done.returncode == 2 and " is in use by another run (" in line and "nowhere" not in line, line
+    done = cli("run", "--output-dir", "fresh", *missing)
+    [line] = [ln for ln in done.stderr.splitlines() if ": error: " in ln]
+    assert done.returncode == 2 and f"{tmp_path / 'nowhere'} does not exist" in line, line
+    assert not (tmp_path / "fresh").exists()
+
+
 @pytest.mark.parametrize("value", ["-1", "nan"])
 def test_a_negative_wait_is_a_setting_error(cli, tmp_path, monkeypatch, value):
     monkeypatch.chdir(tmp_path)
