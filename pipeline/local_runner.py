@@ -31,19 +31,25 @@ def run_local(config: PipelineConfig, runner: str = RUNNERS[0], wait: float = 0.
     store's lock (``pipeline/run_lock.py``) from before it looks at the store until its last node has finished:
     while another run holds it, this one refuses at once (``wait`` 0) or waits up to ``wait`` seconds
     (``math.inf``: as long as it takes), then raises :class:`pipeline.run_lock.RunInProgressError` naming that run."""
+    with run_lock.exclusive_run(config.metadata_path, wait=wait):
+        return run_locked(config, runner)
+
+
+def run_locked(config: PipelineConfig, runner: str = RUNNERS[0]) -> Dict[str, str]:
+    """:func:`run_local` for a caller that holds the store's lock already (``albert-pipeline run`` takes it before
+    it resolves the configuration: ``pipeline/cli.py``)."""
     if runner not in RUNNERS:
         raise ValueError(f"runner must be one of {RUNNERS}, got {runner!r}")
     if not (config.frozen and config.is_local()):
         raise ValueError("run_local needs the configuration of resolve_config(..., local=True)")
-    with run_lock.exclusive_run(config.metadata_path, wait=wait):
-        before = _run_contexts(config.metadata_path)
-        pipeline = create_pipeline(config, metadata_connection_config=mlmd.connection_config(config.metadata_path))
-        with node_progress():
-            if runner == "beam":
-                BeamDagRunner().run(pipeline)
-            else:
-                LocalDagRunner().run(pipeline)
-        created = sorted(set(_run_contexts(config.metadata_path)) - set(before))
+    before = _run_contexts(config.metadata_path)
+    pipeline = create_pipeline(config, metadata_connection_config=mlmd.connection_config(config.metadata_path))
+    with node_progress():
+        if runner == "beam":
+            BeamDagRunner().run(pipeline)
+        else:
+            LocalDagRunner().run(pipeline)
+    created = sorted(set(_run_contexts(config.metadata_path)) - set(before))
     if len(created) != 1:  # under the lock no other run can add one
         raise RuntimeError(f"expected this run to create one pipeline_run context in {config.metadata_path}, "
                            f"found {created}")
