@@ -147,17 +147,22 @@ def setup(log_path: str, verbose: bool = False) -> str:
         handler._albert_tfx = True  # type: ignore[attr-defined]
         handler.addFilter(_DropLibraryNoise())
         root.addHandler(handler)
-    _quiet_absl()
+    _quiet_absl(verbose)
     logging.captureWarnings(True)  # DeprecationWarning & co. go to the log file, not raw to stderr
     return log_path
 
 
-def _quiet_absl() -> None:
-    """absl (TFX's logger) writes to stderr through its own handler once it is 'initialised'; route it to ours."""
+def _quiet_absl(verbose: bool = False) -> None:
+    """absl (TFX's logger) writes to stderr through its own handler once it is 'initialised'; route it to ours.
+
+    Its verbosity is set explicitly (INFO, DEBUG with ``verbose``): TensorFlow's SavedModel writer sets it to FATAL
+    while it saves and then "restores" it, which, from absl's default, leaves the absl logger at WARNING, and every
+    INFO line of TFX after the first export (each node's start and end) would be missing from the log file."""
     try:
         from absl import logging as absl_logging
     except ImportError:  # pragma: no cover - absl comes with TensorFlow/TFX
         return
+    absl_logging.set_verbosity(absl_logging.DEBUG if verbose else absl_logging.INFO)
     absl_logger = logging.getLogger("absl")
     absl_logger.handlers = [h for h in absl_logger.handlers if not isinstance(h, absl_logging.ABSLHandler)]
     absl_logger.propagate = True
