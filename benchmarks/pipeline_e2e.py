@@ -1,6 +1,6 @@
-"""Time the whole sample DAG end to end (BeamDagRunner, fresh pipeline root, no cache).
+"""Time the whole sample DAG end to end (LocalDagRunner by default, fresh pipeline root, no cache).
 
-    .venv/bin/python -m benchmarks.pipeline_e2e [--preset sample] [--set key=value ...] [--runner beam|local]
+    .venv/bin/python -m benchmarks.pipeline_e2e [--preset sample] [--set key=value ...] [--runner local|beam]
 
 Prints the wall time of the run and each node's execution time as recorded by ML Metadata.
 """
@@ -31,7 +31,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--preset", default="sample")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    parser.add_argument("--runner", default="beam", choices=["beam", "local"])
+    parser.add_argument("--runner", default="local", choices=["local", "beam"])
     args = parser.parse_args()
 
     from pipeline.configs import build_config
