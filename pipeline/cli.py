@@ -51,23 +51,28 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="override one value, e.g. --set train.num_train_steps=200 (repeatable)")
 
 
-def _config(args, local: bool = False, **placement):
+def _built(args, **placement):
     """The configuration of ``--preset/--config/--set`` with where it runs (``--output-dir D`` puts the pipeline
     root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path`` hold), validated
-    (every section, the model too) and frozen: :func:`pipeline.configs.build_config`; then resolved against what
-    exists, ``local`` for ``run`` and ``plan``: :func:`pipeline.resolve.resolve_config`."""
+    (every section, the model too): :func:`pipeline.configs.build_config`, which looks at nothing that exists."""
     from pipeline.configs import build_config
+
+    return build_config(args.preset, args.config, args.overrides, **placement)
+
+
+def _config(args, local: bool = False, **placement):
+    """:func:`_built`, then resolved against what exists, ``local`` for ``run`` and ``plan``:
+    :func:`pipeline.resolve.resolve_config`."""
     from pipeline.resolve import resolve_config
 
-    return resolve_config(build_config(args.preset, args.config, args.overrides, **placement), local=local)
+    return resolve_config(_built(args, **placement), local=local)
 
 
 def cmd_run(args) -> int:
     from pipeline import run_lock
-    from pipeline.configs import build_config
     from pipeline.resolve import resolve_config
 
-    built = build_config(args.preset, args.config, args.overrides, output_dir=args.output_dir)
+    built = _built(args, output_dir=args.output_dir)
     wait = _wait_seconds(args.wait)
     # The store's lock first, then what exists: a run that waited (--wait) resolves the spans and the latest
     # blessed model as they are when it starts, after the run it waited for; one that is refused has imported

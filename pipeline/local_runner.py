@@ -22,16 +22,17 @@ from pipeline.pipeline import create_pipeline
 RUNNERS = ("local", "beam")  # the first is the default (docs/cli.md)
 
 
-def run_local(config: PipelineConfig, runner: str = RUNNERS[0], wait: float = 0.0) -> Dict[str, str]:
+def run_local(config: PipelineConfig, runner: str = RUNNERS[0]) -> Dict[str, str]:
     """Run the whole DAG in this process; returns the pipeline root, the MLMD sqlite path and ``run_id``, the name
     of the ``pipeline_run`` context this run created in MLMD (what :func:`run_report` and :func:`run_release` read).
 
     ``config`` comes from ``resolve_config(build_config(...), local=True)``: its input paths were checked (missing
     inputs fail there, before TFX starts, naming the config key) and every path is absolute. The run holds the
-    store's lock (``pipeline/run_lock.py``) from before it looks at the store until its last node has finished:
-    while another run holds it, this one refuses at once (``wait`` 0) or waits up to ``wait`` seconds
-    (``math.inf``: as long as it takes), then raises :class:`pipeline.run_lock.RunInProgressError` naming that run."""
-    with run_lock.exclusive_run(config.metadata_path, wait=wait):
+    store's lock (``pipeline/run_lock.py``) until its last node has finished; while another run holds it, this one
+    refuses at once with :class:`pipeline.run_lock.RunInProgressError` naming that run. It never waits: ``config``
+    was resolved before the lock, so after a wait it could name spans and a latest blessed model the other run has
+    replaced. ``albert-pipeline run --wait`` takes the lock first and resolves under it (:func:`run_locked`)."""
+    with run_lock.exclusive_run(config.metadata_path):
         return run_locked(config, runner)
 
 
