@@ -200,8 +200,6 @@ def squad_v2_from_v1(path):
 def hf_peer():
     """(torch, transformers) for the Hugging Face parity tests, from the folder ``make install-test`` puts them in
     (:mod:`benchmarks.hf_packages`); the calling test skips, saying how to install them, when they are not there."""
-    import pytest
-
     from benchmarks import hf_packages
 
     hf_packages.use()

@@ -32,10 +32,10 @@ def examples(resume_examples):
     return resume_examples["dir"]
 
 
-def _cmd(examples, output, extra):
+def _cmd(examples, output):
     exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
     return [exe, "pretrain", "--examples", examples, "--output", output] + [
-        f"--set={o}" for o in DATA + TRAIN + list(extra)]
+        f"--set={o}" for o in DATA + TRAIN]
 
 
 def _env():
@@ -101,15 +101,14 @@ def _assert_same_run(reference, resumed, weight_atol=1e-7):
 def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp_path):
     """(A resume with gradient accumulation, ``train.grad_accum_steps=2``: tests/test_distributed_pretrain.py's
     mirrored run, which is killed and resumed with it.)"""
-    extra = []
     reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
     # The uninterrupted run, beside the first attempt of the killed one (wall time; the results do not depend
     # on the load).
-    ref_proc = subprocess.Popen(_cmd(examples, reference, extra), env=_env(), stdout=subprocess.PIPE,
+    ref_proc = subprocess.Popen(_cmd(examples, reference), env=_env(), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
     try:
         # 1. SIGKILL between two checkpoints: after ckpt-5, once step 6 is logged (a step that is not a checkpoint).
-        proc = subprocess.Popen(_cmd(examples, killed, extra), env=_env(), stdout=subprocess.DEVNULL,
+        proc = subprocess.Popen(_cmd(examples, killed), env=_env(), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(killed)), "step 6",
                   timeout=300, poll=0.01)
@@ -125,7 +124,7 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
     assert not os.path.exists(os.path.join(killed, "model", "albert", "export_info.json"))
 
     # 2. The rerun, SIGKILLed again while it exports (training finished, the SavedModel is being written).
-    proc = subprocess.Popen(_cmd(examples, killed, extra), env=_env(), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(_cmd(examples, killed), env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     kill_when(proc, lambda: os.path.exists(os.path.join(killed, "model", "Format-Serving")), "the export",
               timeout=300, poll=0.01)
@@ -133,7 +132,7 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
     assert STEPS in _checkpoint_steps(killed)
 
     # 3. The same command completes the run.
-    done = subprocess.run(_cmd(examples, killed, extra), env=_env(), capture_output=True, text=True, timeout=600)
+    done = subprocess.run(_cmd(examples, killed), env=_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads(done.stdout)
     assert info["final_step"] == STEPS
