@@ -10,7 +10,7 @@ process started from a small launcher, so its peak RSS is the kernel's ``ru_maxr
 largest process of it), as in ``benchmarks/datagen_memory.py``:
 
 1. ``albert-pipeline ingest`` (4 document shards, so that 2 datagen workers have work to share);
-2. VocabGen's training code (``components.vocab_lib.build_vocab``) on those documents with ALBERT's recipe: a 30k
+2. VocabGen's training code (``components.vocab.vocab_lib.build_vocab``) on those documents with ALBERT's recipe: a 30k
    unigram model over at most ``--input-sentence-size`` sampled sentences (10 M, the official ``spm_train``
    setting: the whole of this corpus), single-threaded as VocabGen runs it (the same seed gives the same model);
 3. ``albert-pipeline make-pretraining-data`` at the ``small`` preset's L 128 and at L 512 (official SOP, dupe 2);
@@ -59,8 +59,8 @@ def input_tokens(log: str) -> Optional[int]:
 
 def train_vocab(documents: str, output: str, vocab_size: int, input_sentence_size: int) -> None:
     """VocabGen's own training call, outside TFX (run in a child process by :func:`main`)."""
-    from components import vocab_lib
-    from config.sections import VocabConfig
+    from components.vocab import vocab_lib
+    from components.vocab.vocab_config import VocabConfig
 
     cfg = VocabConfig(vocab_size=vocab_size, input_sentence_size=input_sentence_size).validate()
     size, origin = vocab_lib.build_vocab(cfg, 12345, documents, output)

@@ -30,9 +30,9 @@ def main() -> None:
     parser.add_argument("--output-dir", default=os.path.join("outputs", "dag_runners"))
     args = parser.parse_args()
 
-    from pipeline.configs import build_config
-    from pipeline.local_runner import RUNNERS, run_local
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.local.local_runner import RUNNERS, run_local
+    from pipeline.settings.resolve import resolve_config
     from tests.test_change_impact import BASE
     from trainer import gc_tuning
 

@@ -9,13 +9,13 @@ files in sorted order, so the sizes are nested. Per fraction:
 
 1. ``albert-pipeline ingest`` (CorpusGen's Beam code, 1 worker, 4 document shards) makes the span's documents, once:
    with ``--documents-dir DIR`` they are kept in ``DIR/f<fraction>/documents`` and a later run reads them from there;
-2. the gate: :func:`components.datagate_beam.gate_documents`, the ``DataGate`` node's Beam graph (statistics,
+2. the gate: :func:`components.datagate.datagate_beam.gate_documents`, the ``DataGate`` node's Beam graph (statistics,
    checks, the result's files) on those documents, 1 worker (DirectRunner in memory, as ``--workers 1`` runs the
    other nodes), the default limits, no baseline (the first span: the baseline's cost is reading one small
    statistics file); then again with contamination (``gate + contamination``) against the dev passages
    ``--passages`` names from the data root (``squad``: ``squad/dev-v1.1.json``, ``race``: ``race/RACE``), as a DAG
    reading those benchmarks gives the node;
-3. PretrainingDataGen: ``albert-pipeline make-pretraining-data`` (the node's Beam code, ``components.datagen_beam``)
+3. PretrainingDataGen: ``albert-pipeline make-pretraining-data`` (the node's Beam code, ``components.datagen.datagen_beam``)
    at the ``small`` preset (official SOP, dupe 2, L 128) with the bundled ``30k-clean.model``, 1 worker.
 
 Steps 2 and 3 are each one process started from a small launcher, which reports that process tree's peak RSS
@@ -82,7 +82,7 @@ def measure(command: List[str], log: str) -> Dict[str, float]:
 def run_gate(documents: str, output: str, squad_files: List[str], race_dir: Optional[str]) -> None:
     """The DataGate node's work on ``documents`` (run in a child process by :func:`main`); prints the summary's
     document count and checks."""
-    from components import datagate_beam
+    from components.datagate import datagate_beam
     from components.beam_options import local_args
 
     passages = datagate_beam.dev_passages(squad_files, race_dir) if squad_files or race_dir else []
@@ -136,7 +136,7 @@ def main(argv=None) -> None:
     passages = {k: os.path.join(data_root(), PASSAGES[k]) for k in args.passages
                 if os.path.exists(os.path.join(data_root(), PASSAGES[k]))}
     files = list_files(data_dir)
-    from components.datagate_beam import read_statistics
+    from components.datagate.datagate_beam import read_statistics
     work = tempfile.mkdtemp(prefix="data_gate_")
     rows: List[Dict] = []
 

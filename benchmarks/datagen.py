@@ -34,12 +34,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from components.datagen.generate import tokenize_document  # noqa: E402
 from components.datagen.instances import VocabInfo  # noqa: E402
-from components.datagen_beam import RANDOM_POOL_MAX_CHARS, RANDOM_POOL_SIZE  # noqa: E402
-from components.datagen_tool import expand_inputs, make_pretraining_data  # noqa: E402
+from components.datagen.datagen_beam import RANDOM_POOL_MAX_CHARS, RANDOM_POOL_SIZE  # noqa: E402
+from components.datagen.datagen_tool import expand_inputs, make_pretraining_data  # noqa: E402
 from components.text.documents import parse_text_blocks  # noqa: E402
 from components.text.tokenizers import TokenizerSpec, load_tokenizer  # noqa: E402
 from components.text.vocab_files import vocabulary_kind  # noqa: E402
-from pipeline.configs import build_config  # noqa: E402
+from pipeline.settings.configs import build_config  # noqa: E402
 
 try:
     import psutil

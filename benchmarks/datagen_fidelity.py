@@ -97,7 +97,7 @@ def split_text(text: str, doc_chars: int) -> List[str]:
 
 def build_documents(src_dir: str, out_path: str, doc_chars: int, splitter: str = "multilingual") -> Dict[str, int]:
     """``out_path`` in the official format from the ``*.txt`` of ``src_dir`` (see the module doc); documents per file."""
-    from components.text.books import book_document_from_bytes
+    from components.corpus.books import book_document_from_bytes
     from components.text.documents import to_text_block
 
     counts: Dict[str, int] = {}

@@ -52,7 +52,7 @@ HIDDEN = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_
 
 
 def glue_batch(seq: int, batch: int):
-    from components.evaluation import glue as glue_lib
+    from components.evaluation.glue import glue_data as glue_lib
     from components.text.tokenization import AlbertTokenizer
 
     sample = os.path.join(REPO, "data", "sample")
@@ -170,12 +170,12 @@ def padding_comparison(args) -> Dict[str, object]:
     import numpy as np
     import tf_keras
 
-    from components.evaluation import glue as glue_lib
+    from components.evaluation.glue import glue_data as glue_lib
     from components.evaluation.finetune import fine_tune, predict, seed_everything
     from components.evaluation.heads import ClassifierModel, classification_loss, regression_loss
-    from components.evaluation.run_glue import glue_scores
+    from components.evaluation.glue.run_glue import glue_scores
     from components.text.tokenization import AlbertTokenizer
-    from pipeline.configs import small_config
+    from pipeline.settings.configs import small_config
     from trainer.modeling_albert import AlbertConfig, AlbertModel
 
     shared = os.path.join(os.environ.get("ALBERT_TFX_DATA_DIR") or os.path.join(os.path.dirname(REPO), "shared",

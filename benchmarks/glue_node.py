@@ -30,12 +30,12 @@ def main(argv=None) -> int:
     p.add_argument("--output", required=True, help="folder for result/ (metrics, predictions) and the log")
     args = p.parse_args(argv)
     import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
-    from pipeline import logs
+    from pipeline.local import logs
 
     os.makedirs(args.output, exist_ok=True)
     logs.setup(os.path.join(args.output, "glue_node.log"))
     from components.evaluation.run_benchmark import run_benchmark
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     cfg = build_config("sample")
     cpu, wall = time.process_time(), time.time()

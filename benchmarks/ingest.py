@@ -29,9 +29,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 from benchmarks.datagen_memory import cli_command, peak_rss_run
-from components import corpus_beam
-from components.text.compression import decompress_bytes
-from config.sections import BOOKS_GLOBS, WIKIPEDIA_GLOBS
+from components.corpus import corpus_beam
+from components.corpus.compression import decompress_bytes
+from components.corpus.corpus_config import BOOKS_GLOBS, WIKIPEDIA_GLOBS
 from trainer import precision  # imports no TensorFlow
 
 

@@ -15,7 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def node_times(metadata_path):
-    from pipeline import mlmd
+    from pipeline.local import mlmd
 
     store = mlmd.open_readonly(metadata_path)
     out = {}
@@ -34,13 +34,13 @@ def main():
     parser.add_argument("--runner", default="local", choices=["local", "beam"])
     args = parser.parse_args()
 
-    from pipeline.configs import build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
 
     tmp = tempfile.mkdtemp(prefix="albert_e2e_")
     config = resolve_config(build_config(args.preset, overrides=args.overrides, output_dir=tmp), local=True)
     t0 = time.time()
-    from pipeline.local_runner import run_local  # TFX import counted separately
+    from pipeline.local.local_runner import run_local  # TFX import counted separately
 
     t_import = time.time() - t0
     t1 = time.time()

@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     import tensorflow as tf
     import tf_keras
 
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from trainer.modeling_albert import AlbertConfig
     from trainer.precision_probe import probe_batch as _probe_batch
     from trainer.train_step import build_model_and_optimizer, make_train_step

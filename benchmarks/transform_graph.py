@@ -34,8 +34,8 @@ TASKS = (("MRPC", True), ("CoLA", False))
 def measure(task: str, pair: bool, length: int, proto: bytes, n_rows: int = 0) -> dict:
     import tensorflow as tf
 
-    from components.evaluation import glue as glue_lib
-    from components.evaluation import transform
+    from components.evaluation.glue import glue_data as glue_lib
+    from components.evaluation.glue import transform
 
     rows = [{"text_a": e.text_a, **({"text_b": e.text_b} if pair else {})}
             for e in glue_lib.read_glue(task, "dev", os.path.join(REPO, "data", "sample", "glue"))]

@@ -28,7 +28,7 @@ class Documents(artifact.Artifact):
 
 
 class DataGateResult(artifact.Artifact):
-    """The data gate's result on one span of documents (``components/datagate_beam.py``): ``statistics.pb``
+    """The data gate's result on one span of documents (``components/datagate/datagate_beam.py``): ``statistics.pb``
     (``DatasetFeatureStatisticsList``: the span's statistics, the next span's baseline), ``schema.pb`` (the limits),
     ``anomalies.pb`` (the failed checks; empty when the span passed) and ``gate.json`` (span, every check's value and
     limit, passed, accepted, the baseline's span). Custom properties ``span``, ``passed`` and ``accepted`` (0/1)."""

@@ -12,7 +12,7 @@ runner DirectRunner ends up on, is what this project runs locally:
   ``components.tfx_components`` (every executor's module) is imported. The args themselves are unchanged, so the
   nodes' cache keys (TFX hashes the Beam args into the executor spec) and compiled specs stay as they were;
 * ``make-pretraining-data`` and ``ingest`` name it (:func:`local_args`), and the ``local`` environment's
-  ``runner: DirectRunner`` produces ``--runner=FnApiRunner`` (``pipeline/environments.py``).
+  ``runner: DirectRunner`` produces ``--runner=FnApiRunner`` (``pipeline/cloud/environments.py``).
 
 Dataflow and the portable runners are always named explicitly and are left alone.
 

@@ -1,5 +1,5 @@
 """Google Cloud credentials: one rule for every caller that talks to Google Cloud (``submit`` and ``schedule`` in
-``pipeline/cloud.py``, the Model Registry upload in ``components/release/registry.py``).
+``pipeline/cloud/submit.py``, the Model Registry upload in ``components/release/registry.py``).
 
 Google's credential errors (missing, invalid, expired: at client construction or at the first call) become one line
 of the caller's own user-error class that says how to authenticate, never a traceback.

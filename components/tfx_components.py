@@ -34,7 +34,11 @@ from tfx.types import standard_artifacts
 
 from components import artifacts, beam_options
 from components.file_io import copy_tree, publish
-from config import BenchmarkConfig, CorpusConfig, DataGenConfig, ReportConfig, VocabConfig
+from components.corpus.corpus_config import CorpusConfig
+from components.datagen.datagen_config import DataGenConfig
+from components.evaluation.benchmark_config import BenchmarkConfig
+from components.report.report_config import ReportConfig
+from components.vocab.vocab_config import VocabConfig
 from trainer.files import ALBERT_DIR, MODEL_SOURCE_FILE, SPM_FILE, STATS_FILE
 
 # Every executor below runs in a process that imported this module: Beam pipelines whose args name no runner run on
@@ -60,9 +64,9 @@ def CorpusGen(
 ) -> None:
     """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line).
 
-    ``data_snapshot``: what the run resolved each input location to when it started (``pipeline/spans.py``), whose
+    ``data_snapshot``: what the run resolved each input location to when it started (``pipeline/settings/spans.py``), whose
     ``folders`` (a window of spans under the Importer's URI) are the folders read."""
-    from components import corpus_beam
+    from components.corpus import corpus_beam
 
     cfg = CorpusConfig.from_json(config, "corpus.")
     read = json.loads(data_snapshot) if data_snapshot else {}
@@ -117,7 +121,7 @@ def DataGate(
     then only the absolute limits apply, which the result says). ``acceptance``: an earlier result that accepted the
     same raw data knowingly (``gate.accept``), so a span once accepted stays accepted. ``baseline_uris``: the two
     as URIs instead, ``{"baseline": URI or null, "acceptance": URI or null}`` (a compiled spec's, chosen by its
-    ``DataGateBaseline`` task by the same rule: pipeline/gate_baseline_task.py). ``squad_dev`` /
+    ``DataGateBaseline`` task by the same rule: pipeline/tasks/gate_baseline_task.py). ``squad_dev`` /
     ``squad2_dev`` / ``race_dev``: the reading benchmarks' data, whose dev passages are checked for 13-gram
     contamination.
 
@@ -127,7 +131,9 @@ def DataGate(
     would leave only a FAILED execution. ``DataGateCheck`` reads the result and raises :class:`DataGateError` (one
     line per failed check, exit 2 from the CLI), and ``VocabGen``, the first expensive node, runs only after it
     succeeded (a dependency without artifacts, which moves no cache key: pipeline/pipeline.py)."""
-    from components import corpus_beam, datagate_beam, datagate_result
+    from components.corpus import corpus_beam
+    from components.datagate import datagate_beam
+    from components.datagate import datagate_result
     from components.datagate.checks import GateLimits
 
     settings = json.loads(config)
@@ -178,7 +184,8 @@ def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
     """Stop the run on a span that failed the data gate and was not accepted: :class:`DataGateError`, whose message
     has one line per failed check ("span N: check X = value, limit L"). ``VocabGen`` depends on this node, so
     nothing expensive runs on such a span; a span that passed, or was accepted with ``gate.accept``, goes through."""
-    from components import datagate_beam, datagate_result
+    from components.datagate import datagate_beam
+    from components.datagate import datagate_result
 
     summary = datagate_beam.read_summary(result.uri)
     line = datagate_result.verdict(summary, result.uri)  # raises DataGateError on a span that does not go through
@@ -189,7 +196,7 @@ def _reading_dev_passages(squad, squad2, race, tmp: str):
     """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
     articles): read where they are when local (an error names the file), from local copies under ``tmp`` on
     ``gs://``."""
-    from components import datagate_beam
+    from components.datagate import datagate_beam
 
     squad_files = {"squad": [], "squad2": []}
     for key, artifact in (("squad", squad), ("squad2", squad2)):
@@ -230,9 +237,9 @@ def VocabGen(
     """
     import hashlib
 
-    from components import vocab_lib
+    from components.vocab import vocab_lib
     from components.text.tokenizers import vocab_file_name
-    from components.vocab_lib import vocab_folder_spec
+    from components.vocab.vocab_lib import vocab_folder_spec
 
     cfg = VocabConfig.from_json(config, "vocab.")
     with tempfile.TemporaryDirectory() as tmp:
@@ -277,9 +284,10 @@ def PretrainingDataGen(
     ``do_lower_case`` comes from the vocabulary artifact. The examples carry ``dataset_info.json``
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
     """
-    from components import corpus_beam, datagen_beam
+    from components.corpus import corpus_beam
+    from components.datagen import datagen_beam
     from components.text.tokenizers import SPEC_FILE, vocab_file_name
-    from components.vocab_lib import vocab_folder_spec
+    from components.vocab.vocab_lib import vocab_folder_spec
     from trainer import examples_info
 
     d = DataGenConfig.from_json(config, "datagen.")
@@ -456,7 +464,8 @@ def BenchmarkReport(
     statistics and the benchmarks' contamination); none without a gate (``mode=benchmark``, ``gate.enabled=false``),
     and the section says so.
     """
-    from components import backend_names, report_lib
+    from components import backend_names
+    from components.report import report_lib
 
     cfg = ReportConfig.from_json(config, "report.")
     # On Kubeflow / Vertex AI an artifact is known by the backend's resource name, not by TFX's hashed id.
@@ -497,7 +506,8 @@ def Blesser(
     the same inputs and is served from the cache, where a new blessing of the same model would make every rerun
     decide (and push) again.
     """
-    from components import backend_names, report_lib
+    from components import backend_names
+    from components.report import report_lib
     from components.release import blessing as blessing_lib
     from components.release import versions
     from components.release.package import read_json
@@ -556,7 +566,8 @@ def Pusher(
     (``mode=benchmark``) has no ``model_run`` or ``documents``: the card names the model's source instead of this
     pipeline's pretraining.
     """
-    from components import backend_names, report_lib
+    from components import backend_names
+    from components.report import report_lib
     from components.release import blessing as blessing_lib
     from components.release import package, registry, versions
 
@@ -630,7 +641,7 @@ def _data_read(documents, results) -> dict:
 
 def _in_folders(snapshot, globs):
     """The globs of a data location under the folders the run resolved it to (``folders`` of its ``data_snapshot``
-    entry: a window of spans, relative to the Importer's URI, pipeline/spans.py); the globs themselves for one
+    entry: a window of spans, relative to the Importer's URI, pipeline/settings/spans.py); the globs themselves for one
     folder."""
     folders = [f for f in (snapshot or {}).get("folders", []) if f]
     if not folders:
@@ -673,7 +684,7 @@ def _int_facts(artifact) -> dict:
 def _record_counters(pipeline, namespace: str, outputs) -> None:
     """The Beam counters Dataflow showed live (documents, sentences, skips by reason, instances, tokens) become
     ``beam_<name>`` int properties of the output artifacts, so MLMD keeps them with the data."""
-    from components.datagen_tool import beam_counters
+    from components.datagen.datagen_tool import beam_counters
 
     result = getattr(pipeline, "result", None)
     if result is None:

@@ -107,6 +107,18 @@ def resolve_sections(code: str, corpus, vocab, datagen):
             fill(datagen, word_starts=p.word_starts))
 
 
+# The settings a language profile fills, by section; left out of a section's JSON while unset or at English's value
+# (:func:`without_english`), so English keeps its cache keys.
+LANGUAGE_FIELDS = {"corpus": ("sentence_splitter",), "vocab": ("kind", "normalization", "strip_accents"),
+                   "datagen": ("word_starts",)}
+
+
+def without_english(section, name: str, data: Dict[str, object]) -> Dict[str, object]:
+    """``data`` less the language settings (``LANGUAGE_FIELDS[name]``) that are unset or at English's value."""
+    return {k: v for k, v in data.items()
+            if k not in LANGUAGE_FIELDS[name] or v not in (None, english_value(name, k))}
+
+
 def english_value(section: str, name: str) -> Optional[object]:
     """English's value of a profile setting, by section and field name (what the sections leave out of their
     JSON, so English keeps its cache keys)."""

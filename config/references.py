@@ -1,7 +1,7 @@
 """Published ALBERT-base results a run is shown beside (``report.reference``), each with its source.
 
 Defined here, with the setting that picks one, so the setting's choices and the numbers cannot drift apart; the
-report (``components/report_lib.py``) only reads them. Dev-set percentages; SQuAD as F1 / exact match.
+report (``components/report/report_lib.py``) only reads them. Dev-set percentages; SQuAD as F1 / exact match.
 """
 from __future__ import annotations
 

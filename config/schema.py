@@ -22,7 +22,7 @@ class FrozenConfigError(dataclasses.FrozenInstanceError):
     """An attempt to change a configuration after it was resolved and validated."""
 
 
-_FROZEN_HINT = ("the configuration is frozen once resolved and validated (pipeline.configs.build_config); "
+_FROZEN_HINT = ("the configuration is frozen once resolved and validated (pipeline.settings.configs.build_config); "
                 "pass the change to build_config as an override instead")
 
 
@@ -246,3 +246,15 @@ def _coerce_scalar(hint: Any, value: Any, name: str) -> Any:
     except (TypeError, ValueError):
         raise ConfigError(f"config {name}={value!r} is not a valid {getattr(hint, '__name__', hint)}") from None
     return value
+
+
+def without_defaults(section, data: Dict[str, Any], names) -> Dict[str, Any]:
+    """``data`` (the section's fields) less the ``names`` still at their defaults: a setting added later, or a named
+    deviation, moves no cache key while it is at its default."""
+    defaults = {f.name: f.default for f in dataclasses.fields(section)}
+    return {k: v for k, v in data.items() if k not in names or v != defaults[k]}
+
+
+def replace(section, **changes):
+    """``dataclasses.replace`` for sections (kept here so callers need not import dataclasses)."""
+    return dataclasses.replace(section, **changes)

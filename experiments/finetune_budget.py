@@ -85,11 +85,11 @@ def main(argv=None) -> int:
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     scales = [float(s) for s in args.scales.split(",")]
     os.makedirs(args.output, exist_ok=True)
-    from pipeline import logs
+    from pipeline.local import logs
 
     # Fine-tuning progress (per task and run) on stderr, the full log in <output>/budget.log.
     logs.setup(os.path.join(args.output, "budget.log"))
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     from components.evaluation.run_benchmark import run_benchmark
 

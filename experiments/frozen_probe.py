@@ -48,7 +48,7 @@ def score(task: str, x_train, y_train, x_dev, y_dev) -> float:
     from sklearn.linear_model import LogisticRegression, Ridge
     from sklearn.preprocessing import StandardScaler
 
-    from components.evaluation.run_glue import glue_scores
+    from components.evaluation.glue.run_glue import glue_scores
 
     scaler = StandardScaler().fit(x_train)
     x_train, x_dev = scaler.transform(x_train), scaler.transform(x_dev)
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from components.evaluation import glue as glue_lib
+    from components.evaluation.glue import glue_data as glue_lib
     from components.evaluation.finetune import seed_everything
     from components.evaluation.heads import build_encoder
     from components.text.tokenization import AlbertTokenizer

@@ -119,7 +119,7 @@ def run_peer(args) -> None:
     import torch
     import transformers
 
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from trainer import examples_info, input_pipeline
     from trainer.checkpoint_interop import config_to_hf_dict, hf_state_dict
     from trainer.modeling_albert import AlbertConfig
@@ -289,7 +289,7 @@ def main(argv=None) -> int:
     if not os.path.isdir(os.path.join(args.examples, "Split-train")):
         print(f"error: {args.examples} has no Split-train/: give a make-pretraining-data output", file=sys.stderr)
         return 2
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     config = build_config(args.preset, None, args.overrides)
     first = config.seed if args.seed is None else args.seed

@@ -106,7 +106,7 @@ def prepare_inputs(work: str, data_dir: Optional[str], seed: int, corpus: str = 
 
     ``corpus="large"`` adds ``data_dir/large``: WikiExtractor output (``wiki_NN.bz2``, detected per file) and
     gzip-compressed books, about 15 times the text of the rest."""
-    from pipeline.configs import SAMPLE_DATA
+    from pipeline.settings.configs import SAMPLE_DATA
 
     facts: Dict[str, Any] = {"data_dir": data_dir, "overrides": []}
     wiki, books = os.path.join(work, "corpus", "wikipedia"), os.path.join(work, "corpus", "books")
@@ -156,7 +156,7 @@ def prepare_inputs(work: str, data_dir: Optional[str], seed: int, corpus: str = 
 def _store(metadata_path: str):
     from ml_metadata.proto import metadata_store_pb2
 
-    from pipeline import mlmd
+    from pipeline.local import mlmd
 
     return mlmd.open_readonly(metadata_path), metadata_store_pb2
 
@@ -368,13 +368,13 @@ def main(argv=None) -> int:
     started = time.time()
     out = os.path.abspath(args.output)
     os.makedirs(out, exist_ok=True)
-    from pipeline import logs
+    from pipeline.local import logs
 
     # Node progress (started / CACHED / finished in N s), Trainer steps and fine-tuning runs on stderr; the full
     # log, tracebacks included, in <output>/recipe.log.
     log_path = logs.setup(os.path.join(out, "recipe.log"))
     logs.import_tensorflow(log_path)  # TensorFlow's start-up lines (cuInit on a machine without a GPU) go to the log
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
     data_dir = os.path.abspath(args.data_dir) if args.data_dir else None
@@ -392,11 +392,11 @@ def main(argv=None) -> int:
                           f"benchmarks.hparams.{task}.warmup_steps=1", f"benchmarks.hparams.{task}.batch_size=8"]
     overrides += args.overrides
     common = [f"pipeline_root={os.path.join(out, 'pipeline_root')}", f"metadata_path={os.path.join(out, 'metadata.sqlite')}"]
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.resolve import resolve_config
 
     sop_cfg = resolve_config(build_config("small", overrides=overrides + common + [
         "train.sentence_task=sop", "datagen.sop_mode=official"]), local=True)
-    from pipeline.local_runner import run_local
+    from pipeline.local.local_runner import run_local
 
     seconds: Dict[str, float] = {}
     t0 = time.time()

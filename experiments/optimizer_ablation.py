@@ -113,7 +113,7 @@ def main(argv=None) -> int:
         p.error(f"--data-dir {args.data_dir} does not exist")
     out = os.path.abspath(args.output)
     os.makedirs(out, exist_ok=True)
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     seed = build_config("small", overrides=[o for o in args.overrides if o.startswith("seed=")]).seed
     data = make_examples(out, os.path.abspath(args.data_dir) if args.data_dir else None, seed,

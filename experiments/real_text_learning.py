@@ -68,9 +68,10 @@ def build_examples(out: str) -> str:
     """``OUT/examples``: the sample's documents, its trained vocabulary and the masked examples (built once)."""
     import apache_beam as beam
 
-    from components import corpus_beam, vocab_lib
-    from components.datagen_tool import make_pretraining_data
-    from pipeline.configs import SAMPLE_DATA, build_config
+    from components.corpus import corpus_beam
+    from components.vocab import vocab_lib
+    from components.datagen.datagen_tool import make_pretraining_data
+    from pipeline.settings.configs import SAMPLE_DATA, build_config
 
     examples = os.path.join(out, "examples")
     if os.path.exists(examples):
@@ -104,7 +105,7 @@ def unigram_baseline(examples_dir: str, split: str = "eval") -> float:
 
 def train(examples: str, run_dir: str, overrides: Sequence[str] = ()) -> Dict[str, Any]:
     """Pretrain with the recipe (plus ``overrides``) into ``run_dir``: the record :func:`verdict` judges."""
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from trainer.run_state import read_history
     from trainer.task import pretrain_from_examples
 
@@ -142,7 +143,7 @@ def main(argv: Sequence[str] = None) -> int:
                    help="a configuration override on top of the recipe (repeatable), e.g. seed=1")
     args = p.parse_args(argv)
     from config.schema import ConfigError
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     try:
         build_config("sample", overrides=DATA_OVERRIDES + TRAIN_OVERRIDES + LEARN_OVERRIDES + args.overrides)

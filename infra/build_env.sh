@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The pipeline image's Python environment, built from the project's own package metadata. infra/Dockerfile runs
 # this; tests/test_install_check.py runs it outside Docker (there is no Docker engine in CI) and checks the result
-# with `python -m pipeline.install_check`, as the image build does.
+# with `python -m pipeline.tasks.install_check`, as the image build does.
 #
 #   infra/build_env.sh deps    SRC VENV   the locked dependencies (uv.lock, its overrides, third_party/) without the
 #                                         project: the image's cached layer, rebuilt only when the lock changes

@@ -1,7 +1,7 @@
 """``albert-pipeline``: the one command-line entry point.
 
     albert-pipeline run [--preset sample|paper] [--config FILE.yaml] [--set section.key=value ...] [--output-dir D]
-                        [--wait [SECONDS]]   (one run per output folder: pipeline/run_lock.py)
+                        [--wait [SECONDS]]   (one run per output folder: pipeline/local/run_lock.py)
     albert-pipeline plan [same flags as run]   (CACHED / WILL RUN per node, and why; runs nothing)
     albert-pipeline compile --output spec.json --image IMAGE [...]
     albert-pipeline rehearse --spec spec.json [--output-dir D] [--parameters JSON] [--python ENV/bin/python] [--cold]
@@ -17,7 +17,7 @@
     albert-pipeline score squad|squad2|cmrc2018|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
 
 Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them. Results are JSON on stdout; progress
-and errors are lines on stderr (``pipeline/logs.py``). A bad input or setting ends with one line naming the file or
+and errors are lines on stderr (``pipeline/local/logs.py``). A bad input or setting ends with one line naming the file or
 setting, exit code 2, and the path of the log file that holds the full traceback; nothing is left under the output.
 A span the data gate stops (``DataGateError``) adds one line per failed check after that line.
 """
@@ -33,7 +33,7 @@ import traceback
 from typing import List, Optional
 
 from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
-from config.sections import BOOKS_GLOBS, WIKIPEDIA_FORMATS, WIKIPEDIA_GLOBS
+from components.corpus.corpus_config import BOOKS_GLOBS, WIKIPEDIA_FORMATS, WIKIPEDIA_GLOBS
 from trainer.files import VOCAB_FILES
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -42,7 +42,7 @@ LOG = logging.getLogger("albert_tfx.cli")
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    from pipeline.configs import PRESETS  # dataclasses only: cheap
+    from pipeline.settings.configs import PRESETS  # dataclasses only: cheap
 
     p.add_argument("--preset", default="sample", choices=sorted(PRESETS),
                    help="configuration preset (paper = paper-v1, the Table 2 setting; paper-v2 = the v2 release's)")
@@ -54,23 +54,23 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 def _built(args, **placement):
     """The configuration of ``--preset/--config/--set`` with where it runs (``--output-dir D`` puts the pipeline
     root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path`` hold), validated
-    (every section, the model too): :func:`pipeline.configs.build_config`, which looks at nothing that exists."""
-    from pipeline.configs import build_config
+    (every section, the model too): :func:`pipeline.settings.configs.build_config`, which looks at nothing that exists."""
+    from pipeline.settings.configs import build_config
 
     return build_config(args.preset, args.config, args.overrides, **placement)
 
 
 def _config(args, local: bool = False, **placement):
     """:func:`_built`, then resolved against what exists, ``local`` for ``run`` and ``plan``:
-    :func:`pipeline.resolve.resolve_config`."""
-    from pipeline.resolve import resolve_config
+    :func:`pipeline.settings.resolve.resolve_config`."""
+    from pipeline.settings.resolve import resolve_config
 
     return resolve_config(_built(args, **placement), local=local)
 
 
 def cmd_run(args) -> int:
-    from pipeline import run_lock
-    from pipeline.resolve import resolve_config
+    from pipeline.local import run_lock
+    from pipeline.settings.resolve import resolve_config
 
     built = _built(args, output_dir=args.output_dir)
     wait = _wait_seconds(args.wait)
@@ -82,7 +82,7 @@ def cmd_run(args) -> int:
     try:
         with run_lock.exclusive_run(metadata_path, wait=wait):
             config = resolve_config(built, local=True)
-            from pipeline.local_runner import run_locked, run_release, run_report
+            from pipeline.local.local_runner import run_locked, run_release, run_report
 
             paths = run_locked(config, runner=args.runner)
     except BaseException:
@@ -105,7 +105,7 @@ def cmd_run(args) -> int:
 
 def _wait_seconds(value: Optional[float]) -> float:
     """``run --wait [SECONDS]``: absent 0 (refuse at once), bare ``--wait`` without limit, else that many seconds."""
-    from pipeline.configs import ConfigError
+    from pipeline.settings.configs import ConfigError
 
     if value is None:
         return 0.0
@@ -140,7 +140,7 @@ def cmd_releases(args) -> int:
 def cmd_plan(args) -> int:
     """Which nodes ``run`` with the same flags would take from the cache, and why the others would run."""
     config = _config(args, output_dir=args.output_dir, local=True)
-    from pipeline.plan import format_plan, plan
+    from pipeline.local.plan import format_plan, plan
 
     rows = plan(config)
     print(format_plan(rows), file=sys.stderr)
@@ -156,12 +156,12 @@ def cmd_plan(args) -> int:
 
 def _planned_base(args, config):
     """With ``train.init_from=latest_blessed``: {setting, base, why}, what the run's Trainer would start from and
-    why (:func:`pipeline.continuation.local_choice`, the rule the run resolves it with); else None."""
-    from pipeline.configs import LATEST_BLESSED, build_config
+    why (:func:`pipeline.settings.continuation.local_choice`, the rule the run resolves it with); else None."""
+    from pipeline.settings.configs import LATEST_BLESSED, build_config
 
     if build_config(args.preset, args.config, args.overrides).train.init_from != LATEST_BLESSED:
         return None
-    from pipeline.continuation import local_choice
+    from pipeline.settings.continuation import local_choice
 
     _, why = local_choice(config)
     return {"setting": LATEST_BLESSED, "base": config.train.init_from, "why": why}
@@ -169,11 +169,11 @@ def _planned_base(args, config):
 
 def cmd_compile(args) -> int:
     if args.env:
-        from pipeline.cli_env import cmd_compile_env
+        from pipeline.cloud.cli_env import cmd_compile_env
 
         return cmd_compile_env(args)
     config = _config(args, pipeline_root=args.pipeline_root, beam_args=args.beam_arg or None)
-    from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, spec_summary
 
     compile_pipeline(config, args.output, image=args.image)
     print(json.dumps({"spec": args.output, **spec_summary(args.output)}, indent=2))
@@ -181,8 +181,8 @@ def cmd_compile(args) -> int:
 
 
 def cmd_rehearse(args) -> int:
-    from pipeline import rehearsal
-    from pipeline.deploy import parse_parameters
+    from pipeline.rehearsal import rehearsal
+    from pipeline.cloud.deploy import parse_parameters
 
     try:
         summary = rehearsal.rehearse(args.spec, args.output_dir, parameter_values=parse_parameters(args.parameters),
@@ -198,7 +198,7 @@ def cmd_rehearse(args) -> int:
 def _hint_rehearsal(spec_path: str) -> None:
     """A hint, not a gate: `submit`/`schedule` of a spec that never passed `rehearse` on this machine. Printed after
     the command succeeded, so a refused submission still ends with its one error line."""
-    from pipeline import rehearsal
+    from pipeline.rehearsal import rehearsal
 
     if os.path.exists(spec_path) and not rehearsal.was_rehearsed(spec_path):
         print(f"albert-pipeline: hint: {spec_path} has not been rehearsed; `albert-pipeline rehearse --spec "
@@ -207,12 +207,12 @@ def _hint_rehearsal(spec_path: str) -> None:
 
 def _deployment(args):
     """(the target of ``submit``/``schedule``, the environment it came from or None): from ``--env`` or from the
-    flags, one :class:`pipeline.deploy.Deployment` either way."""
-    from pipeline import deploy
+    flags, one :class:`pipeline.cloud.deploy.Deployment` either way."""
+    from pipeline.cloud import deploy
 
     if not args.env:
         return deploy.from_flags(args), None
-    from pipeline.cli_env import env_from_args
+    from pipeline.cloud.cli_env import env_from_args
 
     given = [f"--{name.replace('_', '-')}" for name in TARGET_FLAGS if getattr(args, name, None)]
     if given:
@@ -228,7 +228,7 @@ TARGET_FLAGS = ("project", "region", "pipeline_root", "service_account", "networ
 
 
 def cmd_submit(args) -> int:
-    from pipeline import deploy
+    from pipeline.cloud import deploy
 
     deployment, _ = _deployment(args)
     result = deploy.submit(deployment, args.spec)
@@ -240,7 +240,8 @@ def cmd_submit(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    from pipeline import cloud, deploy
+    from pipeline.cloud import submit as cloud
+    from pipeline.cloud import deploy
 
     deployment, env = _deployment(args)
     if env is not None:
@@ -260,10 +261,10 @@ def cmd_schedule(args) -> int:
 def cmd_make_pretraining_data(args) -> int:
     config = _config(args)
     if args.workers < 1:
-        from pipeline.configs import ConfigError
+        from pipeline.settings.configs import ConfigError
 
         raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    from components.datagen_tool import make_pretraining_data
+    from components.datagen.datagen_tool import make_pretraining_data
 
     summary = make_pretraining_data(args.input, args.vocab, args.output, config, workers=args.workers)
     print(json.dumps(summary, indent=2, sort_keys=True))
@@ -305,13 +306,13 @@ def _read_lines(path: str):
 
 
 def cmd_ingest(args) -> int:
-    """CorpusGen's Beam code without TFX: raw Wikipedia and book folders → documents (``components/ingest_tool.py``)."""
+    """CorpusGen's Beam code without TFX: raw Wikipedia and book folders → documents (``components/corpus/ingest_tool.py``)."""
     # The folders enter the configuration too, so a preset without corpus folders (paper) validates, and a missing
     # folder is named as the setting's error.
     args.overrides = [f"corpus.{key}_dir={value}" for key, value in (("wikipedia", args.wikipedia),
                                                                       ("books", args.books)) if value] + args.overrides
     corpus = _config(args).corpus
-    from components.ingest_tool import ingest
+    from components.corpus.ingest_tool import ingest
 
     summary = ingest(args.wikipedia, args.books, args.output, corpus, workers=args.workers,
                      wikipedia_format=args.wikipedia_format, beam_args=args.beam_arg or (),
@@ -484,7 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline-root", help="gs:// root recorded in the spec")
     p.add_argument("--beam-arg", action="append",
                    help="Beam arg for the Beam components; write --beam-arg=--runner=DataflowRunner (with '=')")
-    from pipeline.cli_env import add_cli_subcommands, add_env_arguments
+    from pipeline.cloud.cli_env import add_cli_subcommands, add_env_arguments
 
     add_env_arguments(p)
     p.set_defaults(func=cmd_compile)
@@ -499,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "e.g. a virtualenv built like the image by infra/build_env.sh")
     p.add_argument("--cold", action="store_true",
                    help="start each task as a new interpreter, as a backend's container does, instead of forking it "
-                        "from one that imported TFX's entrypoint once (pipeline/task_launcher.py; slower)")
+                        "from one that imported TFX's entrypoint once (pipeline/tasks/task_launcher.py; slower)")
     p.set_defaults(func=cmd_rehearse)
 
     for name, func, helptext in (("submit", cmd_submit, "submit a compiled spec to Vertex AI or a KFP endpoint"),
@@ -613,7 +614,7 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
         args.schedule, extra = extra[0], []
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from pipeline import logs
+    from pipeline.local import logs
 
     log_path = args.log_file or logs.default_log_path(
         args.command, os.path.join(args.output_dir, "logs") if args.command == "run" and
@@ -622,7 +623,7 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
     if args.command in _TENSORFLOW_COMMANDS and not args.verbose:
         logs.import_tensorflow(log_path)
     if args.command == "compile" and not args.image:  # imports TFX (and TensorFlow): after the line above
-        from pipeline.kubeflow_v2_runner import DEFAULT_IMAGE
+        from pipeline.cloud.kubeflow_v2_runner import DEFAULT_IMAGE
 
         args.image = DEFAULT_IMAGE
     LOG.debug("albert-pipeline %s", " ".join(sys.argv[1:] if argv is None else argv))
@@ -698,8 +699,8 @@ _USER_ERROR_NAMES = frozenset({
     "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
     "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
     "RegistryAuthError", "RunInProgressError", "VocabularyError", "DataGateError"})  # RegistryAuthError,
-# RunInProgressError: components/release/registry.py, pipeline/run_lock.py; VocabularyError:
-# components/text/vocab_files.py; DataGateError: components/datagate_result.py
+# RunInProgressError: components/release/registry.py, pipeline/local/run_lock.py; VocabularyError:
+# components/text/vocab_files.py; DataGateError: components/datagate/datagate_result.py
 
 
 _BEAM_STEP = re.compile(r" \[while running '[^']*'\]")

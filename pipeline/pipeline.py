@@ -9,7 +9,7 @@
 
 Between CorpusGen and VocabGen sits the data gate (``gate.enabled``, docs/data.md "Data gate"): ``DataGateBaseline``
 (a resolver: the result of the last span that went through; in a compiled spec a task after a ``LatestArtifact``
-resolver, pipeline/gate_baseline_task.py) → ``DataGate`` (measures and checks the span, always publishes its result)
+resolver, pipeline/tasks/gate_baseline_task.py) → ``DataGate`` (measures and checks the span, always publishes its result)
 → ``DataGateCheck`` (fails the run on a span that failed and was not accepted).
 VocabGen depends on the check without taking an artifact from it (``add_upstream_node``): no cache key moves, and
 nothing after the gate runs on a broken span.
@@ -43,14 +43,15 @@ from tfx.orchestration.data_types import RuntimeParameter
 from tfx.orchestration.pipeline import Pipeline
 from tfx.types import Channel, standard_artifacts
 
-from components import artifacts, datagate_result
+from components import artifacts
+from components.datagate import datagate_result
 from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, DataGate, DataGateCheck,
                                        ModelImport, PretrainingDataGen, Pusher, VocabGen)
 from config import canonical_json
-from pipeline import gate_baseline_task
-from pipeline.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,
+from pipeline.tasks import gate_baseline_task
+from pipeline.settings.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,
                               IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig)
-from pipeline.vertex_training import create_trainer
+from pipeline.cloud.vertex_training import create_trainer
 
 # Pipeline runtime parameter → (config key it overrides, type).
 RUNTIME_PARAMETERS = {
@@ -136,7 +137,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
                       for name, key in consumers.get("PretrainingDataGen", {}).items()}
         datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
                                      **args("PretrainingDataGen"), **dev_inputs)
-        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/vertex_training.py);
+        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/cloud/vertex_training.py);
         # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
         trainer = create_trainer(args("Trainer"), datagen.outputs["examples"]).with_id("Trainer")
         nodes += [corpus, vocab, datagen, trainer]
@@ -177,7 +178,7 @@ GATE_RESOLVED = ("baseline", "acceptance")  # the data gate resolver's outputs t
 
 
 class GateBaselineStrategy(ResolverStrategy):
-    """The data gate's earlier results a run's DataGate takes (:func:`components.datagate_result.select_inputs`):
+    """The data gate's earlier results a run's DataGate takes (:func:`components.datagate.datagate_result.select_inputs`):
     ``baseline``, the result of the last span that went through the gate before this run's span (passed, or was
     accepted), and ``acceptance``, an earlier result that accepted this very data knowingly. Inputs: ``documents``
     (this run's CorpusGen output, whose ``data_snapshot`` names its span and data), and ``baseline`` and
@@ -197,7 +198,7 @@ class GateBaselineStrategy(ResolverStrategy):
 
 
 def _gate_facts(result):
-    """A DataGateResult's facts (:data:`components.datagate_result.RESULT_FACTS`) as ``select_inputs`` takes them."""
+    """A DataGateResult's facts (:data:`components.datagate.datagate_result.RESULT_FACTS`) as ``select_inputs`` takes them."""
     facts = {"id": result.id}
     for name in datagate_result.RESULT_FACTS:
         if result.has_custom_property(name):
@@ -211,7 +212,7 @@ def _data_gate(config: PipelineConfig, corpus, data, args, *, compiled: bool):
     hands DataGate the results it chose. Kubeflow V2 / Vertex AI compile TFX's latest-artifact and
     latest-blessed-model resolvers alone, so a compiled spec's resolver is a ``LatestArtifact`` one, of the newest
     ``DataGateResult``, which no node takes: compiling adds the ``DataGateBaseline`` task, which applies the same
-    rule to it and gives DataGate the URIs chosen (:mod:`pipeline.gate_baseline_task`)."""
+    rule to it and gives DataGate the URIs chosen (:mod:`pipeline.tasks.gate_baseline_task`)."""
     nodes = []
     inputs = {name: data[key].outputs[IMPORTER_OUTPUT_KEY]
               for name, key in config.gate_contamination_inputs().items()}

@@ -128,8 +128,8 @@ def resume_examples(tmp_path_factory):
     """{"dir": the examples folder (laid out like the Examples artifact), "stats": datagen's statistics}."""
     import shutil
 
-    from components.datagen_tool import make_pretraining_data
-    from pipeline.configs import build_config
+    from components.datagen.datagen_tool import make_pretraining_data
+    from pipeline.settings.configs import build_config
 
     root = tmp_path_factory.mktemp("resume")
     docs = root / "docs"
@@ -148,7 +148,7 @@ def export_untrained_albert(d, seed, **overrides):
 
     import tensorflow as tf
 
-    from pipeline.configs import SAMPLE_DATA
+    from pipeline.settings.configs import SAMPLE_DATA
     from trainer import train_lib
     from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
 
@@ -166,7 +166,7 @@ def export_untrained_albert(d, seed, **overrides):
 def tiny_benchmark_config(steps, batch, seq, **bench):
     """The sample config with every fine-tuning row made tiny (lr 1e-3, 1 warm-up step); ``bench`` sets
     ``benchmarks.*`` fields. The raw-text export and TFMA (Beam pipelines) run only where a test asks for them."""
-    from pipeline.configs import FinetuneHParams, sample_config
+    from pipeline.settings.configs import FinetuneHParams, sample_config
 
     cfg = sample_config()
     hp = FinetuneHParams(1e-3, batch, 0.0, 0.1, train_steps=steps, warmup_steps=1, max_seq_length=seq)
@@ -291,7 +291,7 @@ def cli(capsys, monkeypatch, tmp_path):
     import logging
 
     from pipeline import cli as cli_module
-    from pipeline import logs
+    from pipeline.local import logs
 
     monkeypatch.setenv(logs.LOG_DIR_VAR, str(tmp_path / "logs"))
     root = logging.getLogger()
@@ -355,8 +355,8 @@ class SampleRun:
 
     @property
     def config(self):
-        from pipeline.configs import build_config
-        from pipeline.resolve import resolve_config
+        from pipeline.settings.configs import build_config
+        from pipeline.settings.resolve import resolve_config
 
         return resolve_config(build_config("sample", output_dir=str(self.out)), local=True)
 

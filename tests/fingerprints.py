@@ -44,12 +44,12 @@ CONFIGS = {
 }
 # The data artifacts of the sample run whose bytes are pinned (their nodes are deterministic for a seed).
 DATA_TYPES = ("albert_tfx.Documents", "albert_tfx.SentencePieceModel", "Examples", "albert_tfx.DataGenStatistics")
-# A dotted path into this project's packages: a module (``pipeline.snapshot_task``), a class or function in one.
+# A dotted path into this project's packages: a module (``pipeline.tasks.snapshot_task``), a class or function in one.
 _CODE_PATH = re.compile(r"\b(?:components|pipeline|trainer|config|albert_tfx)(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
 def config(name: str):
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     preset, overrides, root = CONFIGS[name]
     return build_config(preset, overrides=overrides, pipeline_root=root)
@@ -77,7 +77,7 @@ def normalized_spec(spec: dict) -> dict:
 
 def compiled_specs(tmp: str) -> Dict[str, dict]:
     """{name: normalized spec} of every configuration, compiled as ``albert-pipeline compile`` does, into ``tmp``."""
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     out = {}
     for name in CONFIGS:

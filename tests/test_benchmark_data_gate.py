@@ -1,6 +1,6 @@
 """``benchmarks/data_gate.py``'s own pieces, tiny: the gate's step in its own process, measured by the script's
 launcher, on a hand-written span of CorpusGen's format; and the measured sample's rate from the shards' bytes
-(``components/datagate_beam.py``). The nodes' work itself is tested in tests/test_data_gate.py and
+(``components/datagate/datagate_beam.py``). The nodes' work itself is tested in tests/test_data_gate.py and
 tests/test_datagate_core.py; the numbers are in benchmarks/results/data_gate/README.md."""
 import json
 import os
@@ -19,7 +19,7 @@ def _span(folder):
 
 def test_the_gate_step_runs_in_its_own_process_and_is_measured(tmp_path):
     from benchmarks.data_gate import gate_command, measure
-    from components.datagate_beam import read_statistics
+    from components.datagate.datagate_beam import read_statistics
 
     documents = str(tmp_path / "documents")
     _span(documents)
@@ -34,7 +34,7 @@ def test_the_gate_step_runs_in_its_own_process_and_is_measured(tmp_path):
 
 
 def test_the_measured_share_is_the_budget_over_the_shards_bytes(tmp_path):
-    from components.datagate_beam import measured_rate
+    from components.datagate.datagate_beam import measured_rate
 
     shard = _span(str(tmp_path / "documents"))
     size = os.path.getsize(shard)

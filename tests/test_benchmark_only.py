@@ -54,9 +54,9 @@ def albert_folder(tmp_path_factory):
 
 
 def test_the_benchmark_only_dag_has_exactly_the_benchmark_and_release_nodes(albert_folder, tmp_path):
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from pipeline.pipeline import create_pipeline
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.resolve import resolve_config
     from trainer import base_model
 
     def local(overrides):
@@ -131,10 +131,10 @@ def test_a_benchmark_only_run_on_a_folder_that_is_no_model_names_it(cli, tmp_pat
 
 
 def test_a_benchmark_only_spec_whose_model_the_cloud_cannot_read_is_refused(albert_folder, tmp_path):
-    from pipeline import cloud
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
-    from pipeline.resolve import resolve_config
+    from pipeline.cloud import submit as cloud
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+    from pipeline.settings.resolve import resolve_config
 
     config = resolve_config(build_config("sample", pipeline_root="gs://b/root", overrides=_sets(albert_folder)),
                             local=False)
@@ -150,7 +150,7 @@ def _hf_converted(root):
     """A Hugging Face ALBERT saved with ``save_pretrained`` (small, random), then ``convert hf-to-albert``."""
     torch, transformers = hf_peer()
     from pipeline.cli import run_cli
-    from pipeline.configs import SAMPLE_DATA
+    from pipeline.settings.configs import SAMPLE_DATA
 
     torch.manual_seed(0)
     config = transformers.AlbertConfig(vocab_size=30000, embedding_size=32, hidden_size=64, num_hidden_layers=2,
@@ -165,7 +165,7 @@ def _hf_converted(root):
 
 
 def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source(cli, tmp_path):
-    from pipeline import rehearsal
+    from pipeline.rehearsal import rehearsal
     from tests.test_change_impact import _last_run
 
     model_dir = _hf_converted(tmp_path)
@@ -210,9 +210,9 @@ def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_
 
     # `plan`: as in the whole DAG, a rerun decides once more (the baseline moved to this model) and nothing else
     # runs; a changed model folder reruns ModelImport and all that follows.
-    from pipeline.configs import build_config
-    from pipeline.plan import plan
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.local.plan import plan
+    from pipeline.settings.resolve import resolve_config
 
     config = resolve_config(build_config("sample", overrides=_sets(model_dir, *RUN), output_dir=str(out)), local=True)
     assert {r.node for r in plan(config) if r.status == "WILL RUN"} == {"Blesser", "Pusher"}
@@ -241,7 +241,7 @@ def test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model
     serving SavedModel): every task scored, a version pushed whose card says it has no SavedModel."""
     import tf_keras
 
-    from pipeline.configs import SAMPLE_DATA
+    from pipeline.settings.configs import SAMPLE_DATA
     from trainer.convert import write_albert_dir
     from trainer.modeling_albert import AlbertConfig, AlbertModel
 

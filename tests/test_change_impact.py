@@ -61,8 +61,8 @@ NO_RACE = ["benchmarks.race_dir=null"]  # see the module docstring
 
 
 def _config(root, extra=()):
-    from pipeline.configs import build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
 
     return resolve_config(build_config("sample", overrides=BASE + NO_RACE + list(extra), output_dir=str(root)),
                           local=True)
@@ -96,8 +96,8 @@ def _last_run(metadata_path):
 
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory):
-    from pipeline.local_runner import run_local
-    from pipeline.plan import plan
+    from pipeline.local.local_runner import run_local
+    from pipeline.local.plan import plan
 
     root = tmp_path_factory.mktemp("impact")
     config = _config(root)
@@ -116,8 +116,8 @@ def base_run(tmp_path_factory):
 
 
 def test_rerun_of_the_same_config_is_fully_cached_and_planned_so(base_run):
-    from pipeline.local_runner import run_local
-    from pipeline.plan import plan
+    from pipeline.local.local_runner import run_local
+    from pipeline.local.plan import plan
 
     root, imported = base_run
     config = _config(root)
@@ -132,8 +132,8 @@ def test_rerun_of_the_same_config_is_fully_cached_and_planned_so(base_run):
 
 @pytest.mark.parametrize("override", list(CHANGES))
 def test_a_change_executes_exactly_what_is_downstream(base_run, override):
-    from pipeline.local_runner import run_local
-    from pipeline.plan import plan
+    from pipeline.local.local_runner import run_local
+    from pipeline.local.plan import plan
 
     root, imported = base_run
     config = _config(root, [override])

@@ -45,12 +45,12 @@ def test_unknown_flag_is_a_usage_error_with_exit_2(cli):
 
 
 def test_library_noise_is_dropped_only_where_that_library_logs_it(tmp_path, capsys):
-    """pipeline/logs.py's LIBRARY_NOISE: TFMA's "beta" line from TFMA, TensorFlow's deprecation notice naming a
+    """pipeline/local/logs.py's LIBRARY_NOISE: TFMA's "beta" line from TFMA, TensorFlow's deprecation notice naming a
     call in TFMA's writers and Beam's relayed "No semi_persistent_directory" of its SDK worker are dropped from stderr
     and the log file; the same texts from elsewhere, and the worker's other lines, still show."""
     import logging
 
-    from pipeline import logs
+    from pipeline.local import logs
 
     beta = "Tensorflow version (%s) found. Note that TFMA support for TF 2.0 is currently in beta"
     tfma = "/venv/site-packages/tensorflow_model_analysis/"

@@ -159,17 +159,17 @@ FAMILY = {
     "config.schema": ["ConfigError"],
     "trainer.checkpoint_interop": ["CheckpointMismatchError"],
     "trainer.distribute": ["ClusterError"],
-    "components.vocab_lib": ["VocabSizeMismatchError"],
-    "components.evaluation.race": ["RaceFormatError"],
+    "components.vocab.vocab_lib": ["VocabSizeMismatchError"],
+    "components.evaluation.race.race_data": ["RaceFormatError"],
     "components.evaluation.squad.reading": ["SquadFormatError"],
-    "components.text.errors": ["CorruptInputError"],
+    "components.text.corrupt_input": ["CorruptInputError"],
     "components.text.tokenization": ["SpecialIdError"],
-    "pipeline.cloud": ["CloudConfigError", "CloudAuthError"],
-    "pipeline.environments": ["EnvironmentConfigError"],
-    "pipeline.spec": ["SpecError"],
-    "pipeline.rehearsal": ["RehearsalError"],
-    "pipeline.run_lock": ["RunInProgressError"],
-    "components.datagate_result": ["DataGateError"],
+    "pipeline.cloud.submit": ["CloudConfigError", "CloudAuthError"],
+    "pipeline.cloud.environments": ["EnvironmentConfigError"],
+    "pipeline.cloud.spec": ["SpecError"],
+    "pipeline.rehearsal.rehearsal": ["RehearsalError"],
+    "pipeline.local.run_lock": ["RunInProgressError"],
+    "components.datagate.datagate_result": ["DataGateError"],
 }
 NAMES = {name for names in FAMILY.values() for name in names}
 
@@ -214,9 +214,9 @@ def test_every_user_error_class_is_in_the_family_and_named_for_beam_text():
 
 def test_family_classes_keep_their_standard_bases():
     from config import InputError, MissingInputError, OutputExistsError, UserError
-    from components.text.errors import CorruptInputError
-    from pipeline.cloud import CloudAuthError
-    from pipeline.run_lock import RunInProgressError
+    from components.text.corrupt_input import CorruptInputError
+    from pipeline.cloud.submit import CloudAuthError
+    from pipeline.local.run_lock import RunInProgressError
 
     assert issubclass(InputError, ValueError) and issubclass(CorruptInputError, ValueError)
     assert issubclass(MissingInputError, FileNotFoundError) and issubclass(OutputExistsError, FileExistsError)
@@ -287,7 +287,7 @@ def test_user_error_on_a_beam_worker_is_still_a_user_error_and_a_bug_is_not():
 
 
 @pytest.mark.parametrize("last_line,expected", [
-    ("components.vocab_lib.VocabSizeMismatchError: spm.model has 3000 pieces but the config says "
+    ("components.vocab.vocab_lib.VocabSizeMismatchError: spm.model has 3000 pieces but the config says "
      "vocab.vocab_size=30000; pass --set vocab.vocab_size=3000 (or 0 to take the model's size) "
      "[while running 'VocabGen']", ("spm.model has 3000 pieces but the config says vocab.vocab_size=30000; pass "
                                     "--set vocab.vocab_size=3000 (or 0 to take the model's size)", True)),

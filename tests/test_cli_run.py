@@ -16,7 +16,7 @@ RESOLVERS = {"LatestBlessedModel", "DataGateBaseline"}
 IMPORTERS = {"WikipediaImporter", "BooksImporter", "GlueDataImporter", "SquadDataImporter", "RaceDataImporter"} | RESOLVERS
 # Library warnings the sample run may print on stderr: (logger, regular expression of the line's message) → why it
 # is allowed. Empty: the warnings that pointed at this project's code were fixed at their cause and the few a user
-# cannot act on are dropped, with their reasons, by pipeline/logs.py's LIBRARY_NOISE (docs/cli.md, "Library
+# cannot act on are dropped, with their reasons, by pipeline/local/logs.py's LIBRARY_NOISE (docs/cli.md, "Library
 # warnings"). A new entry needs its reason here.
 ALLOWED_LIBRARY_WARNINGS = {}
 
@@ -104,7 +104,7 @@ def _library_warnings(stderr: str, log_text: str):
     """(logger, message) of each warning or error line on ``stderr`` that a library logged (its logger, from the
     run's log file, is not this project's), and ("tensorflow-c++", line) for the TensorFlow runtime's own W/E/F
     lines (glog format, written to file descriptor 2 directly)."""
-    from pipeline.logs import PROJECT_LOGGERS
+    from pipeline.local.logs import PROJECT_LOGGERS
 
     found = []
     for line in stderr.splitlines():

@@ -7,7 +7,7 @@ import socket
 import pytest
 import yaml
 
-from pipeline import cloud
+from pipeline.cloud import submit as cloud
 
 IMAGE = "europe-west4-docker.pkg.dev/p-albert/albert/albert-tfx:abc123"
 SPEC = {
@@ -367,8 +367,8 @@ def test_kfp_submission_needs_an_endpoint(spec_path):
 # -- runtime parameters on the spec that `compile` really wrote ---------------------------------------------------
 @pytest.fixture(scope="module")
 def compiled_spec(tmp_path_factory):
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     path = str(tmp_path_factory.mktemp("compiled") / "spec.json")
     return compile_pipeline(build_config("sample"), path, image=IMAGE)
@@ -399,8 +399,8 @@ def test_compiled_spec_declares_runtime_parameters_with_the_config_as_defaults(c
 @pytest.fixture(scope="module")
 def gs_spec(tmp_path_factory):
     """Compiled with ``--pipeline-root gs://b/root``; the data folders still the bundled local ones."""
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     config = build_config("sample", pipeline_root="gs://b/root")
     return compile_pipeline(config, str(tmp_path_factory.mktemp("compiled_gs") / "spec.json"), image=IMAGE)

@@ -1,10 +1,10 @@
 """The typed configuration: presets, overrides from the CLI, YAML, validation errors, JSON round trip."""
 import pytest
 
-from config import PAPER_FINETUNE
+from components.evaluation.benchmark_config import PAPER_FINETUNE
 from config.schema import FrozenConfigError, deep_merge
-from pipeline.configs import ConfigError, PipelineConfig, apply_overrides, build_config
-from pipeline.resolve import resolve_config
+from pipeline.settings.configs import ConfigError, PipelineConfig, apply_overrides, build_config
+from pipeline.settings.resolve import resolve_config
 
 
 def test_paper_preset_is_the_albert_base_recipe():
@@ -86,7 +86,7 @@ def test_yaml_file_is_merged_with_safe_loader(tmp_path):
 
 def test_the_resolved_config_is_frozen():
     c = build_config("sample")
-    hint = ("the configuration is frozen once resolved and validated (pipeline.configs.build_config); "
+    hint = ("the configuration is frozen once resolved and validated (pipeline.settings.configs.build_config); "
             "pass the change to build_config as an override instead")
     with pytest.raises(FrozenConfigError) as info:
         c.pipeline_root = "/elsewhere"

@@ -6,7 +6,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from components import corpus_beam
+from components.corpus import corpus_beam
 from components.text.documents import parse_text_blocks
 
 

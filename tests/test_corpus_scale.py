@@ -12,9 +12,9 @@ from benchmarks import corpus_scale
 from benchmarks.ingest import words_of
 from components.datagen.generate import tokenize_document
 from components.datagen.instances import VocabInfo
-from components.ingest_tool import ingest
+from components.corpus.ingest_tool import ingest
 from components.text.tokenization import AlbertTokenizer
-from config import CorpusConfig
+from components.corpus.corpus_config import CorpusConfig
 from tests.reliability import fixtures
 from tests.test_ingest import BOOKS, WIKI
 

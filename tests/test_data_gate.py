@@ -93,7 +93,7 @@ def _cli(argv, log_dir):
     import logging
 
     from pipeline import cli as cli_module
-    from pipeline import logs
+    from pipeline.local import logs
 
     root, err = logging.getLogger(), io.StringIO()
     level, old = root.level, os.environ.get(logs.LOG_DIR_VAR)
@@ -123,7 +123,7 @@ def _newest_run(metadata_path):
     published or reused: its custom properties and URI)."""
     from ml_metadata.proto import metadata_store_pb2 as pb
 
-    from pipeline import mlmd
+    from pipeline.local import mlmd
     from tests.reliability.mlmd import open_store
 
     store = open_store(metadata_path)
@@ -147,9 +147,9 @@ def _newest_run(metadata_path):
 @pytest.fixture(scope="module")
 def ticks(tmp_path_factory):
     """Tick → (exit code, stderr, node states of its run, its gate result, plan's rows before it)."""
-    from pipeline.configs import build_config
-    from pipeline.plan import plan
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.local.plan import plan
+    from pipeline.settings.resolve import resolve_config
     from tests.test_schedule_ticks import data_layout
 
     root = tmp_path_factory.mktemp("gate")
@@ -353,7 +353,8 @@ def _documents_folder(folder, docs):
 def test_the_gate_stops_an_empty_span_on_min_documents(tmp_path):
     from tensorflow_metadata.proto.v0 import anomalies_pb2
 
-    from components import datagate_beam, datagate_result
+    from components.datagate import datagate_beam
+    from components.datagate import datagate_result
 
     summary = datagate_beam.gate_documents(_documents_folder(tmp_path / "docs", []), str(tmp_path / "r"), span=7)
     assert (summary["documents"], summary["failed"], summary["passed"]) == (0, ["min_documents"], False)
@@ -366,7 +367,7 @@ def test_the_gate_stops_an_empty_span_on_min_documents(tmp_path):
 
 
 def test_contamination_counts_the_reading_dev_passages_found_in_the_span(tmp_path):
-    from components import datagate_beam
+    from components.datagate import datagate_beam
     from components.evaluation.squad.reading import load_squad_json
     from components.text.documents import make_document
 
@@ -398,7 +399,7 @@ def test_contamination_combine_fn_pickles_the_passage_files_not_their_texts(tmp_
     process that did not build the pipeline reads the files again, to the same result; changed files are an error."""
     import pickle
 
-    from components import datagate_beam
+    from components.datagate import datagate_beam
     from components.datagate.contamination import ContaminationCombiner, DevNgrams
     from components.evaluation.squad.reading import load_squad_json
     from components.text.documents import make_document
@@ -439,7 +440,7 @@ def test_the_gate_section_holds_gate_limits_under_the_same_names_and_defaults():
     import dataclasses
 
     from components.datagate.checks import GateLimits
-    from config import GateConfig
+    from components.datagate.gate_config import GateConfig
 
     assert GateConfig().limits() == dataclasses.asdict(GateLimits())
     assert GateConfig(accept=3).params() == {**dataclasses.asdict(GateLimits()), "accept": 3}
@@ -453,7 +454,7 @@ def test_the_gate_moves_no_other_nodes_cache_key():
     gate, the report's too: its optional input left out, its IR and executor are as before)."""
     from tfx.dsl.compiler import compiler
 
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from pipeline.pipeline import create_pipeline
 
     def nodes(overrides):
@@ -487,7 +488,7 @@ def _executor_specs(ir):
 
 
 def test_the_baseline_is_the_newest_lower_span_through_the_gate_and_an_acceptance_is_of_the_same_data():
-    from components.datagate_result import data_fingerprint, gate_span, select_inputs
+    from components.datagate.datagate_result import data_fingerprint, gate_span, select_inputs
 
     def snapshot(span, fingerprint):
         return json.dumps({"wikipedia": {"spans": [span], "fingerprint": fingerprint}, "books": {"spans": []}})

@@ -21,9 +21,9 @@ from components.datagate.sketches import TopCounter
 from components.datagate.text_units import (NGRAM_HASH_BASE, content_tokens, count_letters, count_no_letter_words,
                                             language, ngram_hashes, normalized_text, script_counts, token_hashes,
                                             words)
-from components.text.books import book_documents
+from components.corpus.books import book_documents
 from components.text.documents import Document, doc_fingerprint, make_document
-from components.text.wiki import wiki_documents
+from components.corpus.wiki import wiki_documents
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data", "sample")

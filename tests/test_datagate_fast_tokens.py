@@ -7,16 +7,16 @@ import os
 import numpy as np
 import pytest
 
-from components import datagate_beam
+from components.datagate import datagate_beam
 from components.datagate.contamination import NGRAM_SIZE, ContaminationCombiner, DevNgrams
 from components.datagate.contamination import passage_ngrams
 from components.datagate.text_units import (content_token_hashes, content_tokens, ngram_hashes, normalized_text,
                                             token_hashes)
 from components.datagate.text_units import (TokenVocabulary, _KeyIndex,  # the dev vocabulary's path (below)
                                             content_token_bytes)
-from components.text.books import book_documents
+from components.corpus.books import book_documents
 from components.text.documents import Document
-from components.text.wiki import wiki_documents
+from components.corpus.wiki import wiki_documents
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "data", "sample")

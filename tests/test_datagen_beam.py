@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from components.datagen_tool import make_pretraining_data
-from pipeline.configs import build_config
+from components.datagen.datagen_tool import make_pretraining_data
+from pipeline.settings.configs import build_config
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "datagen_text.txt")
 
@@ -99,7 +99,7 @@ def test_shard_writer_sorts_by_key_and_frames_like_tensorflow(tmp_path, compress
     payload) and read back with TensorFlow's reader, compressed or not."""
     import tensorflow as tf
 
-    from components.datagen_beam_shards import _SPILL_HEADER, _WriteTFRecordShard
+    from components.datagen.datagen_beam_shards import _SPILL_HEADER, _WriteTFRecordShard
 
     records = [(7, b"g"), (3, b"c"), (9, b"i" * 300), (3, b"b"), (1, b""), (5, b"e" * 70000)]
     paths = []
@@ -128,7 +128,8 @@ def test_random_document_pool_respects_its_bounds(spm_model_path, tmp_path):
     (the tokens go through one pool file in the work folder)."""
     import apache_beam as beam
 
-    from components import datagen_beam_input, datagen_beam_pools
+    from components.datagen import datagen_beam_input
+    from components.datagen import datagen_beam_pools
     from components.datagen.generate import tokenize_document
     from components.datagen.instances import VocabInfo
     from components.text.tokenization import AlbertTokenizer
@@ -213,7 +214,7 @@ def _original_tokens(out, split):
 def _run_datagen(spm_model_path, out, corpus, eval_files=None, sop_mode="official", eval_fraction=0.3):
     import apache_beam as beam
 
-    from components import datagen_beam
+    from components.datagen import datagen_beam
 
     cfg = _config(sop_mode=sop_mode)
     dirs = {s: os.path.join(out, f"Split-{s}") for s in datagen_beam.SPLITS}
@@ -233,7 +234,7 @@ def test_no_eval_document_text_in_training_instances(tmp_path, spm_model_path, t
     """Each split draws its random documents from its own documents: with train and eval documents written in
     disjoint vocabularies, no training instance holds an eval-only piece, nor an eval instance a train-only one,
     although random-document instances (label 1) are plentiful in both splits."""
-    from components import datagen_beam_input
+    from components.datagen import datagen_beam_input
 
     seed = _config().seed
     corpus = tmp_path / "corpus.txt"

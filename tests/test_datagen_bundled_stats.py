@@ -15,7 +15,7 @@ import os
 import numpy as np
 import pytest
 
-from components import corpus_beam
+from components.corpus import corpus_beam
 from components.datagen.generate import generate_for_document, tokenize_document
 from components.datagen.instances import InstanceParams, VocabInfo
 from components.datagen.pool import DocumentPool

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from components import datagen_beam
+from components.datagen import datagen_beam
 from components.datagen.dev_documents import dev_documents, race_dev_documents, squad_dev_documents, write_documents
-from components.evaluation.race import read_race
+from components.evaluation.race.race_data import read_race
 from components.text.normalize import preprocess_text
 
 

@@ -182,7 +182,7 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
             continue
         if argv[0] == "ingest" and any(a.startswith("--beam-arg=--runner=") for a in argv):
             # A Dataflow job: its parsed settings and Beam options only; the job is tests/test_ingest.py (gs:// too).
-            from components.ingest_tool import pipeline_options
+            from components.corpus.ingest_tool import pipeline_options
 
             args = cli.build_parser().parse_args(argv)
             ran.append((argv, cli._config(args), pipeline_options(args.workers, args.beam_arg).get_all_options()))

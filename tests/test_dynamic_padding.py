@@ -18,12 +18,12 @@ tf = pytest.importorskip("tensorflow")
 import tf_keras  # noqa: E402
 
 from components.evaluation import finetune as ft  # noqa: E402
-from components.evaluation import glue as glue_lib  # noqa: E402
-from components.evaluation import race as race_lib  # noqa: E402
+from components.evaluation.glue import glue_data as glue_lib  # noqa: E402
+from components.evaluation.race import race_data as race_lib  # noqa: E402
 from components.evaluation.heads import (ClassifierModel, MultipleChoiceModel, SpanModel,  # noqa: E402
                                          classification_loss)
 from components.evaluation.metrics import glue_metrics  # noqa: E402
-from config.sections import FinetuneHParams  # noqa: E402
+from components.evaluation.benchmark_config import FinetuneHParams
 from trainer.modeling_albert import AlbertConfig, AlbertModel  # noqa: E402
 
 

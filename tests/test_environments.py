@@ -7,9 +7,10 @@ import textwrap
 
 import pytest
 
-from pipeline import cloud
-from pipeline import cli_env, deploy
-from pipeline import environments as envs
+from pipeline.cloud import submit as cloud
+from pipeline.cloud import cli_env
+from pipeline.cloud import deploy
+from pipeline.cloud import environments as envs
 from test_cloud import IMAGE, SPEC, kfp_client, no_network, vertex_rpcs  # noqa: F401  (fixtures)
 
 ENV = {"ALBERT_GCP_PROJECT": "albert-proj", "ALBERT_GCS_BUCKET": "gs://albert-bkt", "ALBERT_IMAGE": "reg/albert:1"}
@@ -267,7 +268,7 @@ def test_compile_for_env_passes_image_root_and_beam_args(tmp_path):
 
 
 def test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args(tmp_path):
-    from pipeline.kubeflow_v2_runner import spec_summary
+    from pipeline.cloud.kubeflow_v2_runner import spec_summary
 
     env = envs.get_environment("vertex-dev", overrides=["image=europe-docker.pkg.dev/albert-proj/r/albert-tfx:7"])
     out = str(tmp_path / "spec.json")

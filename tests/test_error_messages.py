@@ -24,7 +24,7 @@ QUOTED = re.compile(r"`[^`]*`|<[^<>]*>")  # code the user types; XML tags as the
 
 
 def _top_level_keys() -> Set[str]:
-    from pipeline.configs import PipelineConfig  # dataclasses only: cheap
+    from pipeline.settings.configs import PipelineConfig  # dataclasses only: cheap
 
     return {f.name for f in dataclasses.fields(PipelineConfig)}
 

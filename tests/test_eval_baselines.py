@@ -18,13 +18,13 @@ import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
 
-from components import report_lib  # noqa: E402
+from components.report import report_lib  # noqa: E402
 from components.evaluation.heads import build_encoder  # noqa: E402
 from components.evaluation.init_check import EncoderInitError, check_encoder_init  # noqa: E402
 from components.evaluation.metrics import compare_arms  # noqa: E402
 from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
 from config import ConfigError  # noqa: E402
-from pipeline.configs import build_config, sample_config  # noqa: E402
+from pipeline.settings.configs import build_config, sample_config  # noqa: E402
 
 TINY_VARIABLES = 25  # albert-tiny, all shared: embeddings 7, one block 16, pooler 2
 
@@ -114,7 +114,7 @@ def test_random_init_arm_in_metrics_report_and_results(albert_dir, tmp_path):
     assert gain["gain_paired"]["n"] == 3
     assert gain["beyond_spread"] == (min(pre["run_scores"]) > max(base["run_scores"]))
     # The majority-class floor, recomputed from the sample RTE labels, and the runs of each arm that sit on it.
-    from components.evaluation import glue as glue_lib
+    from components.evaluation.glue import glue_data as glue_lib
     from components.evaluation.metrics import majority_baseline
 
     labels = {split: [glue_lib.get_task("RTE").labels.index(e.label)

@@ -1,5 +1,5 @@
-"""Classification tasks as configuration (components/evaluation/task_spec.py) and CLUE in its released formats
-(components/evaluation/clue.py): the specs and their checks, the readers on fixtures written for these tests
+"""Classification tasks as configuration (components/evaluation/glue/task_spec_reader.py) and CLUE in its released formats
+(components/evaluation/glue/clue.py): the specs and their checks, the readers on fixtures written for these tests
 (tests/fixtures/clue/README.md), every bad-input error, C3 as RACE examples, and CMRC2018 through the SQuAD reader
 and the alignment that gives token-level answer positions, with a WordPiece and a SentencePiece tokenizer."""
 import json
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from components.evaluation import clue as C
-from components.evaluation.glue import GlueExample
-from components.evaluation.race import RaceExample, convert_race_examples
+from components.evaluation.glue import clue as C
+from components.evaluation.glue.glue_data import GlueExample
+from components.evaluation.race.race_data import RaceExample, convert_race_examples
 from components.evaluation.squad.alignment import align_contexts
-from components.evaluation.squad.features import convert_squad_examples
-from components.evaluation.task_spec import ClassificationSpec, read_task, specs_from_config
+from components.evaluation.squad.squad_features import convert_squad_examples
+from components.evaluation.glue.task_spec_reader import ClassificationSpec, read_task, specs_from_config
 from config.errors import InputError, MissingInputError, UserError
 from config.schema import ConfigError
 
@@ -614,8 +614,8 @@ def test_macro_f1_is_sklearns():
 
 
 def test_pure_cores_import_no_framework():
-    code = ("import sys\nimport components.evaluation.task_spec, components.evaluation.clue, "
-            "components.evaluation.squad.cmrc2018, config.task_spec\n"
+    code = ("import sys\nimport components.evaluation.glue.task_spec_reader, components.evaluation.glue.clue, "
+            "components.evaluation.squad.cmrc2018, components.evaluation.glue.task_spec\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'apache_beam', 'tfx', "
             "'keras', 'tf_keras')))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,

@@ -19,13 +19,13 @@ import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
 
-from components.evaluation import clue as C  # noqa: E402
+from components.evaluation.glue import clue as C  # noqa: E402
 from components.evaluation.metrics import glue_metrics  # noqa: E402
 from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
 from components.evaluation.squad.cmrc2018 import cmrc2018_metrics  # noqa: E402
 from config.errors import InputError, UserError  # noqa: E402
-from config.task_spec import ClassificationSpec  # noqa: E402
-from pipeline.configs import FinetuneHParams  # noqa: E402
+from components.evaluation.glue.task_spec import ClassificationSpec  # noqa: E402
+from pipeline.settings.configs import FinetuneHParams  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "clue"
 VOCAB_SIZE = 21128  # albert_base_zh's
@@ -114,7 +114,7 @@ def test_classification_clue_and_spec_tasks(chinese_albert, tmp_path):
         assert "serving_model" not in entry
     assert afqmc["serving_model_skipped"] == (
         "AFQMC is not a GLUE task, and the raw-text serving export reads GLUE's column layout only "
-        "(components/evaluation/serving.py)")
+        "(components/evaluation/glue/serving.py)")
     assert not (Path(out) / "AFQMC" / "serving_model").exists()
 
     # The reported numbers are the metrics of the prediction files the run wrote (label strings, dev order).

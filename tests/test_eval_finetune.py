@@ -12,7 +12,7 @@ tf = pytest.importorskip("tensorflow")
 
 from components.evaluation.finetune import fine_tune, median_run, predict  # noqa: E402
 from components.evaluation.heads import ClassifierModel, classification_loss  # noqa: E402
-from pipeline.configs import FinetuneHParams  # noqa: E402
+from pipeline.settings.configs import FinetuneHParams  # noqa: E402
 from trainer.modeling_albert import AlbertConfig, AlbertModel  # noqa: E402
 
 

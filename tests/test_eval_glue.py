@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.evaluation import glue as G
+from components.evaluation.glue import glue_data as G
 from components.evaluation.score import score
 
 REPO = Path(__file__).resolve().parents[1]

@@ -130,7 +130,7 @@ def test_selection_metric_is_the_official_one(task, metric):
 
 def test_mrpc_selection_differs_from_the_headline():
     """MRPC's headline is mean(F1, accuracy); selection reads accuracy alone, so the two can rank differently."""
-    from components.evaluation.run_glue import glue_scores
+    from components.evaluation.glue.run_glue import glue_scores
 
     labels = np.array([1, 1, 1, 1, 1, 0, 0, 0, 0, 0])
     eager = np.ones(10, int)                          # accuracy 50, F1 66.7 -> headline 58.3
@@ -159,7 +159,7 @@ def test_majority_floor_by_hand():
     # The share of the most frequent prediction: 1.0 marks a run collapsed to one class.
     assert M.majority_share(np.array([[0.1, 0.9], [0.2, 0.3], [3.0, 1.0]])) == pytest.approx(2 / 3)
     assert M.majority_share(np.array([1, 1, 1])) == 1.0
-    from components.evaluation.run_glue import glue_scores
+    from components.evaluation.glue.run_glue import glue_scores
 
     s = glue_scores("MRPC", np.ones(5, int), dev)
     assert s["majority_share"] == 100.0 and s["score"] == pytest.approx(100 * M.majority_baseline("MRPC", train, dev))
@@ -188,7 +188,7 @@ def test_compare_arms_beyond_spread_needs_two_seeds_per_arm():
 
 
 def test_selection_metrics_name_every_squad_task():
-    from config import SQUAD_TASKS
+    from components.evaluation.benchmark_config import SQUAD_TASKS
 
     assert [M.selection_metric(t) for t in SQUAD_TASKS.values()] == ["f1", "f1"]
     assert M.selection_metric("race") == "accuracy" and M.selection_metric("mnli-mm") == "accuracy"

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from components.evaluation import race as R
+from components.evaluation.race import race_data as R
 from components.evaluation.score import score
 
 REPO = Path(__file__).resolve().parents[1]

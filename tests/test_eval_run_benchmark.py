@@ -18,10 +18,10 @@ import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
 
-from components.evaluation import glue as glue_lib  # noqa: E402
+from components.evaluation.glue import glue_data as glue_lib  # noqa: E402
 from components.evaluation import score as score_lib  # noqa: E402
 from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
-from pipeline.configs import SAMPLE_DATA, FinetuneHParams  # noqa: E402
+from pipeline.settings.configs import SAMPLE_DATA, FinetuneHParams  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +132,7 @@ def test_squad_v2_answerability_head(albert_dir, tmp_path):
 def test_race_structure_and_consistency(albert_dir, tmp_path):
     from collections import Counter
 
-    from components.evaluation import race as race_lib
+    from components.evaluation.race import race_data as race_lib
 
     cfg = _cfg(steps=4, batch=4, seq=96)
     out = str(tmp_path / "race")

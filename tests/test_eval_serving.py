@@ -1,4 +1,4 @@
-"""components/evaluation/serving.py: a failed raw-text export fails the GLUE run and leaves nothing behind; the
+"""components/evaluation/glue/serving.py: a failed raw-text export fails the GLUE run and leaves nothing behind; the
 Transform graph is built by Beam once per key (SentencePiece model, length, lower-casing, pair) within a run.
 
 Real failures, no mocks: the selected run's weights do not fit the task's classifier (after the tf.Transform
@@ -20,14 +20,14 @@ import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 
 tf = pytest.importorskip("tensorflow")
 
-from components.evaluation import glue as glue_lib  # noqa: E402
-from components.evaluation import transform as transform_lib  # noqa: E402
+from components.evaluation.glue import glue_data as glue_lib  # noqa: E402
+from components.evaluation.glue import transform as transform_lib  # noqa: E402
 from components.evaluation.finetune import predict  # noqa: E402
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder  # noqa: E402
 from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
-from components.evaluation.serving import ServingExportError, TransformGraphs, export_glue_serving  # noqa: E402
+from components.evaluation.glue.serving import ServingExportError, TransformGraphs, export_glue_serving  # noqa: E402
 from components.text.tokenization import AlbertTokenizer  # noqa: E402
-from pipeline.configs import FinetuneHParams  # noqa: E402
+from pipeline.settings.configs import FinetuneHParams  # noqa: E402
 from trainer.files import METRICS_FILE, SPM_FILE  # noqa: E402
 
 SEQ = 24

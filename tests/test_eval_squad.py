@@ -11,7 +11,7 @@ import pytest
 from components.evaluation.squad.alignment import SPIECE_UNDERLINE, normalize_with_offsets, piece_char_spans
 from components.evaluation.squad.decoding import (apply_null_threshold, postprocess_squad, write_null_odds,
                                                   write_squad_predictions)
-from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.squad_features import convert_squad_examples
 from components.evaluation.squad.reading import SquadFormatError, read_squad
 from components.evaluation.squad.scoring import (best_null_threshold, exact_match, f1_score, normalize_answer,
                                                  squad_v1_metrics, squad_v2_metrics)

@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import squad_v2_from_v1
 
 from components.evaluation.squad.decoding import evaluate_squad_v2, postprocess_squad_v2
-from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.squad_features import convert_squad_examples
 from components.evaluation.squad.reading import read_squad
 
 MAX_SEQ, STRIDE, MAX_QUERY, N_TOP = 96, 32, 24, 5

@@ -1,4 +1,4 @@
-"""components/evaluation/tfma_eval.py: TFMA's metrics agree with ours on the same predictions.
+"""components/evaluation/glue/tfma_eval.py: TFMA's metrics agree with ours on the same predictions.
 
 TFMA runs on a predictions dataset (tf.Examples carrying label and prediction); the model-based
 path (the exported raw-text model) is covered by tests/test_eval_run_benchmark.py.
@@ -14,7 +14,7 @@ import components  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_model_analysis")
 
-from components.evaluation import tfma_eval  # noqa: E402
+from components.evaluation.glue import tfma_eval  # noqa: E402
 from components.evaluation.metrics import glue_metrics  # noqa: E402
 
 

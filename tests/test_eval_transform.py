@@ -1,4 +1,4 @@
-"""components/evaluation/transform.py: the tf.Transform fine-tuning preprocessing.
+"""components/evaluation/glue/transform.py: the tf.Transform fine-tuning preprocessing.
 
 The Transform graph (TF ops + tensorflow_text SentencePiece) must give the same ids as the Python
 featurisation (``glue.convert_glue_examples`` with ``AlbertTokenizer``) on the real GLUE sample
@@ -18,8 +18,8 @@ tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_text")
 pytest.importorskip("tensorflow_transform")
 
-from components.evaluation import glue as glue_lib  # noqa: E402
-from components.evaluation import transform as T  # noqa: E402
+from components.evaluation.glue import glue_data as glue_lib  # noqa: E402
+from components.evaluation.glue import transform as T  # noqa: E402
 from components.text.normalize import preprocess_text  # noqa: E402
 from components.text.tokenization import AlbertTokenizer  # noqa: E402
 

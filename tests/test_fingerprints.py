@@ -27,7 +27,7 @@ def test_compiled_specs_are_the_committed_ones_but_for_the_codes_paths(tmp_path)
 def test_the_normalisation_keeps_schema_titles_and_reduces_module_paths():
     """The check itself: an executor's class path is reduced to its name, a schema title and a plain value stay."""
     spec = {"a": "components.tfx_components.CorpusGen_Executor", "b": "albert_tfx.Documents",
-            "c": ["-m", "pipeline.snapshot_task"], "d": f"{fingerprints.REPO}/data/sample/books", "e": "0.99995"}
+            "c": ["-m", "pipeline.tasks.snapshot_task"], "d": f"{fingerprints.REPO}/data/sample/books", "e": "0.99995"}
     assert fingerprints.normalized_spec(spec) == {"a": "<code>.CorpusGen_Executor", "b": "albert_tfx.Documents",
                                                   "c": ["-m", "<code>.snapshot_task"], "d": "<repo>/data/sample/books",
                                                   "e": "0.99995"}

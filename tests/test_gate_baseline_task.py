@@ -1,5 +1,5 @@
-"""The data gate's baseline in a compiled spec: the DataGateBaseline task (pipeline/gate_baseline_task.py) applies
-the local resolver's rule (components/datagate_result.py ``select_inputs``) to the newest DataGateResult and that
+"""The data gate's baseline in a compiled spec: the DataGateBaseline task (pipeline/tasks/gate_baseline_task.py) applies
+the local resolver's rule (components/datagate/datagate_result.py ``select_inputs``) to the newest DataGateResult and that
 result's own baseline, run as the backends run it: its exact command, given an ``ExecutorInput``.
 
 The ticks it serves (span 1; nothing new, a cache hit of DataGate; span 2 compared with span 1; a garbage span 3
@@ -23,7 +23,7 @@ def _corpus(span, fingerprint="f"):
 
 def _result(uri, span, passed, baseline=None, accepted=0, corpus=None):
     """A DataGateResult as the resolver hands it over: its custom properties as metadata numbers (floats)."""
-    from components.datagate_result import data_fingerprint
+    from components.datagate.datagate_result import data_fingerprint
 
     meta = {"span": float(span), "passed": float(passed), "accepted": float(accepted), "documents": 19.0,
             "data_fingerprint": data_fingerprint(corpus or _corpus(span))}
@@ -34,7 +34,7 @@ def _result(uri, span, passed, baseline=None, accepted=0, corpus=None):
 
 
 def _run(tmp_path, corpus, results):
-    from pipeline.gate_baseline_task import MODULE
+    from pipeline.tasks.gate_baseline_task import MODULE
 
     output_file = tmp_path / "task" / "executor_output.json"
     executor_input = {"inputs": {"parameterValues": {"corpus": corpus},
@@ -66,7 +66,7 @@ def test_a_new_span_is_compared_with_the_newest_result_that_went_through(tmp_pat
 def test_after_a_failed_span_the_chain_gives_the_last_span_that_went_through():
     """The newest result failed (span 3): its own baseline (span 2) is the baseline of span 3 again (a rerun: the
     same parameter as the failed run's) and of span 4."""
-    from pipeline.gate_baseline_task import choose
+    from pipeline.tasks.gate_baseline_task import choose
 
     failed = _result("/pipeline_root/run-5/DataGate/result", 3, 0, baseline=("/pipeline_root/run-3/DataGate/result", 2))
     for span in (3, 4):
@@ -80,7 +80,7 @@ def test_after_a_failed_span_the_chain_gives_the_last_span_that_went_through():
 
 
 def test_an_accepted_span_stays_accepted_for_the_same_data_only():
-    from pipeline.gate_baseline_task import choose
+    from pipeline.tasks.gate_baseline_task import choose
 
     accepted = _result("/pipeline_root/run-6/DataGate/result", 3, 0, accepted=1,
                        baseline=("/pipeline_root/run-3/DataGate/result", 2))
@@ -97,9 +97,9 @@ def test_an_accepted_span_stays_accepted_for_the_same_data_only():
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+    from pipeline.settings.resolve import resolve_config
 
     root = tmp_path_factory.mktemp("gate_baseline")
     config = resolve_config(build_config("sample", pipeline_root="gs://b/root"), local=False)
@@ -109,8 +109,8 @@ def compiled(tmp_path_factory):
 
 
 def test_compile_wires_the_newest_result_through_the_task_into_the_data_gate(compiled):
-    from pipeline.configs import GATE_BASELINE_NODE
-    from pipeline.gate_baseline_task import TASK
+    from pipeline.settings.configs import GATE_BASELINE_NODE
+    from pipeline.tasks.gate_baseline_task import TASK
 
     assert TASK == GATE_BASELINE_NODE  # the task chooses what the local DAG's resolver of that name chooses
     tasks = compiled["root"]["dag"]["tasks"]
@@ -132,5 +132,5 @@ def test_compile_wires_the_newest_result_through_the_task_into_the_data_gate(com
     assert executors["DataGateLatest_executor"] == {"resolver": {"outputArtifactQueries": {
         "result": {"filter": 'schema_title="albert_tfx.DataGateResult" AND state=LIVE'}}}}
     assert executors["DataGateBaseline_executor"]["container"] == {
-        "image": "img:1", "command": ["python", "-m", "pipeline.gate_baseline_task"],
+        "image": "img:1", "command": ["python", "-m", "pipeline.tasks.gate_baseline_task"],
         "args": ["--executor_input", "{{$}}"]}

@@ -78,7 +78,7 @@ def test_dockerfile_installs_with_uv_sync_frozen_from_the_committed_lock(dockerf
     for arg in final_copies:
         for package in ("albert", "config", "pipeline", "components", "trainer"):
             assert not arg.startswith(package), f"COPY {arg}: the image installs packages from the wheel only"
-    assert any(c == "python -m pipeline.install_check" for c in run_commands(dockerfile))
+    assert any(c == "python -m pipeline.tasks.install_check" for c in run_commands(dockerfile))
     assert "ALBERT_TFX_HOME=/opt/albert-tfx" in read("infra", "Dockerfile")
 
 

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from components import corpus_beam
-from components.ingest_tool import ingest
-from components.text.books import read_book
-from components.text.wiki import wiki_documents
-from config import ConfigError, CorpusConfig
+from components.corpus import corpus_beam
+from components.corpus.ingest_tool import ingest
+from components.corpus.books import read_book
+from components.corpus.wiki import wiki_documents
+from components.corpus.corpus_config import CorpusConfig
+from config.schema import ConfigError
 from tests.conftest import CLI, REPO, cli_env
 from tests.reliability import fixtures
 from tests.test_cli_errors import _check_clean_failure
@@ -93,7 +94,7 @@ def test_the_dag_and_ingest_read_the_same_files_by_default(tmp_path):
     ("corpus.wikipedia_glob=[ok/*, ../up/*]", "without '..'"),
 ])
 def test_corpus_input_settings_are_checked(override, message):
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     with pytest.raises(ConfigError, match=message):
         build_config("sample", overrides=[override])

@@ -1,5 +1,5 @@
-"""``train.init_from=latest_blessed`` in a compiled spec: the rule (pipeline/continuation.py ``pick_base``, the one a
-local run uses) and the InitFrom task that applies it when each run starts (pipeline/init_from_task.py), run as the
+"""``train.init_from=latest_blessed`` in a compiled spec: the rule (pipeline/settings/continuation.py ``pick_base``, the one a
+local run uses) and the InitFrom task that applies it when each run starts (pipeline/tasks/init_from_task.py), run as the
 backends run it: its exact command, given an ``ExecutorInput``.
 
 The ticks it serves (scratch and version 1; nothing new, a cache hit; a new span, continued from version 1),
@@ -24,20 +24,20 @@ BOOKS = {"fingerprint": "b", "spans": []}
 # -- the rule ------------------------------------------------------------------------------------------------------
 
 def _blessed(corpus, started_from="scratch"):
-    from pipeline.continuation import Blessed
+    from pipeline.settings.continuation import Blessed
 
     return Blessed(uri="/pipeline_root/Trainer/model/7", corpus=corpus, started_from=started_from, folder="/releases/3")
 
 
 def test_nothing_blessed_is_scratch():
-    from pipeline.continuation import pick_base
+    from pipeline.settings.continuation import pick_base
 
     assert pick_base(None, {"wikipedia": SPAN_1}) == (
         "scratch", "no blessed model in this pipeline yet: pretraining from scratch")
 
 
 def test_the_same_corpus_takes_the_blessed_models_own_start_and_a_changed_one_continues_it():
-    from pipeline.continuation import pick_base
+    from pipeline.settings.continuation import pick_base
 
     now = {"wikipedia": SPAN_1, "books": BOOKS}
     assert pick_base(_blessed(dict(now), "/releases/2"), now) == (
@@ -51,8 +51,8 @@ def test_the_same_corpus_takes_the_blessed_models_own_start_and_a_changed_one_co
 
 def test_importer_properties_and_node_summaries_give_the_same_corpus_facts(tmp_path):
     """A local run compares its Importers' properties, a compiled spec what CorpusGen is given: the same facts."""
-    from pipeline import spans
-    from pipeline.continuation import corpus_from_properties, corpus_from_summaries
+    from pipeline.settings import spans
+    from pipeline.settings.continuation import corpus_from_properties, corpus_from_summaries
 
     for span in (1, 2):
         (tmp_path / "wiki" / f"span-{span}").mkdir(parents=True)
@@ -73,8 +73,8 @@ def test_importer_properties_and_node_summaries_give_the_same_corpus_facts(tmp_p
 def test_the_trainer_and_vocabulary_settings_of_scratch_are_a_scratch_configs():
     """What the task hands on for ``scratch`` is exactly what a config of ``scratch`` gives those nodes."""
     from config import canonical_json
-    from pipeline.configs import build_config
-    from pipeline.init_from_task import with_base
+    from pipeline.settings.configs import build_config
+    from pipeline.tasks.init_from_task import with_base
 
     def parameters(init_from):
         params = build_config("sample", overrides=[f"train.init_from={init_from}"],
@@ -108,8 +108,8 @@ def _pushed_version(destination, model_uri, data_read, init_from=None):
 
 def _run(tmp_path, models, corpus, destination):
     from config import canonical_json
-    from pipeline.configs import build_config
-    from pipeline.init_from_task import MODULE
+    from pipeline.settings.configs import build_config
+    from pipeline.tasks.init_from_task import MODULE
 
     params = build_config("sample", overrides=["train.init_from=latest_blessed"]).node_parameters()
     output_file = tmp_path / "task" / "executor_output.json"
@@ -166,9 +166,9 @@ def test_a_base_that_is_no_model_fails_the_task_with_one_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
+    from pipeline.settings.resolve import resolve_config
 
     root = tmp_path_factory.mktemp("init_from")
     config = resolve_config(build_config("sample", overrides=["train.init_from=latest_blessed",
@@ -180,7 +180,7 @@ def compiled(tmp_path_factory):
 
 
 def test_compile_wires_the_resolvers_model_through_the_task_into_the_trainer_and_vocabgen(compiled):
-    from pipeline import cloud
+    from pipeline.cloud import submit as cloud
 
     path, spec = compiled
     tasks = spec["pipelineSpec"]["root"]["dag"]["tasks"]
@@ -197,7 +197,7 @@ def test_compile_wires_the_resolvers_model_through_the_task_into_the_trainer_and
     trainer = json.loads(task["inputs"]["parameters"]["trainer_config"]["runtimeValue"]["constant"])
     assert json.loads(trainer["albert"])["train"]["init_from"] == "latest_blessed"
     executor = spec["pipelineSpec"]["deploymentSpec"]["executors"]["InitFrom_executor"]["container"]
-    assert executor == {"image": "img:1", "command": ["python", "-m", "pipeline.init_from_task"],
+    assert executor == {"image": "img:1", "command": ["python", "-m", "pipeline.tasks.init_from_task"],
                         "args": ["--executor_input", "{{$}}"]}
     # The Trainer's checkpoint root is still found where the spec keeps it (the refusal of local folders, the
     # rehearsal's moves).

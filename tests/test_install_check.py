@@ -9,7 +9,7 @@ There is no Docker engine here, so the image is emulated from ``infra/Dockerfile
 * its final stage's ``COPY`` lines fill an image home (``ALBERT_TFX_HOME``, as the Dockerfile sets it), which is
   the working folder of every command: no source package is importable from there.
 
-The spec test runs ``albert-pipeline rehearse`` (``pipeline/rehearsal.py``) from that environment rather than
+The spec test runs ``albert-pipeline rehearse`` (``pipeline/rehearsal/rehearsal.py``) from that environment rather than
 ``kfp.local``: kfp's local runners run KFP-SDK components (``SubprocessRunner`` only lightweight Python
 components, ``DockerRunner`` needs a Docker engine); neither executes a TFX-compiled container spec without Docker.
 """
@@ -95,7 +95,7 @@ class ImageEnv:
                               capture_output=True, text=True, timeout=timeout)
 
     def install_check(self):
-        done = self.run(self.python, "-m", "pipeline.install_check", timeout=600)
+        done = self.run(self.python, "-m", "pipeline.tasks.install_check", timeout=600)
         return done.returncode, json.loads(done.stdout) if done.stdout.strip() else None, done.stderr
 
 
@@ -233,9 +233,9 @@ class _Dist:
 def test_the_top_level_names_are_read_from_the_record_and_checked_against_other_distributions(monkeypatch):
     import importlib.metadata
 
-    from pipeline import install_check
+    from pipeline.tasks import install_check
 
-    ours = _Dist("albert-tfx", ["albert_tfx/__init__.py", "config/__init__.py", "config/sections.py", "stray.py",
+    ours = _Dist("albert-tfx", ["albert_tfx/__init__.py", "config/__init__.py", "config/schema.py", "stray.py",
                                 "albert_tfx-0.1.0.dist-info/RECORD", "../../../bin/albert-pipeline",
                                 "config/__pycache__/sections.cpython-311.pyc"])
     assert install_check._top_level_names(ours) == ["albert_tfx", "config", "stray"]
@@ -394,9 +394,9 @@ def _local_tick(root, overrides):
     from apache_beam.io.gcp.gcsfilesystem import GCSFileSystem
 
     from components.release.registry import RECORD_VAR
-    from pipeline.configs import build_config
-    from pipeline.local_runner import run_local
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.local.local_runner import run_local
+    from pipeline.settings.resolve import resolve_config
     from tests.gcs_standin import GcsStandIn
 
     gcs = root / "local_gcs"
@@ -564,7 +564,7 @@ def _gate_summary(result):
 
 
 def test_the_data_gate_compares_each_span_with_the_last_one_that_went_through(image_ticks):
-    """The compiled gate's baseline (pipeline/gate_baseline_task.py), as a local run's resolver chooses it: tick 1
+    """The compiled gate's baseline (pipeline/tasks/gate_baseline_task.py), as a local run's resolver chooses it: tick 1
     has none (the absolute limits); tick 2, nothing new, chooses none again, so DataGate is a cache hit of tick 1's
     run; tick 3 compares span 2 with span 1 (the drift checks too), and tick 4 (only GLUE changed) is a cache hit
     of it. Each result records its baseline, which the chain follows."""
@@ -614,7 +614,7 @@ def test_a_bad_span_stops_the_rehearsal_at_the_data_gate_check(image_ticks):
     assert gate["baseline_note"] == "drift checked against span 2, the last span that went through the gate"
     (failed,) = [line for line in stderr.splitlines() if "failed: task " in line]
     assert failed.startswith(
-        "albert-pipeline rehearse: failed: task DataGateCheck failed (exit 1): components.datagate_result."
+        "albert-pipeline rehearse: failed: task DataGateCheck failed (exit 1): components.datagate.datagate_result."
         "DataGateError: the data gate stopped span 3 before the vocabulary, pretraining data and Trainer: 3 of 17 "
         f"checks failed; anomalies in {os.path.join(run_dir, 'DataGate', 'result')}; --set gate.accept=3 lets it"), \
         failed

@@ -16,7 +16,7 @@ tf = pytest.importorskip("tensorflow")
 
 from components.evaluation.finetune import fine_tune, train_dataset  # noqa: E402
 from components.evaluation.heads import ClassifierModel, classification_loss  # noqa: E402
-from pipeline.configs import FinetuneHParams  # noqa: E402
+from pipeline.settings.configs import FinetuneHParams  # noqa: E402
 from tests.test_input_order import L, P, SIZES, _write  # noqa: E402  (its pretraining records: ids 1000 * file + row)
 from trainer import input_pipeline  # noqa: E402
 from trainer.modeling_albert import AlbertConfig, AlbertModel  # noqa: E402

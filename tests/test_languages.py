@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from components.datagen.instances import VocabInfo
-from components.text.books import book_document_from_bytes
+from components.corpus.books import book_document_from_bytes
 from components.text.normalize import normalize_text, preprocess_text
 from components.text.sentences import split_multilingual, split_sentences
 from components.text.tokenizers import SPEC_FILE, TokenizerSpec, load_tokenizer
 from components.text.vocab_files import VocabularyError
 from config.languages import ENGLISH, PROFILES, profile, resolve_sections
 from config.schema import ConfigError
-from pipeline.configs import build_config
+from pipeline.settings.configs import build_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -219,7 +219,7 @@ def test_tokenize_refuses_a_vocab_txt_without_the_special_tokens(tmp_path):
 @pytest.fixture(scope="module")
 def chinese_examples(tmp_path_factory):
     """``make-pretraining-data`` on the bundled Chinese text with the WordPiece vocab.txt, the zh profile."""
-    from components.datagen_tool import make_pretraining_data
+    from components.datagen.datagen_tool import make_pretraining_data
     from components.text.documents import to_text_block
 
     work = tmp_path_factory.mktemp("zh")
@@ -305,7 +305,7 @@ def test_pieces_per_character_under_each_normalisation(tmp_path, name, normaliza
     import unicodedata
 
     from components.text.tokenization import AlbertTokenizer
-    from components.vocab_lib import train_sentencepiece
+    from components.vocab.vocab_lib import train_sentencepiece
 
     with open(os.path.join(MULTI, name), "rb") as f:
         sentences = book_document_from_bytes(f.read(), name, splitter="multilingual").sentences
@@ -327,8 +327,9 @@ def test_hindi_and_arabic_through_ingest_vocabulary_and_datagen(cli, tmp_path, c
 
     import tensorflow as tf
 
-    from components import corpus_beam, vocab_lib
-    from components.datagen_tool import make_pretraining_data
+    from components.corpus import corpus_beam
+    from components.vocab import vocab_lib
+    from components.datagen.datagen_tool import make_pretraining_data
     from trainer.input_pipeline import feature_spec
 
     sets = [f"--set=language={code}", "--set=corpus.num_shards=1", "--set=corpus.min_doc_chars=100"]
@@ -371,7 +372,7 @@ def test_vocabgen_learns_a_wordpiece_vocab_for_chinese(tmp_path):
     """The zh profile trains what the official Chinese models use: a vocab.txt, BERT's special tokens first, learned
     from the BasicTokenizer words of a seeded sample; the same sentences give the same file; pretraining data reads
     it (the folder's tokenizer.json says WordPiece)."""
-    from components import vocab_lib
+    from components.vocab import vocab_lib
     from components.text.documents import to_text_block
 
     docs = tmp_path / "docs"

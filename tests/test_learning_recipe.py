@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from config import BASELINES
-from pipeline.configs import SAMPLE_DATA, build_config
+from components.evaluation.benchmark_config import BASELINES
+from pipeline.settings.configs import SAMPLE_DATA, build_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

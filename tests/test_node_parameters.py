@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from config import ConfigError, ModelConfig, TrainConfig, canonical_json
-from pipeline.configs import apply_overrides, build_config
+from config.schema import ConfigError, canonical_json
+from trainer.trainer_config import ModelConfig, TrainConfig
+from pipeline.settings.configs import apply_overrides, build_config
 
 IMAGE = "europe-docker.pkg.dev/p/r/albert-tfx:1"
 
@@ -184,12 +185,14 @@ def test_the_model_is_validated_without_tensorflow():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom pipeline.configs import build_config\n"
+    code = ("import sys\nfrom pipeline.settings.configs import build_config\n"
             "build_config('sample', overrides=['model.size=albert-large'])\n"
-            "print(sorted(m for m in ('tensorflow', 'tfx', 'trainer') if m in sys.modules))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'tfx', 'trainer')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[]"
+    # The Trainer's settings (its section, and the format it receives them in) are plain data in its folder;
+    # nothing of the model's code is loaded.
+    assert done.stdout.strip() == "['trainer', 'trainer.trainer_config', 'trainer.trainer_settings']"
 
 
 def test_encoder_fields_are_the_named_size_with_the_overrides():
@@ -212,7 +215,7 @@ def test_train_identity_leaves_out_only_schedule_and_cadence():
 
 
 def test_paper_presets_match_the_rows_they_are_compared_with():
-    from config import PAPER_FINETUNE, RELEASE_V2_RACE
+    from components.evaluation.benchmark_config import PAPER_FINETUNE, RELEASE_V2_RACE
 
     corpus = ["corpus.books_dir=/books"]
     v1, v2, paper = (build_config(p, overrides=corpus) for p in ("paper-v1", "paper-v2", "paper"))
@@ -249,7 +252,7 @@ SPECS = {
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """Preset → (its config, the spec JSON that ``albert-pipeline compile`` writes for it, the spec's path)."""
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     out = {}
     for name, (preset, overrides, root) in SPECS.items():
@@ -263,7 +266,7 @@ def compiled(tmp_path_factory):
 def _spec_parameters(data):
     """Task → {parameter → value}, a pipeline parameter read as the default the spec declares for it. The
     resolver's tasks (TFX's latest-blessed-model queries) take no parameters and are left out."""
-    from pipeline import spec
+    from pipeline.cloud import spec
 
     defaults = spec.parameter_defaults(data)
 
@@ -290,7 +293,7 @@ def _decoded(value):
 
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
-    from pipeline.configs import IMPORTERS
+    from pipeline.settings.configs import IMPORTERS
 
     cfg, spec, _ = compiled[name]
     expected, found = cfg.node_parameters(IMAGE), _spec_parameters(spec)
@@ -308,7 +311,7 @@ def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
         assert found[node]["data_snapshot"] == f"<DataSnapshot.{node}_data>" and expected[node]["data_snapshot"] == ""
         found[node]["data_snapshot"] = ""
     # The data gate's baseline: the newest result (a LatestArtifact resolver's) through the DataGateBaseline task,
-    # which gives DataGate the results it chose when the run started (pipeline/gate_baseline_task.py).
+    # which gives DataGate the results it chose when the run started (pipeline/tasks/gate_baseline_task.py).
     found.pop("DataGateLatest")
     assert found.pop("DataGateBaseline") == {"corpus": "<DataSnapshot.CorpusGen_data>"}
     assert found["DataGate"].pop("baseline_uris") == "<DataGateBaseline.baseline_uris>"
@@ -325,7 +328,7 @@ def test_every_compiled_node_holds_exactly_its_node_parameters(compiled, name):
 def test_paper_dag_scores_both_squad_versions_and_pretrains_on_their_dev_articles(compiled):
     """With SQuAD 1.1 and 2.0 data given, the compiled paper DAG scores both (all five Table 2 columns); with
     ``eval_source=benchmark_dev`` datagen reads the SQuAD and RACE dev articles (the paper's pretraining dev set)."""
-    from pipeline.kubeflow_v2_runner import spec_summary
+    from pipeline.cloud.kubeflow_v2_runner import spec_summary
 
     cfg, _, path = compiled["paper"]
     summary = spec_summary(path)
@@ -353,7 +356,7 @@ def test_the_compiled_vertex_trainer_runs_the_configured_job(compiled):
 # -- plan -------------------------------------------------------------------------------------------------
 def test_plan_names_changed_settings_by_their_config_keys():
     """plan's reasons translate node parameters back to the keys users pass to --set."""
-    from pipeline.plan import _param_diff
+    from pipeline.local.plan import _param_diff
 
     base = build_config("sample")
     changed = build_config("sample", overrides=["train.learning_rate=0.01", "model.sharing=none", "seed=3",
@@ -383,9 +386,9 @@ def test_plan_cache_key_is_the_one_tfx_launcher_computes(tmp_path):
     from tfx.types import standard_artifacts
 
     from components import artifacts
-    from pipeline import mlmd
+    from pipeline.local import mlmd
     from pipeline.pipeline import create_pipeline
-    from pipeline.plan import node_cache_key
+    from pipeline.local.plan import node_cache_key
 
     cfg = build_config("sample", overrides=[f"pipeline_root={tmp_path / 'root'}"])
     ir = compiler.Compiler().compile(create_pipeline(cfg))
@@ -422,7 +425,7 @@ def test_task_resources_reach_only_their_task_container(compiled):
     """The paper preset's VocabGen asks for 4 CPUs and 48 GB (its 10 M-sentence sample does not fit Vertex AI's
     default 16 GB task machine), written as the KFP compiler writes ``set_cpu_limit`` / ``set_memory_limit``; no other
     task has limits, and the sample spec, which sets none, has none."""
-    from pipeline import spec
+    from pipeline.cloud import spec
 
     pipeline_spec = compiled["paper"][1]["pipelineSpec"]
     executors = pipeline_spec["deploymentSpec"]["executors"]

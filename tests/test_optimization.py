@@ -9,8 +9,9 @@ import trainer  # noqa: F401
 import tensorflow as tf
 import tf_keras
 
-from config import ConfigError, ModelConfig, TrainConfig
-from config.sections import OPTIMIZER_OPTIONS
+from config.schema import ConfigError
+from trainer.trainer_config import ModelConfig, TrainConfig
+from trainer.trainer_config import OPTIMIZER_OPTIONS
 
 from trainer.optimization import (
     AdamWeightDecay,
@@ -443,7 +444,7 @@ def _train_section(params):
 
 
 def test_options_reach_only_the_trainer_node_parameters():
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     base = build_config("sample").node_parameters()
     base_train = _train_section(base["Trainer"])
@@ -466,7 +467,7 @@ def test_options_reach_only_the_trainer_node_parameters():
     ("train.beta_1=1", "train.beta_1=1.0 is invalid: expected in [0, 1)"),
 ])
 def test_bad_option_values_are_config_errors(override, needle):
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     with pytest.raises(ConfigError, match=re.escape(needle)):
         build_config("sample", overrides=[override])
@@ -480,7 +481,7 @@ def test_pretraining_builds_its_optimizer_from_the_options(resume_examples, tmp_
     import json
     import os
 
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from tests.conftest import RESUME_DATA
     from trainer import task
 

@@ -1,6 +1,6 @@
 """Two ticks that overlap (issue 46): two `albert-pipeline run` processes started at once on one output folder.
 
-The first to take the folder's lock (pipeline/run_lock.py) runs the smallest DAG (tests/test_change_impact.py's
+The first to take the folder's lock (pipeline/local/run_lock.py) runs the smallest DAG (tests/test_change_impact.py's
 BASE, without its benchmarks: what is tested is the folder's lock, the store and the one version); the other refuses within seconds, in one line naming the run that holds the folder, exit code 2. Afterwards
 the store opens and holds one run, the destination holds one version, and the JSON of the run that pushed it names
 that version. The lock on its own (waiting, a killed holder) is tests/test_run_lock.py.
@@ -18,7 +18,8 @@ from tests.test_change_impact import BASE
 
 def test_two_runs_started_at_once_on_one_folder(tmp_path):
     from components.release.versions import list_versions
-    from pipeline import mlmd, run_lock
+    from pipeline.local import mlmd
+    from pipeline.local import run_lock
 
     out = tmp_path / "out"
     settings = BASE + ["benchmarks.glue_dir=null", "benchmarks.race_dir=null"]

@@ -235,18 +235,18 @@ def test_report_compares_pretrained_with_random_init(store, sample_run):
 def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     from google.auth.credentials import AnonymousCredentials
 
-    from pipeline import cloud
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline, spec_summary
+    from pipeline.cloud import submit as cloud
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, spec_summary
 
     config = build_config("sample", pipeline_root="gs://example-bucket/albert")
     spec_path = compile_pipeline(config, str(tmp_path / "spec.json"), image="europe-docker.pkg.dev/p/r/albert-tfx:1")
     summary = spec_summary(spec_path)
     # TFX compiles the latest-blessed-model resolver into two query tasks (blessing, then its model); the data is
-    # resolved when a run starts by the DataSnapshot task (pipeline/snapshot_task.py).
+    # resolved when a run starts by the DataSnapshot task (pipeline/tasks/snapshot_task.py).
     resolver = {"LatestBlessedModel-model-blessing-resolver", "LatestBlessedModel-model-resolver"}
     # The data gate's baseline: a LatestArtifact resolver of its newest result and the DataGateBaseline task that
-    # chooses from it when a run starts (pipeline/gate_baseline_task.py; Vertex AI compiles TFX's two built-in
+    # chooses from it when a run starts (pipeline/tasks/gate_baseline_task.py; Vertex AI compiles TFX's two built-in
     # resolvers alone).
     tasks = NODES | resolver | {"DataSnapshot", "DataGateLatest", "DataGateBaseline", "DataGate", "DataGateCheck"}
     assert set(summary["tasks"]) == tasks

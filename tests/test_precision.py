@@ -24,7 +24,8 @@ import trainer  # noqa: F401  (TF_USE_LEGACY_KERAS before TF)
 import tensorflow as tf
 import tf_keras
 
-from config import ConfigError, TrainConfig
+from config.schema import ConfigError
+from trainer.trainer_config import TrainConfig
 from trainer import precision
 from trainer.modeling_albert import AlbertConfig
 from trainer.precision_probe import resolve_precision
@@ -287,7 +288,7 @@ def test_probe_leaves_the_runs_weights_and_random_streams_alone(tmp_path, monkey
 
 def _finetune_setup(tmp_path):
     from components.evaluation.heads import ClassifierModel
-    from pipeline.configs import FinetuneHParams
+    from pipeline.settings.configs import FinetuneHParams
     from tests.conftest import export_untrained_albert
 
     albert_dir = export_untrained_albert(str(tmp_path / "albert"), seed=0)
@@ -323,8 +324,8 @@ def test_finetuning_auto_is_measured_cached_and_recorded(tmp_path, monkeypatch):
 
 
 def test_finetuning_precision_is_a_benchmark_setting_that_reaches_only_benchmark_nodes():
-    from config import BenchmarkConfig
-    from pipeline.configs import build_config
+    from components.evaluation.benchmark_config import BenchmarkConfig
+    from pipeline.settings.configs import build_config
 
     bench = {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
     base = build_config("sample").node_parameters()

@@ -4,12 +4,12 @@ import os
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from components import corpus_beam
+from components.corpus import corpus_beam
 from components.datagen.generate import tokenize_document
-from components.datagen_beam import read_documents
-from components.datagen_tool import beam_counters, make_pretraining_data
+from components.datagen.datagen_beam import read_documents
+from components.datagen.datagen_tool import beam_counters, make_pretraining_data
 from components.text.tokenization import AlbertTokenizer
-from pipeline.configs import build_config
+from pipeline.settings.configs import build_config
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "datagen_text.txt")
 

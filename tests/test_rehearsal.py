@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from pipeline import rehearsal, spec
+from pipeline.rehearsal import rehearsal
+from pipeline.cloud import spec
 from pipeline.cli import run_cli
 
 ENTRY = ["python", "-c"]
@@ -149,7 +150,7 @@ def test_submit_hints_at_a_rehearsal_only_for_a_spec_that_never_passed_one(tmp_p
 def test_the_kfp_package_carries_the_compiled_values_as_parameter_defaults(tmp_path):
     import yaml
 
-    from pipeline import cloud
+    from pipeline.cloud import submit as cloud
 
     package = cloud.kfp_package(make_spec(tmp_path))
     with open(package) as f:
@@ -197,7 +198,7 @@ def test_backend_names_are_read_back_from_the_executor_input_by_tfxs_own_hash():
 def test_the_images_bundled_sample_is_read_from_this_projects_data_folder(tmp_path):
     """A spec compiled inside the image names /opt/albert-tfx/data/…; a folder that merely contains those words
     elsewhere is left alone."""
-    from pipeline.home import PROJECT_HOME
+    from pipeline.settings.home import PROJECT_HOME
 
     path = make_spec(tmp_path, data_dir="/opt/albert-tfx/data/sample/books")
     summary = rehearsal.rehearse(path, str(tmp_path / "out"), log=lambda line: None)
@@ -287,7 +288,7 @@ def test_rehearsals_in_one_folder_share_a_store_importers_reuse_and_the_cache_ke
 
 
 def test_a_resolver_answers_the_compiled_filter_with_the_newest_match_of_this_pipeline(tmp_path):
-    from pipeline.rehearsal_store import QueryError, Store, matches
+    from pipeline.rehearsal.rehearsal_store import QueryError, Store, matches
 
     store = Store(str(tmp_path))
     blessing = {"type": {"schemaTitle": "tfx.ModelBlessing"}, "uri": "/u"}

@@ -22,15 +22,15 @@ MORE_STEPS = ["train.num_train_steps=6"]
 
 
 def _config(root, extra=()):
-    from pipeline.configs import build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
 
     return resolve_config(build_config("sample", overrides=BASE + list(extra), output_dir=str(root)), local=True)
 
 
 def _run(root, extra=()):
     """(the config, the release of the run it made, that run's report folder)."""
-    from pipeline.local_runner import run_local, run_release, run_report
+    from pipeline.local.local_runner import run_local, run_release, run_report
 
     config = _config(root, extra)
     run_id = run_local(config)["run_id"]
@@ -276,9 +276,9 @@ MODEL = "projects/p-albert/locations/europe-west4/models/albert-sample"
 @pytest.fixture(scope="module")
 def registry_settings(tmp_path_factory):
     """The Pusher's settings as ``compile`` wrote them into a Vertex spec with ``release.vertex_model`` set."""
-    from pipeline import spec
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.cloud import spec
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     config = build_config("sample", pipeline_root="gs://b/root",
                           overrides=[f"release.vertex_model={MODEL}", "release.vertex_version_aliases=[production]"])
@@ -433,7 +433,7 @@ def test_the_pushers_rerun_uploads_a_version_whose_upload_failed_and_never_twice
 
 def test_a_registry_model_needs_a_destination_it_can_read():
     from config import ConfigError
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
 
     with pytest.raises(ConfigError, match="release.vertex_model=.* unset unless the push destination is a gs://"):
         build_config("sample", overrides=[f"release.vertex_model={MODEL}"])
@@ -442,9 +442,9 @@ def test_a_registry_model_needs_a_destination_it_can_read():
 
 
 def test_a_spec_pushing_to_a_folder_of_the_compiling_machine_is_refused(tmp_path):
-    from pipeline import cloud
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.cloud import submit as cloud
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     config = build_config("sample", pipeline_root="gs://b/root", overrides=["release.push_destination=/srv/releases"])
     path = compile_pipeline(config, str(tmp_path / "spec.json"), image="gcr.io/p/albert:1")

@@ -1,12 +1,12 @@
-"""components/report_lib.py and components/report/: Table-2 arithmetic, missing columns, escaping, curves, summary."""
+"""components/report/report_lib.py and components/report/: Table-2 arithmetic, missing columns, escaping, curves, summary."""
 import json
 import math
 
 import pytest
 
-from components import report_lib
+from components.report import report_lib
 from components.report.scores import paper_avg_check, table2_row
-from pipeline.configs import sample_config
+from pipeline.settings.configs import sample_config
 
 
 def _squad(f1, em, name="SQuAD1.1"):

@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-from components import datagate_result, report_lib
+from components.datagate import datagate_result
+from components.report import report_lib
 from components.datagate.checks import GateLimits, check_span
 from components.datagate.contamination import ContaminationCombiner, DevNgrams
 from components.datagate.document_stats import SpanStatsCombiner
@@ -20,7 +21,7 @@ from components.release import model_card, package
 from components.report import data_gate as gate_text
 from components.report.sections import data_gate_section
 from components.text.documents import Document
-from pipeline.configs import sample_config
+from pipeline.settings.configs import sample_config
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau".split()
 

@@ -2,7 +2,7 @@
 "beyond seed spread" cell, which one seed per arm cannot fill with yes or no."""
 import json
 
-from components import report_lib
+from components.report import report_lib
 from components.report import sections
 from components.report.document import Section, Table
 from components.report.scores import table2_row

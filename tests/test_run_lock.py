@@ -1,4 +1,4 @@
-"""The output folder's run lock (pipeline/run_lock.py) on its own: another process holds it, a second run refuses
+"""The output folder's run lock (pipeline/local/run_lock.py) on its own: another process holds it, a second run refuses
 naming it or waits for it, and a holder killed with SIGKILL blocks nobody. The two real runs on one folder are
 tests/test_overlapping_runs.py."""
 import json
@@ -44,7 +44,7 @@ def held(store):
 
 
 def _refusal(store, proc, waited=""):
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     record = run_lock.holder(store)
     assert record == {"pid": proc.pid, "host": socket.gethostname(), "started": record["started"],
@@ -55,7 +55,7 @@ def _refusal(store, proc, waited=""):
 
 
 def test_a_second_run_refuses_at_once_naming_the_holder(store, held):
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     start = time.monotonic()
     with pytest.raises(run_lock.RunInProgressError) as refused:
@@ -71,7 +71,7 @@ def test_a_run_refused_before_the_holder_wrote_its_name_still_names_it(store):
     record 0.3 s later), so the refusal names the holder instead of "a run that has not written its name yet"."""
     import fcntl
 
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     os.makedirs(os.path.dirname(store))
     fd = os.open(run_lock.lock_path(store), os.O_RDWR | os.O_CREAT, 0o644)
@@ -91,7 +91,7 @@ def test_a_run_refused_before_the_holder_wrote_its_name_still_names_it(store):
 
 
 def test_a_run_that_waits_too_long_refuses_saying_how_long_it_waited(store, held, caplog):
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     caplog.set_level(logging.INFO, logger="albert_tfx.progress")
     start = time.monotonic()
@@ -105,7 +105,7 @@ def test_a_run_that_waits_too_long_refuses_saying_how_long_it_waited(store, held
 
 
 def test_a_waiting_run_starts_when_the_holder_finishes(store, held):
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     threading.Timer(1.0, held.stdin.close).start()  # the holder leaves its `with` block and exits
     start = time.monotonic()
@@ -116,7 +116,7 @@ def test_a_waiting_run_starts_when_the_holder_finishes(store, held):
 
 
 def test_a_holder_killed_with_sigkill_blocks_nobody(store, held):
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     os.kill(held.pid, signal.SIGKILL)
     assert held.wait(timeout=5) == -signal.SIGKILL
@@ -130,7 +130,7 @@ def test_a_holder_killed_with_sigkill_blocks_nobody(store, held):
 
 
 def test_two_threads_of_one_process_exclude_each_other_too(store):
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     errors = []
     with run_lock.exclusive_run(store, command="first"):
@@ -152,7 +152,7 @@ def test_two_threads_of_one_process_exclude_each_other_too(store):
 
 def test_run_refuses_in_one_line_while_another_run_holds_the_folder(cli, tmp_path, monkeypatch):
     """Through the CLI, before any node runs: exit 2, the one line, and the store is neither created nor touched."""
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     monkeypatch.chdir(tmp_path)
     store = str(tmp_path / "out" / "metadata.sqlite")
@@ -172,7 +172,7 @@ def test_run_takes_the_lock_before_it_looks_at_what_exists(cli, tmp_path, monkey
     blessed model): a run that waited (--wait) resolves them as they are when it starts, not as they were before
     it waited, so a missing input folder is not even looked at while another run holds the store. Without a holder
     the same run fails on that folder, and leaves no output folder behind (it created it only for the lock)."""
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     monkeypatch.chdir(tmp_path)
     missing = ["--set", f"corpus.books_dir={tmp_path / 'nowhere'}"]
@@ -197,7 +197,7 @@ def test_a_negative_wait_is_a_setting_error(cli, tmp_path, monkeypatch, value):
 
 
 def test_the_holder_is_named_in_one_short_line():
-    from pipeline import run_lock
+    from pipeline.local import run_lock
 
     record = {"pid": 7, "host": "h", "started": "2026-11-26T17:30:05Z", "command": "albert-pipeline run " + "x" * 300}
     assert run_lock.describe(record) == ("pid 7 on host h, started 2026-11-26T17:30:05Z: albert-pipeline run "

@@ -38,8 +38,8 @@ RESENT_SPAN = ["gate.max_previous_exact_duplicate_share=1", "gate.max_previous_n
 
 
 def _config(root):
-    from pipeline.configs import build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
 
     return resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=BASE + RESENT_SPAN + [
         f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}", "train.init_from=latest_blessed",
@@ -49,8 +49,8 @@ def _config(root):
 def _tick(root):
     """(config, plan's WILL RUN nodes, plan's importer lines, the nodes the run then executed (Importers aside),
     the Importers' artifact ids, the versions pushed, plan's costs, what the run's report says it read)."""
-    from pipeline.local_runner import run_local
-    from pipeline.plan import plan
+    from pipeline.local.local_runner import run_local
+    from pipeline.local.plan import plan
 
     config = _config(root)
     rows = plan(config)
@@ -210,8 +210,8 @@ def test_tick_4_reads_a_benchmark_folder_changed_in_place_and_reruns_only_its_be
 
 def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ticks):
     from config import UserError
-    from pipeline.configs import build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
 
     root, _ = ticks
     overrides = [f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}"]
@@ -231,10 +231,10 @@ def test_a_fixed_span_reads_that_span_and_a_missing_one_names_those_there_are(ti
 
 # ------------------------------------------------------------------------------------------------ the ticks on gs://
 def _snapshot_task_parameters(config, span=0):
-    """The DataSnapshot task's input parameters for ``config``, as :func:`pipeline.snapshot_task.wire` compiles
+    """The DataSnapshot task's input parameters for ``config``, as :func:`pipeline.tasks.snapshot_task.wire` compiles
     them (each location a pipeline parameter ``<key>_dir``) and a run of the spec passes them."""
-    from pipeline import snapshot_task
-    from pipeline.configs import CORPUS_KEYS, IMPORTERS
+    from pipeline.tasks import snapshot_task
+    from pipeline.settings.configs import CORPUS_KEYS, IMPORTERS
 
     locations = config.data_inputs()
     settings = {"window": config.data.span_window, "corpus_keys": list(CORPUS_KEYS),
@@ -246,12 +246,12 @@ def _snapshot_task_parameters(config, span=0):
 
 def test_on_gs_each_tick_resolves_the_latest_span_a_backfill_span_and_data_changed_in_place(gcs, tmp_path):
     """The deployed case: the locations on a bucket, resolved by the DataSnapshot task's own function
-    (:func:`pipeline.snapshot_task.resolve`) through the ``gs://`` stand-in, over the ticks' layout."""
+    (:func:`pipeline.tasks.snapshot_task.resolve`) through the ``gs://`` stand-in, over the ticks' layout."""
     from apache_beam.io.filesystems import FileSystems
 
     from config import UserError
-    from pipeline.configs import build_config
-    from pipeline.snapshot_task import resolve
+    from pipeline.settings.configs import build_config
+    from pipeline.tasks.snapshot_task import resolve
 
     data_layout(gcs / "bucket")  # the objects gs://bucket/data/wiki/span-1/… and gs://bucket/data/glue/…
     wiki, glue = "gs://bucket/data/wiki/span-{SPAN}", "gs://bucket/data/glue"

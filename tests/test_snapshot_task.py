@@ -1,4 +1,4 @@
-"""The DataSnapshot task of a compiled spec (pipeline/snapshot_task.py): in the spec ``compile`` writes, and run as
+"""The DataSnapshot task of a compiled spec (pipeline/tasks/snapshot_task.py): in the spec ``compile`` writes, and run as
 the backends run it (its exact command, given an ``ExecutorInput``), against the local run's resolution.
 
 The four ticks it serves, rehearsed task by task: tests/test_install_check.py.
@@ -31,8 +31,8 @@ def _layout(root):
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """(data root, the locations, the compiled spec JSON) of the sample preset on a span layout."""
-    from pipeline.configs import build_config
-    from pipeline.kubeflow_v2_runner import compile_pipeline
+    from pipeline.settings.configs import build_config
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline
 
     root = tmp_path_factory.mktemp("snapshot")
     locations = _layout(root)
@@ -46,7 +46,7 @@ def compiled(tmp_path_factory):
 def _run_task(spec, root, parameters=None):
     """The DataSnapshot task's container command run with an ExecutorInput built from the spec: (exit code,
     stderr, output parameter values or None)."""
-    from pipeline import spec as spec_lib
+    from pipeline.cloud import spec as spec_lib
 
     pipeline_spec = spec["pipelineSpec"]
     task = pipeline_spec["root"]["dag"]["tasks"]["DataSnapshot"]
@@ -86,8 +86,8 @@ def test_the_task_runs_on_every_tick_and_feeds_the_importers_and_the_nodes_that_
 def test_the_task_resolves_what_a_local_run_resolves(compiled):
     """Its outputs, run from the spec's command, are what a local run of the same configuration gives its
     Importers and nodes: one resolution, two places it runs."""
-    from pipeline.configs import IMPORTERS, build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import IMPORTERS, build_config
+    from pipeline.settings.resolve import resolve_config
 
     root, locations, spec = compiled
     code, err, values = _run_task(spec, root)
@@ -116,9 +116,9 @@ def test_a_backfill_reads_the_span_it_names_and_a_missing_span_fails_the_task_wi
         "there are spans 1, 2"]
 
 
-@pytest.mark.parametrize("module", ["pipeline.snapshot_task", "pipeline.init_from_task", "pipeline.gate_baseline_task"])
+@pytest.mark.parametrize("module", ["pipeline.tasks.snapshot_task", "pipeline.tasks.init_from_task", "pipeline.tasks.gate_baseline_task"])
 def test_each_lightweight_task_refuses_a_command_line_it_does_not_know(module):
-    """The three tasks' shared shell (:func:`pipeline.snapshot_task.run_task`), run as the backends run it."""
+    """The three tasks' shared shell (:func:`pipeline.tasks.snapshot_task.run_task`), run as the backends run it."""
     done = subprocess.run([sys.executable, "-m", module, "--executor-input", "{}"], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert (done.returncode, done.stderr.strip()) == (2, f"usage: python -m {module} --executor_input JSON")

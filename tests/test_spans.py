@@ -1,4 +1,4 @@
-"""pipeline/spans.py on its own: TFX's span patterns and folder fingerprints, on local folders."""
+"""pipeline/settings/spans.py on its own: TFX's span patterns and folder fingerprints, on local folders."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pipeline import spans
+from pipeline.settings import spans
 
 
 def _write(path, text):

@@ -16,7 +16,7 @@ import pytest
 
 from components.evaluation.squad.alignment import align_contexts, piece_char_spans
 from components.evaluation.squad.decoding import postprocess_squad
-from components.evaluation.squad.features import convert_squad_examples
+from components.evaluation.squad.squad_features import convert_squad_examples
 from components.evaluation.squad.reading import SquadExample, read_squad
 
 SP = "\u2581"

@@ -29,7 +29,7 @@ TRAIN = ["train.train_batch_size=8", "train.log_every=1", "train.eval_every=0", 
 
 
 def _pretrain(examples, out, steps):
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from trainer.task import pretrain_from_examples
 
     return pretrain_from_examples(examples, out, build_config("sample", overrides=DATA + TRAIN + [

@@ -1,4 +1,4 @@
-"""The rehearsal's warm task start (``pipeline/task_launcher.py``) against a cold one: a forked task sees what a new
+"""The rehearsal's warm task start (``pipeline/tasks/task_launcher.py``) against a cold one: a forked task sees what a new
 interpreter started with the same argv, environment and working folder sees, exits with the same code and writes the
 same log; nothing one task leaves in an imported module reaches the next."""
 import json
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pipeline.task_launcher import WarmLauncher, module_of
+from pipeline.tasks.task_launcher import WarmLauncher, module_of
 
 HOME = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROBE = ["python", "-m", "tests.task_probe"]  # tests/task_probe.py
@@ -85,7 +85,7 @@ def test_a_task_gets_only_its_own_environment_and_nothing_an_earlier_task_left(t
 
 def test_only_python_dash_m_commands_start_warm():
     assert module_of(["python", "-m", "tfx.x", "--a"]) == "tfx.x"
-    assert module_of(["/env/bin/python3", "-m", "pipeline.snapshot_task"]) == "pipeline.snapshot_task"
+    assert module_of(["/env/bin/python3", "-m", "pipeline.tasks.snapshot_task"]) == "pipeline.tasks.snapshot_task"
     assert module_of(["python", "-c", "print(1)"]) is None
     assert module_of(["bash", "-m", "x"]) is None
     assert module_of(["python", "-m"]) is None

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from components.text.books import book_document_from_bytes, book_documents, iter_book_files, read_book, strip_gutenberg
-from components.text.errors import CorruptInputError
+from components.corpus.books import book_document_from_bytes, book_documents, iter_book_files, read_book, strip_gutenberg
+from components.text.corrupt_input import CorruptInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data/sample/books"

@@ -1,4 +1,4 @@
-"""Damaged gzip and bz2 files, every class of damage, in every reader (components/text/compression.py).
+"""Damaged gzip and bz2 files, every class of damage, in every reader (components/corpus/compression.py).
 
 Each of the three file kinds (WikiExtractor output, a MediaWiki XML dump, a book) is compressed both ways and damaged
 one way at a time: a corrupt header (the first deflate byte; the first bz2 block-header byte after its CRC), a
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from components import corpus_beam
-from components.text.books import read_book
-from components.text.compression import decompress_bytes, open_decompressed
-from components.text.errors import CorruptInputError
-from components.text.wiki import iter_pages
-from components.text.wikiextractor_output import iter_extracted
+from components.corpus import corpus_beam
+from components.corpus.books import read_book
+from components.corpus.compression import decompress_bytes, open_decompressed
+from components.text.corrupt_input import CorruptInputError
+from components.corpus.wiki import iter_pages
+from components.corpus.wikiextractor_output import iter_extracted
 from tests.conftest import REPO
 from tests.test_text_wiki import _page, _xml
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from components.text.errors import CorruptInputError
-from components.text.wiki import is_disambiguation, iter_pages, page_to_document, wiki_documents
-from components.text.wikitext import clean_wikitext
+from components.text.corrupt_input import CorruptInputError
+from components.corpus.wiki import is_disambiguation, iter_pages, page_to_document, wiki_documents
+from components.corpus.wikitext import clean_wikitext
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "data/sample/wikipedia/enwiki-sample-pages-articles.xml.bz2"
@@ -178,7 +178,7 @@ def test_any_export_version_plain_or_compressed_path_or_stream(tmp_path, version
 
 
 def test_min_chars_drops_stubs():
-    from components.text.wiki import WikiPage
+    from components.corpus.wiki import WikiPage
 
     stub = WikiPage(page_id=1, title="Stub", ns=0, redirect=False, text="'''Stub''' is short.")
     assert page_to_document(stub) is None

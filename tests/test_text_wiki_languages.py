@@ -1,12 +1,12 @@
 """Wikipedia dumps in other languages: namespace names from the dump's <siteinfo>, localized redirect words and
-disambiguation templates (components/text/wiki.py), on fixtures written for the purpose
+disambiguation templates (components/corpus/wiki.py), on fixtures written for the purpose
 (tests/fixtures/corpus/README.md)."""
 from pathlib import Path
 
 import pytest
 
-from components.text.errors import CorruptInputError
-from components.text.wiki import (CANONICAL_DROPPED_LINK_NAMES, is_disambiguation, iter_pages, page_paragraphs,
+from components.text.corrupt_input import CorruptInputError
+from components.corpus.wiki import (CANONICAL_DROPPED_LINK_NAMES, is_disambiguation, iter_pages, page_paragraphs,
                                   wiki_documents)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "corpus" / "xml"

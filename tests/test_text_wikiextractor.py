@@ -1,6 +1,6 @@
 """WikiExtractor output (the official BERT/ALBERT data route), on cuts of real files: tests/fixtures/corpus/README.md.
 
-The pure core (``components/text/wikiextractor_output.py``), no Beam: each fixture gives exactly these documents and
+The pure core (``components/corpus/wikiextractor_output.py``), no Beam: each fixture gives exactly these documents and
 sentences, and each class of broken file is one error naming the file and the line (or byte)."""
 import bz2
 import gzip
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from components.text.errors import CorruptInputError
-from components.text.wiki import sniff_wikipedia_format
-from components.text.wikiextractor_output import (extracted_documents, extracted_paragraphs, extracted_to_document,
+from components.text.corrupt_input import CorruptInputError
+from components.corpus.wiki import sniff_wikipedia_format
+from components.corpus.wikiextractor_output import (extracted_documents, extracted_paragraphs, extracted_to_document,
                                                   iter_extracted)
 from tests.conftest import shared_path
 

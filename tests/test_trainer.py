@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pipeline.configs import build_config
+from pipeline.settings.configs import build_config
 
 # The learning study's recipe (experiments/real_text_learning.py): its data, and the short-run training settings.
 study = importlib.import_module("experiments.real_text_learning")

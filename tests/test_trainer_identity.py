@@ -1,7 +1,8 @@
 """Checkpoints are keyed by what defines a pretraining run, not by artifact URIs (issue 13)."""
 import pytest
 
-from config import ConfigError, ModelConfig, TrainConfig
+from config.schema import ConfigError
+from trainer.trainer_config import ModelConfig, TrainConfig
 from trainer import examples_info, task
 
 
@@ -48,7 +49,7 @@ def test_dev_documents_from_benchmark_artifacts(tmp_path):
 
     from components.tfx_components import _dev_documents_file
     from components.text.documents import parse_text_blocks
-    from pipeline.configs import SAMPLE_DATA
+    from pipeline.settings.configs import SAMPLE_DATA
 
     squad, race = standard_artifacts.Examples(), standard_artifacts.Examples()
     squad.uri, race.uri = f"{SAMPLE_DATA}/squad", f"{SAMPLE_DATA}/race"

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from config import ConfigError
-from pipeline.configs import build_config
+from pipeline.settings.configs import build_config
 from tests.conftest import REPO
 
 SHORT, LONG, PREDS = 32, 64, 5
@@ -80,7 +80,7 @@ def test_invalid_settings_are_config_errors(overrides, message):
 
 
 def test_the_run_identity_changes_with_the_switch():
-    from config import ModelConfig, TrainConfig
+    from trainer.trainer_config import ModelConfig, TrainConfig
     from trainer import task
 
     albert = task.AlbertConfig(**ModelConfig(size="albert-tiny").encoder_fields(500))
@@ -94,7 +94,7 @@ def test_the_run_identity_changes_with_the_switch():
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory, spm_model_path):
     """{"on": examples with both sets, "off": the same settings without the long set, "docs": the input file}."""
-    from components.datagen_tool import make_pretraining_data
+    from components.datagen.datagen_tool import make_pretraining_data
 
     root = tmp_path_factory.mktemp("two_phase")
     docs = root / "docs"
@@ -137,7 +137,7 @@ def test_datagen_makes_both_sets_from_the_same_documents(examples, tok, vocab):
     """The long splits hold sequences of the long length (many beyond the short limit), built from exactly the
     documents of the same train/eval split as the short set; the short set is byte for byte what datagen writes
     with the feature off, and the statistics and facts cover both."""
-    from components import datagen_beam_input
+    from components.datagen import datagen_beam_input
     from components.datagen.generate import tokenize_document
 
     on, off = examples["on"], examples["off"]

@@ -4,7 +4,7 @@ import os
 import pytest
 import sentencepiece as spm
 
-from components import vocab_lib
+from components.vocab import vocab_lib
 from components.text.documents import parse_text_blocks
 from components.text.tokenization import AlbertTokenizer, SpecialIdError
 

@@ -28,8 +28,8 @@ TRAIN = ["train.train_batch_size=8", "train.log_every=1", "train.eval_every=0", 
 
 
 def _config(extra):
-    from pipeline.configs import build_config
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
 
     return resolve_config(build_config("sample", overrides=DATA + TRAIN + list(extra)), local=False)
 

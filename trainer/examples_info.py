@@ -19,7 +19,6 @@ from types import SimpleNamespace
 from typing import Any, Dict, Iterable, List
 
 from config.errors import InputError, MissingInputError
-from config.sections import DataGenConfig
 
 INFO_FILE = "dataset_info.json"
 _CHUNK = 1 << 20
@@ -84,8 +83,10 @@ def fingerprint(root: str, names: Iterable[str], workers: int = 8) -> str:
     return h.hexdigest()
 
 
-def make_info(datagen: DataGenConfig, do_lower_case: bool, vocab_size: int, fingerprint_hex: str) -> Dict[str, Any]:
-    """The facts of an examples folder built with the ``datagen`` section.
+def make_info(datagen, do_lower_case: bool, vocab_size: int, fingerprint_hex: str) -> Dict[str, Any]:
+    """The facts of an examples folder built with the ``datagen`` section (a
+    ``components.datagen.datagen_config.DataGenConfig``: the writer's settings, which this module, the contract
+    between the writer and the Trainer, reads by field without importing the layer above it).
 
     With BERT's two-phase sequence length on, also the long splits' ``long_max_seq_length`` and
     ``long_max_predictions_per_seq`` (absent otherwise, so a one-phase folder's facts are what they were)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from config import TrainConfig
+from trainer.trainer_config import TrainConfig
 from trainer.modeling_albert import AlbertConfig
 
 

@@ -4,7 +4,7 @@ Referenced by name (``run_fn="trainer.task.run_fn"``) so the same code runs in t
 orchestrators and, installed in the container image, on Vertex AI Training.
 
 What the Trainer depends on, and nothing else:
-  ``fn_args.custom_config["albert"]``: JSON ``{"model", "train", "seed"}`` (``config/trainer_settings.py``;
+  ``fn_args.custom_config["albert"]``: JSON ``{"model", "train", "seed"}`` (``trainer/trainer_settings.py``;
   ``train`` without ``num_train_steps``, which is ``fn_args.train_steps`` — ``TrainArgs``, a pipeline
   runtime parameter when compiled); the examples artifact, whose ``dataset_info.json`` gives the sequence length,
   predictions per sequence, ``do_lower_case`` and a content fingerprint; and ``vocab/spm.model`` (or ``vocab.txt``)
@@ -43,9 +43,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-from config import ConfigError, InputError, TrainConfig, canonical_json
-from config.sections import INIT_FROM_SCRATCH
-from config.trainer_settings import parse_settings, trainer_settings
+from config.errors import InputError
+from config.schema import ConfigError, canonical_json
+from trainer.trainer_config import TrainConfig
+from trainer.trainer_config import INIT_FROM_SCRATCH
+from trainer.trainer_settings import parse_settings, trainer_settings
 from trainer import base_model, distribute, examples_info, vocabulary
 from trainer.export import export
 from trainer.files import RUN_CONFIG_FILE, RUN_IDENTITY_FILE, TRAIN_LONG_SPLIT

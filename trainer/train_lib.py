@@ -30,7 +30,8 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import tensorflow as tf
 import tf_keras
 
-from config import ConfigError, TrainConfig
+from config.schema import ConfigError
+from trainer.trainer_config import TrainConfig
 from trainer import distribute
 from trainer.evaluator import held_out_evaluator
 from trainer.files import CONFIG_FILE, ENCODER_CKPT, PRETRAINING_CKPT, SPM_FILE  # noqa: F401 (tests/conftest.py reads them here)

@@ -13,7 +13,7 @@ from typing import Optional
 import tensorflow as tf
 import tf_keras
 
-from config import TrainConfig
+from trainer.trainer_config import TrainConfig
 from trainer.dropout import DropoutSeeds, replica_seed, step_seed, use_stateless_dropout
 from trainer.losses import METRIC_NAMES, NUM_SUMS, loss_from_sums, loss_sums, metrics_from_sums, normalisers
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining

@@ -8,7 +8,7 @@ what the Trainer would read, so one bad short document weighs little and one bad
 Defaults were chosen from measurements with this code (``document_stats`` / ``near_duplicates`` defaults), on:
 data/sample (2 books, 19 Wikipedia articles: 0.53 M characters), ../shared/data/large (282 Gutenberg books and
 7,731 Wikipedia articles: 245 M characters) and ../shared/data/multilingual (zh, ja, ko: 0.24 M characters).
-The measured value each default leaves room above is in its comment, beside the setting (config/sections.py
+The measured value each default leaves room above is in its comment, beside the setting (components/datagate/gate_config.py
 ``GateConfig``).
 """
 from __future__ import annotations
@@ -21,10 +21,10 @@ from components.datagate.contamination import ContaminationResult
 from components.datagate.document_stats import RULES, SpanStats
 from components.datagate.drift import jensen_shannon_divergence, total_variation, unigram_tables, volume_ratio
 from components.datagate.near_duplicates import previous_span_duplicates
-from config.sections import GateConfig
+from components.datagate.gate_config import GateConfig
 
 
-# The limits are the ``gate.*`` settings (config/sections.py ``GateConfig``, where each default's reason stands),
+# The limits are the ``gate.*`` settings (components/datagate/gate_config.py ``GateConfig``, where each default's reason stands),
 # less the two that are no limit: one definition for the configuration and for this core.
 GateLimits = make_dataclass(
     "GateLimits", [(f.name, f.type, field(default=f.default)) for f in fields(GateConfig)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
-from components.evaluation.race import read_race
+from components.evaluation.race.race_data import read_race
 from components.evaluation.squad.reading import load_squad_json
 from components.text.documents import Document, doc_fingerprint, make_document, to_text_block
 

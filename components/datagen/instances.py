@@ -29,7 +29,7 @@ from typing import Callable, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from config import DataGenConfig
+from components.datagen.datagen_config import DataGenConfig
 
 SOP_MODES = ("official", "pure", "nsp")
 # Replacement kinds of a masked token (``Instance.mask_kinds``).

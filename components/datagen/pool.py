@@ -1,7 +1,7 @@
 """A compact pool of tokenized documents, the source of "random other documents" (official SOP negatives, NSP).
 
 The official script indexes its in-memory list of every document; a streaming pipeline instead draws from a
-deterministic sample of documents (see ``components.datagen_beam``). The pool stores all of its tokens in one
+deterministic sample of documents (see ``components.datagen.datagen_beam``). The pool stores all of its tokens in one
 flat int32 array plus two offset arrays, so it pickles in one memcpy and a Beam side input built from it is
 three NumPy arrays and a list of ids, not millions of Python ints (Beam's state cache measures side inputs
 object by object, which made a list-of-lists pool cost more than generating the data).

@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 import numpy as np
 import tensorflow as tf
 
-from config.sections import BASELINES
+from components.evaluation.benchmark_config import BASELINES
 from trainer.files import ENCODER_CKPT
 
 __all__ = ["EncoderInitError", "check_encoder_init", "summarize_checks", "ARMS"]

@@ -10,7 +10,7 @@ from typing import Dict, Optional, Sequence
 
 import numpy as np
 
-from config.sections import SQUAD_TASKS
+from components.evaluation.benchmark_config import SQUAD_TASKS
 
 __all__ = [
     "accuracy",
@@ -181,7 +181,7 @@ def _canonical_task(task: str) -> str:
 
 def _plan(task):
     """(metric names, headline metric names, is_regression) of a GLUE task's name or of a task object with
-    ``metrics``, ``headline`` and ``is_regression`` (a :class:`config.task_spec.ClassificationSpec`)."""
+    ``metrics``, ``headline`` and ``is_regression`` (a :class:`components.evaluation.glue.task_spec.ClassificationSpec`)."""
     if not isinstance(task, str):
         return tuple(task.metrics), tuple(task.headline), bool(task.is_regression)
     name = _canonical_task(task)

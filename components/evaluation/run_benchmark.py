@@ -47,12 +47,12 @@ from components.evaluation.finetune import OPTIMIZER_RECORD
 from components.evaluation.heads import load_encoder_config
 from components.evaluation.init_check import summarize_checks
 from components.evaluation.metrics import SELECTION_METRICS, compare_arms
-from components.evaluation.run_glue import run_glue
-from components.evaluation.run_race import run_race
-from components.evaluation.run_squad import END_N_TOP, START_N_TOP, run_squad
+from components.evaluation.glue.run_glue import run_glue
+from components.evaluation.race.run_race import run_race
+from components.evaluation.squad.run_squad import END_N_TOP, START_N_TOP, run_squad
 from components.file_io import copy_tree, is_uri, json_safe
 from components.text.tokenizers import load_tokenizer
-from components.vocab_lib import vocab_folder_spec
+from components.vocab.vocab_lib import vocab_folder_spec
 from config.errors import InputError
 from trainer.files import ENCODER_CKPT, EXPORT_INFO_FILE, METRICS_FILE, SPM_FILE
 from trainer.vocabulary import vocabulary_file

@@ -25,8 +25,8 @@ from typing import Dict, Optional
 
 import numpy as np
 
-from components.evaluation import glue as glue_lib
-from components.evaluation import race as race_lib
+from components.evaluation.glue import glue_data as glue_lib
+from components.evaluation.race import race_data as race_lib
 from components.evaluation.metrics import glue_metrics
 from components.evaluation.squad.cmrc2018 import cmrc2018_metrics
 from components.evaluation.squad.scoring import squad_v1_metrics, squad_v2_metrics

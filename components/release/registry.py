@@ -1,6 +1,6 @@
 """Vertex AI Model Registry: each pushed version becomes a new version of ``release.vertex_model``.
 
-Split like ``pipeline/cloud.py``: :func:`upload_request` builds the request offline (what a test asserts on) and
+Split like ``pipeline/cloud/submit.py``: :func:`upload_request` builds the request offline (what a test asserts on) and
 :func:`upload` sends it (credentials and network). The first upload creates the model under its id; later ones
 name it as ``parent_model``, which is how Vertex AI adds a version (kubeflow/pipelines#8257). Every version gets the
 alias ``v<N>`` of its pushed folder, plus ``release.vertex_version_aliases`` (Vertex AI moves an alias to the newest

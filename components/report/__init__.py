@@ -1,4 +1,4 @@
-"""The run report's parts; :mod:`components.report_lib` puts them together (``write_report``, ``load_result``).
+"""The run report's parts; :mod:`components.report.report_lib` puts them together (``write_report``, ``load_result``).
 
 * :mod:`.inputs`   – the artifacts read into a typed :class:`~.inputs.ReportInputs`: title and run settings,
   benchmark results, parameter count, pretraining facts and history, datagen statistics, MLMD ids.

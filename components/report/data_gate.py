@@ -1,6 +1,6 @@
 """The data gate's result in words and tables, for the report's "Data gate" section and the model card.
 
-Everything here reads the gate's own ``gate.json`` (:func:`components.datagate_result.summarize`), under the gate's
+Everything here reads the gate's own ``gate.json`` (:func:`components.datagate.datagate_result.summarize`), under the gate's
 names: the checks by their ``gate.*`` setting, the statistics by the names ``SpanStats.summary`` gives them, the
 benchmarks by their data keys. Pure: a summary in, text and :class:`.document.Table` out. The plot is
 :func:`.curves.plot_data_gate`.

@@ -42,10 +42,10 @@ class ReportInputs:
     history_path: Optional[str]
     artifact_ids: Dict[str, Any]              # {name: id or {"id", "type", "uri"}}
     source: Optional[Dict[str, Any]] = None   # a benchmark-only run's model_source.json (ModelImport); None else
-    # What the run read of each data location, as resolved when it started (pipeline/spans.py Snapshot.summary):
+    # What the run read of each data location, as resolved when it started (pipeline/settings/spans.py Snapshot.summary):
     # {data key: {location, uri, folders, spans, version, fingerprint, files, bytes}}.
     data_read: Dict[str, Dict[str, Any]] = field(default_factory=dict)
-    # The DataGate's result for the span pretrained on (components.datagate_result.summarize); None: no gate.
+    # The DataGate's result for the span pretrained on (components.datagate.datagate_result.summarize); None: no gate.
     data_gate: Optional[Dict[str, Any]] = None
 
     @property
@@ -130,7 +130,7 @@ def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Option
                 artifact_ids: Optional[Mapping[str, Any]] = None,
                 data_read: Optional[Mapping[str, Any]] = None, gate_dir: Optional[str] = None) -> ReportInputs:
     """Everything the report shows, read from the artifacts (arguments as ``report_lib.write_report``'s)."""
-    from components.datagate_result import SUMMARY_FILE
+    from components.datagate.datagate_result import SUMMARY_FILE
 
     data_gate = None
     if gate_dir:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Tuple
 
 from config.references import PAPER_ALBERT_BASE
-from config.sections import CLUE_TASKS, GLUE_TASKS, SQUAD_TASKS
+from components.evaluation.benchmark_config import CLUE_TASKS, GLUE_TASKS, SQUAD_TASKS
 from trainer.formatting import number
 
 __all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "all_tasks", "table2_row", "suite_row", "paper_avg_check", "gains",

@@ -15,7 +15,7 @@ from components.report.document import Block, Document, Image, Section, Table
 from components.report.inputs import ParameterCount, ReportInputs
 from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks, suite_row
 from config.references import REFERENCE_ROWS
-from config.sections import SQUAD_TASKS
+from components.evaluation.benchmark_config import SQUAD_TASKS
 from trainer.files import ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, STATS_FILE
 from trainer.formatting import NONE_TEXT, beyond_spread_text, number, number_text, spread_text
 

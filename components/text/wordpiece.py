@@ -99,7 +99,7 @@ def _split_on_punctuation(word: str) -> List[str]:
 
 def basic_words(text: str, do_lower_case: bool = True) -> List[str]:
     """BERT's ``BasicTokenizer`` words of ``text`` (steps 1-5 of the module docstring): what a WordPiece vocabulary
-    is learned from (components/vocab_lib.py) and what :class:`WordPieceTokenizer` splits into pieces."""
+    is learned from (components/vocab/vocab_lib.py) and what :class:`WordPieceTokenizer` splits into pieces."""
     if _SPLITTING_CONTROL.search(text):
         text = _SPLITTING_CONTROL.sub("", text)
     words: List[str] = []

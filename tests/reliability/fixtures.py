@@ -104,7 +104,7 @@ def non_utf8_book(folder) -> str:
 
 def written_documents(documents_dir) -> list:
     """The documents (each a list of sentences) of a documents folder's shards, in shard order."""
-    from components import corpus_beam
+    from components.corpus import corpus_beam
     from components.text.documents import parse_text_blocks
 
     docs = []

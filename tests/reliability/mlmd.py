@@ -5,7 +5,7 @@ from typing import Dict, List
 
 
 def open_store(path: str):
-    from pipeline import mlmd
+    from pipeline.local import mlmd
 
     return mlmd.open_readonly(path)
 

@@ -71,9 +71,9 @@ SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_
 
 
 def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_path):
-    from pipeline.configs import build_config
-    from pipeline.local_runner import run_local
-    from pipeline.resolve import resolve_config
+    from pipeline.settings.configs import build_config
+    from pipeline.local.local_runner import run_local
+    from pipeline.settings.resolve import resolve_config
 
     wiki = tmp_path / "wiki"
     bad = fixtures.truncated_bz2(wiki)

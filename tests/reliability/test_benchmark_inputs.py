@@ -14,7 +14,8 @@ import shutil
 
 import pytest
 
-from components.evaluation import glue, race
+from components.evaluation.glue import glue_data as glue
+from components.evaluation.race import race_data as race
 from components.evaluation.squad.reading import SquadFormatError, read_squad
 from tests.reliability import fixtures
 
@@ -79,7 +80,7 @@ def test_squad_answer_start_mismatch_is_skipped_and_counted_by_the_benchmark(tmp
     assert [qid for _, qid, _ in skipped] == bad
     assert len(examples) == total - 2 and not {e.qid for e in examples} & set(bad)
     # The benchmark component reads SQuAD in skip mode and records the count in metrics.json.
-    from components.evaluation import run_squad
+    from components.evaluation.squad import run_squad
 
     source = inspect.getsource(run_squad)
     assert 'on_bad_answer="skip"' in source and '"skipped_questions"' in source

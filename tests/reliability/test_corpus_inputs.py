@@ -11,9 +11,9 @@ import os
 import apache_beam as beam
 import pytest
 
-from components import corpus_beam
+from components.corpus import corpus_beam
 from components.text.documents import MAX_SENTENCE_CHARS
-from components.text.errors import CorruptInputError
+from components.text.corrupt_input import CorruptInputError
 from tests.reliability import fixtures
 
 

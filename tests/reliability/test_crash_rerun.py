@@ -61,7 +61,7 @@ def test_no_duplicate_live_artifacts(runs):
 def test_multi_process_beam_workers_put_no_library_warning_on_the_terminal(runs):
     """The three runs' terminals (their stdout and stderr, in the logs) with two multi-processing Beam workers: no
     library warning line; the allow-list is tests/test_cli_run.py's, empty. (Beam's relayed "No
-    semi_persistent_directory found" of each worker process it starts is pipeline/logs.py's LIBRARY_NOISE.)"""
+    semi_persistent_directory found" of each worker process it starts is pipeline/local/logs.py's LIBRARY_NOISE.)"""
     for name in ("kill_data", "kill_train", "final"):
         with open(os.path.join(runs["base"], f"{name}.log"), errors="replace") as f:
             warnings = [line for line in f.read().splitlines() if line.startswith("albert-pipeline: warning:")]

@@ -10,8 +10,8 @@ import textwrap
 import pytest
 
 from config.errors import UserError
-from pipeline.configs import ConfigError, build_config
-from pipeline.resolve import resolve_config
+from pipeline.settings.configs import ConfigError, build_config
+from pipeline.settings.resolve import resolve_config
 from tests.reliability import fixtures
 
 REPO = fixtures.REPO
@@ -147,7 +147,7 @@ def test_globs_escaping_their_folder_and_foreign_schemes_are_rejected(override):
 
 
 def test_corpus_reader_refuses_globs_outside_the_imported_folder(tmp_path):
-    from components import corpus_beam
+    from components.corpus import corpus_beam
 
     for pattern in ("../*.txt", "/etc/*", "a/../../b/*.txt"):
         with pytest.raises(ValueError, match="without '..' segments"):
@@ -171,7 +171,7 @@ _NO_NETWORK = textwrap.dedent("""
     modules, first, heavy = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
     for name in first:  # what `albert-pipeline run/plan/compile` import, and the sample DAG built
         importlib.import_module(name)
-    from pipeline.configs import build_config
+    from pipeline.settings.configs import build_config
     from pipeline.pipeline import create_pipeline
     create_pipeline(build_config("sample"))
     heavy_loaded = sorted(m for m in heavy if m in sys.modules)
@@ -200,7 +200,7 @@ def _modules():
 # What the pipeline commands import (run, plan, compile) and must not: ``tfx.v1`` imports every standard component
 # and extension (~10 s more than the TFX modules the pipeline uses) and TFX's Vertex executor
 # ``google.cloud.aiplatform`` (~7 s), needed only when Vertex AI Training is enabled.
-COMMAND_MODULES = ["pipeline.kubeflow_v2_runner", "pipeline.local_runner", "pipeline.plan"]
+COMMAND_MODULES = ["pipeline.cloud.kubeflow_v2_runner", "pipeline.local.local_runner", "pipeline.local.plan"]
 HEAVY = ["tfx.v1", "google.cloud.aiplatform"]
 
 

@@ -4,7 +4,7 @@ Policy: all of these stop the run with an error naming the model file — a voca
 special ids would silently train on [MASK]/[CLS] ids that mean something else, and a size mismatch
 means the config does not describe the model that will be trained.
 
-Size rule (``components.vocab_lib.build_vocab``): ``vocab.vocab_size`` must equal the model's piece
+Size rule (``components.vocab.vocab_lib.build_vocab``): ``vocab.vocab_size`` must equal the model's piece
 count; with ``vocab.import_model`` set, ``vocab.vocab_size=0`` means "take the model's size".
 """
 import io
@@ -12,14 +12,14 @@ import io
 import pytest
 import sentencepiece as spm
 
-from components import vocab_lib
+from components.vocab import vocab_lib
 from components.text.tokenization import AlbertTokenizer, SpecialIdError
-from pipeline.configs import VocabConfig
+from pipeline.settings.configs import VocabConfig
 from tests.reliability import fixtures
 
 
 def _sentences(n=3000):
-    from components.text.books import book_document_from_bytes
+    from components.corpus.books import book_document_from_bytes
 
     doc = book_document_from_bytes(fixtures.book_text().encode(), "austen.txt")
     return doc.sentences[:n]

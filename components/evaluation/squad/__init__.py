@@ -9,5 +9,5 @@
 
 All five are NumPy and the standard library (alignment and features also take a tokenizer argument); none
 imports TensorFlow, Beam or TFX (``tests/test_eval_squad.py`` checks it). The fine-tuning driver that runs a
-model over the features is :mod:`components.evaluation.run_squad`.
+model over the features is :mod:`components.evaluation.squad.run_squad`.
 """

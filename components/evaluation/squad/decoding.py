@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from components.evaluation.squad.features import FeatureMeta
+from components.evaluation.squad.squad_features import FeatureMeta
 from components.evaluation.squad.reading import SquadExample, load_squad_json
 from components.evaluation.squad.scoring import squad_v2_metrics
 

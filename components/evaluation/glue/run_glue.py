@@ -1,0 +1,273 @@
+"""GLUE driver: fine-tune one classifier per task, score dev, write GLUE-format predictions.
+
+Any classification task runs here: GLUE's, CLUE's built-in ones (:mod:`.clue`) and the specs of
+``benchmarks.tasks`` (:mod:`.task_spec`), each from ``data_dir/<TASK>/``; a spec task's headline ``score`` is the
+mean of its metrics and its selection metric the first of them (:class:`components.evaluation.glue.task_spec.ClassificationSpec`).
+
+Per task: the Table 14 row ``settings.hparams[<task>]``; headline ``score`` as
+:func:`components.evaluation.metrics.glue_metrics` (CoLA MCC, MRPC/QQP mean of F1 and accuracy, STS-B mean of
+Pearson/Spearman, others accuracy; MNLI: matched, reported as ``MNLI-m`` and ``MNLI-mm``); checkpoints and the
+median run are chosen by the official selection metric (``selection_metric``: accuracy for MRPC/QQP, Pearson
+for STS-B, MCC for CoLA). Test splits present beside the data get submission files from the selected weights;
+the selected run is exported as a raw-text serving model (:mod:`components.evaluation.glue.serving`) unless
+``settings.export_serving_model`` is off. That export (its tf.Transform graph) reproduces a GLUE task's columns with
+ALBERT's SentencePiece featurisation, so it is skipped, with a log line and ``serving_model_skipped`` (the reason)
+in the task's result, for a task that is not GLUE's or a model whose vocabulary is WordPiece or normalises text
+otherwise (:func:`serving_refusal`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from typing import Any, Dict, List, Optional, Union
+
+from components.evaluation.glue import clue as clue_lib
+from components.evaluation.glue import glue_data as glue_lib
+from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record, single_class_runs
+from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder, classification_loss, regression_loss
+from components.evaluation.metrics import GLUE_METRICS, glue_metrics, majority_baseline, majority_share, selection_metric
+from components.evaluation.glue.serving import TransformGraphs, export_glue_serving
+from components.evaluation.glue.task_spec_reader import ClassificationSpec, specs_from_config, task_file
+from config.errors import MissingInputError
+from config.schema import ConfigError
+
+__all__ = ["run_glue", "resolve_task", "serving_refusal"]
+
+log = logging.getLogger(__name__)
+
+Task = Union[glue_lib.GlueTask, ClassificationSpec]
+
+
+def resolve_task(name: str, specs: Optional[Dict[str, ClassificationSpec]] = None) -> Task:
+    """A task of ``benchmarks.glue_tasks``: a spec of ``benchmarks.tasks`` (``specs``) by that name, else a CLUE
+    classification task, else a GLUE task (a ConfigError naming the unknown name)."""
+    if specs and name in specs:
+        return specs[name]
+    if name in clue_lib.CLUE_TASKS:
+        return clue_lib.CLUE_TASKS[name]
+    return glue_lib.get_task(name)
+
+
+def _dev_splits(task: Task) -> List[str]:
+    if isinstance(task, glue_lib.GlueTask):
+        return ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
+    return [s for s in task.files if s.startswith("dev")]
+
+
+def _test_splits(task: Task) -> List[str]:
+    return [s for s in (task.splits if isinstance(task, glue_lib.GlueTask) else task.files) if s.startswith("test")]
+
+
+def _result_name(task: Task, split: str, dev_splits: List[str]) -> str:
+    """The name a dev split's result goes by: MNLI-m / MNLI-mm, a spec's first dev split its name, others
+    ``<NAME>-<split>``."""
+    if isinstance(task, glue_lib.GlueTask):
+        return {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm"}.get(split, task.name)
+    return task.name if split == dev_splits[0] else f"{task.name}-{split}"
+
+
+def _split_file(task: Task, split: str, data_dir: str) -> Optional[str]:
+    """The file of one split, or None where there is none."""
+    if isinstance(task, glue_lib.GlueTask):
+        path = os.path.join(data_dir, task.name, task.splits[split].filename)
+        return path if os.path.exists(path) else None
+    try:
+        return task_file(task, split, data_dir)
+    except MissingInputError:
+        return None
+
+
+def _read(task: Task, split: str, data_dir: str) -> List[glue_lib.GlueExample]:
+    if isinstance(task, glue_lib.GlueTask):
+        return glue_lib.read_glue(task.name, split, data_dir)
+    return clue_lib.read_classification(task, split, data_dir)
+
+
+def serving_refusal(task: Task, tokenizer) -> Optional[str]:
+    """Why the raw-text serving export cannot serve this task with this tokenizer (None: it can). Its
+    tf.Transform graph (components/evaluation/glue/transform.py) is ALBERT's SentencePiece featurisation of a GLUE task's
+    columns."""
+    if not isinstance(task, glue_lib.GlueTask):
+        return (f"{task.name} is not a GLUE task, and the raw-text serving export reads GLUE's column layout only "
+                "(components/evaluation/glue/serving.py)")
+    kind = getattr(tokenizer, "kind", "sentencepiece")
+    if kind != "sentencepiece":
+        return (f"the model's vocabulary is {kind}, and the raw-text serving export's tf.Transform graph "
+                "tokenizes with SentencePiece only (components/evaluation/glue/transform.py)")
+    normalization = getattr(tokenizer, "normalization", "albert")
+    if normalization != "albert" or getattr(tokenizer, "strip_accents", False):
+        return (f"the model normalises text with {normalization}, and the raw-text serving export's tf.Transform "
+                "graph reproduces ALBERT's normalisation only (components/evaluation/glue/transform.py)")
+    return None
+
+
+def _pct(values: Dict[str, Any], keys) -> Dict[str, Any]:
+    return {k: (100.0 * float(values[k]) if values[k] is not None else None) for k in keys}
+
+
+def glue_scores(task, logits, labels) -> Dict[str, Any]:
+    """Percent metrics of one dev split, its headline ``score`` and its ``selection_score`` (``task``: a GLUE
+    task's name, or a task object)."""
+    if isinstance(task, str):
+        task = glue_lib.get_task(task)
+    plan = task if isinstance(task, ClassificationSpec) else task.name
+    values = glue_metrics(plan, logits, labels)
+    names = list(task.metrics) if isinstance(task, ClassificationSpec) else list(GLUE_METRICS[task.name]["metrics"])
+    out = _pct(values, names + ["score"])
+    out["selection_metric"] = selection_metric(plan)
+    out["selection_score"] = out[out["selection_metric"]]
+    if not task.is_regression:
+        out["majority_share"] = 100.0 * majority_share(logits)  # 100: the run predicts one class
+    return out
+
+
+def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, output_dir: str,
+             init: str = "pretrained") -> Dict[str, Any]:
+    """Every task of ``settings.glue_tasks`` that has train and dev files under ``data_dir/<TASK>/`` (a GLUE task,
+    a CLUE classification task or a spec of ``settings.tasks``); ``init``: the encoder's starting point
+    (``pretrained`` | ``random_init``, see :func:`fine_tune_seeds`).
+
+    Returns ``{"tasks", "runs", "hparams", "skipped", "timings"}`` for :func:`.run_benchmark.run_benchmark`, and
+    ``selection_metrics`` for the tasks that are not GLUE's.
+    """
+    out: Dict[str, Any] = {"tasks": {}, "runs": {}, "hparams": {}, "skipped": {}, "timings": {}}
+    graphs = TransformGraphs()  # this run's Transform graphs: built once per key, reused by later tasks
+    specs = specs_from_config(getattr(settings, "tasks", None) or {})
+    tasks = [resolve_task(name, specs) for name in settings.glue_tasks]
+    for task in tasks:  # a task beyond GLUE is read whole before anything is fine-tuned: a bad row fails fast
+        if isinstance(task, glue_lib.GlueTask):
+            continue
+        if "train" not in task.files or not _dev_splits(task):
+            raise ConfigError(f"config {task.setting('files')} names no train and dev split "
+                              f"(it has {', '.join(task.files)}): a task is fine-tuned on train and scored on dev")
+        for split in task.files:
+            if _split_file(task, split, data_dir):
+                _read(task, split, data_dir)
+    for task in tasks:
+        if not isinstance(task, glue_lib.GlueTask):
+            out.setdefault("selection_metrics", {})[task.name] = task.selection_metric
+        if not all(_split_file(task, s, data_dir) for s in ["train"] + _dev_splits(task)):
+            out["skipped"][task.name] = f"no train/dev data under {os.path.join(data_dir, task.name)}"
+            continue
+        t0 = time.time()
+        out["hparams"][task.name] = dataclasses.asdict(settings.hparams[task.name])
+        out["tasks"].update(_run_task(task, data_dir, albert_dir, tokenizer, settings, seed, output_dir, out["runs"],
+                                      init, graphs))
+        out["timings"][task.name] = round(time.time() - t0, 3)
+    return out
+
+
+def _guid_id(guid: str):
+    """The id part of a guid (``test-17`` → 17, ``test-x-1`` → "x-1"), an int where it is one."""
+    value = str(guid).split("-", 1)[1] if "-" in str(guid) else str(guid)
+    return int(value) if value.isdigit() else value
+
+
+def write_spec_predictions(task: ClassificationSpec, examples, predictions, path: str) -> None:
+    """A spec task's test predictions in CLUE's submission format: JSON lines ``{"id": …, "label": "…"}``."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for example, prediction in zip(examples, predictions):
+            label = glue_lib.format_prediction(task, prediction)
+            f.write(json.dumps({"id": _guid_id(example.guid), "label": label}, ensure_ascii=False) + "\n")
+
+
+def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, seed: int,
+              output_dir: str, runs_out: Dict[str, Any], init: str = "pretrained",
+              graphs: Optional[TransformGraphs] = None) -> Dict[str, Dict[str, Any]]:
+    hp = settings.hparams[task.name]
+    glue_task = isinstance(task, glue_lib.GlueTask)
+    plan = task.name if glue_task else task  # what the metrics take: a GLUE task's name, or the spec
+    dev_splits = _dev_splits(task)
+    names = {split: _result_name(task, split, dev_splits) for split in dev_splits}
+    # Test predictions are the submission files of the real model: the selected run only, not baseline arms.
+    test_splits = [s for s in _test_splits(task) if getattr(settings, "predict_test", True)
+                   and _split_file(task, s, data_dir)]
+
+    train_ex = _read(task, "train", data_dir)
+    train = glue_lib.convert_glue_examples(train_ex, tokenizer, hp.max_seq_length, task)
+    devs = {}
+    for split in dev_splits:
+        ex = _read(task, split, data_dir)
+        if settings.max_eval_examples:
+            ex = ex[: settings.max_eval_examples]
+        devs[split] = (ex, glue_lib.convert_glue_examples(ex, tokenizer, hp.max_seq_length, task))
+
+    def evaluate(model):
+        metrics, payload = {}, {}
+        for split, (_, arrays) in devs.items():
+            logits = predict(model, arrays)["logits"]
+            metrics[split] = glue_scores(task, logits, arrays["label_ids"])
+            payload[split] = glue_lib.predictions_from_logits(task, logits)
+        first = metrics[dev_splits[0]]  # selection and headline: the first dev split (MNLI: matched)
+        return {"score": first["score"], "selection_score": first["selection_score"],
+                "selection_metric": first["selection_metric"], "splits": metrics}, payload
+
+    loss_fn = regression_loss if task.is_regression else classification_loss
+    export = bool(getattr(settings, "export_serving_model", True))
+    refusal = serving_refusal(task, tokenizer) if export else None
+    if refusal is not None:
+        log.warning("%s: no raw-text serving model (benchmarks.export_serving_model): %s", task.name, refusal)
+        export = False
+
+    def make_head(encoder, run_seed):
+        return ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, run_seed)
+
+    def after_run(model, res):
+        if export or test_splits:
+            res["weights"] = model.get_weights()  # the selected weights, used if this run is the median
+
+    run_results, chosen = fine_tune_seeds(
+        albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed, num_seeds=settings.seeds,
+        selection=settings.checkpoint_selection, eval_every=settings.eval_every, after_run=after_run, init=init,
+        task=task.name, precision=settings.mixed_precision)
+    res = run_results[chosen]
+    tests = {}
+    if test_splits:
+        model = make_head(build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=False), res["seed"])
+        model({k: v[:1] for k, v in train.items() if k in FEATURE_KEYS}, training=False)
+        model.set_weights(res["weights"])
+        for split in test_splits:
+            ex = _read(task, split, data_dir)
+            arrays = glue_lib.convert_glue_examples(ex, tokenizer, hp.max_seq_length, task)
+            tests[split] = (ex, glue_lib.predictions_from_logits(task, predict(model, arrays)["logits"]))
+        del model
+    pred_dir = os.path.join(output_dir, "predictions", task.name)
+    result: Dict[str, Dict[str, Any]] = {}
+    for split in dev_splits:
+        ex, _ = devs[split]
+        path = os.path.join(pred_dir, f"{split}.tsv")
+        glue_lib.write_glue_predictions(task, [e.guid for e in ex], list(res["payload"][split]), path)
+        entry = dict(res["metrics"]["splits"][split])
+        entry.update(run_summary(run_results, chosen, lambda m, s=split: m["splits"][s]))
+        entry.update({"num_train": len(train_ex), "num_dev": len(ex), "predictions": os.path.relpath(path, output_dir)})
+        floor = majority_baseline(plan, train["label_ids"], devs[split][1]["label_ids"])
+        if floor is not None:
+            entry["majority_baseline"] = 100.0 * floor
+            entry["single_class_runs"] = single_class_runs(run_results, lambda m, s=split: m["splits"][s])
+        if refusal is not None:
+            entry["serving_model_skipped"] = refusal
+        result[names[split]] = entry
+    for split, (ex, preds) in tests.items():
+        dev_split = split.replace("test", "dev")
+        name = names.get(dev_split, task.name)
+        if glue_task:
+            path = os.path.join(output_dir, "predictions", "glue_test", glue_lib.submission_filename(task.name, split))
+            glue_lib.write_glue_predictions(task.name, [e.guid for e in ex], list(preds), path)
+        else:
+            suffix = "" if split == "test" else f"_{split}"
+            path = os.path.join(output_dir, "predictions", "test", f"{task.name.lower()}{suffix}_predict.json")
+            write_spec_predictions(task, ex, list(preds), path)
+        result[name]["test_predictions"] = os.path.relpath(path, output_dir)
+    if export:
+        serving = export_glue_serving(task, hp, albert_dir, tokenizer, res, devs, dev_splits, output_dir,
+                                      run_tfma=bool(getattr(settings, "tfma", True)), graphs=graphs)
+        for split in dev_splits:
+            result[names[split]].update(serving.get(split, {}))
+    for r in run_results:
+        r.pop("weights", None)
+    runs_out[task.name] = runs_record(run_results)
+    return result
