@@ -9,7 +9,7 @@ runner DirectRunner ends up on, is what this project runs locally:
 
 * a pipeline whose args name no runner (the local DAG's and the compiled spec's container tasks: the presets'
   ``beam_args`` name none) gets it as Beam's default, set by :func:`use_local_runner_by_default` when
-  ``components.tfx_components`` (every executor's module) is imported. The args themselves are unchanged, so the
+  ``components.node_shell`` (which every executor's module imports) is imported. The args themselves are unchanged, so the
   nodes' cache keys (TFX hashes the Beam args into the executor spec) and compiled specs stay as they were;
 * ``make-pretraining-data`` and ``ingest`` name it (:func:`local_args`), and the ``local`` environment's
   ``runner: DirectRunner`` produces ``--runner=FnApiRunner`` (``pipeline/cloud/environments.py``).

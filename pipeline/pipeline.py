@@ -45,8 +45,14 @@ from tfx.types import Channel, standard_artifacts
 
 from components import artifacts
 from components.datagate import datagate_result
-from components.tfx_components import (BenchmarkEval, BenchmarkReport, Blesser, CorpusGen, DataGate, DataGateCheck,
-                                       ModelImport, PretrainingDataGen, Pusher, VocabGen)
+from components.corpus.corpus_component import CorpusGen
+from components.datagate.datagate_component import DataGate, DataGateCheck
+from components.datagen.datagen_component import PretrainingDataGen
+from components.evaluation.benchmark_component import BenchmarkEval
+from components.model_import.model_import_component import ModelImport
+from components.release.release_component import Blesser, Pusher
+from components.report.report_component import BenchmarkReport
+from components.vocab.vocab_component import VocabGen
 from config import canonical_json
 from pipeline.tasks import gate_baseline_task
 from pipeline.settings.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,

@@ -21,7 +21,7 @@ def _corpus_gen_executor(args):
     """CorpusGen's executor (a TFX Beam executor) as a launcher builds it for a node with these Beam args."""
     from tfx.dsl.components.base.base_beam_executor import BaseBeamExecutor
 
-    from components.tfx_components import CorpusGen
+    from components.corpus.corpus_component import CorpusGen
 
     return CorpusGen.EXECUTOR_SPEC.executor_class(BaseBeamExecutor.Context(beam_pipeline_args=list(args)))
 

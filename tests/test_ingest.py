@@ -74,7 +74,7 @@ def test_both_wikipedia_formats_in_one_folder_each_detected(tmp_path):
 
 
 def test_the_dag_and_ingest_read_the_same_files_by_default(tmp_path):
-    """CorpusGen lists its inputs with the configuration's globs (components/tfx_components.py): their defaults take
+    """CorpusGen lists its inputs with the configuration's globs (components/corpus/corpus_component.py): their defaults take
     WikiExtractor's AA/wiki_NN files and compressed books as ``ingest`` does, and ``corpus.wikipedia_format`` reaches
     both (here ``xml``, which refuses WikiExtractor output, naming the file)."""
     default = CorpusConfig(books_dir="x")

@@ -294,7 +294,7 @@ def test_no_beam_step_tries_prism(sample_run):
 
     from apache_beam.options.pipeline_options import StandardOptions
 
-    from components import tfx_components  # noqa: F401  (sets the default, as in every executor's process)
+    from components import node_shell  # noqa: F401  (sets the default, as in every executor's process)
     from pipeline.pipeline import create_pipeline
 
     assert create_pipeline(sample_run.config).beam_pipeline_args == [

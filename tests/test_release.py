@@ -388,7 +388,7 @@ def test_the_pushers_rerun_uploads_a_version_whose_upload_failed_and_never_twice
     from tfx.types import standard_artifacts
 
     from components.release import versions
-    from components.tfx_components import Pusher
+    from components.release.release_component import Pusher
 
     _, config, _, _ = first
     inputs = _pusher_inputs(config)

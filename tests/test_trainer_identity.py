@@ -47,7 +47,7 @@ def test_dev_documents_from_benchmark_artifacts(tmp_path):
     """datagen.eval_source=benchmark_dev: the SQuAD dev*.json and RACE dev/ articles become the eval documents."""
     from tfx.types import standard_artifacts
 
-    from components.tfx_components import _dev_documents_file
+    from components.datagen.datagen_component import _dev_documents_file
     from components.text.documents import parse_text_blocks
     from pipeline.settings.configs import SAMPLE_DATA
 

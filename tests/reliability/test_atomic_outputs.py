@@ -1,6 +1,6 @@
 """Atomic outputs: a failed component publishes nothing a rerun or a downstream step could mistake for output.
 
-Unit level: the staging helpers of ``components.tfx_components``. Pipeline level (slow): the DAG on a
+Unit level: the staging helpers of ``components.node_shell``. Pipeline level (slow): the DAG on a
 truncated Wikipedia dump fails naming the file; MLMD then holds no LIVE Documents artifact and no
 downstream execution, the failed execution's URI holds no output files; after the dump is fixed the
 same command succeeds.
@@ -16,16 +16,16 @@ from tests.reliability import fixtures, mlmd
 
 def test_staged_output_is_removed_when_the_job_raises(tmp_path):
     from components.file_io import publish
-    from components.tfx_components import STAGING_PREFIX, _staged
+    from components.node_shell import STAGING_PREFIX, staged
 
     uri = str(tmp_path / "documents" / "7")
     with pytest.raises(RuntimeError, match="worker died"):
-        with _staged(uri) as staging:
+        with staged(uri) as staging:
             fixtures.write(os.path.join(staging, "documents-00000-of-00002.txt"), "half a shard")
             raise RuntimeError("worker died")
     assert os.listdir(uri) == []  # nothing named like output, no staging left
 
-    with _staged(uri) as staging:
+    with staged(uri) as staging:
         fixtures.write(os.path.join(staging, "documents-00000-of-00001.txt"), "a\n\n")
         fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00000-of-00001.gz"), b"x")
         fixtures.write(os.path.join(staging, ".datagen-spill", "spill-1"), b"y")
@@ -42,12 +42,12 @@ def test_a_failure_while_publishing_removes_what_was_moved_and_the_staging(tmp_p
     from apache_beam.io.localfilesystem import LocalFileSystem
 
     from components.file_io import PublishError, publish
-    from components.tfx_components import _staged
+    from components.node_shell import staged
 
     uri = str(tmp_path / "examples" / "9")
     moved = fixtures.fail_renames_after_the_first(monkeypatch, LocalFileSystem, "injected: disk full")
     with pytest.raises(PublishError) as info:
-        with _staged(uri) as staging:
+        with staged(uri) as staging:
             fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00000-of-00002.gz"), b"a")
             fixtures.write(os.path.join(staging, "Split-train", "data_tfrecord-00001-of-00002.gz"), b"b")
             fixtures.write(os.path.join(staging, "examples_info.json"), "{}")
@@ -58,7 +58,7 @@ def test_a_failure_while_publishing_removes_what_was_moved_and_the_staging(tmp_p
                                "full")
     assert os.listdir(uri) == []  # nor the Split-train folder the move created
     monkeypatch.undo()
-    with _staged(uri) as staging:  # and a second try publishes the whole output, the marker last
+    with staged(uri) as staging:  # and a second try publishes the whole output, the marker last
         fixtures.write(os.path.join(staging, "examples_info.json"), "{}")
         publish(staging, uri, last=["examples_info.json"])
     assert os.listdir(uri) == ["examples_info.json"]

@@ -1,0 +1,141 @@
+"""The data gate's TFX components, ``DataGate`` (a Beam shell over :mod:`components.datagate.datagate_beam`) and
+``DataGateCheck`` (the verdict that stops the run).
+
+What every node's shell shares (staged outputs, Beam counters, the local Beam runner): :mod:`components.node_shell`.
+"""
+import json
+import logging
+import os
+import posixpath
+import tempfile
+
+import apache_beam as beam
+import tensorflow as tf
+from tfx.dsl.component.experimental.annotations import BeamComponentParameter, InputArtifact, OutputArtifact, Parameter
+from tfx.dsl.component.experimental.decorators import component
+
+from components import artifacts
+from components.file_io import copy_tree, publish
+from components.node_shell import staged
+
+_LOG = logging.getLogger(__name__)
+
+
+@component(use_beam=True)
+def DataGate(
+    documents: InputArtifact[artifacts.Documents],
+    result: OutputArtifact[artifacts.DataGateResult],
+    config: Parameter[str],
+    baseline: InputArtifact[artifacts.DataGateResult] = None,
+    acceptance: InputArtifact[artifacts.DataGateResult] = None,
+    baseline_uris: Parameter[str] = None,
+    squad_dev: InputArtifact[artifacts.RawCorpus] = None,
+    squad2_dev: InputArtifact[artifacts.RawCorpus] = None,
+    race_dev: InputArtifact[artifacts.RawCorpus] = None,
+    beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
+) -> None:
+    """Measure the span CorpusGen made, check it, and publish the result, whether it passed or not.
+
+    ``config``: the ``gate`` section's limits and ``accept`` (``GateConfig.params``). The span is the newest one the
+    corpus read (``data_snapshot`` on the documents; 0 without a span pattern). ``baseline``: the result of the last
+    span that went through the gate (the ``DataGateBaseline`` resolver of a local run; none on the first span, and
+    then only the absolute limits apply, which the result says). ``acceptance``: an earlier result that accepted the
+    same raw data knowingly (``gate.accept``), so a span once accepted stays accepted. ``baseline_uris``: the two
+    as URIs instead, ``{"baseline": URI or null, "acceptance": URI or null}`` (a compiled spec's, chosen by its
+    ``DataGateBaseline`` task by the same rule: pipeline/tasks/gate_baseline_task.py). ``squad_dev`` /
+    ``squad2_dev`` / ``race_dev``: the reading benchmarks' data, whose dev passages are checked for 13-gram
+    contamination.
+
+    How a failed span stops the run: this node never fails on a bad span. It publishes its ``DataGateResult``
+    (``passed`` 0, the failed checks in ``anomalies.pb``), so the anomalies are an artifact in MLMD, with lineage to
+    the documents, whatever happens next; TFX publishes no output of a failed execution, so a node that raised here
+    would leave only a FAILED execution. ``DataGateCheck`` reads the result and raises :class:`DataGateError` (one
+    line per failed check, exit 2 from the CLI), and ``VocabGen``, the first expensive node, runs only after it
+    succeeded (a dependency without artifacts, which moves no cache key: pipeline/pipeline.py)."""
+    from components.corpus import corpus_beam
+    from components.datagate import datagate_beam
+    from components.datagate import datagate_result
+    from components.datagate.checks import GateLimits
+
+    settings = json.loads(config)
+    accept = settings.pop("accept", None)
+    limits = GateLimits(**settings)
+    snapshot = (documents.get_string_custom_property("data_snapshot")
+                if documents.has_custom_property("data_snapshot") else None)
+    span = datagate_result.gate_span(snapshot)
+    chosen = json.loads(baseline_uris) if baseline_uris else {}
+    baseline_uri = chosen.get("baseline") or (baseline.uri if baseline is not None else None)
+    acceptance_uri = chosen.get("acceptance") or (acceptance.uri if acceptance is not None else None)
+    base = datagate_beam.read_statistics(baseline_uri) if baseline_uri else None
+    # The local copies of gs:// dev sets stay until the pipeline has run: a worker outside this process reads the
+    # passages from their files (datagate_beam._ContaminationFn).
+    with tempfile.TemporaryDirectory() as copies:
+        passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev, copies)
+        with staged(result.uri) as staging:
+            with beam_pipeline as p:
+                datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
+                                         limits=limits, baseline=base, passages=passages, accept=accept,
+                                         accepted_before=acceptance_uri,
+                                         baseline_summary=(datagate_beam.read_summary(baseline_uri)
+                                                           if baseline_uri else None))
+            publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
+    summary = datagate_beam.read_summary(result.uri)
+    result.set_int_custom_property("span", span)
+    result.set_int_custom_property("passed", int(summary["passed"]))
+    result.set_int_custom_property("accepted", int(summary["accepted"]))
+    result.set_int_custom_property("documents", int(summary["documents"]))
+    result.set_string_custom_property("data_fingerprint", datagate_result.data_fingerprint(snapshot))
+    if summary["failed"]:
+        result.set_string_custom_property("failed", ",".join(summary["failed"]))
+    if baseline_uri:
+        result.set_int_custom_property("baseline_span", int(summary["baseline"]["span"]))
+        result.set_string_custom_property("baseline", baseline_uri)
+    if summary["contamination"] is not None:
+        result.set_float_custom_property("contaminated_share", float(summary["contamination"]["share"]))
+        result.set_float_custom_property("total_contaminated_share", float(summary["contamination"]["total_share"]))
+        for name, c in summary["contamination"]["benchmarks"].items():
+            result.set_float_custom_property(f"contaminated_share_{name}", float(c["share"]))
+    _LOG.info("data gate: span %d measured (%d documents, %d characters), %d of %d checks failed; result in %s",
+              span, summary["documents"], summary["characters"], len(summary["failed"]), len(summary["checks"]),
+              result.uri)
+
+
+@component
+def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
+    """Stop the run on a span that failed the data gate and was not accepted: :class:`DataGateError`, whose message
+    has one line per failed check ("span N: check X = value, limit L"). ``VocabGen`` depends on this node, so
+    nothing expensive runs on such a span; a span that passed, or was accepted with ``gate.accept``, goes through."""
+    from components.datagate import datagate_beam
+    from components.datagate import datagate_result
+
+    summary = datagate_beam.read_summary(result.uri)
+    line = datagate_result.verdict(summary, result.uri)  # raises DataGateError on a span that does not go through
+    (_LOG.warning if summary["accepted"] else _LOG.info)(line)
+
+
+def _reading_dev_passages(squad, squad2, race, tmp: str):
+    """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
+    articles): read where they are when local (an error names the file), from local copies under ``tmp`` on
+    ``gs://``."""
+    from components.datagate import datagate_beam
+
+    squad_files = {"squad": [], "squad2": []}
+    for key, artifact in (("squad", squad), ("squad2", squad2)):
+        if artifact is None:
+            continue
+        for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(artifact.uri)):
+            if name.startswith("dev") and name.endswith(".json"):
+                path = posixpath.join(artifact.uri, name)
+                if "://" in path:
+                    local = os.path.join(tmp, key, name)
+                    os.makedirs(os.path.dirname(local), exist_ok=True)
+                    tf.io.gfile.copy(path, local)
+                    path = local
+                squad_files[key].append(path)
+    race_dir = None
+    if race is not None and tf.io.gfile.isdir(posixpath.join(race.uri, "dev")):
+        race_dir = race.uri
+        if "://" in race_dir:
+            race_dir = os.path.join(tmp, "race")
+            copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
+    return datagate_beam.dev_passages(squad_files["squad"], race_dir, squad2_files=squad_files["squad2"])
