@@ -32,9 +32,10 @@ import sys
 import traceback
 from typing import List, Optional
 
-from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
 from components.corpus.corpus_config import BOOKS_GLOBS, WIKIPEDIA_FORMATS, WIKIPEDIA_GLOBS
-from trainer.files import VOCAB_FILES
+from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
+from pipeline import cli_tools
+from pipeline.settings.resolve import built_from_args, config_from_args
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -51,28 +52,11 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="override one value, e.g. --set train.num_train_steps=200 (repeatable)")
 
 
-def _built(args, **placement):
-    """The configuration of ``--preset/--config/--set`` with where it runs (``--output-dir D`` puts the pipeline
-    root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path`` hold), validated
-    (every section, the model too): :func:`pipeline.settings.configs.build_config`, which looks at nothing that exists."""
-    from pipeline.settings.configs import build_config
-
-    return build_config(args.preset, args.config, args.overrides, **placement)
-
-
-def _config(args, local: bool = False, **placement):
-    """:func:`_built`, then resolved against what exists, ``local`` for ``run`` and ``plan``:
-    :func:`pipeline.settings.resolve.resolve_config`."""
-    from pipeline.settings.resolve import resolve_config
-
-    return resolve_config(_built(args, **placement), local=local)
-
-
 def cmd_run(args) -> int:
     from pipeline.local import run_lock
     from pipeline.settings.resolve import resolve_config
 
-    built = _built(args, output_dir=args.output_dir)
+    built = built_from_args(args, output_dir=args.output_dir)
     wait = _wait_seconds(args.wait)
     # The store's lock first, then what exists: a run that waited (--wait) resolves the spans and the latest
     # blessed model as they are when it starts, after the run it waited for; one that is refused has imported
@@ -118,7 +102,7 @@ def cmd_releases(args) -> int:
     """The pushed versions of a destination (default: the config's), oldest first, with scores and reasons."""
     from config import InputError
 
-    destination = args.destination or _config(args, output_dir=args.output_dir).push_destination
+    destination = args.destination or config_from_args(args, output_dir=args.output_dir).push_destination
     from components.release.versions import is_destination, list_versions
 
     if not is_destination(destination):
@@ -139,7 +123,7 @@ def cmd_releases(args) -> int:
 
 def cmd_plan(args) -> int:
     """Which nodes ``run`` with the same flags would take from the cache, and why the others would run."""
-    config = _config(args, output_dir=args.output_dir, local=True)
+    config = config_from_args(args, output_dir=args.output_dir, local=True)
     from pipeline.local.plan import format_plan, plan
 
     rows = plan(config)
@@ -172,7 +156,7 @@ def cmd_compile(args) -> int:
         from pipeline.cloud.cli_env import cmd_compile_env
 
         return cmd_compile_env(args)
-    config = _config(args, pipeline_root=args.pipeline_root, beam_args=args.beam_arg or None)
+    config = config_from_args(args, pipeline_root=args.pipeline_root, beam_args=args.beam_arg or None)
     from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, spec_summary
 
     compile_pipeline(config, args.output, image=args.image)
@@ -255,195 +239,6 @@ def cmd_schedule(args) -> int:
                                   start_time=args.start_time, end_time=args.end_time)
     schedule, _ = deploy.schedule(deployment, args.spec, spec)
     print(f"created schedule: {schedule.resource_name}")
-    return 0
-
-
-def cmd_make_pretraining_data(args) -> int:
-    config = _config(args)
-    if args.workers < 1:
-        from pipeline.settings.configs import ConfigError
-
-        raise ConfigError(f"--workers must be >= 1, got {args.workers}")
-    from components.datagen.datagen_tool import make_pretraining_data
-
-    summary = make_pretraining_data(args.input, args.vocab, args.output, config, workers=args.workers)
-    print(json.dumps(summary, indent=2, sort_keys=True))
-    return 0
-
-
-def cmd_tokenize(args) -> int:
-    """Each input line's pieces and ids as a JSON line: a vocabulary checked before pretraining is paid for."""
-    config = _config(args)
-    from components.text.tokenizers import TokenizerSpec, load_tokenizer
-    from components.text.vocab_files import vocabulary_kind
-
-    if not os.path.isfile(args.vocab):
-        raise MissingInputError(f"vocabulary {args.vocab} (--vocab) does not exist")
-    with open(args.vocab, "rb") as f:
-        data = f.read()
-    tokenizer = load_tokenizer(data, TokenizerSpec.for_vocab(vocabulary_kind(data, args.vocab), config.vocab),
-                               args.vocab)
-    for path in args.input or ["-"]:
-        lines = sys.stdin if path == "-" else _read_lines(path)
-        for line in lines:
-            text = line.rstrip("\n")
-            pieces = tokenizer.tokenize(text)
-            ids = tokenizer.encode(text)
-            print(json.dumps({"text": text, "pieces": pieces, "ids": ids}, ensure_ascii=False))
-    return 0
-
-
-def _read_lines(path: str):
-    """The lines of a UTF-8 text file; an InputError naming the file and line otherwise."""
-    if not os.path.isfile(path):
-        raise MissingInputError(f"--input {path} does not exist")
-    with open(path, "rb") as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise InputError(f"{path} line {number}: not UTF-8 text") from None
-
-
-def cmd_ingest(args) -> int:
-    """CorpusGen's Beam code without TFX: raw Wikipedia and book folders → documents (``components/corpus/ingest_tool.py``)."""
-    # The folders enter the configuration too, so a preset without corpus folders (paper) validates, and a missing
-    # folder is named as the setting's error.
-    args.overrides = [f"corpus.{key}_dir={value}" for key, value in (("wikipedia", args.wikipedia),
-                                                                      ("books", args.books)) if value] + args.overrides
-    corpus = _config(args).corpus
-    from components.corpus.ingest_tool import ingest
-
-    summary = ingest(args.wikipedia, args.books, args.output, corpus, workers=args.workers,
-                     wikipedia_format=args.wikipedia_format, beam_args=args.beam_arg or (),
-                     wikipedia_globs=args.wikipedia_glob, books_globs=args.books_glob)
-    print(json.dumps({"output": args.output, **summary}, indent=2, sort_keys=True))
-    return 0
-
-
-def _json_file(path: str, what: str, shape: type):
-    """Parse a JSON input, naming the file (and line/column) when it is not JSON or not a ``shape``."""
-    if not os.path.isfile(path):
-        raise MissingInputError(f"{what} {path} does not exist or is not a file")
-    try:
-        with open(path, encoding="utf-8") as f:
-            value = json.load(f)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: {what} is not valid UTF-8 at byte offset {exc.start}") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: {what} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-                         ) from None
-    if not isinstance(value, shape):
-        raise InputError(f"{path}: {what} must be a JSON {'object' if shape is dict else shape.__name__}, "
-                         f"got {type(value).__name__}")
-    return value
-
-
-def _check_score_inputs(args) -> None:
-    """The shapes ``score`` reads, checked up front so a broken file is named instead of failing deep inside."""
-    if args.benchmark in ("squad", "squad2", "cmrc2018"):
-        data = _json_file(args.dataset, "SQuAD dataset", dict)
-        if not isinstance(data.get("data"), list) or not all(
-                isinstance(a, dict) and isinstance(a.get("paragraphs"), list) for a in data["data"]):
-            raise InputError(f"{args.dataset}: SQuAD dataset must be {{\"data\": [{{\"paragraphs\": [...]}}, ...]}}")
-        preds = _json_file(args.predictions, "SQuAD predictions", dict)
-        bad = [k for k, v in preds.items() if not isinstance(v, str)][:3]
-        if bad:
-            raise InputError(f"{args.predictions}: SQuAD predictions map question ids to answer strings; "
-                             f"not a string for {bad}")
-        if args.na_prob:
-            _json_file(args.na_prob, "SQuAD no-answer probabilities", dict)
-    elif args.benchmark == "race":
-        _json_file(args.predictions, "RACE predictions", dict)
-    for path in (args.dataset, args.predictions):
-        if not os.path.exists(path):
-            raise MissingInputError(f"{path} does not exist")
-        if os.path.isfile(path):
-            with open(path, "rb") as f:
-                data = f.read()
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
-            if not data.strip():
-                raise InputError(f"{path}: empty file")
-
-
-def _check_examples_dir(path: str) -> None:
-    """``pretrain --examples`` must be a make-pretraining-data output (or a pipeline Examples artifact)."""
-    if not os.path.isdir(path):
-        raise MissingInputError(f"--examples {path} is not a folder")
-    train = os.path.join(path, "Split-train")
-    if not os.path.isdir(train) or not [n for n in os.listdir(train) if not n.startswith(".")]:
-        raise InputError(f"{path} holds no pretraining examples (no files under Split-train/): give the folder "
-                         f"written by `albert-pipeline make-pretraining-data`")
-    if not any(os.path.isfile(os.path.join(path, "vocab", name)) for name in VOCAB_FILES):
-        raise InputError(f"{path} has no vocab/spm.model or vocab/vocab.txt: not a make-pretraining-data output "
-                         "folder")
-
-
-def _check_safetensors(src: str) -> None:
-    """A Hugging Face folder's weights must open as safetensors (the header names every tensor)."""
-    path = os.path.join(src, "model.safetensors")
-    if not os.path.isfile(path):
-        return  # the converter reports a missing file itself
-    try:
-        from safetensors import safe_open
-
-        with safe_open(path, framework="numpy") as f:
-            list(f.keys())
-    except Exception as exc:  # SafetensorError has no stable import path across versions
-        raise InputError(f"{path}: not a valid safetensors file ({exc})") from None
-
-
-def cmd_pretrain(args) -> int:
-    config = _config(args)
-    _check_examples_dir(args.examples)
-    from trainer.task import pretrain_from_examples
-
-    info = pretrain_from_examples(args.examples, args.output, config)
-    print(json.dumps({k: info[k] for k in ("start_step", "final_step", "eval_metrics", "checkpoint_dir")}, indent=2))
-    return 0
-
-
-def cmd_model_info(args) -> int:
-    from trainer.modeling_albert import AlbertConfig, count_parameters
-
-    overrides = {k: v for k, v in {
-        "embedding_size": args.E, "hidden_size": args.H, "num_hidden_layers": args.L,
-        "num_attention_heads": args.heads, "intermediate_size": args.ffn, "sharing": args.sharing,
-        "num_hidden_groups": args.groups, "inner_group_num": args.inner_groups, "vocab_size": args.vocab_size,
-    }.items() if v is not None}
-    if args.H is not None:
-        from config.encoder import width_defaults
-
-        overrides = {**width_defaults(args.H), **overrides}  # given --heads / --ffn win
-    config = AlbertConfig.named(args.size, **overrides)
-    counts = count_parameters(config, include_heads=args.include_heads)
-    heads = count_parameters(config, include_heads=True)["heads"]
-    print(json.dumps({"config": config.to_dict(), "parameters": {**counts, "heads": heads}}, indent=2))
-    return 0
-
-
-def cmd_convert(args) -> int:
-    if not os.path.isdir(args.src):
-        raise MissingInputError(f"{args.src} is not a folder")
-    if args.kind == "hf-to-albert":
-        _check_safetensors(args.src)
-    from trainer.convert import convert
-
-    print(json.dumps(convert(args.kind, args.src, args.dst), indent=2, sort_keys=True, default=str))
-    return 0
-
-
-def cmd_score(args) -> int:
-    _check_score_inputs(args)
-    from components.evaluation.score import score
-
-    kwargs = {"task": args.task}
-    if args.na_prob:
-        kwargs["na_prob_path"] = args.na_prob
-    print(json.dumps(score(args.benchmark, args.dataset, args.predictions, **kwargs), indent=2, sort_keys=True))
     return 0
 
 
@@ -538,14 +333,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the vocabulary: a SentencePiece model or a WordPiece vocab.txt (the kind read from the file)")
     p.add_argument("--output", required=True)
     p.add_argument("--workers", type=int, default=1, help="DirectRunner worker processes")
-    p.set_defaults(func=cmd_make_pretraining_data)
+    p.set_defaults(func=cli_tools.cmd_make_pretraining_data)
 
     p = sub.add_parser("tokenize", help="each line of the input (or stdin) as pieces and ids, JSON lines: check a "
                                         "vocabulary and the language settings (--set language=...) before pretraining")
     _add_config_args(p)  # language, vocab.do_lower_case, vocab.normalization, vocab.strip_accents
     p.add_argument("--vocab", required=True, help="a SentencePiece model or a WordPiece vocab.txt")
     p.add_argument("--input", nargs="+", help="UTF-8 text files, one text a line (default: standard input)")
-    p.set_defaults(func=cmd_tokenize)
+    p.set_defaults(func=cli_tools.cmd_tokenize)
 
     p = sub.add_parser("ingest", help="raw Wikipedia (XML dumps or WikiExtractor output) and book folders → "
                                       "documents (CorpusGen's Beam code, no TFX); per-source counts as JSON")
@@ -562,13 +357,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                          f"corpus.books_glob, {', '.join(BOOKS_GLOBS)})")
     p.add_argument("--beam-arg", action="append", help="Beam pipeline option, e.g. --beam-arg=--runner=DataflowRunner "
                                                        "(write the '='; replaces the local runner)")
-    p.set_defaults(func=cmd_ingest)
+    p.set_defaults(func=cli_tools.cmd_ingest)
 
     p = sub.add_parser("pretrain", help="pretrain from make-pretraining-data output (the Trainer's run_fn, no TFX)")
     _add_config_args(p)
     p.add_argument("--examples", required=True, help="folder written by make-pretraining-data")
     p.add_argument("--output", required=True, help="model, logs and checkpoints (rerun to resume)")
-    p.set_defaults(func=cmd_pretrain)
+    p.set_defaults(func=cli_tools.cmd_pretrain)
 
     p = sub.add_parser("model-info", help="parameter counts of a configuration, as JSON")
     p.add_argument("--size", default="albert-base")
@@ -582,13 +377,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inner-groups", type=int)
     p.add_argument("--vocab-size", type=int)
     p.add_argument("--include-heads", action="store_true", help="count the pretraining heads in total")
-    p.set_defaults(func=cmd_model_info)
+    p.set_defaults(func=cli_tools.cmd_model_info)
 
     p = sub.add_parser("convert", help="Hugging Face ALBERT <-> albert dir; official TF1 checkpoint -> albert dir")
     p.add_argument("kind", choices=["hf-to-albert", "albert-to-hf", "tf1-to-albert"])
     p.add_argument("src")
     p.add_argument("dst")
-    p.set_defaults(func=cmd_convert)
+    p.set_defaults(func=cli_tools.cmd_convert)
 
     p = sub.add_parser("score", help="score predictions in the official formats")
     p.add_argument("benchmark", choices=["squad", "squad2", "cmrc2018", "glue", "race"])
@@ -596,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("predictions")
     p.add_argument("--task", help="GLUE task name")
     p.add_argument("--na-prob", help="SQuAD 2.0 no-answer probabilities JSON")
-    p.set_defaults(func=cmd_score)
+    p.set_defaults(func=cli_tools.cmd_score)
     return parser
 
 

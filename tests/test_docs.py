@@ -177,7 +177,7 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
             assert cli.run_cli(["compile", "--env", "vertex-paper", "--output", "outputs/albert_paper.json"]) == 0
         if argv[0] == "run":  # long: configuration only; the run is test_cli_run.py / test_pipeline_e2e.py
             args = cli.build_parser().parse_args(argv)
-            config = cli._config(args)
+            config = config_from_args(args)
             ran.append((argv, config))
             continue
         if argv[0] == "ingest" and any(a.startswith("--beam-arg=--runner=") for a in argv):
@@ -185,13 +185,13 @@ def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_c
             from components.corpus.ingest_tool import pipeline_options
 
             args = cli.build_parser().parse_args(argv)
-            ran.append((argv, cli._config(args), pipeline_options(args.workers, args.beam_arg).get_all_options()))
+            ran.append((argv, config_from_args(args), pipeline_options(args.workers, args.beam_arg).get_all_options()))
             continue
         if argv[0] == "make-pretraining-data" and not os.path.exists(argv[argv.index("--input") + 1]):
             # Documents an earlier line of the block downloads from a bucket: configuration only (the command is
             # tests/test_cli_errors.py, tests/test_datagen_memory.py).
             args = cli.build_parser().parse_args(argv)
-            ran.append((argv, cli._config(args)))
+            ran.append((argv, config_from_args(args)))
             continue
         calls_before = len(vertex_rpcs)
         capsys.readouterr()

@@ -17,7 +17,7 @@ from typing import Any, Dict, Tuple
 from config.schema import ConfigError
 from trainer.trainer_config import INIT_FROM_SCRATCH
 from pipeline.settings import spans
-from pipeline.settings.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED, PipelineConfig
+from pipeline.settings.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED, PipelineConfig, build_config
 from pipeline.settings.continuation import base_vocab, resolve_latest_blessed
 
 
@@ -103,3 +103,17 @@ def _benchmark_base(config: PipelineConfig) -> PipelineConfig:
     base = base_model.describe(location)
     return dataclasses.replace(config, train=dataclasses.replace(config.train, init_from=location),
                                model_digest=base_model.digest(base_model.model_files(base)))
+
+
+def built_from_args(args, **placement) -> PipelineConfig:
+    """The configuration of a command's ``--preset/--config/--set`` with where it runs (``--output-dir D`` puts the
+    pipeline root and MLMD store under D; without it the config's own ``pipeline_root`` / ``metadata_path`` hold),
+    validated (every section, the model too): :func:`pipeline.settings.configs.build_config`, which looks at nothing
+    that exists."""
+    return build_config(args.preset, args.config, args.overrides, **placement)
+
+
+def config_from_args(args, local: bool = False, **placement) -> PipelineConfig:
+    """:func:`built_from_args`, then resolved against what exists (``local`` for ``run`` and ``plan``):
+    :func:`resolve_config`."""
+    return resolve_config(built_from_args(args, **placement), local=local)
