@@ -57,7 +57,7 @@ from config import canonical_json
 from pipeline.tasks import gate_baseline_task
 from pipeline.settings.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,
                               IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig)
-from pipeline.cloud.vertex_training import create_trainer
+from trainer.trainer_component import create_trainer
 
 # Pipeline runtime parameter → (config key it overrides, type).
 RUNTIME_PARAMETERS = {
@@ -143,7 +143,7 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
                       for name, key in consumers.get("PretrainingDataGen", {}).items()}
         datagen = PretrainingDataGen(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
                                      **args("PretrainingDataGen"), **dev_inputs)
-        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (pipeline/cloud/vertex_training.py);
+        # Local Trainer, or Vertex AI Training when config.vertex_training.enabled (trainer/trainer_component.py);
         # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
         trainer = create_trainer(args("Trainer"), datagen.outputs["examples"]).with_id("Trainer")
         nodes += [corpus, vocab, datagen, trainer]

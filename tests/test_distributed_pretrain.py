@@ -190,7 +190,7 @@ def test_local_trainer_node_under_a_distributed_strategy(examples, tmp_path):
     """The Trainer node's own executor, in-process, with ``train.strategy=mirrored``: distributed variables (as on
     several GPUs or a TPU) through ``run_fn``, the export and the metrics it publishes to MLMD."""
     from pipeline.settings.configs import build_config
-    from pipeline.cloud.vertex_training import MetricsGenericExecutor, create_trainer
+    from trainer.trainer_component import MetricsGenericExecutor, create_trainer
     from tfx import types as tfx_types
     from tfx.types import standard_artifacts
 
@@ -235,7 +235,7 @@ def test_vertex_trainer_job_on_two_machines(examples, reference, tmp_path, monke
     from google.cloud.aiplatform_v1.types import job_state
 
     from pipeline.settings.configs import build_config
-    from pipeline.cloud.vertex_training import VertexMetricsGenericExecutor, create_trainer
+    from trainer.trainer_component import VertexMetricsGenericExecutor, create_trainer
     from tfx import types as tfx_types
     from tfx.types import standard_artifacts
 

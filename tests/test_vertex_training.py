@@ -17,7 +17,7 @@ def _vertex(**kw):
 
 
 def test_worker_pool_tpu_v3():
-    from pipeline.cloud.vertex_training import worker_pool_specs
+    from trainer.trainer_component import worker_pool_specs
 
     specs = worker_pool_specs(_vertex(machine_type="cloud-tpu", accelerator_type="TPU_V3", accelerator_count=8), IMAGE)
     assert specs == [{"machine_spec": {"machine_type": "cloud-tpu", "accelerator_type": "TPU_V3", "accelerator_count": 8},
@@ -25,7 +25,7 @@ def test_worker_pool_tpu_v3():
 
 
 def test_worker_pool_tpu_v5e_topology():
-    from pipeline.cloud.vertex_training import worker_pool_specs
+    from trainer.trainer_component import worker_pool_specs
 
     specs = worker_pool_specs(_vertex(machine_type="ct5lp-hightpu-4t", accelerator_type="TPU_V5_LITEPOD",
                                       tpu_topology="4x4"), IMAGE)
@@ -35,7 +35,7 @@ def test_worker_pool_tpu_v5e_topology():
 
 
 def test_worker_pool_gpu_chief_and_workers():
-    from pipeline.cloud.vertex_training import training_job_spec, worker_pool_specs
+    from trainer.trainer_component import training_job_spec, worker_pool_specs
 
     cfg = _vertex(machine_type="a2-highgpu-4g", accelerator_type="NVIDIA_TESLA_A100", accelerator_count=4,
                   replica_count=3, service_account="sa@my-proj.iam.gserviceaccount.com")
@@ -79,7 +79,7 @@ def test_vertex_off_by_default_and_paper_values():
     assert not paper.enabled
     assert (paper.machine_type, paper.accelerator_type, paper.accelerator_count) == ("cloud-tpu", "TPU_V3", 8)
     with pytest.raises(ConfigError, match="vertex_training.image"):
-        from pipeline.cloud.vertex_training import worker_pool_specs
+        from trainer.trainer_component import worker_pool_specs
         worker_pool_specs(paper, "")
 
 
@@ -103,7 +103,7 @@ def test_compiled_vertex_spec_has_vertex_trainer(tmp_path):
     trainer_exec = [e for name, e in _executors(spec).items() if "Trainer" in name]
     assert len(trainer_exec) == 1
     args = " ".join(trainer_exec[0]["container"]["args"])
-    assert "pipeline.cloud.vertex_training.VertexMetricsGenericExecutor" in args
+    assert "trainer.trainer_component.VertexMetricsGenericExecutor" in args
     task_params = pipeline_spec["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
     assert task_params["run_fn"]["runtimeValue"]["constant"] == "trainer.task.run_fn"
     custom = json.loads(task_params["custom_config"]["runtimeValue"]["constant"])
@@ -142,13 +142,13 @@ def test_compiled_multi_host_job_runs_one_chief_and_workers(tmp_path):
     assert json.loads(custom["albert"])["train"]["strategy"] == "multi_worker"
     client = training_clients.VertexJobClient.__new__(training_clients.VertexJobClient)  # no credentials offline
     job = client.create_training_job({}, {}, {"run_fn": "trainer.task.run_fn"},
-                                     "pipeline.cloud.vertex_training.VertexMetricsGenericExecutor",
+                                     "trainer.trainer_component.VertexMetricsGenericExecutor",
                                      custom[tfx.extensions.google_cloud_ai_platform.TRAINING_ARGS_KEY], None, None)
     pools = job["job_spec"]["worker_pool_specs"]
     assert [p["replica_count"] for p in pools] == [1, 2]
     assert {p["container_spec"]["image_uri"] for p in pools} == {IMAGE}
     assert pools[0]["container_spec"]["command"] == pools[1]["container_spec"]["command"]
-    assert "pipeline.cloud.vertex_training.VertexMetricsGenericExecutor" in pools[1]["container_spec"]["command"]
+    assert "trainer.trainer_component.VertexMetricsGenericExecutor" in pools[1]["container_spec"]["command"]
     assert all(p["machine_spec"]["accelerator_count"] == 8 for p in pools)
     # The CLUSTER_SPEC Vertex AI gives the second worker of these pools, and what the trainer makes of it.
     cluster_spec = {"cluster": {"workerpool0": ["chief-0:2222"], "workerpool1": ["w-0:2222", "w-1:2222"]},
@@ -163,7 +163,7 @@ def test_training_args_key_is_tfx_own():
     """``vertex_training`` spells TFX's key itself: TFX defines it only next to its aiplatform-importing executor."""
     from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor
 
-    from pipeline.cloud import vertex_training
+    from trainer import trainer_component as vertex_training
 
     assert vertex_training.TRAINING_ARGS_KEY == vertex_executor.TRAINING_ARGS_KEY
 
@@ -191,7 +191,7 @@ def test_metrics_executor_sets_float_properties(tmp_path, monkeypatch):
     from tfx.components.trainer import executor as trainer_executor
     from tfx.types import standard_artifacts
 
-    from pipeline.cloud import vertex_training
+    from trainer import trainer_component as vertex_training
 
     model_run, model = standard_artifacts.ModelRun(), standard_artifacts.Model()
     model_run.uri, model.uri = str(tmp_path / "model_run"), str(tmp_path / "model")
@@ -218,7 +218,7 @@ def test_num_train_steps_parameter_becomes_train_args():
     from google.protobuf import json_format
     from tfx.proto import trainer_pb2
 
-    from pipeline.cloud.vertex_training import apply_num_train_steps
+    from trainer.trainer_component import apply_num_train_steps
 
     props = apply_num_train_steps({"train_args": "{}", "num_train_steps": 17, "run_fn": "x"})
     assert "num_train_steps" not in props and props["run_fn"] == "x"

@@ -203,7 +203,7 @@ class VertexTrainingConfig(Section):
 
     Off by default (the Trainer then runs where the orchestrator runs it). Enabled, the job runs the
     pipeline's container image (or ``image``) with one worker pool built from these fields by
-    :func:`pipeline.cloud.vertex_training.worker_pool_specs`: a TPU (``machine_type`` ``cloud-tpu`` with
+    :func:`trainer.trainer_component.worker_pool_specs`: a TPU (``machine_type`` ``cloud-tpu`` with
     ``accelerator_type`` TPU_V2/TPU_V3 and ``accelerator_count`` 8, or a ``ct4p-``/``ct5lp-`` machine
     with ``tpu_topology``) or a GPU machine (``accelerator_type`` NVIDIA_*, ``accelerator_count`` GPUs).
     """

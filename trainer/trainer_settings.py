@@ -3,7 +3,7 @@
 ``{"model", "train", "seed"}`` as canonical JSON, ``train`` without ``num_train_steps``: the step count
 travels as the node's own int parameter, so a compiled spec can declare it a pipeline runtime parameter
 (``submit --parameters``) — a value inside a JSON string cannot be one. The Trainer's executor hands it to
-``run_fn`` as ``TrainArgs.num_steps`` (``pipeline/cloud/vertex_training.py``), and :func:`parse_settings` puts it
+``run_fn`` as ``TrainArgs.num_steps`` (``trainer/trainer_component.py``), and :func:`parse_settings` puts it
 back into ``train``.
 """
 from __future__ import annotations

@@ -214,7 +214,7 @@ class PipelineConfig(Section):
         custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
                           "checkpoint_root": "pipeline_root"}
         if self.vertex_training.enabled:
-            from pipeline.cloud.vertex_training import vertex_settings  # TFX's Vertex keys: only for Vertex configs
+            from trainer.trainer_component import vertex_settings  # TFX's Vertex keys: only for Vertex configs
 
             vertex = vertex_settings(self.vertex_training, image)
             custom.update(vertex)

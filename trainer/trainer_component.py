@@ -1,4 +1,5 @@
-"""Trainer nodes: the local Trainer and the Vertex AI Training one, both publishing the final eval metrics.
+"""The Trainer node's TFX components: the local Trainer and the Vertex AI Training one, both publishing the final eval
+metrics.
 
 Both run the same ``trainer.task.run_fn``. With ``vertex_training.enabled`` the node is
 ``tfx.extensions.google_cloud_ai_platform.Trainer``: its executor submits a Vertex AI CustomJob whose
