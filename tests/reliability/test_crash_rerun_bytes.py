@@ -3,6 +3,8 @@ multi-processing Beam workers, a crash in between, TFX's BeamDagRunner) are byte
 sample run (tests/conftest.py: uninterrupted, one DirectRunner worker, the default LocalDagRunner; the crash runs'
 overrides touch only the Trainer and the benchmarks, so the data nodes have the same parameters and seed).
 
+The sample run's own bytes are also checked against fingerprints committed before a refactor (tests/fingerprints.py).
+
 A file of its own so that it runs late (tests/conftest.py, READ_THE_SAMPLE_RUN): it needs the shared sample run to
 have ended; the crash runs are made once per session (tests/reliability/crash_runs.py), usually by the worker that
 ran test_crash_rerun.py at the start. Unit-level determinism: tests/test_corpus_beam.py, tests/test_vocab_lib.py,
@@ -47,3 +49,14 @@ def test_outputs_are_byte_identical_to_an_uninterrupted_one_worker_run(runs, ref
     assert a == b
     if type_name == "Examples":
         assert any(name.startswith("Split-train/data_tfrecord-") for name in a)
+
+
+def test_the_sample_runs_data_is_the_committed_bytes(sample_run):
+    """The shared sample run's documents, vocabulary, examples and datagen statistics, file by file, are the bytes
+    the code made before the modules moved into node folders (tests/fingerprints.py, ``sample_outputs.json``)."""
+    from tests import fingerprints
+
+    now, committed = fingerprints.sample_outputs(sample_run.metadata_path), fingerprints.load("sample_outputs.json")
+    assert sorted(now) == sorted(committed)
+    for type_name in committed:
+        assert now[type_name] == committed[type_name], type_name
