@@ -157,6 +157,7 @@ def docs_env(monkeypatch, tmp_path):
 
 def test_every_documented_albert_pipeline_line_runs(docs_env, vertex_rpcs, kfp_client, capsys):  # noqa: F811
     from pipeline import cli
+    from pipeline.settings.resolve import config_from_args
 
     _, pool = kfp_client
     env = dict(os.environ)

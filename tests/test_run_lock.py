@@ -18,7 +18,7 @@ from tests.conftest import REPO
 # A process that takes the lock, says so on stdout, and holds it until killed or until its stdin closes.
 HOLDER = """
 import sys
-from pipeline import run_lock
+from pipeline.local import run_lock
 with run_lock.exclusive_run(sys.argv[1], command="albert-pipeline run --output-dir elsewhere"):
     print("held", flush=True)
     sys.stdin.read()
