@@ -31,6 +31,9 @@ NOT_PRODUCT = {"tests", "benchmarks", "experiments", "third_party"}
 SITE = os.path.join("lib", "python3.11", "site-packages")  # a virtualenv's, relative to it
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(1)]
+
+
 def _uv() -> str:
     out = subprocess.run(["make", "-s", "uv"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     path = out.strip().splitlines()[-1]

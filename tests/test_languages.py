@@ -264,6 +264,7 @@ def chinese_examples(tmp_path_factory):
     return work / "examples", stats
 
 
+@pytest.mark.slow
 def test_datagen_reads_a_wordpiece_vocab_and_masks_whole_words(chinese_examples):
     import glob
 
@@ -304,6 +305,7 @@ def test_datagen_reads_a_wordpiece_vocab_and_masks_whole_words(chinese_examples)
     assert continued > 0 and masked > instances
 
 
+@pytest.mark.slow
 def test_pretraining_on_wordpiece_examples_exports_the_vocab_txt(chinese_examples, cli, tmp_path):
     """Two real steps of albert-tiny on the Chinese WordPiece examples: the encoder's vocabulary is the vocab.txt's,
     and the model folder carries the vocab.txt and its tokenizer.json (what fine-tuning and continuation read)."""

@@ -16,6 +16,9 @@ NODES = {"WikipediaImporter", "BooksImporter", "CorpusGen", "VocabGen", "Pretrai
          "RaceBenchmark", "BenchmarkReport", "Blesser", "Pusher"}
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.reads_sample_run]
+
+
 @pytest.fixture(scope="module")
 def store(sample_run):
     from tests.reliability.mlmd import open_store
