@@ -208,74 +208,65 @@ def hf_peer():
     return pytest.importorskip("torch", reason=how), pytest.importorskip("transformers", reason=how)
 
 
-# ---------------------------------------------------------------------------------------------------- slow marks
-# `make test-quick` runs `-m "not slow"`. The one place that says what is slow: whole modules (DAG runs, training,
-# fine-tuning, Beam / tf.Transform pipelines, subprocesses that import TensorFlow) and single tests ("file::test").
-# A name here that no longer exists is an error, so a renamed file cannot drop out of the list unnoticed.
-SLOW = {
-    "test_pipeline_e2e.py", "test_cli_run.py", "test_change_impact.py", "test_trainer.py", "test_exit_codes.py",
-    "test_resume_same_run.py", "test_overlapping_runs.py", "test_distributed_pretrain.py", "test_crash_rerun.py", "test_crash_rerun_bytes.py",
-    "test_eval_transform.py",
-    "test_eval_tfma.py", "test_eval_run_benchmark.py", "test_eval_clue_benchmark.py", "test_hf_parity.py", "test_install.py", "test_install_check.py",
-    "test_benchmark_only.py::test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source",
-    "test_benchmark_only.py::test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model",
-    "test_cli_errors.py::test_real_terminal_gets_one_line_and_exit_code_2",
-    "test_eval_serving.py::test_tasks_with_the_same_key_build_the_transform_graph_once",
-    "test_atomic_outputs.py::test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds",
-    "test_environments.py::test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args",
-    "test_optimization.py::test_pretraining_builds_its_optimizer_from_the_options",
-    "test_two_phase.py::test_datagen_makes_both_sets_from_the_same_documents",
-    "test_two_phase.py::test_the_trainer_switches_to_the_long_sequences_at_the_step",
-    "test_two_phase.py::test_the_trainer_refuses_examples_without_the_long_split",
-    "test_two_phase.py::test_a_resume_across_the_switch_is_the_same_run",
-    "test_step_count_change.py",
-    "test_sample_zh.py",
-    "test_languages.py::test_datagen_reads_a_wordpiece_vocab_and_masks_whole_words",
-    "test_languages.py::test_pretraining_on_wordpiece_examples_exports_the_vocab_txt",
-}
-
-
-def _slow_names_that_do_not_exist():
-    """Names in SLOW, LONGEST_FIRST or READ_THE_SAMPLE_RUN that are not a test file (or test) of tests/."""
-    files = {name: os.path.join(root, name) for root, _, names in os.walk(os.path.join(REPO, "tests"))
-             for name in names if name.endswith(".py")}
-    missing = [name for name in LONGEST_FIRST + READ_THE_SAMPLE_RUN if name not in files]
-    for entry in sorted(SLOW):
-        name, _, test = entry.partition("::")
-        if name not in files:
-            missing.append(entry)
-        elif test:
-            with open(files[name], encoding="utf-8") as f:
-                if f"def {test}(" not in f.read():
-                    missing.append(entry)
-    return missing
-
-
+# ------------------------------------------------------------------------------------------ slow marks, run order
+# `make test-quick` runs `-m "not slow"`. What is slow is marked at the test (pyproject.toml registers the marks):
+# `pytestmark = pytest.mark.slow` for a whole module (DAG runs, training, fine-tuning, Beam / tf.Transform pipelines,
+# subprocesses that import TensorFlow), `@pytest.mark.slow` on a single test.
+#
 # Run order, for `make test`'s workers (pytest-xdist hands out whole files in collection order): the longest files
-# first (measured, longest first), so no worker starts one near the end while the other has nothing left; the files
-# that read the shared sample run last, when it has finished (it starts with the session, in the background).
-LONGEST_FIRST = ("test_install_check.py", "test_crash_rerun.py", "test_distributed_pretrain.py",
-                 "test_change_impact.py", "test_resume_same_run.py", "test_eval_run_benchmark.py", "test_train_step.py", "test_precision.py",
-                 "test_two_phase.py", "test_step_count_change.py", "test_checkpoint_interop.py", "test_eval_transform.py", "test_atomic_outputs.py",
-                 "test_hf_parity.py", "test_safety.py")
-READ_THE_SAMPLE_RUN = ("test_cli_run.py", "test_pipeline_e2e.py", "test_crash_rerun_bytes.py")
+# first, `pytestmark = pytest.mark.longest_first(RANK)` (measured; 1 = the longest), so no worker starts one near the
+# end while the other has nothing left; the files that read the shared sample run last,
+# `pytestmark = pytest.mark.reads_sample_run`, when it has finished (it starts with the session, in the background);
+# every other file between them, in collection order.
+SAMPLE_RUN_FIXTURES = ("sample_run", "sample_run_pending")
 
 
 def _run_order(item, position):
-    name = item.path.name
-    if name in READ_THE_SAMPLE_RUN:
+    if item.get_closest_marker("reads_sample_run"):
         return (2, position)
-    return (0, LONGEST_FIRST.index(name), position) if name in LONGEST_FIRST else (1, position)
+    longest = item.get_closest_marker("longest_first")
+    return (0, longest.args[0], position) if longest else (1, position)
+
+
+def _marks_that_are_not_sane(items):
+    """What is wrong with the order marks: ``longest_first`` takes one rank, an int >= 1, and ``slow`` and
+    ``reads_sample_run`` take nothing; the order marks are the whole file's (its ``pytestmark``: xdist hands out
+    whole files), one rank per file and one file per rank; a file is not both longest-first and last; and a test
+    that uses the shared sample run is in a file marked ``reads_sample_run``."""
+    problems, ranks, by_file = [], {}, {}
+    for item in items:
+        name = item.nodeid.split("::")[0]
+        for mark in item.iter_markers("longest_first"):
+            if len(mark.args) != 1 or mark.kwargs or type(mark.args[0]) is not int or mark.args[0] < 1:
+                problems.append(f"{item.nodeid}: longest_first takes one rank, an int >= 1, not {mark.args}"
+                                f"{mark.kwargs or ''}")
+        for mark in (*item.iter_markers("slow"), *item.iter_markers("reads_sample_run")):
+            if mark.args or mark.kwargs:
+                problems.append(f"{item.nodeid}: {mark.name} takes no arguments")
+        longest = item.get_closest_marker("longest_first")
+        rank = longest.args[0] if longest and longest.args else None
+        order = (rank, bool(item.get_closest_marker("reads_sample_run")))
+        by_file.setdefault(name, set()).add(order)
+        if order[0] is not None:
+            ranks.setdefault(order[0], set()).add(name)
+        if order[0] is not None and order[1]:
+            problems.append(f"{item.nodeid}: both longest_first (run first) and reads_sample_run (run last)")
+        if not order[1] and set(SAMPLE_RUN_FIXTURES) & set(getattr(item, "fixturenames", ())):
+            problems.append(f"{item.nodeid} uses the shared sample run: mark its file reads_sample_run")
+    problems += [f"{name}: its tests differ in longest_first / reads_sample_run: set them as the module's pytestmark"
+                 for name, orders in by_file.items() if len(orders) > 1]
+    problems += [f"longest_first({rank}) is on {len(names)} files: {', '.join(sorted(names))}"
+                 for rank, names in ranks.items() if len(names) > 1]
+    return sorted(set(problems))
 
 
 def pytest_collection_modifyitems(config, items):
-    missing = _slow_names_that_do_not_exist()
-    if missing:
-        raise pytest.UsageError(f"tests/conftest.py names tests that do not exist (SLOW, LONGEST_FIRST, READ_THE_SAMPLE_RUN): {', '.join(missing)}")
-    for item in items:
-        name = item.path.name
-        if name in SLOW or f"{name}::{getattr(item, 'originalname', item.name)}" in SLOW:
-            item.add_marker(pytest.mark.slow)
+    problems = _marks_that_are_not_sane(items)
+    if problems:
+        message = "tests/conftest.py: the slow and run-order marks are not sane:\n" + "\n".join(problems)
+        # pytest prints a UsageError after the session, which pytest_unconfigure's hard exit cuts short: say it now
+        sys.stderr.write(f"ERROR: {message}\n")
+        raise pytest.UsageError(message)
     order = {id(item): _run_order(item, i) for i, item in enumerate(items)}
     items.sort(key=lambda item: order[id(item)])
 

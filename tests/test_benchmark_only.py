@@ -164,6 +164,7 @@ def _hf_converted(root):
     return str(converted)
 
 
+@pytest.mark.slow
 def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_source(cli, tmp_path):
     from pipeline.rehearsal import rehearsal
     from tests.test_change_impact import _last_run
@@ -236,6 +237,7 @@ def test_a_benchmark_only_run_scores_every_task_and_pushes_a_version_naming_its_
         assert json.load(f)["source"] == {**source, "digest": config.model_digest}
 
 
+@pytest.mark.slow
 def test_an_encoder_only_model_is_benchmarked_and_pushed_without_a_serving_model(cli, tmp_path):
     """A folder ``convert`` writes for an encoder-only source (a bare ``AlbertModel``: no pretraining heads, so no
     serving SavedModel): every task scored, a version pushed whose card says it has no SavedModel."""

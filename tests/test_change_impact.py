@@ -60,6 +60,9 @@ BASE = [
 NO_RACE = ["benchmarks.race_dir=null"]  # see the module docstring
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(4)]
+
+
 def _config(root, extra=()):
     from pipeline.settings.configs import build_config
     from pipeline.settings.resolve import resolve_config

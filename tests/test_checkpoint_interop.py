@@ -32,6 +32,9 @@ from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertMo
 V, E, H, F, P = 50, 16, 32, 64, 24
 
 
+pytestmark = pytest.mark.longest_first(11)
+
+
 def tiny(**overrides):
     fields = dict(vocab_size=V, embedding_size=E, hidden_size=H, intermediate_size=F, num_attention_heads=4,
                   num_hidden_layers=2, max_position_embeddings=P)

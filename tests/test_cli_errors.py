@@ -46,6 +46,7 @@ def fails_cleanly(cli, tmp_path, monkeypatch):
 
 
 # -- the real terminal ------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_real_terminal_gets_one_line_and_exit_code_2(tmp_path):
     """A Beam job that fails on a worker, in a real process: the exit status is 2 and nothing but the one line
     reaches file descriptor 2 (no worker traceback, no TensorFlow start-up banner)."""

@@ -21,6 +21,9 @@ IMPORTERS = {"WikipediaImporter", "BooksImporter", "GlueDataImporter", "SquadDat
 ALLOWED_LIBRARY_WARNINGS = {}
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.reads_sample_run]
+
+
 def test_stdout_is_only_json_and_names_the_report(sample_run):
     first = sample_run.first
     result = json.loads(first.stdout)

@@ -34,6 +34,9 @@ TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.tr
          "model.dropout=0.0"]
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(3)]
+
+
 def _cmd(examples, output, *extra):
     exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
     return [exe, "pretrain", "--examples", examples, "--output", output] + [

@@ -267,6 +267,7 @@ def test_compile_for_env_passes_image_root_and_beam_args(tmp_path):
         envs.compile_for_env(env, "x.json", image="gcr.io/YOUR_PROJECT/albert-tfx:latest", compile_fn=fake_compile)
 
 
+@pytest.mark.slow
 def test_compiled_spec_for_vertex_dev_carries_image_and_dataflow_args(tmp_path):
     from pipeline.cloud.kubeflow_v2_runner import spec_summary
 

@@ -31,6 +31,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures" / "clue"
 VOCAB_SIZE = 21128  # albert_base_zh's
 
 
+pytestmark = pytest.mark.slow
+
+
 def official_chinese_vocab():
     """A vocab.txt in the official Chinese models' layout ([PAD] 0, [unused1..99], [UNK] 100, [CLS] 101, [SEP] 102,
     [MASK] 103) holding every character of the CLUE fixtures but 志 and 愿 (which stay [UNK]), ``##`` forms of the

@@ -24,6 +24,9 @@ from components.evaluation.run_benchmark import run_benchmark  # noqa: E402
 from pipeline.settings.configs import SAMPLE_DATA, FinetuneHParams  # noqa: E402
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(6)]
+
+
 @pytest.fixture(scope="module")
 def albert_dir(tmp_path_factory):
     return export_untrained_albert(str(tmp_path_factory.mktemp("albert")), seed=0)

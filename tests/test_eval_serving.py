@@ -96,6 +96,7 @@ def _dev(name, tokenizer, seq, n=16):
     return dev, glue_lib.convert_glue_examples(dev, tokenizer, seq, name)
 
 
+@pytest.mark.slow
 def test_tasks_with_the_same_key_build_the_transform_graph_once(albert_dir, tmp_path, beam_builds):
     tokenizer = AlbertTokenizer(os.path.join(albert_dir, SPM_FILE))
     hp = FinetuneHParams(1e-3, 8, 0.0, 0.1, train_steps=1, warmup_steps=0, max_seq_length=SEQ)

@@ -18,6 +18,9 @@ from components.evaluation.glue import tfma_eval  # noqa: E402
 from components.evaluation.metrics import glue_metrics  # noqa: E402
 
 
+pytestmark = pytest.mark.slow
+
+
 def _softmax(x):
     e = np.exp(x - x.max(-1, keepdims=True))
     return e / e.sum(-1, keepdims=True)

@@ -28,6 +28,9 @@ GLUE = os.path.join(REPO, "data", "sample", "glue")
 SPM = os.path.join(REPO, "data", "sample", "vocab", "30k-clean.model")
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(12)]
+
+
 @pytest.fixture(scope="module")
 def tokenizer():
     return AlbertTokenizer(SPM)

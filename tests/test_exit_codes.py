@@ -3,7 +3,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+pytestmark = pytest.mark.slow
 
 
 def test_pytest_session_using_tf_transform_exits_zero():

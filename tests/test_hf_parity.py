@@ -38,6 +38,9 @@ SMALL = dict(vocab_size=30000, embedding_size=64, hidden_size=128, num_hidden_la
 LAYOUTS = {"all": (2, 1, 1), "groups": (4, 2, 2), "none": (3, 3, 1)}
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(14)]
+
+
 @pytest.fixture(scope="module")
 def batch(spm_model_path):
     """Three [CLS] a [SEP] b [SEP] pairs of real sentences, different lengths, zero-padded."""

@@ -18,6 +18,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MACHINE_PATHS = r"(^|[^A-Za-z0-9_.])/(work|root|home|opt/wheels|opt/pypi|Users)/"
 
 
+pytestmark = pytest.mark.slow
+
+
 def test_no_absolute_machine_paths_in_tracked_files():
     done = subprocess.run(["git", "grep", "-InE", MACHINE_PATHS], cwd=REPO, capture_output=True, text=True)
     if done.returncode == 128:

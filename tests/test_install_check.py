@@ -24,6 +24,8 @@ import pytest
 from tests.image_env import (SITE, ImageEnv, build_context, build_env, card_differences, differences, final_stage_copies,
                               link_compiled_bytecode, product_packages, shared_roots, uv_path)
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(1)]
+
 
 @pytest.fixture(scope="module")
 def image_env(tmp_path_factory) -> ImageEnv:

@@ -12,8 +12,13 @@ import socket
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import CLI, cli_env
 from tests.test_change_impact import BASE
+
+
+pytestmark = pytest.mark.slow
 
 
 def test_two_runs_started_at_once_on_one_folder(tmp_path):

@@ -16,6 +16,9 @@ NODES = {"WikipediaImporter", "BooksImporter", "CorpusGen", "VocabGen", "Pretrai
          "RaceBenchmark", "BenchmarkReport", "Blesser", "Pusher"}
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.reads_sample_run]
+
+
 @pytest.fixture(scope="module")
 def store(sample_run):
     from tests.reliability.mlmd import open_store
@@ -336,9 +339,121 @@ def _expected_contamination(documents_dir, sample_dir):
     return out
 
 
-def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamination(store, sample_run, sample_dir):
+def _execution(store, node):
+    """The execution of ``node`` in the sample run's first run (the cached rerun's come later: CACHED, or COMPLETE
+    for the Blesser and the Pusher, which always run)."""
+    return min((e for e in store.get_executions() if _node_of(store, e.id) == node), key=lambda e: e.id)
+
+
+def _rerun_node(store, node, replaced, outputs, **parameters):
+    """Run ``node``'s function (its TFX executor's own Python function) again in this process with the inputs and
+    parameters its execution in the sample run recorded in MLMD, but ``replaced`` (input key → an artifact, or a
+    folder: the recorded artifact, its properties kept, at that folder) and ``parameters``; ``outputs``: output key
+    → the folder of its new artifact. Returns the new output artifacts. The sample run's folders are only read."""
+    from tfx.types import artifact_utils
+
+    from components import tfx_components
+
+    execution = _execution(store, node)
+    events = store.get_events_by_execution_ids([execution.id])
+    recorded = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    types = {t.id: t for t in store.get_artifact_types()}
+    args, made = {}, {}
+    for event in events:
+        key, artifact = event.path.steps[0].key, recorded[event.artifact_id]
+        if event.type == event.INPUT:
+            given = replaced.get(key)
+            args[key] = given if given is not None and not isinstance(given, str) else \
+                artifact_utils.deserialize_artifact(types[artifact.type_id], artifact)
+            if isinstance(given, str):
+                args[key].uri = given
+        elif event.type == event.OUTPUT:
+            made[key] = artifact_utils.deserialize_artifact(types[artifact.type_id])
+            made[key].uri = str(outputs[key])
+    args.update({k: v.string_value for k, v in execution.custom_properties.items()})
+    args.update(parameters)
+    getattr(tfx_components, node).EXECUTOR_SPEC.executor_class._FUNCTION(**args, **made)
+    return made
+
+
+# The dev passages planted whole or in part in a copy of the sample run's corpus (:func:`planted`), by the gate's ids.
+PLANTED = {"race": ["race:high98.txt"],
+           "squad": ["squad:dev-v1.1-sample.json:0:1", "squad:dev-v1.1-sample.json:2:3"]}
+
+
+@pytest.fixture(scope="module")
+def planted(store, sample_dir, tmp_path_factory):
+    """The sample run's DataGate, BenchmarkReport and Pusher run again on its own documents with dev passages
+    planted in them (:data:`PLANTED`): SQuAD paragraph 0:1 and RACE article high/98 whole, SQuAD paragraph 2:3 as
+    40 of its words quoted inside a text of its own; RACE article middle/9's first 8 words (fewer than 13 tokens,
+    so no 13-gram) are planted too and count for nothing. Everything else is the sample run's: its model, results,
+    blessing, the gate's and the report's settings. Returns the folders of the planted documents, the gate's result,
+    the report and the release."""
+    import shutil
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from components import datagate_beam
+    from components.beam_options import local_args
+    from components.text.documents import make_document, to_text_block
+
+    root = tmp_path_factory.mktemp("planted")
+    [documents] = store.get_artifacts_by_type("albert_tfx.Documents")
+    shutil.copytree(documents.uri, root / "documents")
+    with open(os.path.join(sample_dir, "squad", "dev-v1.1-sample.json"), encoding="utf-8") as f:
+        articles = json.load(f)["data"]
+
+    def race_article(level, name):
+        with open(os.path.join(sample_dir, "race", "dev", level, name), encoding="utf-8") as f:
+            return json.load(f)["article"]
+
+    quoted = articles[2]["paragraphs"][3]["context"].split()[10:50]
+    texts = [articles[0]["paragraphs"][1]["context"],
+             "A reader wrote to us about a page she had kept. " + " ".join(quoted) + " That was all of it.",
+             race_article("high", "98.txt"),
+             "An unrelated letter begins: " + " ".join(race_article("middle", "9.txt").split()[:8]) + " and ends."]
+    shard = sorted(glob.glob(str(root / "documents" / "documents-*-of-*.txt")))[-1]
+    with open(shard, "a", encoding="utf-8") as f:
+        f.write("".join(to_text_block(make_document(f"planted-{i}", "corpus", f"planted-{i}", [text]))
+                        for i, text in enumerate(texts)))
+    gate = _rerun_node(store, "DataGate", {"documents": str(root / "documents")}, {"result": root / "gate"},
+                       beam_pipeline=beam.Pipeline(options=PipelineOptions(local_args(1))))["result"]
+    report = _rerun_node(store, "BenchmarkReport", {"data_gate": gate}, {"report": root / "report"})["report"]
+    settings = json.loads(_execution(store, "Pusher").custom_properties["config"].string_value)
+    _rerun_node(store, "Pusher", {"report": report}, {"pushed_model": root / "pushed"},
+                config=json.dumps({**settings, "push_destination": str(root / "releases")}))
+    return {"documents": str(root / "documents"), "gate": gate, "summary": datagate_beam.read_summary(gate.uri),
+            "report": str(root / "report"), "release": str(root / "releases" / "1"), "planted_documents": len(texts)}
+
+
+def _gate_section(text):
+    return text.split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _contamination_table(expected, contaminated):
+    """The contamination table as the report and the card must show it: per benchmark, (dev passages with a
+    13-gram, too short, ids found) from ``expected`` (:func:`_expected_contamination`), ``contaminated`` of them."""
+    rows, total = [], [0, 0, 0]
+    for benchmark in ("race", "squad"):
+        n, short, _ = expected[benchmark]
+        found = len(contaminated[benchmark])
+        share = f"{100 * found / n:.2f}%"
+        rows.append(f"| {benchmark} | {n:,} | {short:,} | {found:,} | {share} | {found:,} | {share} |")
+        total = [total[0] + n, total[1] + short, total[2] + found]
+    share = f"{100 * total[2] / total[0]:.2f}%"
+    rows.append(f"| all | {total[0]:,} | {total[1]:,} | {total[2]:,} | {share} | {total[2]:,} | {share} |")
+    return ("| benchmark | dev passages (≥ 13 tokens) | too short | contaminated by span 0 | share | "
+            "contaminated by span 0 (total) | share (total) |\n|---|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n"), total[2] / total[0]
+
+
+def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamination(store, sample_run, sample_dir,
+                                                                                     planted):
     """Issue 55's done-when: the sample run's report has the "Data gate" section, with the contamination of its
-    benchmarks' dev sets by the bundled Wikipedia and books, and the pushed version's card says the same."""
+    benchmarks' dev sets by the bundled Wikipedia and books, and the pushed version's card says the same. The bundled
+    corpus holds none of the dev passages, so the same nodes run again on it with three passages planted
+    (:func:`planted`): the gate, the report and the card must count exactly those."""
     [documents] = store.get_artifacts_by_type("albert_tfx.Documents")
     [gate_result] = store.get_artifacts_by_type("albert_tfx.DataGateResult")
     expected = _expected_contamination(documents.uri, sample_dir)
@@ -347,37 +462,49 @@ def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamina
                                                                                          "squad": (12, 0, 0)}
     report = json.loads(sample_run.first.stdout)["report"]
     with open(report, encoding="utf-8") as f:
-        md = f.read()
-    section = md.split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0]
+        section = _gate_section(f.read())
     with open(os.path.join(os.path.dirname(report), "results.json"), encoding="utf-8") as f:
         gate = json.load(f)["summary"]["data_gate"]
     # The unpatterned sample corpus is span 0: checked absolutely, passed, no baseline.
-    assert section.startswith(f"Span 0 passed all {len(gate['checks'])} checks of the data gate (no baseline: the "
-                              "corpus has no span pattern, so only the absolute limits apply).\n\n"
-                              "| statistic | span 0 |\n|---|---|\n"
+    verdict = (f"Span 0 passed all {len(gate['checks'])} checks of the data gate (no baseline: the corpus has no "
+               "span pattern, so only the absolute limits apply).")
+    assert section.startswith(f"{verdict}\n\n| statistic | span 0 |\n|---|---|\n"
                               f"| documents | {documents.custom_properties['num_documents'].int_value:,} |\n")
     assert gate_result.custom_properties["passed"].int_value == 1 and gate["span"] == 0
     assert "![Data gate: document lengths and token frequencies, this span over its baseline](data_gate.png)" \
         in section and os.path.isfile(os.path.join(os.path.dirname(report), "data_gate.png"))
-    rows, total = [], [0, 0, 0]
     for benchmark in ("race", "squad"):
-        n, short, found = expected[benchmark]
-        share = f"{100 * len(found) / n:.2f}%"
-        rows.append(f"| {benchmark} | {n:,} | {short:,} | {len(found):,} | {share} | {len(found):,} | {share} |")
-        total = [total[0] + n, total[1] + short, total[2] + len(found)]
+        n, short, _ = expected[benchmark]
         c = gate["contamination"]["benchmarks"][benchmark]
-        assert (c["passages"], c["short"], len(c["contaminated"]), c["total"]) == (n, short, len(found),
-                                                                                    c["contaminated"])
-        if benchmark == "squad":
-            assert c["contaminated"] == found
-    share = f"{100 * total[2] / total[0]:.2f}%"
-    rows.append(f"| all | {total[0]:,} | {total[1]:,} | {total[2]:,} | {share} | {total[2]:,} | {share} |")
-    table = ("| benchmark | dev passages (≥ 13 tokens) | too short | contaminated by span 0 | share | "
-             "contaminated by span 0 (total) | share (total) |\n|---|---|---|---|---|---|---|\n"
-             + "\n".join(rows) + "\n")
+        assert (c["passages"], c["short"], c["contaminated"], c["total"]) == (n, short, [], [])
+    table, share = _contamination_table(expected, {"race": [], "squad": []})
     assert table in section
-    assert gate_result.custom_properties["contaminated_share"].double_value == total[2] / total[0]
+    assert gate_result.custom_properties["contaminated_share"].double_value == share == 0
     # The card of version 1 says the same: the verdict and the contamination table.
     with open(os.path.join(sample_run.pipeline_root, "releases", "1", "model_card.md"), encoding="utf-8") as f:
-        card = f.read().split("\n## Data gate\n\n", 1)[1].split("\n## ", 1)[0]
-    assert card.startswith(section.split("\n\n", 1)[0] + "\n\n" + table)
+        assert _gate_section(f.read()).startswith(f"{verdict}\n\n{table}")
+
+    # The planted copy: the passages are in the corpus (the core's n-grams alone, on the files themselves, find
+    # them and nothing else), and the gate, the report and the card count exactly them.
+    found = _expected_contamination(planted["documents"], sample_dir)
+    assert {b: (n, short) for b, (n, short, _) in found.items()} == {"race": (8, 0), "squad": (12, 0)}
+    assert found["squad"][2] == PLANTED["squad"]
+    assert [f"race:{p.split(os.sep)[-2]}{p.split(os.sep)[-1]}" for p in found["race"][2]] == PLANTED["race"]
+    summary = planted["summary"]
+    assert summary["documents"] == documents.custom_properties["num_documents"].int_value + planted["planted_documents"]
+    for benchmark in ("race", "squad"):
+        c = summary["contamination"]["benchmarks"][benchmark]
+        assert (c["passages"], c["contaminated"], c["total"]) == (expected[benchmark][0], PLANTED[benchmark],
+                                                                   PLANTED[benchmark])
+    assert summary["contamination"]["contaminated"] == sorted(PLANTED["race"] + PLANTED["squad"])
+    table, share = _contamination_table(expected, PLANTED)
+    assert share == 3 / 20 and planted["gate"].get_float_custom_property("contaminated_share") == share
+    with open(os.path.join(planted["report"], "report.md"), encoding="utf-8") as f:
+        section = _gate_section(f.read())
+    assert section.startswith(f"{verdict}\n\n| statistic | span 0 |\n|---|---|\n| documents | "
+                              f"{summary['documents']:,} |\n") and table in section
+    with open(os.path.join(planted["report"], "results.json"), encoding="utf-8") as f:
+        assert json.load(f)["summary"]["data_gate"]["contamination"]["contaminated"] == \
+            summary["contamination"]["contaminated"]
+    with open(os.path.join(planted["release"], "model_card.md"), encoding="utf-8") as f:
+        assert _gate_section(f.read()).startswith(f"{verdict}\n\n{table}")

@@ -35,6 +35,9 @@ from trainer.train_step import build_pretraining_model
 L, P, V = 16, 4, 60
 
 
+pytestmark = pytest.mark.longest_first(8)
+
+
 class FakeClock:
     """Advances by the step time of the policy being timed (``precision.time_steps`` sets it) between the two reads
     around each timed step. Round k's step times are ``rounds[k]`` = (float32, mixed_bfloat16), the last repeating:

@@ -24,6 +24,9 @@ TRAIN = [f"train.num_train_steps={STEPS}", "train.num_warmup_steps=2", "train.tr
 METRICS = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accuracy", "learning_rate")
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(5)]
+
+
 @pytest.fixture(scope="module")
 def examples(resume_examples):
     # More records than one epoch of the run would need is not the point: 12 x 8 steps cross an epoch boundary.

@@ -12,6 +12,9 @@ import pytest
 from tests.conftest import CLI, REPO, cli_env
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def zh_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("zh") / "run"

@@ -28,6 +28,9 @@ TRAIN = ["train.train_batch_size=8", "train.log_every=1", "train.eval_every=0", 
          "train.mixed_precision=float32", "train.checkpoint_every=0"]
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(10)]
+
+
 def _pretrain(examples, out, steps):
     from pipeline.settings.configs import build_config
     from trainer.task import pretrain_from_examples

@@ -27,6 +27,9 @@ from trainer.optimization import create_optimizer
 L, P, V, B = 16, 4, 60, 8
 
 
+pytestmark = pytest.mark.longest_first(7)
+
+
 def tiny_config(dropout=0.0):
     return AlbertConfig.named("albert-tiny", vocab_size=V, max_position_embeddings=L, hidden_dropout_prob=dropout,
                               attention_probs_dropout_prob=dropout)

@@ -16,6 +16,9 @@ study = importlib.import_module("experiments.real_text_learning")
 DATA_OVERRIDES, TRAIN_OVERRIDES = study.DATA_OVERRIDES, study.TRAIN_OVERRIDES
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def examples(tmp_path_factory):
     """The sample preset's own data path: clean documents, its trained 3000-piece vocabulary, masked examples."""

@@ -29,6 +29,9 @@ METRICS = ("loss", "mlm_loss", "sentence_loss", "mlm_accuracy", "sentence_accura
 DOCS_NAME = "documents-00000-of-00001.txt"
 
 
+pytestmark = pytest.mark.longest_first(9)
+
+
 # -- configuration ------------------------------------------------------------------------------------------------
 def test_off_by_default_and_left_out_of_every_node_parameter():
     """The defaults are the official one-phase run, and a config that does not set them gives the same node
@@ -133,6 +136,7 @@ def _text(ids):
     return "".join(chr(0x100 + i) for i in ids)
 
 
+@pytest.mark.slow
 def test_datagen_makes_both_sets_from_the_same_documents(examples, tok, vocab):
     """The long splits hold sequences of the long length (many beyond the short limit), built from exactly the
     documents of the same train/eval split as the short set; the short set is byte for byte what datagen writes
@@ -233,6 +237,7 @@ def _weights(output):
     return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map() if name.startswith("model/")}
 
 
+@pytest.mark.slow
 def test_the_trainer_switches_to_the_long_sequences_at_the_step(reference, caplog):
     """Steps 1-5 train on the short examples from record 0, steps 6-8 on the long ones from their record 0; the
     held-out evaluation stays on the short eval split; the export says which length trained which steps."""
@@ -252,11 +257,13 @@ def test_the_trainer_switches_to_the_long_sequences_at_the_step(reference, caplo
     assert run_config["examples"]["long_max_seq_length"] == LONG
 
 
+@pytest.mark.slow
 def test_the_trainer_refuses_examples_without_the_long_split(examples, tmp_path):
     with pytest.raises(ConfigError, match="train.long_seq_from_step=5 is invalid: the examples have no long split"):
         _pretrain(examples["off"], str(tmp_path / "run"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resume_at", [3, 6])
 def test_a_resume_across_the_switch_is_the_same_run(examples, reference, tmp_path, resume_at):
     """The run's state as a process killed after checkpoint ``resume_at`` left it (the later checkpoints gone), then

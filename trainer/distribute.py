@@ -65,8 +65,8 @@ def tf_config_from_cluster_spec(cluster_spec: Dict[str, Any]) -> Dict[str, Any]:
     cluster = {VERTEX_POOL_ROLES[p]: list(addresses) for p, addresses in sorted(pools.items())
                if p in VERTEX_POOL_ROLES and addresses}
     if task.get("type") not in VERTEX_POOL_ROLES:
-        raise ClusterError(f"{CLUSTER_SPEC}: task type {task.get('type')!r} takes no part in training "
-                           f"(expected one of {', '.join(VERTEX_POOL_ROLES)})")
+        raise ClusterError(f"environment variable {CLUSTER_SPEC}: task type {task.get('type')!r} takes no part in "
+                           f"training (expected one of {', '.join(VERTEX_POOL_ROLES)})")
     return {"cluster": cluster, "task": {"type": VERTEX_POOL_ROLES[task["type"]], "index": int(task.get("index", 0))}}
 
 
@@ -80,14 +80,15 @@ def cluster_config(environ=None) -> Optional[Dict[str, Any]]:
         try:
             raw = json.loads(text)
         except ValueError as exc:
-            raise ClusterError(f"{name} is not valid JSON: {exc}") from None
+            raise ClusterError(f"environment variable {name} is not valid JSON: {exc}") from None
         config = convert(raw) if convert else raw
         cluster, task = config.get("cluster") or {}, config.get("task") or {}
         if not cluster:
             return None
         kind, index = task.get("type"), task.get("index", 0)
         if kind not in cluster or not 0 <= int(index) < len(cluster[kind]):
-            raise ClusterError(f"{name}: task {kind!r} #{index} is not in its cluster {sorted(cluster)}")
+            raise ClusterError(f"environment variable {name}: task {kind!r} #{index} is not in its cluster "
+                               f"{sorted(cluster)}")
         return {"cluster": cluster, "task": {"type": kind, "index": int(index)}}
     return None
 

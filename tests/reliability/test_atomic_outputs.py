@@ -14,6 +14,9 @@ import pytest
 from tests.reliability import fixtures, mlmd
 
 
+pytestmark = pytest.mark.longest_first(13)
+
+
 def test_staged_output_is_removed_when_the_job_raises(tmp_path):
     from components.file_io import publish
     from components.node_shell import STAGING_PREFIX, staged
@@ -70,6 +73,7 @@ SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_
          "train.train_batch_size=8", "train.eval_batch_size=8"]
 
 
+@pytest.mark.slow
 def test_failed_corpus_run_publishes_nothing_and_rerun_after_fix_succeeds(tmp_path):
     from pipeline.settings.configs import build_config
     from pipeline.local.local_runner import run_local

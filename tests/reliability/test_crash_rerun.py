@@ -17,6 +17,9 @@ from tests.conftest import shared_tmp
 from tests.reliability.crash_runs import CHECKPOINT_EVERY, DATA_NODES, STEPS, crash_runs
 
 
+pytestmark = [pytest.mark.slow, pytest.mark.longest_first(2)]
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory, request):
     return crash_runs(shared_tmp(tmp_path_factory, request.config))

@@ -5,7 +5,7 @@ overrides touch only the Trainer and the benchmarks, so the data nodes have the 
 
 The sample run's own bytes are also checked against fingerprints committed before a refactor (tests/fingerprints.py).
 
-A file of its own so that it runs late (tests/conftest.py, READ_THE_SAMPLE_RUN): it needs the shared sample run to
+A file of its own so that it runs late (its reads_sample_run mark, tests/conftest.py): it needs the shared sample run to
 have ended; the crash runs are made once per session (tests/reliability/crash_runs.py), usually by the worker that
 ran test_crash_rerun.py at the start. Unit-level determinism: tests/test_corpus_beam.py, tests/test_vocab_lib.py,
 tests/test_datagen_beam.py.
@@ -17,6 +17,9 @@ import pytest
 from tests.conftest import shared_tmp
 from tests.reliability import mlmd
 from tests.reliability.crash_runs import crash_runs
+
+
+pytestmark = [pytest.mark.slow, pytest.mark.reads_sample_run]
 
 
 def _files(root):

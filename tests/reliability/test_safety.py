@@ -18,6 +18,9 @@ REPO = fixtures.REPO
 PACKAGES = ("pipeline", "components", "trainer")
 
 
+pytestmark = pytest.mark.longest_first(15)
+
+
 # ------------------------------------------------------------------------------------------ YAML
 def test_yaml_config_with_python_tag_is_rejected(tmp_path):
     marker = tmp_path / "pwned"
