@@ -132,7 +132,7 @@ PATH_VALUE = re.compile(r"(?:path|paths|dir|dirs|directory|file|files|uri|folder
                         r"predictions|patterns?|destination|src|dst|checkpoint)$", re.I)
 PATH_CALLS = {"join", "abspath", "realpath", "Path"}  # os.path.join(...), posixpath.join(...), pathlib.Path(...)
 PATH_NOUN = re.compile(r"\b(?:file|files|folder|directory|input|output) (?:match )?\{\}")
-SETTING_CALLS = {"setting", "key"}  # config/task_spec.py's and components/evaluation/task_spec.py's setting names
+SETTING_CALLS = {"setting", "key"}  # components/evaluation/glue/task_spec.py's and task_spec_reader.py's setting names
 
 
 def _parts(node: ast.AST) -> List[tuple]:
@@ -185,7 +185,7 @@ def _names() -> Names:
     import argparse
 
     from pipeline.cli import build_parser
-    from pipeline.configs import PipelineConfig
+    from pipeline.settings.configs import PipelineConfig
 
     settings = {}
 

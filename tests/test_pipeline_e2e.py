@@ -394,7 +394,7 @@ def planted(store, sample_dir, tmp_path_factory):
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from components import datagate_beam
+    from components.datagate import datagate_beam
     from components.beam_options import local_args
     from components.text.documents import make_document, to_text_block
 
