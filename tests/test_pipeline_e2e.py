@@ -352,7 +352,11 @@ def _rerun_node(store, node, replaced, outputs, **parameters):
     → the folder of its new artifact. Returns the new output artifacts. The sample run's folders are only read."""
     from tfx.types import artifact_utils
 
-    from components import tfx_components
+    from components.datagate.datagate_component import DataGate
+    from components.release.release_component import Pusher
+    from components.report.report_component import BenchmarkReport
+
+    components = {"DataGate": DataGate, "BenchmarkReport": BenchmarkReport, "Pusher": Pusher}
 
     execution = _execution(store, node)
     events = store.get_events_by_execution_ids([execution.id])
@@ -372,7 +376,7 @@ def _rerun_node(store, node, replaced, outputs, **parameters):
             made[key].uri = str(outputs[key])
     args.update({k: v.string_value for k, v in execution.custom_properties.items()})
     args.update(parameters)
-    getattr(tfx_components, node).EXECUTOR_SPEC.executor_class._FUNCTION(**args, **made)
+    components[node].EXECUTOR_SPEC.executor_class._FUNCTION(**args, **made)
     return made
 
 
