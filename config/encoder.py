@@ -79,12 +79,13 @@ def named_fields(name: str) -> Dict[str, Any]:
     if key.endswith("-v2") or key.endswith("-v1"):
         key, release = key[:-3], key[-2:]
     if key not in NAMED_CONFIGS:
-        raise ConfigError(f"Unknown configuration {name!r}; known: {sorted(NAMED_CONFIGS)} "
+        raise ConfigError(f"model.size (or model-info --size) {name!r} is unknown; known: {sorted(NAMED_CONFIGS)} "
                          f"(the released ALBERT sizes also as <name>-v1 / -v2)")
     fields = dict(NAMED_CONFIGS[key])
     if release is not None:
         if key not in RELEASE_OVERRIDES:
-            raise ConfigError(f"{name!r}: only {sorted(RELEASE_OVERRIDES)} were released as -v1 / -v2")
+            raise ConfigError(f"model.size (or model-info --size) {name!r}: only {sorted(RELEASE_OVERRIDES)} were released "
+                              "as -v1 / -v2")
         fields.update(RELEASE_OVERRIDES[key][release])
     return fields
 

@@ -337,8 +337,8 @@ def test_missing_input_and_existing_output_of_make_pretraining_data(fails_cleanl
 
 
 @pytest.mark.parametrize("args,names", [
-    (["--size", "albert-huge"], ["Unknown configuration 'albert-huge'"]),
-    (["-H", "100", "--heads", "12"], ["invalid ALBERT configuration: hidden_size (100) must be divisible by num_attention_heads (12)"]),
+    (["--size", "albert-huge"], ["model.size (or model-info --size) 'albert-huge' is unknown"]),
+    (["-H", "100", "--heads", "12"], ["invalid ALBERT configuration (model.*, or a model folder's albert_config.json): hidden_size (100) must be divisible by num_attention_heads (12)"]),
 ])
 def test_bad_model_info_flags(fails_cleanly, args, names):
     fails_cleanly(["model-info", *args], names)

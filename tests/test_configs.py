@@ -51,7 +51,7 @@ def test_overrides_are_typed_and_reach_nested_tables():
     ("benchmarks.glue_tasks=COLA", "config benchmarks.glue_tasks='COLA' is invalid: expected GLUE task names: "
                                    "CoLA, SST-2, MRPC, STS-B, MNLI, QQP, QNLI, RTE, WNLI; CLUE's: AFQMC, TNEWS, "
                                    "IFLYTEK, CMNLI, OCNLI, CSL, CLUEWSC2020; or a task of benchmarks.tasks"),
-    ("no_equals_sign", "override 'no_equals_sign' must look like section.key=value"),
+    ("no_equals_sign", "--set 'no_equals_sign': an override must look like section.key=value"),
 ])
 def test_bad_overrides_fail_clearly(override, message):
     with pytest.raises(ConfigError) as info:

@@ -379,7 +379,7 @@ def test_cli_handlers(capsys, spec_path, vertex_rpcs, monkeypatch):
                               display_name=None, catch_up=False)
     assert cli_env.cmd_schedules(args) == 0
     assert "paused schedule: projects/albert-proj/locations/europe-west4/schedules/9" in capsys.readouterr().out
-    with pytest.raises(cloud.CloudConfigError, match="needs the schedule id"):
+    with pytest.raises(cloud.CloudConfigError, match="needs SCHEDULE, the schedule id"):
         cli_env.cmd_schedules(argparse.Namespace(env="vertex-dev", environments=None, env_set=[], action="resume",
                                               schedule=None, display_name=None, catch_up=False))
 

@@ -290,38 +290,6 @@ def user_error_messages(tree, family: Set[str], path_first: Set[str]
                     yield _name(node.exc.func), node.lineno, parts
 
 
-# User errors that name no setting, flag or file yet (their text, each value as {}): real messages of the product,
-# left as they are (issue 65's report lists them). Some are named by their callers (config.schema wraps a size
-# error as "config model.size=... is invalid: ..."), which this reading of the raise cannot see; the others need more
-# than a change of wording. One that names something now, or is gone, must leave the list (the test says so).
-NAMES_NOTHING_YET = {
-    "unknown CLUE task {}; expected one of {}",  # a task of benchmarks.glue_tasks, or of `score --task`
-    "unknown GLUE task {}; expected one of {}",
-    "SQuAD JSON has no 'data' field",  # the file is not always known here: the dataset may be parsed JSON
-    "article {}: question without 'id' or 'question': {}",
-    "article {}, question id {}: {}",
-    "Unknown configuration {}; known: {} (the released ALBERT sizes also as <name>-v1 / -v2)",  # model.size, --size
-    "{}: only {} were released as -v1 / -v2",
-    "env takes at most one environment name, got {}",  # the CLI's own usage
-    "schedules {} needs the schedule id or resource name",
-    "schedule state must be one of {}, got {}",
-    "a schedule id or resource name is required",
-    "listing schedules needs project and region",
-    "override {} must look like section.key=value",  # --set's value (section.key is a placeholder)
-    "the DAG has a cycle among {}",  # the compiled spec's tasks (rehearse --spec)
-    "task {}: executor kind {} is not supported",
-    "task {}: {}",
-    "task {}: placeholder in {} is not supported by the rehearsal",
-    "predictions.decoder.weight differs from the word embeddings; this model ties them",  # a checkpoint's tensors
-    "hidden_act {} has no Hugging Face name",  # a model config file's field
-    "Unsupported Hugging Face hidden_act {}",
-    "Unsupported position_embedding_type {}",
-    "multi_worker: {} cannot listen on {}: {}",  # the address comes from TF_CONFIG / CLUSTER_SPEC
-    "the training files hold no records",
-    "invalid ALBERT configuration: {}",
-}
-
-
 def test_user_errors_name_a_setting_a_flag_or_a_file():
     trees = _trees()
     family = _user_error_classes(tree for _, tree in trees)
@@ -329,22 +297,17 @@ def test_user_errors_name_a_setting_a_flag_or_a_file():
     names = _names()
     assert {"vocab.kind", "benchmarks.tasks", "gate.accept"} <= set(names.settings)
     assert {"--set", "--vocab", "--output-dir"} <= names.flags
-    nameless, listed, seen = [], set(), 0
+    nameless, seen = [], 0
     for path, tree in trees:
         for cls, line, parts in user_error_messages(tree, family, path_first):
             seen += 1
             text = "".join(t if kind == "text" else "{}" for kind, t in parts)
             if what_it_names(parts, names):
                 continue
-            if text in NAMES_NOTHING_YET:
-                listed.add(text)
-            else:
-                nameless.append(f"{path}:{line}: {cls}: {text!r}")
+            nameless.append(f"{path}:{line}: {cls}: {text!r}")
     assert seen > 250  # the walk reached the raises of every package
     assert not nameless, ("user errors that name no setting, flag or file (name one, e.g. `vocab.kind`, `--vocab` "
                           "or the file):\n" + "\n".join(nameless))
-    assert not NAMES_NOTHING_YET - listed, f"NAMES_NOTHING_YET lists messages that name something now or are gone: " \
-                                           f"{sorted(NAMES_NOTHING_YET - listed)}"
 
 
 def test_the_naming_check_passes_what_names_a_thing_and_catches_what_does_not():

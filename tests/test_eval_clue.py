@@ -309,7 +309,7 @@ def test_clue_specs_are_configuration():
     assert {spec.files["dev"] for spec in C.CLUE_TASKS.values()} == {"dev.json"}
     with pytest.raises(ConfigError) as caught:
         C.get_clue_task("CHID")
-    assert one_line(caught.value) == ("unknown CLUE task 'CHID'; expected one of AFQMC, TNEWS, IFLYTEK, CMNLI, "
+    assert one_line(caught.value) == ("unknown CLUE task 'CHID' (benchmarks.glue_tasks, or score --task); expected one of AFQMC, TNEWS, IFLYTEK, CMNLI, "
                                       "OCNLI, CSL, CLUEWSC2020")
 
 

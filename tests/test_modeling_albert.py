@@ -182,7 +182,7 @@ def test_config_validation(overrides, message):
 
 
 def test_named_unknown():
-    with pytest.raises(ValueError, match="Unknown configuration"):
+    with pytest.raises(ValueError, match="model.size \\(or model-info --size\\) .* is unknown"):
         AlbertConfig.named("albert-gigantic")
     assert AlbertConfig.named("albert-base-v2") == AlbertConfig.named("albert-base")
 

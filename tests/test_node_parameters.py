@@ -160,8 +160,8 @@ def test_sharing_none_is_a_value_not_null():
 
 
 @pytest.mark.parametrize("override,message", [
-    ("model.size=albert-huge", "config model.size='albert-huge' is invalid: Unknown configuration 'albert-huge'"),
-    ("model.size=albert-tiny-v2", "config model.size='albert-tiny-v2' is invalid: 'albert-tiny-v2': only "),
+    ("model.size=albert-huge", "config model.size='albert-huge' is invalid: model.size (or model-info --size) 'albert-huge' is unknown"),
+    ("model.size=albert-tiny-v2", "config model.size='albert-tiny-v2' is invalid: model.size (or model-info --size) 'albert-tiny-v2': only "),
     ("model.sharing=some", "config model.sharing='some' is invalid: expected all|attention|ffn|none|groups"),
     ("model.hidden_size=101", "is invalid: the model.* settings conflict: hidden_size (101) must be divisible by "
                               "num_attention_heads (2)"),

@@ -351,7 +351,8 @@ def load_hf_state_dict(model: AnyAlbert, tensors: Mapping[str, np.ndarray], stri
     decoder = tensors.get("predictions.decoder.weight")
     if pretraining is not None and decoder is not None and not np.allclose(
             decoder, albert.embeddings.word_embeddings.numpy(), rtol=0, atol=0):
-        raise InputError("predictions.decoder.weight differs from the word embeddings; this model ties them")
+        raise InputError("model.safetensors: predictions.decoder.weight differs from the word embeddings; this model "
+                         "ties them")
     return report
 
 
@@ -359,7 +360,7 @@ def config_to_hf_dict(config: AlbertConfig) -> Dict[str, Any]:
     """``transformers`` ``AlbertConfig`` dict (``config.json``); our own config is kept under ``albert_tfx``."""
     _check_layout(config)
     if config.hidden_act not in _HF_ACT_FROM_OURS:
-        raise InputError(f"hidden_act {config.hidden_act!r} has no Hugging Face name")
+        raise InputError(f"albert_config.json: hidden_act {config.hidden_act!r} has no Hugging Face name")
     return {
         "architectures": ["AlbertForPreTraining"],
         "model_type": "albert",
@@ -396,9 +397,9 @@ def config_from_hf_dict(d: Mapping[str, Any]) -> AlbertConfig:
     groups, layers = int(d.get("num_hidden_groups", 1)), int(d["num_hidden_layers"])
     act = d.get("hidden_act", "gelu_new")
     if act not in _HF_ACT_TO_OURS:
-        raise InputError(f"Unsupported Hugging Face hidden_act {act!r}")
+        raise InputError(f"config.json: unsupported Hugging Face hidden_act {act!r}")
     if d.get("position_embedding_type", "absolute") != "absolute":
-        raise InputError(f"Unsupported position_embedding_type {d['position_embedding_type']!r}")
+        raise InputError(f"config.json: unsupported position_embedding_type {d['position_embedding_type']!r}")
     return AlbertConfig(
         vocab_size=int(d["vocab_size"]), embedding_size=int(d["embedding_size"]), hidden_size=int(d["hidden_size"]),
         num_hidden_layers=layers, num_attention_heads=int(d["num_attention_heads"]),

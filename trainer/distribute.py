@@ -159,7 +159,8 @@ def rendezvous(config: Dict[str, Any], timeout_s: float, poll_s: float = 0.25, l
         listener.listen(64)
     except (OSError, ValueError) as exc:
         listener.close()
-        raise ClusterError(f"multi_worker: {task_name(config)} cannot listen on {address}: {exc}") from None
+        raise ClusterError(f"train.strategy=multi_worker: {task_name(config)} cannot listen on {address} (from the "
+                           f"environment variable TF_CONFIG/CLUSTER_SPEC): {exc}") from None
     try:
         deadline = time.monotonic() + timeout_s
         waiting = peers(config)

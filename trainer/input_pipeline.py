@@ -204,7 +204,8 @@ def locate(position: int, counts: Sequence[int], seed: int) -> Tuple[int, int, i
     """Stream position → (epoch, index in that epoch's file order, records to skip in that file)."""
     total = int(sum(counts))
     if total <= 0:
-        raise InputError("the training files hold no records")
+        raise InputError("the examples' Split-train files hold no records (make-pretraining-data --output, or the "
+                         "PretrainingDataGen output)")
     epoch, offset = divmod(int(position), total)
     order = file_order(len(counts), seed, epoch)
     for slot, file_index in enumerate(order):

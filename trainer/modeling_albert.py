@@ -129,7 +129,8 @@ class AlbertConfig:
         if self.hidden_act not in _ACTIVATIONS:
             errors.append(f"hidden_act must be one of {sorted(_ACTIVATIONS)}, got {self.hidden_act!r}")
         if errors:
-            raise ConfigError("invalid ALBERT configuration: " + "; ".join(errors))
+            raise ConfigError("invalid ALBERT configuration (model.*, or a model folder's albert_config.json): "
+                              + "; ".join(errors))
         return self
 
     # ---- derived quantities -----------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ def env_name_from_words(words: List[str]) -> Optional[str]:
     if words and words[0] == "show":
         words = words[1:]
     if len(words) > 1:
-        raise CloudConfigError(f"env takes at most one environment name, got {' '.join(words)}")
+        raise CloudConfigError(f"env [show] NAME takes at most one environment name (an entry of "
+                               f"infra/environments.yaml), got {' '.join(words)}")
     return words[0] if words else None
 
 
@@ -62,7 +63,8 @@ def cmd_schedules(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     if not args.schedule:
-        raise CloudConfigError(f"schedules {args.action} needs the schedule id or resource name")
+        raise CloudConfigError(f"schedules {args.action} needs SCHEDULE, the schedule id or resource name "
+                               "(`schedules list --env NAME` lists them)")
     if args.action == "pause":
         s = pause_env_schedule(env, args.schedule)
     else:

@@ -233,7 +233,8 @@ def schedule_filter(display_name: Optional[str] = None, state: Optional[str] = N
         parts.append(f'display_name="{display_name}"')
     if state:
         if state.upper() not in SCHEDULE_STATES:
-            raise CloudConfigError(f"schedule state must be one of {', '.join(SCHEDULE_STATES)}, got {state!r}")
+            # A caller's argument, no user setting (the CLI lists schedules by display name only): a bug if it happens.
+            raise ValueError(f"schedule state must be one of {', '.join(SCHEDULE_STATES)}, got {state!r}")
         parts.append(f'state="{state.upper()}"')
     return " AND ".join(parts) or None
 
@@ -241,7 +242,7 @@ def schedule_filter(display_name: Optional[str] = None, state: Optional[str] = N
 def schedule_resource_name(schedule: str, project: str, region: str) -> str:
     """``projects/P/locations/R/schedules/ID`` from an id or a full resource name."""
     if not schedule:
-        raise CloudConfigError("a schedule id or resource name is required")
+        raise CloudConfigError("schedules needs SCHEDULE, a schedule id or resource name")
     if schedule.startswith("projects/"):
         return schedule
     if "/" in schedule:
@@ -255,7 +256,7 @@ def list_schedules(project: str, region: str, *, display_name: Optional[str] = N
     from google.cloud import aiplatform
 
     if not (project and region):
-        raise CloudConfigError("listing schedules needs project and region")
+        raise CloudConfigError("listing schedules needs --project and --region (or an environment's, --env)")
     return aiplatform.PipelineJobSchedule.list(filter=schedule_filter(display_name, state), order_by=order_by,
                                                project=project, location=region, credentials=credentials)
 

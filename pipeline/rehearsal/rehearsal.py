@@ -116,7 +116,7 @@ def task_order(pipeline_spec: Dict[str, Any]) -> List[str]:
     while len(order) < len(tasks):
         ready = sorted(n for n in tasks if n not in order and needs[n] <= set(order))
         if not ready:
-            raise RehearsalError(f"the DAG has a cycle among {sorted(set(tasks) - set(order))}")
+            raise RehearsalError(f"--spec: the compiled DAG has a cycle among {sorted(set(tasks) - set(order))}")
         order.extend(ready)
     return order
 
@@ -283,7 +283,7 @@ class _Rehearsal:
             elif "container" in executor:
                 result = self._container(name, task, component, executor["container"])
             else:
-                raise RehearsalError(f"task {name}: executor kind {sorted(executor)} is not supported")
+                raise RehearsalError(f"--spec task {name}: executor kind {sorted(executor)} is not supported")
             result.seconds = time.monotonic() - start
             self.results[name] = result
             self.store.save()
@@ -332,7 +332,7 @@ class _Rehearsal:
             try:
                 found = None if unresolved or not query else self.store.resolve(query, self.pipeline_name)
             except QueryError as exc:
-                raise RehearsalError(f"task {name}: {exc}") from None
+                raise RehearsalError(f"--spec task {name}: {exc}") from None
             outputs[key] = [Store.runtime(found)] if found else []
         got = sorted(a["name"] for arts in outputs.values() for a in arts)
         return TaskResult(name, "resolver", 0.0, outputs=outputs,
@@ -393,7 +393,7 @@ class _Rehearsal:
     def _placeholders(name: str, part: str, executor_input: Dict[str, Any]) -> str:
         part = part.replace("{{$}}", json.dumps(executor_input))
         if "{{$" in part:
-            raise RehearsalError(f"task {name}: placeholder in {part[:80]!r} is not supported by the rehearsal")
+            raise RehearsalError(f"--spec task {name}: placeholder in {part[:80]!r} is not supported by the rehearsal")
         return part
 
     @staticmethod

@@ -350,7 +350,7 @@ def apply_overrides(config: PipelineConfig, overrides: List[str]) -> PipelineCon
     data = config.to_dict()
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"override {item!r} must look like section.key=value")
+            raise ConfigError(f"--set {item!r}: an override must look like section.key=value")
         path, raw = item.split("=", 1)
         keys = _split_path(data, path.strip())
         node = data

@@ -67,7 +67,7 @@ def _squad_with_bad_answers(tmp_path):
 
 def test_squad_answer_start_mismatch_is_an_error_by_default(tmp_path):
     path, data, bad = _squad_with_bad_answers(tmp_path)
-    with pytest.raises(SquadFormatError, match=f"article 'Super_Bowl_50', question id {bad[0]}: "
+    with pytest.raises(SquadFormatError, match=f": article 'Super_Bowl_50', question id {bad[0]}: "
                                                "answer_start .* does not point at answer"):
         read_squad(path)
 

@@ -76,7 +76,8 @@ def get_clue_task(name: str) -> ClassificationSpec:
     for task, spec in CLUE_TASKS.items():
         if task.upper() == name.upper():
             return spec
-    raise ConfigError(f"unknown CLUE task {name!r}; expected one of {', '.join(CLUE_TASKS)}")
+    raise ConfigError(f"unknown CLUE task {name!r} (benchmarks.glue_tasks, or score --task); expected one of "
+                      f"{', '.join(CLUE_TASKS)}")
 
 
 # ---------------------------------------------------------------------------------------------

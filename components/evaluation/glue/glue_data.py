@@ -128,7 +128,8 @@ def get_task(task: str) -> GlueTask:
             return t
     if task.upper() in _ALIASES:
         return GLUE_TASKS[_ALIASES[task.upper()]]
-    raise ConfigError(f"unknown GLUE task {task!r}; expected one of {sorted(GLUE_TASKS)}")
+    raise ConfigError(f"unknown GLUE task {task!r} (benchmarks.glue_tasks, or score --task); expected one of "
+                      f"{sorted(GLUE_TASKS)}")
 
 
 def _task(task):

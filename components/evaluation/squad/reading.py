@@ -48,6 +48,8 @@ class SquadExample:
 
 def load_squad_json(dataset: Union[str, Dict, List]) -> List[Dict]:
     """Path, parsed JSON ({"version", "data"}) or the "data" list → list of articles."""
+    # Where a format error is: the file, or (parsed JSON handed in) the SQuAD data folder's setting.
+    where = str(dataset) if isinstance(dataset, (str, os.PathLike)) else "benchmarks.squad_dir's dataset"
     if isinstance(dataset, (str, os.PathLike)):
         path = dataset
         try:
@@ -62,7 +64,7 @@ def load_squad_json(dataset: Union[str, Dict, List]) -> List[Dict]:
             raise SquadFormatError(f"{path}: not valid UTF-8 at byte offset {exc.start}") from None
     if isinstance(dataset, dict):
         if "data" not in dataset:
-            raise SquadFormatError("SQuAD JSON has no 'data' field")
+            raise SquadFormatError(f"{where}: a SQuAD JSON file with no 'data' field")
         dataset = dataset["data"]
     return dataset
 
@@ -79,6 +81,7 @@ def read_squad(dataset: Union[str, Dict, List], on_bad_answer: str = "error",
     if on_bad_answer not in ("error", "skip"):
         raise ValueError(f"on_bad_answer must be 'error' or 'skip', got {on_bad_answer!r}")
     articles = load_squad_json(dataset)
+    where = str(dataset) if isinstance(dataset, (str, os.PathLike)) else "benchmarks.squad_dir's dataset"
     examples: List[SquadExample] = []
     for a_i, article in enumerate(articles):
         title = article.get("title", f"<article {a_i}>")
@@ -87,7 +90,7 @@ def read_squad(dataset: Union[str, Dict, List], on_bad_answer: str = "error",
             for qa in paragraph.get("qas", []):
                 qid = qa.get("id")
                 if qid is None or "question" not in qa:
-                    raise SquadFormatError(f"article {title!r}: question without 'id' or 'question': {qa!r}")
+                    raise SquadFormatError(f"{where}: article {title!r}: question without 'id' or 'question': {qa!r}")
                 is_impossible = bool(qa.get("is_impossible", False))
                 answers = list(qa.get("answers", []))
                 reason = None
@@ -108,7 +111,7 @@ def read_squad(dataset: Union[str, Dict, List], on_bad_answer: str = "error",
                                   f"(context has {found!r} there)")
                 if reason:
                     if on_bad_answer == "error":
-                        raise SquadFormatError(f"article {title!r}, question id {qid}: {reason}")
+                        raise SquadFormatError(f"{where}: article {title!r}, question id {qid}: {reason}")
                     if skipped is not None:
                         skipped.append((title, qid, reason))
                     continue
