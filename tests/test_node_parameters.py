@@ -450,3 +450,12 @@ def test_task_resources_reach_only_their_task_container(compiled):
 def test_task_resources_are_checked(override, message):
     with pytest.raises(ConfigError, match=message):
         build_config("sample", overrides=[override])
+
+
+def test_the_pusher_receives_the_runs_language_and_english_keeps_its_parameters():
+    """The card's ``language:`` comes from the run: a Chinese run's Pusher receives ``zh``; an English run's Pusher
+    parameters have no language key (the same cache key as before languages existed)."""
+    zh, en = build_config("sample-zh").node_parameters(), build_config("sample").node_parameters()
+    assert zh["Pusher"]["config"]["language"] == "zh"
+    assert "language" not in en["Pusher"]["config"]
+    assert build_config("sample-zh").parameter_settings()["Pusher"]["config.language"] == "language"

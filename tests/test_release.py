@@ -92,6 +92,7 @@ def test_the_model_card_numbers_are_those_of_results_json(first):
     head, body = card.split("---\n", 2)[1:]
     meta = yaml.safe_load(head)
     assert meta["license"] == "apache-2.0" and meta["library_name"] == "transformers"
+    assert meta["language"] == ["en"]  # the run's language (sample-zh's card says zh: tests/test_sample_zh.py)
     index = {r["dataset"]["name"]: r["metrics"][0]["value"] for r in meta["model-index"][0]["results"]}
     assert index == {"RACE": scores["RACE"], "GLUE RTE": scores["RTE"]}
     for task, score in scores.items():

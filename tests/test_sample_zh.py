@@ -46,6 +46,9 @@ def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):
     assert sorted(os.listdir(os.path.join(release, "vocab"))) == ["tokenizer.json", "vocab.txt"]
     with open(os.path.join(release, "huggingface", "tokenizer_config.json")) as f:
         assert json.load(f)["tokenizer_class"] == "BertTokenizer"
+    with open(os.path.join(release, "model_card.md"), encoding="utf-8") as f:
+        head = f.read().split("---\n", 2)[1]
+    assert "language:\n- zh\n" in head  # the run's language, not English's
     with open(os.path.join(release, "checkpoint", "albert_config.json")) as f:
         size = json.load(f)["vocab_size"]
     with open(os.path.join(release, "vocab", "vocab.txt"), encoding="utf-8") as f:

@@ -43,7 +43,7 @@ def header(facts: Mapping[str, Any]) -> Dict[str, Any]:
     b = facts["benchmarks"]
     return {
         "license": facts["license"],
-        "language": ["en"],
+        "language": [facts.get("language", "en")],
         "library_name": "transformers",
         "tags": ["albert", "tfx", "pretraining"],
         "datasets": sorted(facts["corpus"]["sources"]),

@@ -142,7 +142,8 @@ def Pusher(
                     name=settings["model_name"], license=settings["license"], version=number, results=results,
                     export_info=export_info, run_config=package.run_config(model_run.uri) if model_run else {},
                     decision=decision, documents=documents_facts, artifacts=ids,
-                    arm=decision["settings"]["baseline_arm"], hf_note=hf_note, source=package.model_source(model.uri))
+                    arm=decision["settings"]["baseline_arm"], hf_note=hf_note, source=package.model_source(model.uri),
+                    language=settings.get("language", "en"))
                 package.write_card(built, facts)
                 return {"version": number, "model": ids["model"], "model_key": model_key, "blessed": True,
                         "forced": decision["forced"],

@@ -166,8 +166,10 @@ class PipelineConfig(Section):
         table["Blesser"] = {"config": (self.release.blesser_settings(self.push_destination),
                                        {**{k: f"release.{k}" for k in self.release.BLESSER_FIELDS},
                                         "push_destination": self._pusher_sources()["push_destination"]})}
-        table["Pusher"] = {"config": (self.release.pusher_settings(self.push_destination, self.pipeline_name),
-                                      self._pusher_sources())}
+        pusher = self.release.pusher_settings(self.push_destination, self.pipeline_name)
+        if self.language != DEFAULT_LANGUAGE:  # the card's language; English's Pusher keeps its cache key
+            pusher["language"] = self.language
+        table["Pusher"] = {"config": (pusher, self._pusher_sources())}
         return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
                 for node, params in table.items()}
 
@@ -233,6 +235,8 @@ class PipelineConfig(Section):
     def _pusher_sources(self) -> Dict[str, str]:
         sources = {name: f"release.{name}" for name in self.release.pusher_settings("", "")}
         sources["model_name"] = "pipeline_name"
+        if self.language != DEFAULT_LANGUAGE:
+            sources["language"] = "language"
         if not self.release.push_destination:
             sources["push_destination"] = "pipeline_root"
         return sources
