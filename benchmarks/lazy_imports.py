@@ -6,12 +6,11 @@ The rule (docs/architecture.md, issue 65): imports go at the top of their module
 otherwise, named beside the import (``import tensorflow as tf  # lazy: tensorflow (2.8 s)``). This script decides for
 every import inside a function of ``config``, ``trainer``, ``components``, ``pipeline`` and ``albert_tfx``:
 
-1. Measured: each module the product imports from outside the project (third-party and standard library), alone in
-   ``--repeats`` fresh ``python -X importtime -c "import NAME"`` (``TF_CPP_MIN_LOG_LEVEL=2 TF_USE_LEGACY_KERAS=1``;
-   compiled modules cached, as ``make`` leaves them, by one process that imports them all first): its cold import's
-   median CPU and wall seconds, every module it loads, and each loaded module's share (``importtime``'s *self*
-   times, scaled to the run's CPU seconds). The product's own modules' shares come from ``--repeats`` processes that
-   import every product module.
+1. Measured: each module the product imports from outside the project, alone in ``--repeats`` fresh ``python -X
+   importtime -c "import NAME"`` (``TF_CPP_MIN_LOG_LEVEL=2 TF_USE_LEGACY_KERAS=1``; bytecode cached first, as
+   ``make`` leaves it): its cold import's median CPU and wall seconds, every module it loads, and each one's share
+   (``importtime``'s *self* times scaled to the run's CPU seconds; the product's own modules' from processes that
+   import them all).
 2. Read (``ast``): what each product module loads at import time: its module-level imports (also those under
    ``if``/``try``/``with`` and in class bodies; not those under ``if TYPE_CHECKING``), their parent packages, and
    for product modules theirs again, transitively; for an outside module, what step 1 saw it load.
@@ -23,9 +22,8 @@ every import inside a function of ``config``, ``trainer``, ``components``, ``pip
    (only that branch needs them), and a name that the module binds otherwise. A cycle is impossible:
    tests/test_layering.py finds no circle among the product's modules, counting imports inside functions.
 
-Prints the CPU (``lscpu`` Model name), the cold import seconds of each third-party module the product imports, and
-each import's decision; ``--output`` writes them as JSON (benchmarks/results/lazy_imports/); ``--raw`` keeps every
-measurement for ``--reuse``, which decides again without measuring.
+Prints the CPU (``lscpu`` Model name), each third-party module's cold import and each import's decision; ``--output``
+writes them as JSON (benchmarks/results/lazy_imports/); ``--raw`` keeps the measurements for ``--reuse``.
 """
 from __future__ import annotations
 
@@ -36,6 +34,7 @@ import importlib.machinery
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -201,30 +200,20 @@ class _Scanner(ast.NodeVisitor):
         self.context.pop()
 
     def visit_Try(self, node):
-        self._block("try", node.body)
-        for handler in node.handlers:
-            self._block("except", handler.body)
-        self._block("try", node.orelse)
+        self._block("try", node.body + node.orelse)
         self._block("finally", node.finalbody)
+        for handler in node.handlers:
+            self.visit(handler)
 
     visit_TryStar = visit_Try
+    _KINDS = {ast.With: "with", ast.AsyncWith: "with", ast.For: "for", ast.AsyncFor: "for", ast.While: "while",
+              ast.match_case: "match", ast.ExceptHandler: "except"}
 
-    def visit_With(self, node):
-        self._block("with", node.body)
-
-    visit_AsyncWith = visit_With
-
-    def visit_For(self, node):
-        self._block("for", node.body + node.orelse)
-
-    visit_AsyncFor = visit_For
-
-    def visit_While(self, node):
-        self._block("while", node.body + node.orelse)
-
-    def visit_Match(self, node):
-        for case in node.cases:
-            self._block("match", case.body)
+    def generic_visit(self, node):
+        kind = self._KINDS.get(type(node))
+        self.context += [kind] if kind else []
+        super().generic_visit(node)
+        self.context = self.context[:-1] if kind else self.context
 
 
 def scan(root: str = ROOT, packages: Iterable[str] = PRODUCT) -> Tuple[Dict[str, str], List[Site]]:
@@ -304,13 +293,10 @@ class ImportTime:
         self.top_level[site.module].append(site)
         self._memo.clear()
 
-    def unhoist(self, site: Site) -> None:
-        self.top_level[site.module].remove(site)
-        self._memo.clear()
-
 
 def bound_names(tree: ast.AST) -> Set[str]:
-    """Names a function (or module) body binds itself, not counting nested functions' and classes' bodies."""
+    """Names a function (or module) body binds itself, not counting nested functions' and classes' bodies, nor
+    imports (compared on their own)."""
     out: Set[str] = set()
 
     def visit(node, top):
@@ -323,8 +309,6 @@ def bound_names(tree: ast.AST) -> Set[str]:
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             out.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            pass  # the imports themselves are compared separately
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -383,11 +367,8 @@ def structural_reason(site: Site, sites: List[Site], modules: Dict[str, str],
             for n, b in s.names.items():
                 others.setdefault(n, set()).add(b)
     for name, binding in site.names.items():
-        if name in module_imports and module_imports[name] != binding:
-            return "collision"
-        if name in module_names and name not in module_imports:
-            return "collision"
-        if any(b != binding for b in others.get(name, ())):
+        elsewhere = module_imports.get(name, "defined" if name in module_names else binding)
+        if elsewhere != binding or others.get(name, {binding}) != {binding}:
             return "collision"
         if any(name in bound_names(f) for f in functions[site.function]):
             return "local name"
@@ -396,10 +377,8 @@ def structural_reason(site: Site, sites: List[Site], modules: Dict[str, str],
 
 # ----------------------------------------------------------------------------------------------- the measurements
 def _env() -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-    env.update(ENV)
-    env["PYTHONPATH"] = ROOT
-    return env
+    kept = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    return {**kept, **ENV, "PYTHONPATH": ROOT}
 
 
 def _importtime(imports: str) -> Tuple[Dict[str, int], float, float]:
@@ -421,12 +400,10 @@ def _importtime(imports: str) -> Tuple[Dict[str, int], float, float]:
 
 
 def measure(names: List[str], product: List[str], repeats: int, log=print) -> dict:
-    """Each outside name's cold import (median wall and CPU seconds of ``repeats`` fresh interpreters) and the modules
-    it loads; every module's own import cost (``self_s``).
-
-    A module's cost is its mean *self* time over every run that imported it, each scaled by that run's CPU seconds
-    over the sum of its modules' *self* (wall) times: so the costs of a run's modules add up to its CPU seconds,
-    wherever the garbage collector happened to run, and other processes on the machine add nothing."""
+    """Each outside name's cold import (median wall and CPU seconds of ``repeats`` fresh interpreters), the modules it
+    loads, and every module's own cost (``self_s``): its mean *self* time over the runs that imported it, each scaled
+    to its run's CPU seconds (so a run's modules add up to them, wherever the garbage collector ran, and other
+    processes on the machine add nothing)."""
     baseline = set(_importtime("pass")[0])
     log(f"warming the bytecode cache: {len(names)} outside modules and {len(product)} product modules")
     _importtime("; ".join(f"import {n}" for n in names + product))
@@ -461,14 +438,12 @@ def measure(names: List[str], product: List[str], repeats: int, log=print) -> di
 
 # --------------------------------------------------------------------------------------------------- the decision
 def package_of(module: str) -> str:
-    """The name a ``# lazy:`` comment gives to what a module belongs to: its top-level package; ``google.X`` and
-    ``google.cloud.X`` (namespaces); ``tfx.X``, since the host modules of TFX's parts load different ones."""
+    """What a module belongs to: its top-level package; ``google.X`` and ``google.cloud.X`` (namespaces); ``tfx.X``
+    (TFX's parts cost differently)."""
     parts = module.split(".")
     if parts[0] == "google":
         return ".".join(parts[:3] if len(parts) > 2 and parts[1] == "cloud" else parts[:2])
-    if parts[0] == "tfx" and len(parts) > 1:
-        return ".".join(parts[:2])
-    return parts[0]
+    return ".".join(parts[:2]) if parts[0] == "tfx" else parts[0]
 
 
 def seconds(value: float) -> str:
@@ -578,11 +553,9 @@ def decide(modules: Dict[str, str], sites: List[Site], measured: dict, threshold
 
 # ------------------------------------------------------------------------------------------------------ reporting
 def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=30).stdout
-        name = next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, StopIteration, subprocess.SubprocessError):
-        name = "unknown"
+    """``lscpu``'s Model name, and the core count."""
+    out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=30).stdout if shutil.which("lscpu") else ""
+    name = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
     return f"{name}, {os.cpu_count()} cores"
 
 
