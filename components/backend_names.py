@@ -29,7 +29,7 @@ def artifact_names(argv: Optional[Sequence[str]] = None) -> Dict[int, str]:
     text = _invocation(sys.argv if argv is None else argv)
     if text is None:
         return {}
-    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as entrypoint
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as entrypoint  # lazy: tfx (6.0 s)
 
     names: Dict[int, str] = {}
     data = json.loads(text)

@@ -33,14 +33,14 @@ LOCAL_RUNNERS = (None, "DirectRunner", "SwitchingDirectRunner", "BundleBasedDire
 
 def use_local_runner_by_default() -> None:
     """Make :data:`LOCAL_RUNNER` the runner of every Beam pipeline this process builds without naming one."""
-    from apache_beam.options.pipeline_options import StandardOptions
+    from apache_beam.options.pipeline_options import StandardOptions  # lazy: apache_beam (1.7 s)
 
     StandardOptions.DEFAULT_RUNNER = LOCAL_RUNNER
 
 
 def runner_of(args: Sequence[str]) -> Optional[str]:
     """The runner Beam ``args`` name (its class name, without a module path), or None."""
-    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions  # lazy: apache_beam (1.7 s)
 
     runner = PipelineOptions(flags=list(args)).view_as(StandardOptions).runner
     return runner.rsplit(".", 1)[-1] if isinstance(runner, str) else getattr(runner, "__name__", runner)
@@ -49,7 +49,7 @@ def runner_of(args: Sequence[str]) -> Optional[str]:
 def package_tfx_for_remote_runners_only() -> None:
     """Make TFX's Beam executors skip packaging TFX when their args name a local runner (or none): see the module's
     docstring. The args themselves are unchanged (they are in each node's cache key)."""
-    from tfx.utils import dependency_utils
+    from tfx.utils import dependency_utils  # lazy: tfx (2.9 s)
 
     package = dependency_utils.make_beam_dependency_flags
     if getattr(package, "remote_runners_only", False):

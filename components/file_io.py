@@ -33,14 +33,14 @@ def join(*parts: str) -> str:
 
 def exists(path: str) -> bool:
     if is_uri(path):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: tensorflow (2.8 s)
         return tf.io.gfile.exists(path)
     return os.path.exists(path)
 
 
 def read_text(path: str) -> str:
     if is_uri(path):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: tensorflow (2.8 s)
         with tf.io.gfile.GFile(path, "r") as f:
             return f.read()
     with open(path, encoding="utf-8") as f:
@@ -49,7 +49,7 @@ def read_text(path: str) -> str:
 
 def read_bytes(path: str) -> bytes:
     if is_uri(path):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: tensorflow (2.8 s)
         with tf.io.gfile.GFile(path, "rb") as f:
             return f.read()
     with open(path, "rb") as f:
@@ -65,7 +65,7 @@ def read_json(path: Optional[str]) -> Optional[Any]:
 
 def write(path: str, data, binary: bool = False) -> None:
     if is_uri(path):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: tensorflow (2.8 s)
         with tf.io.gfile.GFile(path, "wb" if binary else "w") as f:
             f.write(data)
         return
@@ -75,7 +75,7 @@ def write(path: str, data, binary: bool = False) -> None:
 
 def makedirs(path: str) -> None:
     if is_uri(path):
-        import tensorflow as tf
+        import tensorflow as tf  # lazy: tensorflow (2.8 s)
         tf.io.gfile.makedirs(path)
     else:
         os.makedirs(path, exist_ok=True)
@@ -83,7 +83,7 @@ def makedirs(path: str) -> None:
 
 def copy_tree(src: str, dst: str) -> None:
     """Copy a folder tree through ``tf.io.gfile``, so either side may be local or ``gs://``."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     tf.io.gfile.makedirs(dst)
     for name in sorted(n.rstrip("/") for n in tf.io.gfile.listdir(src)):
@@ -114,7 +114,7 @@ class PublishError(OSError):
 
 
 def _is_local(path: str) -> bool:
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     return FileSystems.get_scheme(path) in (None, "file")
 
@@ -122,7 +122,7 @@ def _is_local(path: str) -> bool:
 def remove_tree(path: str) -> None:
     """``path`` and everything under it: a local folder as a whole, on an object store every object under the
     prefix ``path/`` (nested too). Nothing there is no error."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     path = path.rstrip("/")
     if _is_local(path):
@@ -143,7 +143,7 @@ def publish(staging: str, output: str, names: Optional[Iterable[str]] = None, la
     its output cannot be renamed onto it) file by file. If a move fails, every file already moved and every local
     folder created for them is removed, ``staging`` too, and :class:`PublishError` says so: ``output`` is left as it
     was (a killed process can still leave part of it, but never the markers before the rest)."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     staging, output = staging.rstrip("/"), output.rstrip("/")
     local = _is_local(staging) and _is_local(output)
@@ -188,7 +188,7 @@ def publish(staging: str, output: str, names: Optional[Iterable[str]] = None, la
 
 def _undo(moved: List[str], created: List[str]) -> str:
     """Remove what a failed :func:`publish` moved; says what it did."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     left = []
     for path in reversed(moved):

@@ -47,7 +47,7 @@ def int_facts(artifact) -> dict:
 def record_counters(pipeline, namespace: str, outputs) -> None:
     """The Beam counters Dataflow showed live (documents, sentences, skips by reason, instances, tokens) become
     ``beam_<name>`` int properties of the output artifacts, so MLMD keeps them with the data."""
-    from components.datagen.datagen_tool import beam_counters
+    from components.datagen.datagen_tool import beam_counters  # lazy: apache_beam (1.1 s)
 
     result = getattr(pipeline, "result", None)
     if result is None:

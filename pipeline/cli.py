@@ -34,8 +34,12 @@ from typing import List, Optional
 
 from components.corpus.corpus_config import BOOKS_GLOBS, WIKIPEDIA_FORMATS, WIKIPEDIA_GLOBS
 from config.errors import InputError, MissingInputError  # noqa: F401 (pipeline.cli.InputError: the same class)
+from config.errors import UserError, user_error_names
 from pipeline import cli_tools
-from pipeline.settings.resolve import built_from_args, config_from_args
+from pipeline.settings.configs import ConfigError, LATEST_BLESSED, PRESETS, build_config
+from pipeline.settings.continuation import local_choice
+from pipeline.settings.resolve import built_from_args, config_from_args, resolve_config
+from trainer import gc_tuning
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -43,8 +47,6 @@ LOG = logging.getLogger("albert_tfx.cli")
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    from pipeline.settings.configs import PRESETS  # dataclasses only: cheap
-
     p.add_argument("--preset", default="sample", choices=sorted(PRESETS),
                    help="configuration preset (paper = paper-v1, the Table 2 setting; paper-v2 = the v2 release's)")
     p.add_argument("--config", help="YAML file merged over the preset (parsed with yaml.safe_load)")
@@ -53,8 +55,7 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args) -> int:
-    from pipeline.local import run_lock
-    from pipeline.settings.resolve import resolve_config
+    from pipeline.local import run_lock  # lazy: socket (0.004 s)
 
     built = built_from_args(args, output_dir=args.output_dir)
     wait = _wait_seconds(args.wait)
@@ -66,7 +67,7 @@ def cmd_run(args) -> int:
     try:
         with run_lock.exclusive_run(metadata_path, wait=wait):
             config = resolve_config(built, local=True)
-            from pipeline.local.local_runner import run_locked, run_release, run_report
+            from pipeline.local.local_runner import run_locked, run_release, run_report  # lazy: tensorflow, apache_beam, tfx (6.1 s)
 
             paths = run_locked(config, runner=args.runner)
     except BaseException:
@@ -89,8 +90,6 @@ def cmd_run(args) -> int:
 
 def _wait_seconds(value: Optional[float]) -> float:
     """``run --wait [SECONDS]``: absent 0 (refuse at once), bare ``--wait`` without limit, else that many seconds."""
-    from pipeline.settings.configs import ConfigError
-
     if value is None:
         return 0.0
     if not value >= 0:  # NaN too
@@ -100,10 +99,8 @@ def _wait_seconds(value: Optional[float]) -> float:
 
 def cmd_releases(args) -> int:
     """The pushed versions of a destination (default: the config's), oldest first, with scores and reasons."""
-    from config import InputError
-
     destination = args.destination or config_from_args(args, output_dir=args.output_dir).push_destination
-    from components.release.versions import is_destination, list_versions
+    from components.release.versions import is_destination, list_versions  # lazy: tensorflow (2.8 s)
 
     if not is_destination(destination):
         raise InputError(f"{destination}: no such release destination (nothing was pushed there)")
@@ -124,7 +121,7 @@ def cmd_releases(args) -> int:
 def cmd_plan(args) -> int:
     """Which nodes ``run`` with the same flags would take from the cache, and why the others would run."""
     config = config_from_args(args, output_dir=args.output_dir, local=True)
-    from pipeline.local.plan import format_plan, plan
+    from pipeline.local.plan import format_plan, plan  # lazy: pipeline.local.plan (0.002 s)
 
     rows = plan(config)
     print(format_plan(rows), file=sys.stderr)
@@ -141,11 +138,8 @@ def cmd_plan(args) -> int:
 def _planned_base(args, config):
     """With ``train.init_from=latest_blessed``: {setting, base, why}, what the run's Trainer would start from and
     why (:func:`pipeline.settings.continuation.local_choice`, the rule the run resolves it with); else None."""
-    from pipeline.settings.configs import LATEST_BLESSED, build_config
-
     if build_config(args.preset, args.config, args.overrides).train.init_from != LATEST_BLESSED:
         return None
-    from pipeline.settings.continuation import local_choice
 
     _, why = local_choice(config)
     return {"setting": LATEST_BLESSED, "base": config.train.init_from, "why": why}
@@ -153,11 +147,11 @@ def _planned_base(args, config):
 
 def cmd_compile(args) -> int:
     if args.env:
-        from pipeline.cloud.cli_env import cmd_compile_env
+        from pipeline.cloud.cli_env import cmd_compile_env  # lazy: on one branch; yaml, pipeline.cloud.cli_env (0.02 s)
 
         return cmd_compile_env(args)
     config = config_from_args(args, pipeline_root=args.pipeline_root, beam_args=args.beam_arg or None)
-    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, spec_summary
+    from pipeline.cloud.kubeflow_v2_runner import compile_pipeline, spec_summary  # lazy: tensorflow, apache_beam, tfx (6.1 s)
 
     compile_pipeline(config, args.output, image=args.image)
     print(json.dumps({"spec": args.output, **spec_summary(args.output)}, indent=2))
@@ -165,8 +159,8 @@ def cmd_compile(args) -> int:
 
 
 def cmd_rehearse(args) -> int:
-    from pipeline.rehearsal import rehearsal
-    from pipeline.cloud.deploy import parse_parameters
+    from pipeline.rehearsal import rehearsal  # lazy: pipeline.rehearsal.rehearsal, subprocess, tempfile, uuid (0.02 s)
+    from pipeline.cloud.deploy import parse_parameters  # lazy: yaml, pipeline.cloud.deploy (0.02 s)
 
     try:
         summary = rehearsal.rehearse(args.spec, args.output_dir, parameter_values=parse_parameters(args.parameters),
@@ -182,7 +176,7 @@ def cmd_rehearse(args) -> int:
 def _hint_rehearsal(spec_path: str) -> None:
     """A hint, not a gate: `submit`/`schedule` of a spec that never passed `rehearse` on this machine. Printed after
     the command succeeded, so a refused submission still ends with its one error line."""
-    from pipeline.rehearsal import rehearsal
+    from pipeline.rehearsal import rehearsal  # lazy: pipeline.rehearsal.rehearsal, subprocess, tempfile, uuid (0.02 s)
 
     if os.path.exists(spec_path) and not rehearsal.was_rehearsed(spec_path):
         print(f"albert-pipeline: hint: {spec_path} has not been rehearsed; `albert-pipeline rehearse --spec "
@@ -192,11 +186,11 @@ def _hint_rehearsal(spec_path: str) -> None:
 def _deployment(args):
     """(the target of ``submit``/``schedule``, the environment it came from or None): from ``--env`` or from the
     flags, one :class:`pipeline.cloud.deploy.Deployment` either way."""
-    from pipeline.cloud import deploy
+    from pipeline.cloud import deploy  # lazy: yaml, pipeline.cloud.deploy (0.02 s)
 
     if not args.env:
         return deploy.from_flags(args), None
-    from pipeline.cloud.cli_env import env_from_args
+    from pipeline.cloud.cli_env import env_from_args  # lazy: yaml, pipeline.cloud.cli_env (0.02 s)
 
     given = [f"--{name.replace('_', '-')}" for name in TARGET_FLAGS if getattr(args, name, None)]
     if given:
@@ -212,7 +206,7 @@ TARGET_FLAGS = ("project", "region", "pipeline_root", "service_account", "networ
 
 
 def cmd_submit(args) -> int:
-    from pipeline.cloud import deploy
+    from pipeline.cloud import deploy  # lazy: yaml, pipeline.cloud.deploy (0.02 s)
 
     deployment, _ = _deployment(args)
     result = deploy.submit(deployment, args.spec)
@@ -224,8 +218,8 @@ def cmd_submit(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    from pipeline.cloud import submit as cloud
-    from pipeline.cloud import deploy
+    from pipeline.cloud import submit as cloud  # lazy: pipeline.cloud.submit (0.003 s)
+    from pipeline.cloud import deploy  # lazy: yaml, pipeline.cloud.deploy (0.02 s)
 
     deployment, env = _deployment(args)
     if env is not None:
@@ -280,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pipeline-root", help="gs:// root recorded in the spec")
     p.add_argument("--beam-arg", action="append",
                    help="Beam arg for the Beam components; write --beam-arg=--runner=DataflowRunner (with '=')")
-    from pipeline.cloud.cli_env import add_cli_subcommands, add_env_arguments
+    from pipeline.cloud.cli_env import add_cli_subcommands, add_env_arguments  # lazy: yaml, pipeline.cloud.cli_env (0.02 s)
 
     add_env_arguments(p)
     p.set_defaults(func=cmd_compile)
@@ -397,8 +391,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_cli(argv: Optional[List[str]] = None) -> int:
     """Parse, set up logging, run one subcommand; returns the exit code (``main`` exits with it)."""
-    from trainer import gc_tuning
-
     gc_tuning.tune()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -409,7 +401,7 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
         args.schedule, extra = extra[0], []
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    from pipeline.local import logs
+    from pipeline.local import logs  # lazy: tempfile, pipeline.local.logs (0.005 s)
 
     log_path = args.log_file or logs.default_log_path(
         args.command, os.path.join(args.output_dir, "logs") if args.command == "run" and
@@ -418,7 +410,7 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
     if args.command in _TENSORFLOW_COMMANDS and not args.verbose:
         logs.import_tensorflow(log_path)
     if args.command == "compile" and not args.image:  # imports TFX (and TensorFlow): after the line above
-        from pipeline.cloud.kubeflow_v2_runner import DEFAULT_IMAGE
+        from pipeline.cloud.kubeflow_v2_runner import DEFAULT_IMAGE  # lazy: tensorflow, apache_beam, tfx (6.1 s)
 
         args.image = DEFAULT_IMAGE
     LOG.debug("albert-pipeline %s", " ".join(sys.argv[1:] if argv is None else argv))
@@ -464,8 +456,6 @@ def describe_error(exc: BaseException):
     (Beam re-raises a worker's error as a new one with the remote traceback in its message); there the class name
     in the text decides, against :func:`config.errors.user_error_names`.
     """
-    from config.errors import UserError, user_error_names
-
     chain, seen = [], set()
     current: Optional[BaseException] = exc
     while current is not None and id(current) not in seen:

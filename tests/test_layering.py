@@ -7,9 +7,14 @@ functions included, so a lazy import cannot hide an upward arrow). ``components`
 Nor is there a circle, inside a layer either: no module of the product (``PRODUCT``) imports, however lazily or
 only for type checking, a module that imports it back, directly or through others. That the pipeline commands stay off ``tfx.v1`` and ``google.cloud.aiplatform``:
 tests/reliability/test_safety.py.
+
+Imports go at the top of their module; one inside a function says why it is there, ``# lazy: <what it loads>
+(<measured seconds> s)`` or ``# lazy: <another reason>`` (docs/architecture.md; ``python -m benchmarks.lazy_imports``
+measures and decides).
 """
 import ast
 import os
+import re
 
 import pytest
 
@@ -188,3 +193,43 @@ def test_the_circle_finder_sees_lazy_typing_only_relative_and_re_exported_import
     assert [describe(graph, c) for c in import_cycles(graph)] == ["pkg.a:5 -> pkg.b:4 -> pkg.c:2 -> pkg.a"]
     (tmp_path / "pkg" / "b.py").write_text("C = None\n")
     assert import_cycles(import_graph(str(tmp_path), ("pkg",))) == []
+
+
+def imports_in_functions_without_a_reason(path: str):
+    """``line: statement`` of every import inside a function (at any depth) whose line, or last line, has no
+    ``# lazy: <reason>`` comment."""
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    lines = source.splitlines()
+    found = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
+                if not re.search(r"#.*\blazy: \S", lines[child.end_lineno - 1]):
+                    found.append(f"{child.lineno}: {lines[child.lineno - 1].strip()}")
+            visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(source, filename=path), False)
+    return found
+
+
+def test_every_import_inside_a_function_says_why_it_is_not_at_the_top():
+    """Issue 65: an import stays in its function only for a measured start-up cost, named beside it
+    (``import tensorflow as tf  # lazy: tensorflow (2.8 s)``), or for another reason it names (an import that may
+    fail, one on a branch, a name the module binds otherwise); the rest are at the top of their module."""
+    found = [f"{os.path.relpath(path, ROOT)}:{where}" for path in module_files(ROOT).values()
+             for where in imports_in_functions_without_a_reason(path)]
+    assert found == []
+
+
+def test_the_lazy_comment_check_sees_nested_multi_line_and_method_imports(tmp_path):
+    """The check itself: imports in functions, methods and nested blocks count, on their last line for a multi-line
+    one; module-level and class-level ones do not."""
+    path = tmp_path / "m.py"
+    path.write_text("import os\n\nclass C:\n    import json\n\n    def m(self):\n        import re\n\n"
+                    "def f():\n    if True:\n        import sys  # lazy: a reason\n    from a import (b,\n"
+                    "                   c)  # lazy: a (1.0 s)\n    from d import (e,  # lazy: on the first line\n"
+                    "                   g)\n    import h  # nolazy: h\n")
+    assert imports_in_functions_without_a_reason(str(path)) == [
+        "7: import re", "14: from d import (e,  # lazy: on the first line", "16: import h  # nolazy: h"]

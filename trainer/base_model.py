@@ -34,7 +34,7 @@ SAVED_MODEL_NAMES = ("saved_model.pb", "saved_model.pbtxt", "fingerprint.pb", "v
 
 
 def _gfile():
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     return tf.io.gfile
 
@@ -93,7 +93,7 @@ def config_differences(base_config: Mapping[str, Any], ours: Mapping[str, Any]) 
 def check(base: Mapping[str, Any], albert_config: Mapping[str, Any], spm_sha256: str) -> None:
     """The run's encoder (``AlbertConfig.to_dict()``) and vocabulary must be the base's: one
     :class:`ConfigError` naming each differing key, or both vocabularies' hashes."""
-    from trainer.modeling_albert import AlbertConfig
+    from trainer.modeling_albert import AlbertConfig  # lazy: tensorflow (2.8 s)
 
     theirs = AlbertConfig.from_dict(dict(base["config"])).to_dict()
     differences = config_differences(theirs, dict(albert_config))

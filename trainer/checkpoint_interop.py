@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
+from safetensors.numpy import load_file, save_file
 
 from config.errors import InputError, MissingInputError, UserError
 from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertModel
@@ -415,8 +416,6 @@ def config_from_hf_dict(d: Mapping[str, Any]) -> AlbertConfig:
 
 def save_hf_pretrained(model: AnyAlbert, directory: str) -> Dict[str, str]:
     """Write ``config.json`` + ``model.safetensors`` (``transformers`` names, float32, metadata format "pt")."""
-    from safetensors.numpy import save_file
-
     tensors = hf_state_dict(model)  # first: a model with no Hugging Face layout fails before any file is written
     hf_config = config_to_hf_dict(_parts(model)[0].config)
     tf.io.gfile.makedirs(directory)
@@ -433,8 +432,6 @@ def read_hf_tensors(directory: str) -> Dict[str, np.ndarray]:
     """All tensors of a Hugging Face model directory: ``model.safetensors`` or a sharded
     ``model.safetensors.index.json``. A directory with only ``pytorch_model.bin`` gets a clear error (reading it
     would need torch)."""
-    from safetensors.numpy import load_file
-
     def load(path: str) -> Dict[str, np.ndarray]:
         if not os.path.exists(path):
             raise MissingInputError(f"{path} does not exist (named by {index})")

@@ -97,9 +97,9 @@ def attention_profile(model, instances: Mapping[str, np.ndarray], offsets: Seque
     ``[SEP]`` tokens (the last token of each segment of ``[CLS] A [SEP] B [SEP]``), and the mean entropy, with the
     uniform distribution's values over the same positions. ``model``: an ``AlbertModel`` or
     ``AlbertForPreTraining``."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.7 s)
 
-    from trainer.modeling_albert import attention_bias_from_mask
+    from trainer.modeling_albert import attention_bias_from_mask  # lazy: tensorflow (2.7 s)
 
     albert = getattr(model, "albert", model)
     config = albert.config

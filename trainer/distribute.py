@@ -44,7 +44,7 @@ class ClusterError(UserError, ValueError):
 
 def peer_errors():
     """What TensorFlow raises in a collective step when another task died or was preempted."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     return (tf.errors.UnavailableError, tf.errors.InternalError, tf.errors.AbortedError,
             tf.errors.CancelledError, tf.errors.DeadlineExceededError)
@@ -189,7 +189,7 @@ def cluster_for(name: str, environ=None) -> Optional[Dict[str, Any]]:
 
 def barrier(strategy) -> None:
     """Wait until every task of the cluster reaches this point (one all-reduce); nothing to wait for otherwise."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     def one():
         return tf.constant(1.0)
@@ -218,7 +218,7 @@ def leave_together(strategy, config: Optional[Dict[str, Any]], timeout_s: float)
     barrier(strategy)
     if not is_multi_worker(strategy) or not config:
         return
-    from tensorflow.python.eager import context  # the coordination service has no public Python API
+    from tensorflow.python.eager import context  # lazy: tensorflow (2.8 s); the coordination service: no public API
 
     context.context().wait_at_barrier("albert_tfx_leave", int(timeout_s * 1000))
     if is_chief(config):
@@ -230,7 +230,7 @@ def leave_together(strategy, config: Optional[Dict[str, Any]], timeout_s: float)
 
 def split_cpu(n: int) -> None:
     """Make ``n`` logical CPU devices (``train.cpu_replicas``): the host CPU as ``n`` replicas of ``mirrored``."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     if n <= 1:
         return
@@ -257,14 +257,14 @@ def resolve_name(name: str, environ=None) -> str:
         return "tpu"
     if cluster_for(name, environ):
         return "multi_worker"
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     return "mirrored" if len(tf.config.list_logical_devices("GPU")) > 1 else "default"
 
 
 def make_strategy(name: str, *, cpu_replicas: int = 1, peer_timeout_s: float = 600.0):
     """The ``tf.distribute.Strategy`` for ``train.strategy`` (see the module docstring)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     name = resolve_name(name)
     if name == "tpu":
@@ -285,7 +285,7 @@ def make_strategy(name: str, *, cpu_replicas: int = 1, peer_timeout_s: float = 6
 def make_multi_worker(peer_timeout_s: float):
     """``MultiWorkerMirroredStrategy`` over the cluster of ``TF_CONFIG`` / ``CLUSTER_SPEC``, within a deadline
     (:func:`rendezvous`: its constructor would wait for a missing peer forever)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     config = cluster_config()
     if not config:
@@ -302,7 +302,7 @@ def make_multi_worker(peer_timeout_s: float):
 
 
 def is_multi_worker(strategy) -> bool:
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 

@@ -38,7 +38,7 @@ def _gfile(path: str):
     this file and needs no TensorFlow otherwise: importing it for local paths added ~0.6 GB to its peak RSS."""
     if "://" not in path:
         return _LOCAL
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     return tf.io.gfile
 

@@ -120,7 +120,7 @@ def thread_count() -> int:
 
 def on_accelerator(strategy=None) -> bool:
     """TPU strategy or a visible GPU: bf16 is the native fast path there, no probe."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     return isinstance(strategy, tf.distribute.TPUStrategy) or bool(tf.config.list_logical_devices("GPU"))
 
@@ -138,7 +138,7 @@ def intra_op_threads() -> int:
     """TensorFlow's intra-op pool size as this process sets it: the ``tf.config`` value, else
     ``TF_NUM_INTRAOP_THREADS`` (which TensorFlow reads when the config leaves it 0), else 0 (its default: one thread
     per CPU of :func:`thread_count`)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     configured = tf.config.threading.get_intra_op_parallelism_threads()
     if configured:
@@ -152,7 +152,7 @@ def intra_op_threads() -> int:
 def probe_key(kind: str, shape: Mapping[str, Any]) -> str:
     """The cache key: what the timing depends on (CPU model and its :data:`ISA_FLAGS`, runtime, threads, what is
     trained and its shape)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     flags = cpu_flags()
     return json.dumps({"cpu": cpu_model(), "isa": None if flags is None else list(flags),
@@ -205,7 +205,7 @@ def time_steps(build_step: Callable[[str], Callable[[], Any]], rounds: int = PRO
     for it). Each step is run once untimed (tracing, first-touch), then the precisions alternate so that load on a
     shared host falls on both; rounds are added while fewer than :data:`PROBE_AGREEMENT` of them agree.
     """
-    import tf_keras
+    import tf_keras  # lazy: tf_keras (2.8 s)
 
     previous = tf_keras.mixed_precision.global_policy()
     steps, times = {}, {p: [] for p in PRECISIONS}
@@ -246,7 +246,7 @@ def resolve(setting: str, *, kind: str, shape: Mapping[str, Any],
         log.info("mixed_precision=auto (%s): float32 without probing: this CPU has no bf16 arithmetic (ISA flags "
                  "of interest: %s; none of %s)", kind, ", ".join(flags) or "none", ", ".join(BF16_FLAGS))
         return Decision("float32", "cpu_flags")
-    import tf_keras
+    import tf_keras  # lazy: tf_keras (2.8 s)
 
     path, key = cache_path(), probe_key(kind, shape)
     entry = _read_cache(path).get(key)
@@ -277,7 +277,7 @@ def resolve(setting: str, *, kind: str, shape: Mapping[str, Any],
 
 def recorded(folder: str) -> Optional[Decision]:
     """The decision recorded in a run folder by :func:`record`, if any (a resumed run keeps it)."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     path = os.path.join(folder, RECORD_FILE)
     if not tf.io.gfile.exists(path):
@@ -288,7 +288,7 @@ def recorded(folder: str) -> Optional[Decision]:
 
 
 def record(folder: str, decision: Decision) -> None:
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
     tf.io.gfile.makedirs(folder)
     with tf.io.gfile.GFile(os.path.join(folder, RECORD_FILE), "w") as f:

@@ -15,6 +15,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
+from tensorboard.compat.proto import event_pb2
 
 from trainer.files import HISTORY_FILE
 from trainer.formatting import eta_text
@@ -114,7 +115,6 @@ def truncate_event_files(folder: str, last_step: int) -> None:
     files = sorted(tf.io.gfile.glob(os.path.join(folder, "events.out.tfevents.*")))
     if not files:
         return
-    from tensorboard.compat.proto import event_pb2
 
     events: Dict[tuple, object] = {}
     first_wall_time, dropped = None, False

@@ -52,6 +52,7 @@ from trainer import base_model, distribute, examples_info, vocabulary
 from trainer.export import export
 from trainer.files import RUN_CONFIG_FILE, RUN_IDENTITY_FILE, TRAIN_LONG_SPLIT
 from trainer.modeling_albert import AlbertConfig, count_parameters
+from trainer.precision import cpu_model
 from trainer.pretrain_job import PretrainJob
 from trainer.run_state import newest_checkpoint
 from trainer.sequence_phases import sequence_phases
@@ -304,8 +305,6 @@ def run_pretraining(settings_json: str, train_files, eval_files, examples_root: 
 
 def hardware(strategy: tf.distribute.Strategy) -> str:
     """What trained the model, for the model card: the strategy, its replicas and the device kinds."""
-    from trainer.precision import cpu_model
-
     kinds = sorted({d.device_type for d in tf.config.list_logical_devices()} - {"CPU"})
     devices = ", ".join(f"{len(tf.config.list_logical_devices(k))} {k}" for k in kinds) or f"CPU ({cpu_model()})"
     return f"{type(strategy).__name__.lstrip('_')}, {strategy.num_replicas_in_sync} replica(s), {devices}"

@@ -26,6 +26,8 @@ import logging
 import posixpath
 from typing import Any, Dict, List, Optional
 
+import tensorflow as tf
+from google.protobuf import json_format
 from tfx import types as tfx_types
 from tfx.components.trainer import executor as trainer_executor
 from tfx.dsl.components.base import base_component, base_executor, executor_spec
@@ -115,8 +117,6 @@ def vertex_settings(cfg: VertexTrainingConfig, image: Optional[str] = None) -> D
 
 def read_eval_metrics(model_run_uri: str) -> Dict[str, float]:
     """``eval_metrics.json`` (written by ``run_fn``) → flat float properties; {} when absent."""
-    import tensorflow as tf
-
     path = posixpath.join(model_run_uri, EVAL_METRICS_FILE)
     if not tf.io.gfile.exists(path):
         return {}
@@ -145,8 +145,6 @@ def publish_eval_metrics(output_dict: Dict[str, List[Any]]) -> Dict[str, float]:
 def apply_num_train_steps(exec_properties: Dict[str, Any]) -> Dict[str, Any]:
     """``num_train_steps`` (a plain int parameter, so it can be a pipeline runtime parameter: a proto
     field inside ``train_args`` cannot) becomes ``train_args.num_steps``, which ``run_fn`` reads."""
-    from google.protobuf import json_format
-
     props = dict(exec_properties)
     steps = props.pop(NUM_STEPS_KEY, None)
     if steps is None:
@@ -181,7 +179,7 @@ class VertexMetricsGenericExecutor(base_executor.BaseExecutor):
     """
 
     def Do(self, input_dict, output_dict, exec_properties):
-        from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor
+        from tfx.extensions.google_cloud_ai_platform.trainer import executor as vertex_executor  # lazy: tfx (1.8 s)
 
         result = vertex_executor.GenericExecutor(self._context).Do(
             input_dict, output_dict, apply_num_train_steps(exec_properties))

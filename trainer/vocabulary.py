@@ -33,7 +33,7 @@ def vocabulary_size(path: str) -> int:
     with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
     if posixpath.basename(path) == SPM_FILE:
-        import sentencepiece as spm
+        import sentencepiece as spm  # lazy: on one branch; sentencepiece (0.003 s)
 
         sp = spm.SentencePieceProcessor()
         sp.load_from_serialized_proto(data)

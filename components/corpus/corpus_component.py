@@ -11,6 +11,7 @@ from tfx.dsl.component.experimental.annotations import BeamComponentParameter, I
 from tfx.dsl.component.experimental.decorators import component
 
 from components import artifacts
+from components.corpus import corpus_beam
 from components.corpus.corpus_config import CorpusConfig
 from components.file_io import publish
 from components.node_shell import record_counters, staged
@@ -31,8 +32,6 @@ def CorpusGen(
 
     ``data_snapshot``: what the run resolved each input location to when it started (``pipeline/settings/spans.py``), whose
     ``folders`` (a window of spans under the Importer's URI) are the folders read."""
-    from components.corpus import corpus_beam
-
     cfg = CorpusConfig.from_json(config, "corpus.")
     read = json.loads(data_snapshot) if data_snapshot else {}
     inputs = corpus_beam.list_inputs(

@@ -57,7 +57,7 @@ class CorpusConfig(Section):
         check(self.sentence_splitter in (None,) + SENTENCE_SPLITTERS, "corpus.sentence_splitter",
               self.sentence_splitter, "|".join(SENTENCE_SPLITTERS))
         if self.book_encoding_fallback:
-            import codecs
+            import codecs  # lazy: on one branch (adds nothing)
 
             try:
                 codecs.lookup(self.book_encoding_fallback)

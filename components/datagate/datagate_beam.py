@@ -19,11 +19,19 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from tensorflow_metadata.proto.v0 import statistics_pb2
 
+from components.corpus import corpus_beam
 from components.datagate import datagate_result
 from components.datagate.checks import GateLimits, check_span
 from components.datagate.contamination import ContaminationCombiner, DevNgrams
 from components.datagate.document_stats import SketchSettings, SpanStats, SpanStatsCombiner, sample_rate
+from components.datagate.protos import (limits_to_schema, results_to_anomalies, statistics_from_proto,
+                                        statistics_to_proto)
+from components.datagen.datagen_beam_input import read_documents
+from components.evaluation.race.race_data import read_race
+from components.evaluation.squad.reading import load_squad_json
 from components.text.documents import Document
 
 CORPUS_SOURCE = "corpus"  # the source of every document: CorpusGen's shards do not record one
@@ -31,8 +39,6 @@ CORPUS_SOURCE = "corpus"  # the source of every document: CorpusGen's shards do 
 
 def read_span_documents(path: str) -> Iterator[Document]:
     """The documents of one CorpusGen shard (ids ``<shard file>:<index>``)."""
-    from components.datagen.datagen_beam_input import read_documents
-
     for doc_id, sentences in read_documents(path):
         yield Document(doc_id=doc_id, source=CORPUS_SOURCE, title=doc_id, sentences=sentences)
 
@@ -59,9 +65,6 @@ def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None
     and each RACE dev article (id ``race:<file id>``, once however many questions it has). An id starts with its
     benchmark's data key (``contamination.benchmark_of``), so contamination is counted per benchmark. The list
     names the files it came from (:class:`DevPassages`)."""
-    from components.evaluation.race.race_data import read_race
-    from components.evaluation.squad.reading import load_squad_json
-
     out: List[Tuple[str, str]] = []
     for benchmark, files in (("squad", squad_files), ("squad2", squad2_files)):
         for path in files:
@@ -193,8 +196,6 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
     """Check ``stats`` (against ``baseline``, None: absolute limits only) and write the result's four files under
     ``output_dir``; returns the summary (``gate.json``; ``accept``, ``accepted_before`` and ``earlier_spans`` as
     :func:`components.datagate.datagate_result.summarize` takes them)."""
-    from components.datagate.protos import limits_to_schema, results_to_anomalies, statistics_to_proto
-
     results = check_span(stats, baseline, limits, contamination)
     total = stats.read_counts()  # every document, measured or not
     summary = datagate_result.summarize(
@@ -252,10 +253,6 @@ def read_summary(result_dir: str) -> dict:
 
 def read_statistics(result_dir: str) -> SpanStats:
     """A result's statistics (the baseline of a later span)."""
-    from tensorflow_metadata.proto.v0 import statistics_pb2
-
-    from components.datagate.protos import statistics_from_proto
-
     with FileSystems.open(posixpath.join(result_dir, datagate_result.STATISTICS_FILE)) as f:
         return statistics_from_proto(statistics_pb2.DatasetFeatureStatisticsList.FromString(f.read()))
 
@@ -266,10 +263,6 @@ def gate_documents(documents_dir: str, output_dir: str, *, span: int, limits: Ga
     """The DataGate node's work on a documents folder (CorpusGen's output) outside TFX: runs the graph of
     :func:`build_gate` and returns the summary it wrote to ``output_dir``. ``baseline_dir``: an earlier result's
     folder, whose statistics are the baseline (None: the absolute limits only)."""
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from components.corpus import corpus_beam
-
     baseline = read_statistics(baseline_dir) if baseline_dir else None
     if not FileSystems.exists(output_dir):
         FileSystems.mkdirs(output_dir)

@@ -15,6 +15,9 @@ from tfx.dsl.component.experimental.annotations import BeamComponentParameter, I
 from tfx.dsl.component.experimental.decorators import component
 
 from components import artifacts
+from components.corpus import corpus_beam
+from components.datagate import datagate_beam, datagate_result
+from components.datagate.checks import GateLimits
 from components.file_io import copy_tree, publish
 from components.node_shell import staged
 
@@ -52,11 +55,6 @@ def DataGate(
     would leave only a FAILED execution. ``DataGateCheck`` reads the result and raises :class:`DataGateError` (one
     line per failed check, exit 2 from the CLI), and ``VocabGen``, the first expensive node, runs only after it
     succeeded (a dependency without artifacts, which moves no cache key: pipeline/pipeline.py)."""
-    from components.corpus import corpus_beam
-    from components.datagate import datagate_beam
-    from components.datagate import datagate_result
-    from components.datagate.checks import GateLimits
-
     settings = json.loads(config)
     accept = settings.pop("accept", None)
     limits = GateLimits(**settings)
@@ -105,9 +103,6 @@ def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
     """Stop the run on a span that failed the data gate and was not accepted: :class:`DataGateError`, whose message
     has one line per failed check ("span N: check X = value, limit L"). ``VocabGen`` depends on this node, so
     nothing expensive runs on such a span; a span that passed, or was accepted with ``gate.accept``, goes through."""
-    from components.datagate import datagate_beam
-    from components.datagate import datagate_result
-
     summary = datagate_beam.read_summary(result.uri)
     line = datagate_result.verdict(summary, result.uri)  # raises DataGateError on a span that does not go through
     (_LOG.warning if summary["accepted"] else _LOG.info)(line)
@@ -117,8 +112,6 @@ def _reading_dev_passages(squad, squad2, race, tmp: str):
     """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
     articles): read where they are when local (an error names the file), from local copies under ``tmp`` on
     ``gs://``."""
-    from components.datagate import datagate_beam
-
     squad_files = {"squad": [], "squad2": []}
     for key, artifact in (("squad", squad), ("squad2", squad2)):
         if artifact is None:

@@ -17,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from components.datagen.instances import VocabInfo
 from components.text.documents import parse_text_blocks
 from components.text.corrupt_input import CorruptInputError
+from components.text.tokenizers import load_tokenizer
 
 
 def _h64(*parts: object) -> int:
@@ -59,8 +60,6 @@ class _Tokenizing(beam.DoFn):
         self._word_starts = word_starts
 
     def setup(self):
-        from components.text.tokenizers import load_tokenizer
-
         with FileSystems.open(self._vocab_path) as f:
             self.tokenizer = load_tokenizer(f.read(), self._tokenizer_spec, self._vocab_path)
         self.vocab = VocabInfo.from_tokenizer(self.tokenizer, self._word_starts)

@@ -16,9 +16,14 @@ from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
 from components import artifacts
+from components.corpus import corpus_beam
+from components.datagen import datagen_beam, dev_documents
 from components.datagen.datagen_config import DataGenConfig
 from components.file_io import copy_tree, publish
 from components.node_shell import record_counters, staged
+from components.text.tokenizers import SPEC_FILE, vocab_file_name
+from components.vocab.vocab_lib import vocab_folder_spec
+from trainer import examples_info
 from trainer.files import STATS_FILE
 
 _LOG = logging.getLogger(__name__)
@@ -47,12 +52,6 @@ def PretrainingDataGen(
     ``do_lower_case`` comes from the vocabulary artifact. The examples carry ``dataset_info.json``
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
     """
-    from components.corpus import corpus_beam
-    from components.datagen import datagen_beam
-    from components.text.tokenizers import SPEC_FILE, vocab_file_name
-    from components.vocab.vocab_lib import vocab_folder_spec
-    from trainer import examples_info
-
     d = DataGenConfig.from_json(config, "datagen.")
     do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
         vocab.has_custom_property("do_lower_case") else True
@@ -107,8 +106,6 @@ def PretrainingDataGen(
 
 def _dev_documents_file(squad, race, folder: str) -> str:
     """SQuAD ``dev*.json`` and RACE ``dev/`` articles → one documents file in ``folder`` (the eval split)."""
-    from components.datagen import dev_documents
-
     with tempfile.TemporaryDirectory() as tmp:
         squad_files = []
         if squad is not None:

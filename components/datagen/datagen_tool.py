@@ -14,6 +14,7 @@ import shutil
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import beam_options
@@ -117,8 +118,6 @@ def make_pretraining_data(inputs: Sequence[str], vocab: str, output: str, config
 
 def beam_counters(result, namespace: str) -> Dict[str, int]:
     """The committed counters of ``namespace`` from a finished Beam run (what Dataflow shows live)."""
-    from apache_beam.metrics.metric import MetricsFilter
-
     found = result.metrics().query(MetricsFilter().with_namespace(namespace))["counters"]
     out: Dict[str, int] = {}
     for c in found:

@@ -14,6 +14,9 @@ from tfx.types import standard_artifacts
 
 from components.file_io import publish
 from components.node_shell import staged
+from components.release.package import SERVING_DIR
+from config.errors import InputError
+from trainer import base_model
 from trainer.files import ALBERT_DIR, MODEL_SOURCE_FILE
 
 _LOG = logging.getLogger(__name__)
@@ -32,10 +35,6 @@ def ModelImport(
     (:func:`trainer.base_model.digest`); the copies must have it, else the node fails naming the location, so a
     changed folder is never scored under the old digest's cache key.
     """
-    from components.release.package import SERVING_DIR
-    from config.errors import InputError
-    from trainer import base_model
-
     base = base_model.describe(location)
     sources = base_model.model_files(base)
     with staged(model.uri) as staging:

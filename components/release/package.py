@@ -31,6 +31,7 @@ from components.file_io import copy_tree, json_safe
 from components.release import model_card
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
+from trainer.convert import albert_to_hf
 from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, MODEL_SOURCE_FILE, RUN_CONFIG_FILE, VERSION_ALBERT_DIR
 from trainer.vocabulary import vocabulary_files
 
@@ -136,8 +137,6 @@ def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[
     """Fill the local folder ``out`` with the model's files (all but the card and the record); ``export_info`` is
     the model's ``export_info.json``. Returns why the Hugging Face folder is missing (a sharing layout transformers
     cannot express), or None."""
-    from trainer.convert import albert_to_hf
-
     albert = posixpath.join(model_uri, ALBERT_DIR)
     if tf.io.gfile.isdir(posixpath.join(model_uri, SERVING_DIR)):  # an imported encoder-only model has none
         copy_tree(posixpath.join(model_uri, SERVING_DIR), out)

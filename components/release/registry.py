@@ -54,8 +54,8 @@ def upload_request(settings: Mapping[str, Any], artifact_uri: str, version: int,
                    exists: bool):
     """The ``UploadModelRequest`` for pushed version ``version`` at ``artifact_uri`` (a ``gs://`` folder holding
     the SavedModel). ``exists``: whether the parent model is already in the registry."""
-    from google.cloud.aiplatform_v1.types import model as gca_model
-    from google.cloud.aiplatform_v1.types import model_service
+    from google.cloud.aiplatform_v1.types import model as gca_model  # lazy: google.cloud.aiplatform_v1 (0.9 s)
+    from google.cloud.aiplatform_v1.types import model_service  # lazy: google.cloud.aiplatform_v1 (0.9 s)
 
     where = parse_model(settings["vertex_model"])
     model = gca_model.Model(
@@ -75,7 +75,7 @@ def upload_request(settings: Mapping[str, Any], artifact_uri: str, version: int,
 
 
 def _client(region: str, credentials=None):
-    from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient
+    from google.cloud.aiplatform_v1.services.model_service import ModelServiceClient  # lazy: google.cloud.aiplatform_v1 (0.9 s)
 
     return ModelServiceClient(credentials=credentials,
                               client_options={"api_endpoint": f"{region}-aiplatform.googleapis.com"})
@@ -88,7 +88,7 @@ def upload(settings: Mapping[str, Any], artifact_uri: str, version: int, labels:
     the registry's version. With :data:`RECORD_VAR` set, records the request instead of sending it."""
     if os.environ.get(RECORD_VAR):
         return _record(os.environ[RECORD_VAR], settings, artifact_uri, version, labels)
-    from google.api_core import exceptions as api_exceptions
+    from google.api_core import exceptions as api_exceptions  # lazy: google.api_core (0.09 s)
 
     where = parse_model(settings["vertex_model"])
     with google_credentials(RegistryAuthError, " for the Model Registry upload"):
@@ -114,7 +114,7 @@ def register(settings: Mapping[str, Any], version: Mapping[str, Any], credential
     """The Model Registry version of the pushed ``version`` (an entry of
     :func:`components.release.versions.list_versions`): the one its folder records, else uploaded now and then
     recorded there. Raises what the upload raised, recording nothing: the next call uploads again."""
-    from components.release import versions
+    from components.release import versions  # lazy: tensorflow (2.9 s)
 
     if version.get("registry"):
         return dict(version["registry"])

@@ -13,9 +13,13 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, OutputArti
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
-from components import artifacts
+from components import artifacts, backend_names
 from components.file_io import publish
 from components.node_shell import int_facts, staged
+from components.release import blessing as blessing_lib
+from components.release import package, registry, versions
+from components.release.package import read_json
+from components.report import report_lib
 
 _LOG = logging.getLogger(__name__)
 
@@ -38,12 +42,6 @@ def Blesser(
     the same inputs and is served from the cache, where a new blessing of the same model would make every rerun
     decide (and push) again.
     """
-    from components import backend_names
-    from components.report import report_lib
-    from components.release import blessing as blessing_lib
-    from components.release import versions
-    from components.release.package import read_json
-
     settings = json.loads(config)
     destination = settings.pop("push_destination")
     results = read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
@@ -109,11 +107,6 @@ def Pusher(
     (``mode=benchmark``) has no ``model_run`` or ``documents``: the card names the model's source instead of this
     pipeline's pretraining.
     """
-    from components import backend_names
-    from components.report import report_lib
-    from components.release import blessing as blessing_lib
-    from components.release import package, registry, versions
-
     settings = json.loads(config)
     destination = settings["push_destination"]
     decision = package.read_json(posixpath.join(blessing.uri, blessing_lib.BLESSING_FILE))

@@ -22,14 +22,17 @@ the test stand-in ``tests/gcs_standin.py`` registered for the scheme).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import re
 import shutil
+import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
+from google.api_core.exceptions import PreconditionFailed
 
 from trainer.files import VERSION_RECORD_FILE
 
@@ -53,7 +56,7 @@ def _is_remote(path: str) -> bool:
 # --------------------------------------------------------------------------------------- gs:// through Beam
 def _objects(destination: str) -> List[str]:
     """Every object under ``destination``, as names relative to it (``3/saved_model.pb``, ``.claims/3``)."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.1 s)
 
     prefix = destination.rstrip("/") + "/"
     found = FileSystems.match([prefix + "**"])[0].metadata_list
@@ -61,8 +64,8 @@ def _objects(destination: str) -> List[str]:
 
 
 def _read_remote(path: str) -> bytes:
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystem import CompressionTypes  # lazy: apache_beam (1.1 s)
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.1 s)
 
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         return f.read()
@@ -70,8 +73,8 @@ def _read_remote(path: str) -> bytes:
 
 def _write_remote(path: str, source) -> None:
     """Write the bytes of the open binary file ``source`` (or ``bytes``) as the object ``path``."""
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystem import CompressionTypes  # lazy: apache_beam (1.1 s)
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.1 s)
 
     with FileSystems.create(path, mime_type="application/octet-stream",
                             compression_type=CompressionTypes.UNCOMPRESSED) as out:
@@ -83,14 +86,14 @@ def _write_remote(path: str, source) -> None:
 
 def _remove_remote_folder(path: str) -> None:
     """Delete every object under ``path/`` (this push's folder; ``3/`` never matches ``30/``)."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.1 s)
 
     if _objects(path):
         FileSystems.delete([path.rstrip("/") + "/"])
 
 
 def _remove_remote_object(path: str) -> None:
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.1 s)
 
     FileSystems.delete([path])
 
@@ -104,16 +107,15 @@ def create_only(path: str, data: bytes = b"") -> bool:
     generation of the object exists), using the client and credentials Beam's GCS filesystem uses. A write retried
     after a lost reply may answer False for an object this call created: the number is then skipped, never shared.
     """
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.1 s)
 
     own = getattr(FileSystems.get_filesystem(path), "create_only", None)
     if own is not None:
         return own(path, data)
     if not path.startswith("gs://"):
         raise ValueError(f"{path}: create-only writes are implemented for gs:// only")
-    from apache_beam.io.gcp import gcsio
-    from apache_beam.options.pipeline_options import PipelineOptions
-    from google.api_core.exceptions import PreconditionFailed
+    from apache_beam.io.gcp import gcsio  # lazy: apache_beam (1.1 s)
+    from apache_beam.options.pipeline_options import PipelineOptions  # lazy: apache_beam (1.1 s)
 
     bucket, name = gcsio.parse_gcs_path(path)
     blob = gcsio.create_storage_client(PipelineOptions()).bucket(bucket).blob(name)
@@ -199,16 +201,12 @@ class ModelClaimed(RuntimeError):
 
 def model_claim(destination: str, model_key: str) -> str:
     """The create-only object that one pusher of the model ``model_key`` holds on a ``gs://`` destination."""
-    import hashlib
-
     return posixpath.join(destination, CLAIMS_DIR, "model-" + hashlib.sha256(model_key.encode()).hexdigest()[:16])
 
 
 def wait_for_model(destination: str, model_key: str, timeout_s: float, poll_s: float = 10.0) -> Dict[str, Any]:
     """The version of ``model_key`` another pusher is pushing, once it is complete. Raises :class:`RuntimeError`
     naming the claim when none appears within ``timeout_s`` (that push died: remove the claim, then rerun)."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         found = [v for v in list_versions(destination) if v.get("model_key") == model_key]

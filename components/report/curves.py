@@ -37,10 +37,10 @@ def plot_curves(history: Sequence[Mapping[str, object]], path: str, sentence: st
     if not points:
         return False
     series = {k: ([x for x in sorted(d)], [d[x] for x in sorted(d)]) for k, d in points.items()}
-    import matplotlib
+    import matplotlib  # lazy: matplotlib (0.3 s)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib (0.5 s)
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), gridspec_kw=CURVES_MARGINS)
     for ax, (key, title) in zip(axes.ravel(), panels):
@@ -63,10 +63,10 @@ def plot_curves(history: Sequence[Mapping[str, object]], path: str, sentence: st
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # lazy: matplotlib (0.3 s)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib (0.5 s)
 
     return plt
 

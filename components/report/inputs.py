@@ -81,7 +81,7 @@ def parameter_count(model_dir: Optional[str]) -> Optional[ParameterCount]:
     raw = read_json(path)
     if raw is None:
         return None
-    from trainer.modeling_albert import AlbertConfig, count_parameters
+    from trainer.modeling_albert import AlbertConfig, count_parameters  # lazy: tensorflow (2.8 s)
 
     config = AlbertConfig.from_dict(raw)
     counts = count_parameters(config)
@@ -120,7 +120,7 @@ def datagen_highlights(stats: Optional[Mapping[str, Any]]) -> Dict[str, Dict[str
 def _history(model_run_dir: Optional[str]) -> List[Dict[str, Any]]:
     if not model_run_dir:
         return []
-    from trainer.run_state import read_history  # the Trainer's one reader (TensorFlow: imported only here)
+    from trainer.run_state import read_history  # lazy: tensorflow (2.8 s); the Trainer's one reader
 
     return read_history(model_run_dir)
 
@@ -130,7 +130,7 @@ def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Option
                 artifact_ids: Optional[Mapping[str, Any]] = None,
                 data_read: Optional[Mapping[str, Any]] = None, gate_dir: Optional[str] = None) -> ReportInputs:
     """Everything the report shows, read from the artifacts (arguments as ``report_lib.write_report``'s)."""
-    from components.datagate.datagate_result import SUMMARY_FILE
+    from components.datagate.datagate_result import SUMMARY_FILE  # lazy: hashlib, components.datagate.datagate_result (0.003 s)
 
     data_gate = None
     if gate_dir:

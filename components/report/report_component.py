@@ -9,7 +9,8 @@ from tfx.dsl.component.experimental.annotations import InputArtifact, OutputArti
 from tfx.dsl.component.experimental.decorators import component
 from tfx.types import standard_artifacts
 
-from components import artifacts
+from components import artifacts, backend_names
+from components.report import report_lib
 from components.report.report_config import ReportConfig
 
 _LOG = logging.getLogger(__name__)
@@ -40,9 +41,6 @@ def BenchmarkReport(
     statistics and the benchmarks' contamination); none without a gate (``mode=benchmark``, ``gate.enabled=false``),
     and the section says so.
     """
-    from components import backend_names
-    from components.report import report_lib
-
     cfg = ReportConfig.from_json(config, "report.")
     # On Kubeflow / Vertex AI an artifact is known by the backend's resource name, not by TFX's hashed id.
     names = backend_names.artifact_names()

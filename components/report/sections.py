@@ -238,7 +238,7 @@ def model_section(params: Optional[ParameterCount], export_info: Optional[Mappin
     metrics and facts, and the curves."""
     blocks: List[Block] = []
     if source:
-        from trainer.base_model import source_text
+        from trainer.base_model import source_text  # lazy: on one branch (adds nothing)
 
         blocks.append(f"Model source: {source_text(source)}. This run did not pretrain it (a benchmark-only run, "
                       "mode=benchmark): the pretraining facts below are the model's own, where it recorded them.")

@@ -10,6 +10,7 @@ that file is English's SentencePiece vocabulary, as every folder written before 
 from __future__ import annotations
 
 from components.text.tokenization import AlbertTokenizer
+from components.text.vocab_files import VocabularyError, vocabulary_kind
 from config.tokenizer_spec import TokenizerSpec
 from trainer.files import SPM_FILE, TOKENIZER_SPEC_FILE, WORDPIECE_FILE
 
@@ -27,8 +28,7 @@ def vocab_file_name(spec: TokenizerSpec) -> str:
 def load_tokenizer(data: bytes, spec: TokenizerSpec, path: str = "<serialized>"):
     """The tokenizer of a vocabulary file's bytes: an :class:`AlbertTokenizer` or a :class:`WordPieceTokenizer`
     (the same interface); the file's kind must be ``spec.kind`` (a VocabularyError naming ``path`` otherwise)."""
-    from components.text.vocab_files import VocabularyError, vocabulary_kind
-    from components.text.wordpiece import WordPieceTokenizer
+    from components.text.wordpiece import WordPieceTokenizer  # lazy: components.text.wordpiece (0.003 s)
 
     kind = vocabulary_kind(data, path)
     if kind != spec.kind:

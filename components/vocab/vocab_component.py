@@ -2,6 +2,7 @@
 
 What every node's shell shares (staged outputs, Beam counters, the local Beam runner): :mod:`components.node_shell`.
 """
+import hashlib
 import logging
 import os
 import tempfile
@@ -12,7 +13,10 @@ from tfx.dsl.component.experimental.decorators import component
 from components import artifacts
 from components.file_io import copy_tree, publish
 from components.node_shell import staged
+from components.text.tokenizers import vocab_file_name
+from components.vocab import vocab_lib
 from components.vocab.vocab_config import VocabConfig
+from components.vocab.vocab_lib import vocab_folder_spec
 
 _LOG = logging.getLogger(__name__)
 
@@ -29,12 +33,6 @@ def VocabGen(
     Records on the artifact what downstream nodes need: ``vocab_size``, ``do_lower_case`` (the
     tokenizer setting that goes with this model) and the model file's ``sha256``.
     """
-    import hashlib
-
-    from components.vocab import vocab_lib
-    from components.text.tokenizers import vocab_file_name
-    from components.vocab.vocab_lib import vocab_folder_spec
-
     cfg = VocabConfig.from_json(config, "vocab.")
     with tempfile.TemporaryDirectory() as tmp:
         size, origin = vocab_lib.build_vocab(cfg, seed, documents.uri, tmp)

@@ -20,8 +20,10 @@ from __future__ import annotations
 import io
 import logging
 import os
+import posixpath
 import random
 import time
+from collections import Counter
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 import sentencepiece as spm
@@ -30,6 +32,7 @@ from components.text.documents import parse_text_blocks
 from components.text.normalize import normalize_text
 from components.text.tokenization import check_special_ids
 from components.text.tokenizers import SPEC_FILE, TokenizerSpec
+from components.text.vocab_files import VocabularyError, vocabulary_kind
 from config.errors import InputError, MissingInputError, UserError
 from config.languages import ENGLISH
 from trainer.files import SPM_FILE as MODEL_FILE
@@ -45,7 +48,7 @@ CONTROL_SYMBOLS = ["[CLS]", "[SEP]", "[MASK]"]
 
 def iter_sentences(shard_paths: Iterable[str]) -> Iterator[str]:
     """Sentences of documents shards (official text format), in shard order."""
-    from apache_beam.io.filesystems import FileSystems  # gs:// aware; light import
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s); gs:// aware
 
     for path in shard_paths:
         with FileSystems.open(path) as f:
@@ -127,11 +130,9 @@ def train_wordpiece(sentences: Iterable[str], output_dir: str, *, vocab_size: in
     even past ``vocab_size``. The alphabet is the characters that make up ``character_coverage`` of the sample's
     characters, most frequent first (SentencePiece's meaning of the setting). Same sentences, same file.
     """
-    from collections import Counter
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner  # lazy: tensorflow_text (3.0 s)
 
-    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
-
-    from components.text.wordpiece import basic_words
+    from components.text.wordpiece import basic_words  # lazy: components.text.wordpiece (0.003 s)
 
     start = time.monotonic()
     counts: Counter = Counter()
@@ -168,7 +169,7 @@ def _drain(items: List[str]) -> Iterator[str]:
 
 def import_sentencepiece(source: str, output_dir: str, expected_vocab_size: Optional[int] = None) -> str:
     """Copy an existing model (e.g. the official ``30k-clean.model``) after validating its special ids."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     if not FileSystems.exists(source):
         raise MissingInputError(f"SentencePiece model {source} (vocab.import_model) does not exist")
@@ -194,9 +195,9 @@ class VocabSizeMismatchError(UserError, ValueError):
 def import_wordpiece(source: str, output_dir: str, expected_vocab_size: Optional[int] = None) -> str:
     """Copy a WordPiece ``vocab.txt`` (e.g. an official Chinese model's) after checking it reads as one: BERT's
     special tokens present, no duplicates, UTF-8."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
-    from components.text.wordpiece import WordPieceTokenizer
+    from components.text.wordpiece import WordPieceTokenizer  # lazy: components.text.wordpiece (0.003 s)
 
     with FileSystems.open(source) as f:
         data = f.read()
@@ -214,11 +215,10 @@ def import_wordpiece(source: str, output_dir: str, expected_vocab_size: Optional
 
 def imported_kind(source: str) -> str:
     """``sentencepiece`` or ``wordpiece``, read from the file at ``source`` (``vocab.import_model``)."""
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     if not FileSystems.exists(source):
         raise MissingInputError(f"vocabulary {source} (vocab.import_model) does not exist")
-    from components.text.vocab_files import VocabularyError, vocabulary_kind
 
     with FileSystems.open(source) as f:
         head = f.read()
@@ -243,7 +243,7 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
         import_sentencepiece(vocab_cfg.import_model, output_dir, expected_vocab_size=vocab_cfg.vocab_size or None)
         origin = f"imported:{vocab_cfg.import_model}"
     elif kind == "wordpiece":
-        from components.corpus import corpus_beam
+        from components.corpus import corpus_beam  # lazy: apache_beam (1.7 s)
 
         train_wordpiece(iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir,
                         vocab_size=vocab_cfg.vocab_size, character_coverage=coverage,
@@ -251,7 +251,7 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
                         seed=seed)
         origin = "trained"
     else:
-        from components.corpus import corpus_beam
+        from components.corpus import corpus_beam  # lazy: apache_beam (1.7 s)
 
         train_sentencepiece(
             iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir, vocab_size=vocab_cfg.vocab_size,
@@ -275,9 +275,7 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
 def vocab_folder_spec(folder: str, do_lower_case: bool = True) -> TokenizerSpec:
     """The :class:`TokenizerSpec` of a vocabulary folder (local or gs://): its ``tokenizer.json``, else English's
     SentencePiece with ``do_lower_case`` (recorded elsewhere by folders written before the file existed)."""
-    import posixpath
-
-    from apache_beam.io.filesystems import FileSystems
+    from apache_beam.io.filesystems import FileSystems  # lazy: apache_beam (1.7 s)
 
     path = posixpath.join(folder, SPEC_FILE) if "://" in folder else os.path.join(folder, SPEC_FILE)
     if not FileSystems.exists(path):
@@ -287,7 +285,7 @@ def vocab_folder_spec(folder: str, do_lower_case: bool = True) -> TokenizerSpec:
 
 
 def _wordpiece_size(output_dir: str) -> int:
-    from components.text.wordpiece import WordPieceTokenizer
+    from components.text.wordpiece import WordPieceTokenizer  # lazy: components.text.wordpiece (0.003 s)
 
     return WordPieceTokenizer(os.path.join(output_dir, WORDPIECE_FILE)).vocab_size
 

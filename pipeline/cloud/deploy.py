@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from config.errors import MissingInputError
+from pipeline.cloud import submit as cloud
 from pipeline.cloud.submit import CloudConfigError, ScheduleSpec, VertexTarget
 from pipeline.cloud.environments import Environment, EnvironmentConfigError
 
@@ -102,8 +103,6 @@ def _check_spec(spec: str) -> None:
 def submit(deployment: Deployment, spec: str, *, credentials=None, client=None, send: bool = True):
     """Submit ``spec``: a Vertex AI ``PipelineJob`` (returned; ``send=False`` builds it only) or a KFP run (its
     ``RunPipelineResult``). Every check happens before anything is sent."""
-    from pipeline.cloud import submit as cloud
-
     _check_spec(spec)
     d = deployment
     if d.kind == "kfp":
@@ -120,8 +119,6 @@ def schedule(deployment: Deployment, spec: str, schedule_spec: ScheduleSpec, *, 
              send: bool = True):
     """A Vertex AI schedule of ``spec`` at ``schedule_spec`` (cron and limits); returns (schedule, the kwargs of
     its ``create``). ``send=False`` builds it only."""
-    from pipeline.cloud import submit as cloud
-
     _check_spec(spec)
     target = deployment.vertex_target()
     job = cloud.build_pipeline_job(spec, target, display_name=deployment.run_name,

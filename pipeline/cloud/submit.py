@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
@@ -14,6 +15,8 @@ from components import cloud_auth
 from config.errors import UserError
 from pipeline.cloud import spec
 from pipeline.settings.home import IMAGE_HOME
+from pipeline.tasks import snapshot_task
+from pipeline.tasks.init_from_task import compiled_source  # the Trainer's settings come through it with latest_blessed
 
 # Where a pipeline's files must live for each target: the machines that run it cannot read the folders of the
 # machine that compiled the spec.
@@ -38,8 +41,6 @@ def _spec_values(spec_path: str):
     Data parameters are the raw data locations: those the DataSnapshot task resolves (:mod:`pipeline.tasks.snapshot_task`),
     or in a spec without one, those feeding an Importer's ``artifact_uri``.
     """
-    from pipeline.tasks import snapshot_task
-
     data, pipeline_spec = spec.load(spec_path)
     runtime = data.get("runtimeConfig", {})
     root = runtime.get("gcsOutputDirectory") or pipeline_spec.get("defaultPipelineRoot")
@@ -55,7 +56,7 @@ def _spec_values(spec_path: str):
 
 def _model_location(tasks: Dict[str, Any]) -> Optional[str]:
     """A benchmark-only spec's model folder (``ModelImport``'s ``location``: ``train.init_from``), else None."""
-    from pipeline.settings.configs import MODEL_IMPORT_NODE
+    from pipeline.settings.configs import MODEL_IMPORT_NODE  # lazy: pipeline.settings.configs (0.03 s)
 
     task = tasks.get(MODEL_IMPORT_NODE)
     return spec.constant(task["inputs"]["parameters"]["location"]) if task else None
@@ -66,8 +67,6 @@ LASTING_FOLDERS = (("Trainer", "custom_config", "checkpoint_root"), ("Pusher", "
 
 
 def _lasting(tasks: Dict[str, Any]) -> Dict[str, str]:
-    from pipeline.tasks.init_from_task import compiled_source  # the Trainer's settings come through it with latest_blessed
-
     lasting = {}
     for task, parameter, key in LASTING_FOLDERS:
         text = spec.constant(compiled_source(tasks, task, parameter)) if task in tasks else None
@@ -149,7 +148,7 @@ def build_pipeline_job(template_path: str, target: VertexTarget, *, display_name
                        parameter_values: Optional[Dict[str, Any]] = None, enable_caching: bool = True,
                        credentials=None):
     """A ``google.cloud.aiplatform.PipelineJob`` for the compiled spec (constructed offline)."""
-    from google.cloud import aiplatform
+    from google.cloud import aiplatform  # lazy: google.cloud.aiplatform (2.1 s)
 
     target.validate()
     check_spec_paths(template_path, "Vertex AI", parameter_values, pipeline_root=target.pipeline_root)
@@ -201,7 +200,7 @@ class ScheduleSpec:
 
 def build_schedule(job, spec: ScheduleSpec, credentials=None):
     """(``PipelineJobSchedule``, kwargs for its ``create``) — built offline."""
-    from google.cloud import aiplatform
+    from google.cloud import aiplatform  # lazy: google.cloud.aiplatform (2.1 s)
 
     spec.validate()
     with google_credentials():
@@ -253,7 +252,7 @@ def schedule_resource_name(schedule: str, project: str, region: str) -> str:
 def list_schedules(project: str, region: str, *, display_name: Optional[str] = None, state: Optional[str] = None,
                    order_by: str = "create_time desc", credentials=None):
     """``aiplatform.PipelineJobSchedule.list(filter=...)`` for the project/region (network)."""
-    from google.cloud import aiplatform
+    from google.cloud import aiplatform  # lazy: google.cloud.aiplatform (2.1 s)
 
     if not (project and region):
         raise CloudConfigError("listing schedules needs --project and --region (or an environment's, --env)")
@@ -263,7 +262,7 @@ def list_schedules(project: str, region: str, *, display_name: Optional[str] = N
 
 def get_schedule(schedule: str, project: str, region: str, credentials=None):
     """``aiplatform.PipelineJobSchedule.get`` by id or resource name (network)."""
-    from google.cloud import aiplatform
+    from google.cloud import aiplatform  # lazy: google.cloud.aiplatform (2.1 s)
 
     return aiplatform.PipelineJobSchedule.get(schedule_resource_name(schedule, project, region), project=project,
                                               location=region, credentials=credentials)
@@ -299,7 +298,7 @@ def kfp_package(spec_path: str, output_path: Optional[str] = None, pipeline_root
     ``.yaml``/``.yml`` package is returned unchanged. Either must be schema 2.1 (:mod:`pipeline.cloud.spec`): the
     open-source KFP v2 driver gives a 2.0 spec's tasks no parameters at all.
     """
-    import yaml
+    import yaml  # lazy: yaml (0.02 s)
 
     if spec_path.endswith((".tar.gz", ".tgz", ".zip")):
         return spec_path
@@ -330,8 +329,6 @@ def kfp_package(spec_path: str, output_path: Optional[str] = None, pipeline_root
 def kfp_cli_command(package_path: str, host: str, *, run_name: str, experiment_name: str = "albert-tfx",
                     arguments: Optional[Dict[str, Any]] = None) -> str:
     """The equivalent ``kfp`` CLI command line (KFP SDK 2.x: ``kfp run create``; 1.x called it ``kfp run submit``)."""
-    import shlex
-
     args = ["kfp", "--endpoint", host, "run", "create", "--experiment-name", experiment_name,
             "--run-name", run_name, "--package-file", package_path]
     for key, value in sorted((arguments or {}).items()):
@@ -353,7 +350,7 @@ def submit_kfp(package_path: str, host: str, *, run_name: str, experiment_name: 
     check_spec_paths(package_path, "Kubeflow Pipelines", arguments, pipeline_root=pipeline_root)
     package = kfp_package(package_path, pipeline_root=pipeline_root)
     if client is None:
-        import kfp
+        import kfp  # lazy: kfp (0.5 s)
 
         client = kfp.Client(host=host)
     return client.create_run_from_pipeline_package(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 def connection_config(path: str, readonly: bool = False):
     """The ``ConnectionConfig`` of the sqlite store at ``path``; read-write creates it (what TFX's runners use)."""
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     cfg = metadata_store_pb2.ConnectionConfig()
     cfg.sqlite.filename_uri = path
@@ -20,7 +20,7 @@ def connection_config(path: str, readonly: bool = False):
 
 def open_readonly(path: str):
     """A ``MetadataStore`` over the existing sqlite store at ``path``, opened read-only."""
-    from ml_metadata.metadata_store import metadata_store
+    from ml_metadata.metadata_store import metadata_store  # lazy: ml_metadata (0.1 s)
 
     return metadata_store.MetadataStore(connection_config(path, readonly=True))
 

@@ -23,7 +23,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from google.protobuf import message as pb_message
+
+from components.datagate.datagate_result import RESULT_FACTS, select_inputs
 from pipeline.local import mlmd
+from pipeline.settings import spans
 from pipeline.settings.configs import GATE_BASELINE_NODE, IMPORTERS, PipelineConfig
 
 CACHED, WILL_RUN = "CACHED", "WILL RUN"
@@ -45,7 +49,7 @@ class NodePlan:
 
 def _seconds(store, pipeline_name: str, node_id: str) -> Optional[float]:
     """Wall time of the node's newest execution that ran (not one served from the cache), from MLMD."""
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     ctx = store.get_context_by_type_and_name("node", f"{pipeline_name}.{node_id}")
     ran = [e for e in (store.get_executions_by_context(ctx.id) if ctx is not None else [])
@@ -84,9 +88,9 @@ def node_cache_key(ir, deployment, pipeline_node, inputs: Dict[str, List[Any]]) 
     """The cache key the launcher would compute for ``pipeline_node`` of the compiled ``ir`` with these input
     artifacts (MLMD ``Artifact`` protos): its parameters as the launcher parses them, the output-artifact skeleton
     (its URIs and names do not count, so execution 0 under no folder stands for any) and its executor spec."""
-    from tfx.orchestration import data_types_utils
-    from tfx.orchestration.local import runner_utils
-    from tfx.orchestration.portable import inputs_utils, outputs_utils
+    from tfx.orchestration import data_types_utils  # lazy: tfx (2.9 s)
+    from tfx.orchestration.local import runner_utils  # lazy: tfx (0.1 s)
+    from tfx.orchestration.portable import inputs_utils, outputs_utils  # lazy: tfx (6.0 s)
 
     params = data_types_utils.build_parsed_value_dict(
         inputs_utils.resolve_parameters_with_schema(node_parameters=pipeline_node.parameters))
@@ -96,15 +100,15 @@ def node_cache_key(ir, deployment, pipeline_node, inputs: Dict[str, List[Any]]) 
 
 
 def _successful(execution) -> bool:
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     return execution.last_known_state in (metadata_store_pb2.Execution.COMPLETE, metadata_store_pb2.Execution.CACHED)
 
 
 def _outputs_of(store, execution_id: int) -> Optional[Dict[str, List[Any]]]:
     """``cache_utils._get_outputs_of_execution`` + ``verify_artifacts``: None unless all outputs are LIVE and exist."""
-    import tensorflow as tf
-    from ml_metadata.proto import metadata_store_pb2
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     events = [e for e in store.get_events_by_execution_ids([execution_id]) if e.type == metadata_store_pb2.Event.OUTPUT]
     artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
@@ -184,12 +188,12 @@ def _param_diff(settings: Dict[str, str], old: Dict[str, Any], new: Dict[str, An
 def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[NodePlan]:
     """The plan of ``config`` (``resolve_config(..., local=True)``, as ``run`` would get it) against its pipeline
     root and MLMD store (``metadata_path``)."""
-    from tfx.dsl.compiler import compiler, constants
-    from tfx.orchestration import data_types_utils
-    from tfx.orchestration.local import runner_utils
-    from tfx.orchestration.portable import inputs_utils, runtime_parameter_utils
+    from tfx.dsl.compiler import compiler, constants  # lazy: tfx (2.9 s)
+    from tfx.orchestration import data_types_utils  # lazy: tfx (2.9 s)
+    from tfx.orchestration.local import runner_utils  # lazy: tfx (0.1 s)
+    from tfx.orchestration.portable import inputs_utils, runtime_parameter_utils  # lazy: tfx (6.0 s)
 
-    from pipeline.pipeline import create_pipeline
+    from pipeline.pipeline import create_pipeline  # lazy: tensorflow, apache_beam, tfx (6.1 s)
 
     metadata_path = metadata_path or config.metadata_path
     connection = mlmd.connection_config(metadata_path, readonly=True)  # what the run's IR names (no TFX warning)
@@ -260,9 +264,8 @@ def plan(config: PipelineConfig, metadata_path: Optional[str] = None) -> List[No
 def _why(store, previous, settings: Dict[str, str], params: Dict[str, Any],
          inputs: Dict[str, List[Any]]) -> List[str]:
     """Why a node will run: its settings and inputs against its newest successful execution."""
-    from google.protobuf import json_format
-    from google.protobuf import message as pb_message
-    from ml_metadata.proto import metadata_store_pb2
+    from google.protobuf import json_format  # lazy: google.protobuf (0.02 s)
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     if previous is None:
         return ["never ran in this store"]
@@ -289,8 +292,6 @@ def _data_properties(pn, output_key: str = "result") -> Dict[str, Any]:
 
 def _data_change(store, pipeline_name: str, pn, output_key: str = "result") -> str:
     """How the data location of an Importer changed since the artifact its last execution registered."""
-    from pipeline.settings import spans
-
     old = None
     previous = _latest_execution(store, pipeline_name, pn.node_info.id) if store is not None else None
     outputs = _outputs_of(store, previous.id) if previous is not None else None
@@ -304,7 +305,7 @@ def _plan_importer(store, pipeline_name: str, pn, params):
     """TFX's importer reuses the newest LIVE artifact of the same type, URI and custom properties
     (``reimport=False``): a data location whose span or fingerprint (pipeline/settings/spans.py) changed since the last run
     gets a new artifact, and the plan's first line says how the data changed."""
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     uri = params.get("artifact_uri") or params.get("source_uri")
     output_key = params.get("output_key", "result")
@@ -324,7 +325,7 @@ def _plan_importer(store, pipeline_name: str, pn, params):
 def _plan_latest_blessed(store, pipeline_name: str):
     """What TFX's ``LatestBlessedModelStrategy`` resolves now (:func:`pipeline.settings.continuation.latest_blessed_model`).
     Nothing is executed: the resolution happens when the consuming node starts, before this run blesses anything."""
-    from pipeline.settings.continuation import latest_blessed_model
+    from pipeline.settings.continuation import latest_blessed_model  # lazy: logging, pipeline.settings.continuation (0.006 s)
 
     found = latest_blessed_model(store, pipeline_name)
     if found is None:
@@ -338,9 +339,7 @@ def _plan_gate_baseline(store, pipeline_name: str, corpus: Optional[Dict[str, Li
     """What the data gate's ``GateBaselineStrategy`` resolves now (:func:`components.datagate.datagate_result.select_inputs`
     over the pipeline's LIVE ``DataGateResult`` artifacts), for the documents CorpusGen would hand on; None (the gate
     will run) while CorpusGen will run, since the span is the new documents'."""
-    from ml_metadata.proto import metadata_store_pb2
-
-    from components.datagate.datagate_result import RESULT_FACTS, select_inputs
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.1 s)
 
     if corpus is None:
         return None, ["chosen for the span CorpusGen will make"]

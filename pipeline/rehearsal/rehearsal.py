@@ -54,9 +54,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from components.beam_options import LOCAL_RUNNER
+from components.release.registry import RECORD_VAR
 from config.errors import UserError
 from pipeline.cloud import spec
-from pipeline.cloud.submit import IMAGE_DATA_ROOT
+from pipeline.cloud.submit import IMAGE_DATA_ROOT, lasting_folders
 from pipeline.settings.home import PROJECT_HOME
 from pipeline.rehearsal.rehearsal_store import QueryError, Store, cache_key, schema_title
 from pipeline.tasks.task_launcher import WarmLauncher, module_of
@@ -137,8 +138,6 @@ class Destinations:
     GS = re.compile(r"gs://[^\s\"',;]+")
 
     def __init__(self, output_dir: str, spec_path: str, compiled_root: Optional[str], root: str):
-        from pipeline.cloud.submit import lasting_folders
-
         self.output_dir = output_dir
         self.compiled_root = (compiled_root or "").rstrip("/")
         self.root = root
@@ -178,8 +177,6 @@ class Destinations:
 
     def registry(self, parameters: Dict[str, Any]) -> Dict[str, str]:
         """The environment that makes a task record its Model Registry uploads instead of sending them."""
-        from components.release.registry import RECORD_VAR
-
         for value in parameters.values():
             if isinstance(value, str) and '"vertex_model"' in value:
                 model = json.loads(value).get("vertex_model")

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import posixpath
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -216,7 +217,7 @@ class PipelineConfig(Section):
         custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
                           "checkpoint_root": "pipeline_root"}
         if self.vertex_training.enabled:
-            from trainer.trainer_component import vertex_settings  # TFX's Vertex keys: only for Vertex configs
+            from trainer.trainer_component import vertex_settings  # lazy: tensorflow, tfx (6.0 s); TFX's Vertex keys: only for Vertex configs
 
             vertex = vertex_settings(self.vertex_training, image)
             custom.update(vertex)
@@ -258,7 +259,7 @@ class PipelineConfig(Section):
         check(self.mode == "benchmark" or self.model_digest is None, "model_digest", self.model_digest,
               "unset (resolved from train.init_from with mode=benchmark)")
         if self.mode == "benchmark":
-            from trainer.trainer_config import INIT_FROM_SCRATCH
+            from trainer.trainer_config import INIT_FROM_SCRATCH  # lazy: on one branch (adds nothing)
 
             check(self.train.init_from != INIT_FROM_SCRATCH, "mode", self.mode,
                   "pretrain unless train.init_from names the model to benchmark (a pushed version, or a folder "
@@ -318,8 +319,6 @@ class PipelineConfig(Section):
 
 def _field_type(keys: List[str]):
     """The dataclass owning the last key of a dotted path (None inside dict-valued fields)."""
-    import typing
-
     cls: Any = PipelineConfig
     for key in keys[:-1]:
         if cls is None or not dataclasses.is_dataclass(cls):
@@ -370,7 +369,7 @@ def apply_overrides(config: PipelineConfig, overrides: List[str]) -> PipelineCon
 
 def load_yaml(config: PipelineConfig, path: str) -> PipelineConfig:
     """Merge a YAML file (parsed with ``yaml.safe_load``) over ``config``."""
-    import yaml
+    import yaml  # lazy: yaml (0.01 s)
 
     try:
         with open(path, encoding="utf-8") as f:

@@ -19,6 +19,7 @@ Continuing a model also means its vocabulary: :func:`base_vocab`, for both.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
+from config.schema import ConfigError
 from trainer.trainer_config import INIT_FROM_SCRATCH
 from pipeline.local import mlmd
 from pipeline.settings.configs import CORPUS_KEYS, IMPORTERS, LATEST_BLESSED
@@ -40,7 +42,7 @@ _LOG = logging.getLogger(__name__)
 def latest_blessed_model(store, pipeline_name: str) -> Optional[Tuple[Any, Any]]:
     """(model, blessing): what TFX's ``LatestBlessedModelStrategy`` resolves now, the newest LIVE model of the
     pipeline that a LIVE blessing with ``blessed`` = 1 names as ``current_model_id``; None before the first."""
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.09 s)
 
     contexts = [c for c in store.get_contexts_by_type("pipeline") if c.name == pipeline_name]
     in_pipeline = {a.id: a for c in contexts for a in store.get_artifacts_by_context(c.id)
@@ -65,7 +67,7 @@ def _node_of(store, execution_id: int) -> str:
 
 def _producer(store, artifact_id: int):
     """The execution that made the artifact (the one that ran, not one served its output from the cache)."""
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.09 s)
 
     events = [e for e in store.get_events_by_artifact_ids([artifact_id])
               if e.type == metadata_store_pb2.Event.OUTPUT]
@@ -77,7 +79,7 @@ def _producer(store, artifact_id: int):
 def upstream_data(store, artifact_id: int) -> Dict[str, Dict[str, Any]]:
     """Corpus Importer node id → the custom properties of the artifact it registered, for the data an artifact was
     made from (walking its lineage up through the executions that ran)."""
-    from ml_metadata.proto import metadata_store_pb2
+    from ml_metadata.proto import metadata_store_pb2  # lazy: ml_metadata (0.09 s)
 
     found: Dict[str, Dict[str, Any]] = {}
     seen, todo = set(), [artifact_id]
@@ -151,8 +153,8 @@ def pick_base(blessed: Optional[Blessed], corpus_now: Dict[str, Dict[str, Any]])
 def model_folder(push_destination: str, model_uri: str) -> str:
     """The pushed version holding the model (so the card can say "continued from version N"), else its albert
     folder."""
-    from components.release.versions import find_version
-    from trainer.files import ALBERT_DIR
+    from components.release.versions import find_version  # lazy: tensorflow (2.8 s)
+    from trainer.files import ALBERT_DIR  # lazy: trainer.files (0.002 s)
 
     pushed = find_version(push_destination, model_uri)
     return pushed["path"] if pushed else posixpath.join(model_uri, ALBERT_DIR)
@@ -182,8 +184,6 @@ def local_choice(config) -> Tuple[str, str]:
 def resolve_latest_blessed(config):
     """``config`` with ``train.init_from`` resolved (see the module docstring); other values pass through. Needs
     the data snapshots of a local ``resolve_config`` (:mod:`pipeline.settings.resolve`)."""
-    import dataclasses
-
     if config.train.init_from != LATEST_BLESSED:
         return config
     location, why = local_choice(config)
@@ -196,11 +196,8 @@ def base_vocab(model, vocab, location: str):
     any node runs: the base must be a model folder whose encoder configuration is ``model``'s and whose vocabulary
     the run uses. Unset ``vocab.import_model``: the base's vocabulary file, imported as it is (``vocab_size`` 0);
     set: it must be the base's vocabulary (by sha256). One error names each difference (:mod:`trainer.base_model`)."""
-    import dataclasses
-
-    from config.schema import ConfigError
-    from trainer import base_model
-    from trainer.modeling_albert import AlbertConfig
+    from trainer import base_model  # lazy: trainer.base_model (0.002 s)
+    from trainer.modeling_albert import AlbertConfig  # lazy: tensorflow (2.8 s)
 
     base = base_model.describe(location)
     ours = AlbertConfig(**model.validate().encoder_fields(int(base["config"]["vocab_size"]))).to_dict()

@@ -96,7 +96,7 @@ def _benchmark_base(config: PipelineConfig) -> PipelineConfig:
     location = config.train.validate().init_from
     if location == INIT_FROM_SCRATCH:
         return config  # validate() refuses it, naming the setting
-    from trainer import base_model
+    from trainer import base_model  # lazy: trainer.base_model (0.002 s)
 
     if "://" not in location:
         location = os.path.normpath(os.path.abspath(os.path.expanduser(location)))

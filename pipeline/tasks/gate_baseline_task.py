@@ -35,6 +35,9 @@ import json
 import sys
 from typing import Any, Dict, List, Optional
 
+from pipeline.tasks import snapshot_task
+from pipeline.tasks.snapshot_task import run_task
+
 TASK = "DataGateBaseline"  # the local DAG's resolver of the same name chooses the same (pipeline/settings/configs.py)
 RESOLVER = "DataGateLatest"  # the LatestArtifact resolver of the pipeline's newest DataGateResult
 MODULE = "pipeline.tasks.gate_baseline_task"
@@ -48,8 +51,7 @@ GATE_NODE = "DataGate"
 def wire(pipeline_spec: Dict[str, Any]) -> None:
     """Add the task to a compiled spec's ``PipelineSpec`` (after :func:`pipeline.tasks.snapshot_task.wire`), between the
     :data:`RESOLVER` task and DataGate, whose ``baseline_uris`` parameter becomes its output."""
-    from pipeline.tasks import snapshot_task
-    from pipeline.rehearsal.rehearsal_store import schema_title
+    from pipeline.rehearsal.rehearsal_store import schema_title  # lazy: hashlib, pipeline.rehearsal.rehearsal_store (0.003 s)
 
     tasks = pipeline_spec["root"]["dag"]["tasks"]
     components = pipeline_spec["components"]
@@ -112,7 +114,7 @@ def known_results(newest: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def choose(corpus: str, newest: Optional[Dict[str, Any]]) -> Dict[str, Optional[str]]:
     """``baseline_uris``: the URIs of the results ``select_inputs`` chooses among :func:`known_results`."""
-    from components.datagate.datagate_result import select_inputs
+    from components.datagate.datagate_result import select_inputs  # lazy: dataclasses, hashlib (0.01 s)
 
     results = known_results(newest)
     chosen = select_inputs(corpus or None, results)
@@ -131,8 +133,6 @@ def _task(inputs: Dict[str, Any]) -> Dict[str, Any]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """``--executor_input JSON``: choose, write the output parameter (:func:`pipeline.tasks.snapshot_task.run_task`)."""
-    from pipeline.tasks.snapshot_task import run_task
-
     return run_task(TASK, MODULE, _task, argv)
 
 

@@ -32,6 +32,9 @@ import posixpath
 import sys
 from typing import Any, Dict, List, Optional
 
+from pipeline.tasks import snapshot_task
+from pipeline.tasks.snapshot_task import run_task
+
 TASK = "InitFrom"
 MODULE = "pipeline.tasks.init_from_task"
 MODEL_INPUT = "model"  # the latest blessed model (the LatestBlessedModel resolver's), absent before the first
@@ -48,8 +51,7 @@ TARGETS = {"Trainer": ("custom_config", TRAINER_CONFIG), "VocabGen": ("config", 
 def wire(pipeline_spec: Dict[str, Any], *, push_destination: str) -> None:
     """Add the task to a compiled spec's ``PipelineSpec`` (after :func:`pipeline.tasks.snapshot_task.wire`) and take the
     Trainer's ``custom_config`` and VocabGen's ``config`` from it."""
-    from pipeline.tasks import snapshot_task
-    from pipeline.cloud import spec
+    from pipeline.cloud import spec  # lazy: dataclasses, pipeline.cloud.spec (0.01 s)
 
     tasks = pipeline_spec["root"]["dag"]["tasks"]
     components = pipeline_spec["components"]
@@ -111,13 +113,13 @@ def blessed_facts(model_uri: str, push_destination: str):
     """:class:`pipeline.settings.continuation.Blessed` of the model at ``model_uri`` from its own files: its pushed version
     (the folder a run continues, and its card's ``data_read``: the corpus it was trained on) and its
     ``export_info.json`` (the base its Trainer took). Not pushed: its albert folder, and its corpus unknown."""
-    import tensorflow as tf
+    import tensorflow as tf  # lazy: tensorflow (2.8 s)
 
-    from components.release.model_card import FACTS_FILE
-    from components.release.versions import find_version
-    from trainer.trainer_config import INIT_FROM_SCRATCH
-    from pipeline.settings.continuation import Blessed, corpus_from_summaries
-    from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE
+    from components.release.model_card import FACTS_FILE  # lazy: numpy, components.release.model_card (0.1 s)
+    from components.release.versions import find_version  # lazy: tensorflow (2.9 s)
+    from trainer.trainer_config import INIT_FROM_SCRATCH  # lazy: dataclasses, trainer.trainer_config (0.01 s)
+    from pipeline.settings.continuation import Blessed, corpus_from_summaries  # lazy: pipeline.settings.continuation, dataclasses, logging (0.04 s)
+    from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE  # lazy: trainer.files (0.002 s)
 
     def read(path: str) -> Optional[Dict[str, Any]]:
         if not tf.io.gfile.exists(path):
@@ -137,14 +139,14 @@ def blessed_facts(model_uri: str, push_destination: str):
 def with_base(base: str, trainer_config: str, vocab_config: str) -> Dict[str, str]:
     """The Trainer's ``custom_config`` and VocabGen's ``config`` of a run whose ``train.init_from`` is ``base``, from
     the compiled ones (``latest_blessed``): what ``PipelineConfig.node_parameters`` gives a local run of that base."""
-    import dataclasses
+    import dataclasses  # lazy: dataclasses (0.009 s)
 
-    from config import canonical_json
-    from config.schema import plain_data
-    from components.vocab.vocab_config import VocabConfig
-    from trainer.trainer_config import INIT_FROM_SCRATCH
-    from trainer.trainer_settings import parse_settings, trainer_settings
-    from pipeline.settings.continuation import base_vocab
+    from config import canonical_json  # lazy: dataclasses, config, copy (0.01 s)
+    from config.schema import plain_data  # lazy: dataclasses, config.schema, copy (0.01 s)
+    from components.vocab.vocab_config import VocabConfig  # lazy: dataclasses, components.vocab.vocab_config (0.01 s)
+    from trainer.trainer_config import INIT_FROM_SCRATCH  # lazy: dataclasses, trainer.trainer_config (0.01 s)
+    from trainer.trainer_settings import parse_settings, trainer_settings  # lazy: dataclasses, trainer.trainer_settings (0.01 s)
+    from pipeline.settings.continuation import base_vocab  # lazy: pipeline.settings.continuation, dataclasses, logging (0.04 s)
 
     custom = json.loads(trainer_config)
     model, train, seed = parse_settings(custom["albert"], None)
@@ -158,7 +160,7 @@ def with_base(base: str, trainer_config: str, vocab_config: str) -> Dict[str, st
 
 def resolve(parameters: Dict[str, Any], models: List[Dict[str, Any]]) -> Dict[str, str]:
     """The task's output parameters from its input parameters and its ``model`` input's artifacts (none or one)."""
-    from pipeline.settings.continuation import corpus_from_summaries, pick_base
+    from pipeline.settings.continuation import corpus_from_summaries, pick_base  # lazy: pipeline.settings.continuation, dataclasses, logging (0.04 s)
 
     settings = json.loads(parameters[SETTINGS_PARAMETER])
     blessed = blessed_facts(models[0]["uri"], settings["push_destination"]) if models else None
@@ -176,8 +178,6 @@ def _task(inputs: Dict[str, Any]) -> Dict[str, Any]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """``--executor_input JSON``: resolve, write the output parameters (:func:`pipeline.tasks.snapshot_task.run_task`)."""
-    from pipeline.tasks.snapshot_task import run_task
-
     return run_task(TASK, MODULE, _task, argv)
 
 

@@ -133,12 +133,12 @@ def check() -> Dict[str, object]:
 def _artifact_types(failures: List[str]) -> Dict[str, str]:
     """{schema title: class it resolves to} for every custom type, resolved as the KFP v2 entrypoint does."""
     try:
-        from kfp.pipeline_spec import pipeline_spec_pb2
-        from tfx.orchestration.kubeflow.v2 import compiler_utils
-        from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as entrypoint
-        from tfx.utils import import_utils
+        from kfp.pipeline_spec import pipeline_spec_pb2  # lazy: kfp (0.4 s); may fail: the check reports it
+        from tfx.orchestration.kubeflow.v2 import compiler_utils  # lazy: tfx (3.2 s); may fail: the check reports it
+        from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as entrypoint  # lazy: tfx (6.0 s); may fail: the check reports it
+        from tfx.utils import import_utils  # lazy: tfx (2.8 s); may fail: the check reports it
 
-        from components.artifacts import ALL_TYPES
+        from components.artifacts import ALL_TYPES  # lazy: tfx (2.9 s); may fail: the check reports it
     except Exception as exc:  # noqa: BLE001
         failures.append(f"artifact types: {_first_line(exc)}")
         return {}

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from components.evaluation.glue import glue_data as glue_lib
+from components.evaluation.glue import tfma_eval
 from components.evaluation.finetune import EVAL_BATCH_SIZE, predict
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder
 from components.file_io import copy_tree
@@ -121,7 +122,6 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
         result[split].update(common)
     if not run_tfma:
         return result
-    from components.evaluation.glue import tfma_eval
 
     for split in dev_splits:
         if not tfma_eval.tfma_supported(task.num_labels):
@@ -147,7 +147,7 @@ def _export_and_check(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, r
     ``<staging>/serving_model`` from the selected run and check them on the ``split`` rows: the Transform graph's
     ids against the Python featurisation, the served logits against the in-memory model's. Raises on any failure
     (the caller removes ``staging``)."""
-    from components.evaluation.glue import transform as transform_lib
+    from components.evaluation.glue import transform as transform_lib  # lazy: tensorflow_text (0.2 s)
 
     transform_dir, serving_dir = os.path.join(staging, TRANSFORM_DIR), os.path.join(staging, SERVING_DIR)
     has_b = task.splits["train"].text_b is not None

@@ -25,6 +25,7 @@ from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
+from google.protobuf import json_format
 
 __all__ = ["LABEL_KEY", "PREDICTION_KEY", "write_eval_examples", "eval_config", "run_tfma", "tfma_supported"]
 
@@ -67,7 +68,7 @@ def write_eval_examples(path: str, text_a: Sequence[str], text_b: Optional[Seque
 
 def eval_config(num_labels: int, with_model: bool):
     """The ``EvalConfig`` for a GLUE classification task (also what the TFX Evaluator takes)."""
-    from tensorflow_model_analysis.proto import config_pb2 as C
+    from tensorflow_model_analysis.proto import config_pb2 as C  # lazy: tensorflow_model_analysis (2.2 s)
 
     if not tfma_supported(num_labels):
         raise ValueError("TFMA evaluation here covers classification tasks (num_labels >= 2)")
@@ -113,8 +114,7 @@ def run_tfma(examples_path: str, output_path: str, num_labels: int, model_dir: O
     ``metrics`` holds TFMA's metric names (fractions) plus ``accuracy`` (= ``binary_accuracy`` or
     ``sparse_categorical_accuracy``) for comparison with :func:`glue_metrics`.
     """
-    import tensorflow_model_analysis as tfma
-    from google.protobuf import json_format
+    import tensorflow_model_analysis as tfma  # lazy: tensorflow_model_analysis (2.2 s)
 
     config = eval_config(num_labels, with_model=model_dir is not None)
     shared = None

@@ -35,16 +35,20 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import unicodedata
 from functools import lru_cache
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 import numpy as np
+import pyarrow as pa
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.beam_options import LOCAL_RUNNER
+from trainer.export import Untracked
 
 __all__ = [
     "TEXT_A",
@@ -281,9 +285,7 @@ def _record_batches(rows: Sequence[Mapping[str, str]], has_text_b: bool, batch_r
     tensor ``[B]`` (what ``tfxio.TFExampleRecord`` decodes a ``FixedLenFeature([], tf.string)`` to, without
     going through serialized ``tf.Example``s); ``__row_index__`` is an int64 column of the same shape that the
     tensor representations leave out, so only the pass-through sees it."""
-    import pyarrow as pa
-    from tensorflow_metadata.proto.v0 import schema_pb2
-    from tfx_bsl.public import tfxio
+    from tfx_bsl.public import tfxio  # lazy: tfx_bsl (1.1 s)
 
     keys = text_keys(has_text_b)
     data = _encoded_rows(rows, has_text_b)
@@ -303,8 +305,6 @@ def _record_batches(rows: Sequence[Mapping[str, str]], has_text_b: bool, batch_r
 
 def _serialized(batch_and_unary) -> bytes:
     """A transformed ``(RecordBatch, pass-through)`` as one Arrow IPC stream (a TFRecord's record)."""
-    import pyarrow as pa
-
     batch = batch_and_unary[0]
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
@@ -314,8 +314,6 @@ def _serialized(batch_and_unary) -> bytes:
 
 def _read_rows(pattern: str) -> List[Dict[str, np.ndarray]]:
     """The transformed RecordBatches written under ``pattern``, as rows in ``__row_index__`` order."""
-    import pyarrow as pa
-
     paths = sorted(tf.io.gfile.glob(pattern))
     batches = [batch for record in (tf.data.TFRecordDataset(paths).as_numpy_iterator() if paths else [])
                for batch in pa.ipc.open_stream(record)]
@@ -345,10 +343,8 @@ def analyze_and_transform(rows: Sequence[Mapping[str, str]], preprocessing_fn, h
     ``__row_index__`` as a pass-through column (never seen by the graph) so the order can be restored (Beam
     does not promise it).
     """
-    import tempfile
-
-    import apache_beam as beam
-    import tensorflow_transform.beam as tft_beam
+    import apache_beam as beam  # lazy: apache_beam (1.1 s)
+    import tensorflow_transform.beam as tft_beam  # lazy: tensorflow_transform (1.2 s)
 
     temp_dir = temp_dir or tempfile.mkdtemp(prefix="tft_tmp_")
     batches, adapter_config = _record_batches(rows, has_text_b)
@@ -376,7 +372,7 @@ def transform_rows(rows: Sequence[Mapping[str, str]], transform_output_dir: str,
                    batch_size: int = 1024) -> List[Dict[str, np.ndarray]]:
     """Rows through a Transform graph already written (``TFTransformOutput.transform_raw_features``), in
     process: what :func:`analyze_and_transform` returns for them, without a Beam pipeline."""
-    import tensorflow_transform as tft
+    import tensorflow_transform as tft  # lazy: tensorflow_transform (0.05 s)
 
     tft_output = tft.TFTransformOutput(transform_output_dir)
     keys = text_keys(has_text_b)
@@ -400,8 +396,6 @@ class _ServingModule(tf.Module):
         # The classifier's variables are tracked, not the Keras model: a tracked Keras model makes
         # tf.saved_model.save serialize each of its layers for Keras reloading (tracing their call functions),
         # seconds per export that nothing here loads. The Transform layer stays tracked (its tables and assets).
-        from trainer.export import Untracked
-
         self.model_variables = list(model.variables)
         self._model = Untracked(model)
         self.tft_layer = tft_layer
@@ -430,7 +424,7 @@ def export_serving_model(model, transform_output_dir: str, export_dir: str, has_
     Evaluator feed). Outputs: ``logits``; classification adds ``probabilities``, ``class_ids`` and,
     for two labels, ``positive_probability``; regression adds ``predictions``.
     """
-    import tensorflow_transform as tft
+    import tensorflow_transform as tft  # lazy: tensorflow_transform (0.05 s)
 
     tft_output = tft.TFTransformOutput(transform_output_dir)
     module = _ServingModule(model, tft_output.transform_features_layer(), has_text_b, num_labels)

@@ -322,7 +322,7 @@ def _offset_piece_spans(text: str, tokenizer) -> Tuple[List[str], np.ndarray]:
 def _wordpiece_word_chars(word: List[Tuple[str, int]], lower: bool) -> List[Tuple[str, int]]:
     """One ``BasicTokenizer`` word's characters after step 1 (invalid characters dropped) and step 4 (lower-case,
     NFD, nonspacing marks dropped), each with the index of the original character it came from."""
-    from components.text.wordpiece import is_control
+    from components.text.wordpiece import is_control  # lazy: components.text.wordpiece, json (0.005 s)
 
     chars = [(c, i) for c, i in word if c != "\ufffd" and not is_control(c)]
     if not lower:
@@ -343,7 +343,7 @@ def wordpiece_piece_spans(text: str, tokenizer) -> Tuple[List[str], np.ndarray]:
     ``text``, by offsets (see the module): a piece covers the original characters of its part of its word, an
     ``[UNK]`` the whole word (a part split off at punctuation). Pieces are in order and their spans never overlap."""
     from components.text.wordpiece import (_SPLITTING_CONTROL, _WORD, _drop_invalid, _strip_accents, CONTINUATION,
-                                           is_punctuation)
+                                           is_punctuation)  # lazy: components.text.wordpiece, json (0.005 s)
 
     lower = bool(getattr(tokenizer, "do_lower_case", True))
     kept = [(c, i) for i, c in enumerate(text) if not _SPLITTING_CONTROL.match(c)]

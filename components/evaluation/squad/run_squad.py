@@ -68,7 +68,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     v2 = str(settings.squad_version) == "2.0"
     cmrc = getattr(settings, "squad_metric", "official") == "cmrc2018"
     if cmrc and v2:
-        from config.schema import ConfigError
+        from config.schema import ConfigError  # lazy: on one branch (adds nothing)
 
         raise ConfigError("config benchmarks.squad_metric=cmrc2018 is invalid with benchmarks.squad_version=2.0: "
                           "CMRC2018's files are SQuAD v1.1's format")
