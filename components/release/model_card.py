@@ -11,28 +11,40 @@ from typing import Any, Dict, List, Mapping
 
 import yaml
 
+from components.evaluation.benchmark_config import CLUE_TASKS, GLUE_TASKS
 from components.report import data_gate as gate_text
 from components.report.document import Block, Document, Section, Table, to_markdown
 from trainer.formatting import NONE_TEXT, number_text
 
-__all__ = ["MODEL_CARD", "FACTS_FILE", "render", "header"]
+__all__ = ["MODEL_CARD", "FACTS_FILE", "render", "header", "front_matter"]
 
 MODEL_CARD = "model_card.md"
 FACTS_FILE = "model_card.json"  # the facts the card renders
 
-# How the model-index names each task's dataset and task type; the other tasks are GLUE's.
+# How the model-index names each task's dataset and task type, by family: reading comprehension and multiple choice
+# by their own datasets (CMRC2018 and C3 are CLUE's, run by the SQuAD and RACE nodes), GLUE's and CLUE's
+# classification tasks as configs of their benchmark; any other task (a spec's, benchmarks.tasks) by its own name.
 _DATASETS = {"SQuAD1.1": ("squad", "SQuAD v1.1", "question-answering"),
              "SQuAD2.0": ("squad_v2", "SQuAD v2.0", "question-answering"),
-             "RACE": ("race", "RACE", "multiple-choice")}
+             "CMRC2018": ("cmrc2018", "CMRC2018", "question-answering"),
+             "RACE": ("race", "RACE", "multiple-choice"),
+             "C3": ("c3", "C3", "multiple-choice")}
+
+
+def _dataset(task: str):
+    """(task type, the model-index's ``dataset``) of a task."""
+    if task in _DATASETS:
+        ident, name, kind = _DATASETS[task]
+        return kind, {"type": ident, "name": name}
+    for family, tasks in (("glue", GLUE_TASKS), ("clue", CLUE_TASKS)):
+        if task in tasks:
+            return "text-classification", {"type": family, "name": f"{family.upper()} {task}",
+                                           "config": task.lower().replace("-", "")}
+    return "text-classification", {"type": task.lower(), "name": task}
 
 
 def _result(task: str, value: float, metric: str) -> Dict[str, Any]:
-    if task in _DATASETS:
-        ident, name, kind = _DATASETS[task]
-        dataset = {"type": ident, "name": name}
-    else:
-        kind, dataset = "text-classification", {"type": "glue", "name": f"GLUE {task}",
-                                                "config": task.lower().replace("-", "")}
+    kind, dataset = _dataset(task)
     return {"task": {"type": kind}, "dataset": {**dataset, "split": "validation"},
             "metrics": [{"type": "score", "value": value, "name": f"{task} dev score ({metric})"}]}
 
@@ -169,4 +181,9 @@ def render(facts: Mapping[str, Any]) -> str:
         Section("Known limitations", ["\n".join(f"- {line}" for line in facts["limitations"])]),
     ]
     body = to_markdown(Document(title=facts["name"], sections=sections))
-    return "---\n" + yaml.safe_dump(header(facts), sort_keys=False) + "---\n\n" + body
+    return front_matter(facts) + "\n" + body
+
+
+def front_matter(facts: Mapping[str, Any]) -> str:
+    """The card's YAML metadata block, between its ``---`` lines, as Hugging Face reads it."""
+    return "---\n" + yaml.safe_dump(header(facts), sort_keys=False) + "---\n"

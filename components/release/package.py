@@ -27,6 +27,7 @@ from typing import Any, Dict, Mapping, Optional
 
 import tensorflow as tf
 
+from components.evaluation.benchmark_config import CLUE_TASKS
 from components.file_io import copy_tree, json_safe
 from components.release import model_card
 from components.release.blessing import task_scores
@@ -54,7 +55,13 @@ def _score_metric(task: str) -> str:
     if task in GLUE_METRICS:
         return " + ".join(GLUE_METRICS[task]["headline"]) + (" (mean)" if len(GLUE_METRICS[task]["headline"]) > 1
                                                               else "")
-    return {"SQuAD1.1": "f1 + exact_match (mean)", "SQuAD2.0": "f1 + exact_match (mean)"}.get(task, "accuracy")
+    if task in ("SQuAD1.1", "SQuAD2.0"):
+        return "f1 + exact_match (mean)"
+    if task == "CMRC2018":
+        return "CMRC2018's character-level f1 + exact_match (mean)"
+    if task in CLUE_TASKS or task in ("RACE", "C3"):
+        return "accuracy"
+    return f"the mean of benchmarks.tasks.{task}.metrics"  # a task by spec
 
 
 def card_facts(*, name: str, license: str, version: int, results: Mapping[str, Any], export_info: Mapping[str, Any],
