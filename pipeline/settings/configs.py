@@ -167,10 +167,7 @@ class PipelineConfig(Section):
         table["Blesser"] = {"config": (self.release.blesser_settings(self.push_destination),
                                        {**{k: f"release.{k}" for k in self.release.BLESSER_FIELDS},
                                         "push_destination": self._pusher_sources()["push_destination"]})}
-        pusher = self.release.pusher_settings(self.push_destination, self.pipeline_name)
-        if self.language != DEFAULT_LANGUAGE:  # the card's language; English's Pusher keeps its cache key
-            pusher["language"] = self.language
-        table["Pusher"] = {"config": (pusher, self._pusher_sources())}
+        table["Pusher"] = {"config": (self._pusher_config(), self._pusher_sources())}
         return {node: {name: (plain_data(value), source) for name, (value, source) in params.items()}
                 for node, params in table.items()}
 
@@ -233,10 +230,18 @@ class PipelineConfig(Section):
         """Where the Trainer keeps its checkpoints: a folder of the pipeline root that outlives executions."""
         return posixpath.join(self.pipeline_root, "_checkpoints")
 
-    def _pusher_sources(self) -> Dict[str, str]:
-        sources = {name: f"release.{name}" for name in self.release.pusher_settings("", "")}
-        sources["model_name"] = "pipeline_name"
+    def _pusher_config(self) -> Dict[str, Any]:
+        """The Pusher's ``config``: the release's push settings, and the run's language for the card when it is not
+        English (so English's Pusher keeps its cache key)."""
+        config = self.release.pusher_settings(self.push_destination, self.pipeline_name)
         if self.language != DEFAULT_LANGUAGE:
+            config["language"] = self.language
+        return config
+
+    def _pusher_sources(self) -> Dict[str, str]:
+        sources = {name: f"release.{name}" for name in self._pusher_config()}
+        sources["model_name"] = "pipeline_name"
+        if "language" in sources:
             sources["language"] = "language"
         if not self.release.push_destination:
             sources["push_destination"] = "pipeline_root"
