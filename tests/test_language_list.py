@@ -56,7 +56,7 @@ def test_several_languages_one_vocabulary_for_the_mix():
     # SentencePiece model, NFKC (albert's NFKD-without-marks breaks Hangul and kana), boundary word starts.
     assert (config.vocab.kind, config.vocab.normalization, config.vocab.strip_accents,
             config.vocab.character_coverage, config.datagen.word_starts, config.corpus.sentence_splitter) == (
-        "sentencepiece", "nfkc", False, 0.9995, "boundary", "multilingual")
+        "sentencepiece", "nfkc", False, 0.9995, "boundary", None)
     assert run_profile(("de", "fr")).character_coverage == 1.0
     assert run_profile(("zh",)) is profile("zh")
     explicit = build_config("sample", overrides=["language=[en,zh]", "vocab.character_coverage=0.9999"])

@@ -32,7 +32,7 @@ from components.report.report_config import ReportConfig
 from components.vocab.vocab_config import VocabConfig
 from pipeline.settings.orchestration_config import DataConfig, TaskResources
 from trainer.trainer_config import ModelConfig, TrainConfig, VertexTrainingConfig
-from config.languages import DEFAULT_LANGUAGE, language_value, resolve_sections, run_languages
+from config.languages import DEFAULT_LANGUAGE, language_value, resolve_sections, run_languages, tagged_languages
 from trainer.trainer_settings import trainer_settings
 
 from pipeline.settings import spans
@@ -594,8 +594,10 @@ PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "small": smal
 
 def apply_language_profile(config: PipelineConfig) -> PipelineConfig:
     """The language settings left unset (``None``) filled from ``config.language``'s profile (config/languages.py);
-    an unknown code is a ConfigError naming ``language``."""
+    an unknown code is a ConfigError naming ``language``; ``corpus.languages`` filled when documents are tagged
+    (config/languages.py ``tagged_languages``)."""
     corpus, vocab, datagen = resolve_sections(config.language, config.corpus, config.vocab, config.datagen)
+    corpus = dataclasses.replace(corpus, languages=tagged_languages(config.language, corpus))
     return dataclasses.replace(config, language=language_value(config.language), corpus=corpus, vocab=vocab,
                                datagen=datagen)
 
