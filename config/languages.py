@@ -71,7 +71,7 @@ class LanguageProfile:
     normalization: str
     strip_accents: bool
     character_coverage: float
-    word_starts: str
+    word_starts: Optional[str]  # None in a run of several languages whose profiles differ: each file's own
 
 
 ENGLISH = LanguageProfile(sentence_splitter="english", vocab_kind="sentencepiece", normalization="albert",
@@ -165,8 +165,9 @@ def run_profile(codes: Sequence[str]) -> LanguageProfile:
     - ``character_coverage``: the lowest among the languages' profiles: SentencePiece's coverage is over the whole
       sample, so a mix with Chinese or Japanese needs the rich-script value (0.9995) or the rare Han characters
       each take a piece of the vocabulary; a mix of small alphabets keeps 1.0;
-    - ``word_starts``: ``boundary`` unless every language's profile says ``official`` (the official rule makes
-      masking per-piece in every script but Latin).
+    - ``word_starts``: the languages' common value, else None, left unset: datagen takes each documents file's
+      language's (``official`` for English's files, ``boundary`` for the others; ``datagen.word_starts``, when
+      given, applies to every file).
     """
     profiles = [profile(c) for c in codes]
     if len(profiles) == 1:
@@ -180,7 +181,7 @@ def run_profile(codes: Sequence[str]) -> LanguageProfile:
                            normalization=same_or("normalization", "nfkc"),
                            strip_accents=same_or("strip_accents", False),
                            character_coverage=min(p.character_coverage for p in profiles),
-                           word_starts=same_or("word_starts", "boundary"))
+                           word_starts=same_or("word_starts", None))
 
 
 def resolve_sections(code: Any, corpus, vocab, datagen):

@@ -56,7 +56,7 @@ def test_several_languages_one_vocabulary_for_the_mix():
     # SentencePiece model, NFKC (albert's NFKD-without-marks breaks Hangul and kana), boundary word starts.
     assert (config.vocab.kind, config.vocab.normalization, config.vocab.strip_accents,
             config.vocab.character_coverage, config.datagen.word_starts, config.corpus.sentence_splitter) == (
-        "sentencepiece", "nfkc", False, 0.9995, "boundary", None)
+        "sentencepiece", "nfkc", False, 0.9995, None, None)
     assert run_profile(("de", "fr")).character_coverage == 1.0
     assert run_profile(("zh",)) is profile("zh")
     explicit = build_config("sample", overrides=["language=[en,zh]", "vocab.character_coverage=0.9999"])
@@ -84,3 +84,13 @@ def test_the_card_lists_the_run_languages():
     assert header({**facts, "language": "zh"})["language"] == ["zh"]
     assert header({**facts, "language": ["en", "zh", "ja"]})["language"] == ["en", "zh", "ja"]
     assert header(facts)["language"] == ["en"]
+
+
+def test_datagen_takes_each_files_language_word_starts_unless_set():
+    from components.datagen.datagen_beam_input import word_starts_of
+
+    assert run_profile(("zh", "ja")).word_starts == "boundary"  # the same in both profiles: that value
+    assert word_starts_of("/d/documents-en-00000-of-00001.txt", None) == "official"
+    assert word_starts_of("/d/documents-ko-00000-of-00001.txt", None) == "boundary"
+    assert word_starts_of("/d/documents-00000-of-00001.txt", None) == "official"
+    assert word_starts_of("/d/documents-ko-00000-of-00001.txt", "official") == "official"

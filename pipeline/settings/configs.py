@@ -524,6 +524,13 @@ def sample_zh_config() -> PipelineConfig:
     )
 
 
+def sample_multi_config() -> PipelineConfig:
+    """Five languages in one model on ``data/sample-multi`` (pipeline/settings/sample_multi.py)."""
+    from pipeline.settings.sample_multi import sample_multi_config as preset  # lazy: it imports this module (a cycle)
+
+    return preset()
+
+
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
     ``experiments/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
@@ -588,7 +595,7 @@ def small_config() -> PipelineConfig:
     )
 
 
-PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
+PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "sample-multi": sample_multi_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
            "paper-v2": paper_v2_config}
 
 
