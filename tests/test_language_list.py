@@ -98,7 +98,7 @@ def test_datagen_takes_each_files_language_word_starts_unless_set():
 
 def test_the_report_languages_table_from_the_documents_properties():
     from components.report.document import Document, to_markdown
-    from components.report.languages import languages_from_properties, languages_section
+    from components.report.language_table import languages_from_properties, languages_section
 
     props = {"num_documents": 3, "language_en_documents": 2, "language_en_sentences": 10, "language_en_characters": 300,
              "language_zh_documents": 1, "language_zh_sentences": 5, "language_zh_characters": 100,
