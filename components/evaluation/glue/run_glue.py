@@ -3,6 +3,9 @@
 Any classification task runs here: GLUE's, CLUE's built-in ones (:mod:`.clue`) and the specs of
 ``benchmarks.tasks`` (:mod:`.task_spec`), each from ``data_dir/<TASK>/``; a spec task's headline ``score`` is the
 mean of its metrics and its selection metric the first of them (:class:`components.evaluation.glue.task_spec.ClassificationSpec`).
+A cross-lingual spec (``languages``) is fine-tuned once, in its training language, and scored on each language's dev
+set: ``<NAME>-<code>`` per language (with ``cross_lingual``: the task, the language, the training language) and
+``<NAME>`` their mean (with ``languages``); checkpoints and the median run are chosen on the training language's.
 
 Per task: the Table 14 row ``settings.hparams[<task>]``; headline ``score`` as
 :func:`components.evaluation.metrics.glue_metrics` (CoLA MCC, MRPC/QQP mean of F1 and accuracy, STS-B mean of
