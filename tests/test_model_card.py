@@ -62,12 +62,12 @@ def _filed(facts):
 def test_an_english_run_files_glue_squad_and_race_with_their_own_metrics():
     assert _filed(_facts(ENGLISH, "en")) == {
         "GLUE CoLA": ("text-classification", "glue", "cola", [
-            ("matthews_correlation", 12.5, "CoLA dev Matthews correlation ×100"), ("accuracy", 69.0, "CoLA dev accuracy")]),
+            ("matthews_correlation", 12.5, "CoLA dev Matthews correlation * 100"), ("accuracy", 69.0, "CoLA dev accuracy")]),
         "GLUE MRPC": ("text-classification", "glue", "mrpc", [
             ("f1", 80.25, "MRPC dev F1 of label 1"), ("accuracy", 70.0, "MRPC dev accuracy")]),
         "GLUE STS-B": ("text-classification", "glue", "stsb", [
-            ("pearsonr", 20.0, "STS-B dev Pearson correlation ×100"),
-            ("spearmanr", 18.0, "STS-B dev Spearman correlation ×100")]),
+            ("pearsonr", 20.0, "STS-B dev Pearson correlation * 100"),
+            ("spearmanr", 18.0, "STS-B dev Spearman correlation * 100")]),
         "GLUE MNLI-m": ("text-classification", "glue", "mnli_matched", [("accuracy", 61.0, "MNLI-m dev accuracy")]),
         "GLUE MNLI-mm": ("text-classification", "glue", "mnli_mismatched", [("accuracy", 62.0, "MNLI-mm dev accuracy")]),
         "SQuAD v1.1": ("question-answering", "squad", None, [

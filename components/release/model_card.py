@@ -39,10 +39,11 @@ _DATASETS = {"SQuAD1.1": ("question-answering", {"type": "squad", "name": "SQuAD
              "RACE": ("multiple-choice", {"type": "race", "name": "RACE", "config": "all"}),
              "C3": ("multiple-choice", {"type": "clue", "name": "CLUE C3", "config": "c3"})}
 _GLUE_CONFIGS = {"MNLI-m": "mnli_matched", "MNLI-mm": "mnli_mismatched"}  # Hugging Face's glue configs
-# metric key → (Hugging Face's metric type, what it is); the values are percentages (×100), as the results hold them
+# metric key → (Hugging Face's metric type, what it is); the values are percentages (×100), as the results hold
+# them. The names are ASCII: the YAML header would write another character as an escape.
 _METRICS = {"accuracy": ("accuracy", "accuracy"), "f1": ("f1", "F1 of label 1"), "macro_f1": ("f1", "macro-F1"),
-            "mcc": ("matthews_correlation", "Matthews correlation ×100"),
-            "pearson": ("pearsonr", "Pearson correlation ×100"), "spearman": ("spearmanr", "Spearman correlation ×100"),
+            "mcc": ("matthews_correlation", "Matthews correlation * 100"),
+            "pearson": ("pearsonr", "Pearson correlation * 100"), "spearman": ("spearmanr", "Spearman correlation * 100"),
             "exact_match": ("exact_match", "exact match")}
 _QA_METRICS = {"f1": "F1", "exact_match": "exact match"}
 
