@@ -62,14 +62,16 @@ def _filed(facts):
 def test_an_english_run_files_glue_squad_and_race_with_their_own_metrics():
     assert _filed(_facts(ENGLISH, "en")) == {
         "GLUE CoLA": ("text-classification", "glue", "cola", [
-            ("matthews_correlation", 12.5, "CoLA dev Matthews correlation * 100"), ("accuracy", 69.0, "CoLA dev accuracy")]),
+            ("matthews_correlation", 12.5, "CoLA dev Matthews correlation * 100"),
+            ("accuracy", 69.0, "CoLA dev accuracy")]),
         "GLUE MRPC": ("text-classification", "glue", "mrpc", [
             ("f1", 80.25, "MRPC dev F1 of label 1"), ("accuracy", 70.0, "MRPC dev accuracy")]),
         "GLUE STS-B": ("text-classification", "glue", "stsb", [
             ("pearsonr", 20.0, "STS-B dev Pearson correlation * 100"),
             ("spearmanr", 18.0, "STS-B dev Spearman correlation * 100")]),
         "GLUE MNLI-m": ("text-classification", "glue", "mnli_matched", [("accuracy", 61.0, "MNLI-m dev accuracy")]),
-        "GLUE MNLI-mm": ("text-classification", "glue", "mnli_mismatched", [("accuracy", 62.0, "MNLI-mm dev accuracy")]),
+        "GLUE MNLI-mm": ("text-classification", "glue", "mnli_mismatched",
+                         [("accuracy", 62.0, "MNLI-mm dev accuracy")]),
         "SQuAD v1.1": ("question-answering", "squad", None, [
             ("f1", 10.5, "SQuAD1.1 dev F1"), ("exact_match", 4.0, "SQuAD1.1 dev exact match")]),
         "RACE": ("multiple-choice", "race", "all", [("accuracy", 38.71, "RACE dev accuracy over all questions")]),
@@ -92,7 +94,8 @@ def test_a_chinese_run_files_clue_with_its_real_metrics():
 def test_a_spec_run_files_each_language_of_a_cross_lingual_task_as_its_own_result():
     facts = _facts(SPEC, "en")
     assert _filed(facts) == {
-        "YNAT": ("text-classification", "ynat", None, [("f1", 40.0, "YNAT dev macro-F1"), ("accuracy", 50.0, "YNAT dev accuracy")]),
+        "YNAT": ("text-classification", "ynat", None, [("f1", 40.0, "YNAT dev macro-F1"),
+                                                       ("accuracy", 50.0, "YNAT dev accuracy")]),
         "PAWS-X (en)": ("text-classification", "paws-x", "en", [("accuracy", 75.0, "PAWS-X-en dev accuracy")]),
         "PAWS-X (de)": ("text-classification", "paws-x", "de", [("accuracy", 62.5, "PAWS-X-de dev accuracy")]),
         "PAWS-X (zh)": ("text-classification", "paws-x", "zh", [("accuracy", 50.0, "PAWS-X-zh dev accuracy")]),

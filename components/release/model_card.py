@@ -43,7 +43,8 @@ _GLUE_CONFIGS = {"MNLI-m": "mnli_matched", "MNLI-mm": "mnli_mismatched"}  # Hugg
 # them. The names are ASCII: the YAML header would write another character as an escape.
 _METRICS = {"accuracy": ("accuracy", "accuracy"), "f1": ("f1", "F1 of label 1"), "macro_f1": ("f1", "macro-F1"),
             "mcc": ("matthews_correlation", "Matthews correlation * 100"),
-            "pearson": ("pearsonr", "Pearson correlation * 100"), "spearman": ("spearmanr", "Spearman correlation * 100"),
+            "pearson": ("pearsonr", "Pearson correlation * 100"),
+            "spearman": ("spearmanr", "Spearman correlation * 100"),
             "exact_match": ("exact_match", "exact match")}
 _QA_METRICS = {"f1": "F1", "exact_match": "exact match"}
 
@@ -106,7 +107,8 @@ def model_index_results(facts: Mapping[str, Any]) -> List[Dict[str, Any]]:
         metrics = ([_metric(task, k, v, record["family"]) for k, v in record["metrics"].items() if v is not None]
                    if record and record.get("metrics") else [])
         if not metrics:
-            metrics = [{"type": "score", "value": score, "name": f"{task} dev score ({b['metrics'].get(task, 'score')})"}]
+            what = b["metrics"].get(task, "score")
+            metrics = [{"type": "score", "value": score, "name": f"{task} dev score ({what})"}]
         out.append({"task": {"type": kind}, "dataset": {**dataset, "split": "validation"}, "metrics": metrics})
     return out
 

@@ -15,8 +15,8 @@ from components.evaluation.glue.task_spec import METRIC_NAMES
 from components.evaluation.metrics import GLUE_METRICS
 from trainer.formatting import number
 
-__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "FAMILIES", "all_tasks", "task_family", "families", "task_metrics", "table2_row", "suite_row", "paper_avg_check", "gains",
-           "init_checks"]
+__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "FAMILIES", "all_tasks", "task_family", "families", "task_metrics",
+           "table2_row", "suite_row", "paper_avg_check", "gains", "init_checks"]
 
 # (column, task names in the results (first found wins), metric key(s))
 TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
@@ -122,8 +122,8 @@ def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
 
 def suite_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
     """Table 2's shape for the tasks beyond English a run scored (CLUE's, spec tasks; a cross-lingual task by its
-    mean over the languages): ``columns`` in CLUE's order, then the other tasks by name; ``cells`` {column: headline, or {"f1", "exact_match"} for an extraction
-    task}; ``headline`` {column: the task's ``score``: a classification task's headline, C3's accuracy, CMRC2018's
+    mean over the languages): ``columns`` in CLUE's order, then the other tasks by name; ``cells`` {column:
+    headline, or {"f1", "exact_match"} for an extraction task}; ``headline`` {column: the task's ``score``: a classification task's headline, C3's accuracy, CMRC2018's
     mean of F1 and EM (its official AVERAGE)}; ``avg`` their mean (None without columns)."""
     names = [t for t, m in tasks.items() if t not in _ENGLISH and "cross_lingual" not in (m or {})]
     columns = [t for t in _SUITE_ORDER if t in names] + sorted(t for t in names if t not in _SUITE_ORDER)
