@@ -152,6 +152,7 @@ def docs_env(monkeypatch, tmp_path):
               "  min_doc_chars: 300\n")  # what a user's corpus file holds: where the raw text is
     (tmp_path / "my_corpus.yaml").write_text(corpus)
     (tmp_path / "corpus.yaml").write_text(corpus)
+    (tmp_path / "data").symlink_to(os.path.join(REPO, "data"))  # the bundled configs, as from the checkout's root
     return tmp_path
 
 

@@ -78,7 +78,8 @@ def test_spec_defaults_and_yaml_integers():
 
 @pytest.mark.parametrize("change,message", [
     ({"colour": "red"}, "config benchmarks.tasks.AFQMC.colour is not a setting: a task takes format, files, text_a, "
-                        "text_b, label, labels, regression, metrics, header, id, list_join, skip_labels"),
+                        "text_b, label, labels, regression, metrics, header, id, list_join, skip_labels, "
+                        "languages, train_language, language_column"),
     ({"format": None}, "config benchmarks.tasks.AFQMC.format is missing: every task needs format, files, text_a and "
                        "label"),
     ({"format": "csv"}, "config benchmarks.tasks.AFQMC.format='csv' is invalid: expected jsonl, json or tsv"),

@@ -61,7 +61,7 @@ def test_table2_section_rows_and_avg_note():
     assert blocks[2].startswith("Avg here is over the 2 present column(s) only (SQuAD1.1, SST-2;")
 
 
-def test_glue_and_squad_race_sections_split_the_tasks():
+def test_glue_qa_and_multiple_choice_sections_split_the_tasks():
     tasks = {"CoLA": {"mcc": 40.5, "accuracy": 70.0, "score": 40.5, "num_train": 200, "num_dev": 100},
              "MNLI-m": {"accuracy": 81.04, "score": 81.04, "run_scores": [80.0, 81.04, 82.0], "selected_step": 300},
              "SQuAD2.0": {"f1": 79.0, "exact_match": 76.0, "score": 77.5, "HasAns_f1": 70.0, "NoAns_f1": 88.0,
@@ -76,13 +76,61 @@ def test_glue_and_squad_race_sections_split_the_tasks():
     assert rows == [["CoLA", "40.5", "70.0", "40.5", "1", "—", "200 / 100"],
                     ["MNLI-m", "", "81.0", "81.0", "3", "300", "— / —"]]
     assert blocks[-1] == "Skipped: QQP (no train/dev data)."
-    section = sections.squad_race_section(tasks)
-    assert section.heading == "SQuAD and RACE (dev)"
+    section = sections.qa_section(tasks)
+    assert section.heading == "Question answering (dev)"
     assert section.blocks[0].rows == [
-        ["SQuAD2.0", "F1 79.0, EM 76.0, HasAns F1 70.0, NoAns F1 88.0, null threshold -1.234", "77.5", "—", "— / —"],
-        ["RACE", "middle 70.0, high 60.0, all 63.0", "63.0", "—", "— / —"]]
-    assert sections.squad_race_section({"CoLA": tasks["CoLA"]}) is None
+        ["SQuAD2.0", "F1 79.0, EM 76.0, HasAns F1 70.0, NoAns F1 88.0, null threshold -1.234", "77.5", "—", "— / —"]]
+    section = sections.multiple_choice_section(tasks)
+    assert section.heading == "Multiple choice (dev)"
+    assert section.blocks[0].rows == [["RACE", "middle 70.0, high 60.0, all 63.0", "63.0", "—", "— / —"]]
+    assert sections.qa_section({"CoLA": tasks["CoLA"]}) is None
+    assert sections.multiple_choice_section({"CoLA": tasks["CoLA"]}) is None
     assert sections.glue_section({"RACE": tasks["RACE"]}, {}) is None
+
+
+# A Chinese and a cross-lingual run's tasks, as the benchmark nodes record them (components/evaluation/glue/run_glue.py:
+# a cross-lingual task's languages under <task>-<code> with "cross_lingual", its mean under its name with "languages").
+FAMILY_TASKS = {
+    "AFQMC": {"accuracy": 70.0, "score": 70.0, "num_train": 4, "num_dev": 3},
+    "YNAT": {"macro_f1": 40.0, "accuracy": 50.0, "score": 45.0, "selection_metric": "macro_f1"},
+    "PAWS-X-en": {"accuracy": 75.0, "score": 75.0, "num_train": 32, "num_dev": 16, "selection_metric": "accuracy",
+                  "cross_lingual": {"task": "PAWS-X", "language": "en", "train_language": "en"}},
+    "PAWS-X-de": {"accuracy": 62.5, "score": 62.5, "num_train": 32, "num_dev": 16, "selection_metric": "accuracy",
+                  "cross_lingual": {"task": "PAWS-X", "language": "de", "train_language": "en"}},
+    "PAWS-X-zh": {"accuracy": 50.0, "score": 50.0, "num_train": 32, "num_dev": 16, "selection_metric": "accuracy",
+                  "cross_lingual": {"task": "PAWS-X", "language": "zh", "train_language": "en"}},
+    "PAWS-X": {"accuracy": 62.5, "score": 62.5, "num_train": 32, "num_dev": 48, "selection_metric": "accuracy",
+               "languages": ["en", "de", "zh"], "train_language": "en",
+               "language_results": ["PAWS-X-en", "PAWS-X-de", "PAWS-X-zh"]},
+    "CMRC2018": {"f1": 80.0, "exact_match": 60.0, "score": 70.0},
+    "C3": {"d": 50.0, "m": 100.0, "all": 60.0, "score": 60.0},
+}
+
+
+def test_each_family_has_its_own_section_and_a_cross_lingual_task_a_row_per_language(tmp_path):
+    results = {"glue": {"tasks": {k: v for k, v in FAMILY_TASKS.items() if k not in ("CMRC2018", "C3")},
+                        "skipped": {"TNEWS": "no train/dev data"}},
+               "squad": {"tasks": {"CMRC2018": FAMILY_TASKS["CMRC2018"]}},
+               "race": {"tasks": {"C3": FAMILY_TASKS["C3"]}}}
+    built = sections.family_sections(FAMILY_TASKS, results)
+    assert [s.heading for s in built] == ["CLUE (dev)", "Tasks by spec (dev)", "Cross-lingual (dev)",
+                                          "Question answering (dev)", "Multiple choice (dev)"]
+    clue, spec, xling = built[0], built[1], built[2]
+    assert clue.blocks[0].rows == [["AFQMC", "70.0", "70.0", "1", "—", "4 / 3"]]
+    assert clue.blocks[-1] == "Skipped: TNEWS (no train/dev data)."  # no GLUE section: the first one says it
+    assert spec.blocks[0].header[:4] == ["Task", "accuracy", "score", "runs (median of)"]
+    assert xling.blocks[0].rows == [
+        ["PAWS-X", "en (fine-tuned in)", "75.0", "75.0", "1", "—", "32 / 16"],
+        ["PAWS-X", "de", "62.5", "62.5", "1", "—", "32 / 16"],
+        ["PAWS-X", "zh", "50.0", "50.0", "1", "—", "32 / 16"],
+        ["PAWS-X", "mean of 3", "62.5", "62.5", "1", "—", "32 / 48"]]
+    assert built[3].blocks[0].rows == [["CMRC2018", "F1 80.0, EM 60.0", "70.0", "—", "— / —"]]
+    assert built[4].blocks[0].rows == [["C3", "dialogue 50.0, mixed-genre 100.0, all 60.0", "60.0", "—", "— / —"]]
+    # The suite row in Table 2's shape takes a cross-lingual task by its mean, not each language.
+    summary = report_lib.write_report(str(tmp_path), None, results, None, None, None, None)
+    assert summary["suite"]["columns"] == ["AFQMC", "CMRC2018", "C3", "PAWS-X", "YNAT"]
+    md = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "| PAWS-X | de | 62.5 | 62.5 | 1 | — | 32 / 16 |" in md and "## GLUE (dev)" not in md
 
 
 def test_init_check_protocol_data_and_artifact_sections():

@@ -40,6 +40,33 @@ def test_the_chinese_sample_runs_every_node_and_scores_clue(zh_run):
     assert vocab[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and "##的" in vocab
 
 
+def test_the_chinese_report_and_card_file_each_task_under_its_family(zh_run):
+    """The report's sections by family, and the card's model-index as huggingface_hub's parser reads it: CLUE's
+    classification tasks as ``clue`` configs with accuracy, CMRC2018 as question answering with its F1 and EM, C3 as
+    multiple choice; each value the one in results.json."""
+    from benchmarks import hf_packages
+
+    _, summary, _ = zh_run
+    with open(summary["report"], encoding="utf-8") as f:
+        headings = [line[3:].strip() for line in f if line.startswith("## ")]
+    assert [h for h in headings if h.endswith("(dev)")] == ["CLUE (dev)", "Question answering (dev)",
+                                                             "Multiple choice (dev)"]
+    with open(os.path.join(os.path.dirname(summary["report"]), "results.json"), encoding="utf-8") as f:
+        tasks = {t: m for r in json.load(f)["results"].values() for t, m in r["tasks"].items()}
+    hf_packages.use()
+    hub = pytest.importorskip("huggingface_hub", reason="the test-only Hugging Face packages are not installed")
+    with open(os.path.join(summary["release"]["path"], "model_card.md"), encoding="utf-8") as f:
+        card = hub.ModelCard(f.read())
+    assert card.data.language == ["zh"]
+    assert sorted((r.dataset_type, r.dataset_config, r.task_type, r.metric_type, r.metric_value)
+                  for r in card.data.eval_results) == sorted([
+        ("clue", "afqmc", "text-classification", "accuracy", tasks["AFQMC"]["accuracy"]),
+        ("clue", "tnews", "text-classification", "accuracy", tasks["TNEWS"]["accuracy"]),
+        ("clue", "cmrc2018", "question-answering", "f1", tasks["CMRC2018"]["f1"]),
+        ("clue", "cmrc2018", "question-answering", "exact_match", tasks["CMRC2018"]["exact_match"]),
+        ("clue", "c3", "multiple-choice", "accuracy", tasks["C3"]["all"])])
+
+
 def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):
     _, summary, _ = zh_run
     release = summary["release"]["path"]

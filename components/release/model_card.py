@@ -4,6 +4,13 @@ The facts are gathered by :func:`components.release.package.card_facts` from MLM
 (the report's ``results.json``, the export's ``export_info.json``, the Trainer's ``run_config.json``, the blessing);
 nothing here is typed by hand. The header's ``model-index`` carries every task score at full precision, the table
 the same numbers rounded to two decimals, so a reader and a test can both check them against ``results.json``.
+
+Each task is filed under its own family (:func:`components.report.scores.task_family`) and dataset: GLUE's and
+CLUE's tasks as configs of ``glue`` / ``clue`` (CMRC2018 and C3 too, CLUE's, as question answering and multiple
+choice), SQuAD and RACE as theirs, a task by spec under its own name, a cross-lingual task's languages each as its
+own result whose dataset config is the language. With the run's task records (``facts["benchmarks"]["tasks"]``,
+:func:`task_records`), every metric of a task is its own entry, named by what it is (Matthews correlation, F1 of
+label 1, macro-F1, CMRC2018's character-level F1 and EM, ...); without them, the task's headline score.
 """
 from __future__ import annotations
 
@@ -14,45 +21,116 @@ import yaml
 from components.evaluation.benchmark_config import CLUE_TASKS, GLUE_TASKS
 from components.report import data_gate as gate_text
 from components.report.document import Block, Document, Section, Table, to_markdown
+from components.report.scores import task_family, task_metrics
 from trainer.formatting import NONE_TEXT, number_text
 
-__all__ = ["MODEL_CARD", "FACTS_FILE", "render", "header", "front_matter"]
+__all__ = ["MODEL_CARD", "FACTS_FILE", "render", "header", "front_matter", "task_records", "model_index_results"]
 
 MODEL_CARD = "model_card.md"
 FACTS_FILE = "model_card.json"  # the facts the card renders
 
 # How the model-index names each task's dataset and task type, by family: reading comprehension and multiple choice
-# by their own datasets (CMRC2018 and C3 are CLUE's, run by the SQuAD and RACE nodes), GLUE's and CLUE's
-# classification tasks as configs of their benchmark; any other task (a spec's, benchmarks.tasks) by its own name.
-_DATASETS = {"SQuAD1.1": ("squad", "SQuAD v1.1", "question-answering"),
-             "SQuAD2.0": ("squad_v2", "SQuAD v2.0", "question-answering"),
-             "CMRC2018": ("cmrc2018", "CMRC2018", "question-answering"),
-             "RACE": ("race", "RACE", "multiple-choice"),
-             "C3": ("c3", "C3", "multiple-choice")}
+# by their own datasets (CMRC2018 and C3 are CLUE's, run by the SQuAD and RACE nodes: configs of Hugging Face's
+# ``clue``), GLUE's and CLUE's classification tasks as configs of their benchmark; any other task (a spec's,
+# benchmarks.tasks) by its own name, a cross-lingual one's languages as its configs.
+_DATASETS = {"SQuAD1.1": ("question-answering", {"type": "squad", "name": "SQuAD v1.1"}),
+             "SQuAD2.0": ("question-answering", {"type": "squad_v2", "name": "SQuAD v2.0"}),
+             "CMRC2018": ("question-answering", {"type": "clue", "name": "CLUE CMRC2018", "config": "cmrc2018"}),
+             "RACE": ("multiple-choice", {"type": "race", "name": "RACE", "config": "all"}),
+             "C3": ("multiple-choice", {"type": "clue", "name": "CLUE C3", "config": "c3"})}
+_GLUE_CONFIGS = {"MNLI-m": "mnli_matched", "MNLI-mm": "mnli_mismatched"}  # Hugging Face's glue configs
+# metric key → (Hugging Face's metric type, what it is); the values are percentages (×100), as the results hold
+# them. The names are ASCII: the YAML header would write another character as an escape.
+_METRICS = {"accuracy": ("accuracy", "accuracy"), "f1": ("f1", "F1 of label 1"), "macro_f1": ("f1", "macro-F1"),
+            "mcc": ("matthews_correlation", "Matthews correlation * 100"),
+            "pearson": ("pearsonr", "Pearson correlation * 100"),
+            "spearman": ("spearmanr", "Spearman correlation * 100"),
+            "exact_match": ("exact_match", "exact match")}
+_QA_METRICS = {"f1": "F1", "exact_match": "exact match"}
 
 
-def _dataset(task: str):
-    """(task type, the model-index's ``dataset``) of a task."""
+def _dataset(task: str, record=None):
+    """(task type, the model-index's ``dataset``) of a task (``record``: its entry of :func:`task_records`)."""
     if task in _DATASETS:
-        ident, name, kind = _DATASETS[task]
-        return kind, {"type": ident, "name": name}
-    for family, tasks in (("glue", GLUE_TASKS), ("clue", CLUE_TASKS)):
+        kind, dataset = _DATASETS[task]
+        return kind, dict(dataset)
+    language = (record or {}).get("language")
+    if language:  # one language of a cross-lingual task
+        base = record["task"]
+        return "text-classification", {"type": base.lower(), "name": f"{base} ({language})", "config": language}
+    for family, tasks in (("glue", GLUE_TASKS + tuple(_GLUE_CONFIGS)), ("clue", CLUE_TASKS)):
         if task in tasks:
             return "text-classification", {"type": family, "name": f"{family.upper()} {task}",
-                                           "config": task.lower().replace("-", "")}
+                                           "config": _GLUE_CONFIGS.get(task, task.lower().replace("-", ""))}
     return "text-classification", {"type": task.lower(), "name": task}
 
 
-def _result(task: str, value: float, metric: str) -> Dict[str, Any]:
-    kind, dataset = _dataset(task)
-    return {"task": {"type": kind}, "dataset": {**dataset, "split": "validation"},
-            "metrics": [{"type": "score", "value": value, "name": f"{task} dev score ({metric})"}]}
+def task_records(results: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """{task: its family, its metrics (:func:`components.report.scores.task_metrics`, in order) and, for a
+    cross-lingual task's language, the task and the language} from a report's ``results.json``; what the card's
+    ``model-index`` files each task by (the Pusher puts it in the facts as ``benchmarks.tasks``)."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for _, result in sorted((results.get("results") or {}).items()):
+        for task, metrics in ((result or {}).get("tasks") or {}).items():
+            metrics = metrics or {}
+            record: Dict[str, Any] = {"family": task_family(task, metrics),
+                                      "metrics": {k: v for k, v in task_metrics(task, metrics)}}
+            if metrics.get("cross_lingual"):
+                record.update({k: metrics["cross_lingual"].get(k) for k in ("task", "language", "train_language")})
+            if metrics.get("languages"):
+                record.update(languages=list(metrics["languages"]), train_language=metrics.get("train_language"))
+            out[task] = record
+    return out
+
+
+def _metric(task: str, key: str, value: float, family: str) -> Dict[str, Any]:
+    if family == "qa":
+        what = _QA_METRICS[key] + (" (CMRC2018's character-level)" if task == "CMRC2018" else "")
+        return {"type": key, "value": value, "name": f"{task} dev {what}"}
+    kind, what = _METRICS[key]
+    if family == "multiple_choice":
+        what = "accuracy over all questions"
+    return {"type": kind, "value": value, "name": f"{task} dev {what}"}
+
+
+def model_index_results(facts: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The ``model-index`` results: one per task (a cross-lingual task's mean is left out: each of its languages is
+    one), each with every metric of the task's record, or its headline score without records."""
+    b = facts["benchmarks"]
+    records = b.get("tasks") or {}
+    out = []
+    for task, score in sorted(b["scores"].items()):
+        record = records.get(task)
+        if record is not None and record.get("languages"):
+            continue  # the mean over a cross-lingual task's languages: the card's table shows it
+        kind, dataset = _dataset(task, record)
+        metrics = ([_metric(task, k, v, record["family"]) for k, v in record["metrics"].items() if v is not None]
+                   if record and record.get("metrics") else [])
+        if not metrics:
+            what = b["metrics"].get(task, "score")
+            metrics = [{"type": "score", "value": score, "name": f"{task} dev score ({what})"}]
+        out.append({"task": {"type": kind}, "dataset": {**dataset, "split": "validation"}, "metrics": metrics})
+    return out
+
+
+def _score_text(task: str, b: Mapping[str, Any]) -> str:
+    """Which metrics make a task's score, for the card's table: a spec task's from its record (the mean of its
+    metrics; a cross-lingual task's mean over its languages, or one language's dev set), else the facts' text."""
+    record = (b.get("tasks") or {}).get(task)
+    text = b["metrics"].get(task, "score")
+    if not record or record.get("family") not in ("spec", "cross_lingual") or not record.get("metrics"):
+        return text
+    names = " + ".join(record["metrics"]) + (" (mean)" if len(record["metrics"]) > 1 else "")
+    if record.get("languages"):
+        return f"{names}, the mean over {len(record['languages'])} languages ({', '.join(record['languages'])})"
+    if record.get("language"):
+        return f"{names} on the {record['language']} dev set (fine-tuned in {record['train_language']})"
+    return names
 
 
 def header(facts: Mapping[str, Any]) -> Dict[str, Any]:
     """The YAML metadata Hugging Face reads: license, language, datasets and the model-index (every task's dev
-    score at full precision; ``name`` says which metrics make the score)."""
-    b = facts["benchmarks"]
+    metrics at full precision, each ``name`` saying what it is: :func:`model_index_results`)."""
     language = facts.get("language", "en")  # the run's code, or its list of codes (a run of several languages)
     return {
         "license": facts["license"],
@@ -61,7 +139,7 @@ def header(facts: Mapping[str, Any]) -> Dict[str, Any]:
         "tags": ["albert", "tfx", "pretraining"],
         "datasets": sorted(facts["corpus"]["sources"]),
         "model-index": [{"name": facts["name"],
-                         "results": [_result(t, v, b["metrics"].get(t, "score")) for t, v in sorted(b["scores"].items())]}],
+                         "results": model_index_results(facts)}],
     }
 
 
@@ -162,7 +240,7 @@ def render(facts: Mapping[str, Any]) -> str:
         Section("Benchmarks", [
             f"Dev-set scores (0-100) of fine-tuning this encoder; protocol: {b['protocol']}.",
             Table(["task", "score (metrics)", "score", f"gain over {b['arm']} (medians)"],
-                  [[task, b["metrics"].get(task, "score"), number_text(score, 2),
+                  [[task, _score_text(task, b), number_text(score, 2),
                     number_text(b["gains"].get(task), 2, signed=True)] for task, score in sorted(b["scores"].items())])]),
         Section("Blessing", [
             f"{'BLESSED' if blessing['blessed'] else 'NOT BLESSED'}"

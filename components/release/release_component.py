@@ -17,7 +17,7 @@ from components import artifacts, backend_names
 from components.file_io import publish
 from components.node_shell import int_facts, staged
 from components.release import blessing as blessing_lib
-from components.release import package, registry, versions
+from components.release import model_card, package, registry, versions
 from components.release.package import read_json
 from components.report import report_lib
 
@@ -137,6 +137,8 @@ def Pusher(
                     decision=decision, documents=documents_facts, artifacts=ids,
                     arm=decision["settings"]["baseline_arm"], hf_note=hf_note, source=package.model_source(model.uri),
                     language=settings.get("language", "en"))
+                # each task's family and metrics, which the card's model-index files it by (model_card.task_records)
+                facts["benchmarks"]["tasks"] = model_card.task_records(results)
                 package.write_card(built, facts)
                 return {"version": number, "model": ids["model"], "model_key": model_key, "blessed": True,
                         "forced": decision["forced"],

@@ -7,14 +7,16 @@ the benchmarks (:func:`components.evaluation.metrics.compare_arms`); here they a
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from config.references import PAPER_ALBERT_BASE
 from components.evaluation.benchmark_config import CLUE_TASKS, GLUE_TASKS, SQUAD_TASKS
+from components.evaluation.glue.task_spec import METRIC_NAMES
+from components.evaluation.metrics import GLUE_METRICS
 from trainer.formatting import number
 
-__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "all_tasks", "table2_row", "suite_row", "paper_avg_check", "gains",
-           "init_checks"]
+__all__ = ["TABLE2_COLUMNS", "NON_GLUE_TASKS", "FAMILIES", "all_tasks", "task_family", "families", "task_metrics",
+           "table2_row", "suite_row", "paper_avg_check", "gains", "init_checks"]
 
 # (column, task names in the results (first found wins), metric key(s))
 TABLE2_COLUMNS: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
@@ -29,6 +31,60 @@ NON_GLUE_TASKS = (*SQUAD_TASKS.values(), "RACE", "CMRC2018", "C3")
 # The English suite: the paper's Table 2 and the GLUE table. Any other task is a column of the suite row.
 _ENGLISH = frozenset((*GLUE_TASKS, "MNLI-m", "MNLI-mm", *SQUAD_TASKS.values(), "RACE"))
 _SUITE_ORDER = (*CLUE_TASKS, "CMRC2018", "C3")  # CLUE's leaderboard order: classification, then reading
+
+# Each task of a result belongs to one family, which the report's sections and the model card file it under, in
+# this order: GLUE's classification tasks; CLUE's (classification, run by the GLUE node); any other task a spec
+# describes (benchmarks.tasks); a cross-lingual spec's languages and their mean; extractive question answering
+# (SQuAD, CMRC2018); multiple choice (RACE, C3).
+FAMILIES = {"glue": "GLUE", "clue": "CLUE", "spec": "Tasks by spec", "cross_lingual": "Cross-lingual",
+            "qa": "Question answering", "multiple_choice": "Multiple choice"}
+QA_TASKS = (*SQUAD_TASKS.values(), "CMRC2018")
+MULTIPLE_CHOICE_TASKS = ("RACE", "C3")
+_GLUE_RESULTS = {**{t: t for t in GLUE_TASKS}, "MNLI-m": "MNLI", "MNLI-mm": "MNLI"}  # result name → GLUE task
+
+
+def task_family(name: str, metrics: Optional[Mapping[str, Any]] = None) -> str:
+    """The family (a key of :data:`FAMILIES`) of one task of a result: a cross-lingual task's languages
+    (``cross_lingual`` in their metrics) and its mean (``languages``) by their metrics, every other task by its
+    name."""
+    metrics = metrics or {}
+    if name in QA_TASKS:
+        return "qa"
+    if name in MULTIPLE_CHOICE_TASKS:
+        return "multiple_choice"
+    if "cross_lingual" in metrics or "languages" in metrics:
+        return "cross_lingual"
+    if name in _GLUE_RESULTS:
+        return "glue"
+    return "clue" if name in CLUE_TASKS else "spec"
+
+
+def families(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, List[str]]:
+    """{family: its task names, in the results' order} for the families that have tasks, in :data:`FAMILIES`'
+    order."""
+    out: Dict[str, List[str]] = {family: [] for family in FAMILIES}
+    for name, metrics in tasks.items():
+        out[task_family(name, metrics)].append(name)
+    return {family: names for family, names in out.items() if names}
+
+
+def task_metrics(name: str, metrics: Mapping[str, Any]) -> List[Tuple[str, Any]]:
+    """(metric, value) of what a task reports, its headline's first: a GLUE task's official metrics; SQuAD's and
+    CMRC2018's ``f1`` and ``exact_match``; RACE's and C3's ``accuracy`` (over all questions); any other
+    classification task's metrics (:data:`~components.evaluation.glue.task_spec.METRIC_NAMES`) as its result holds
+    them, the one it selects by first. Percentages, as the result holds them."""
+    family = task_family(name, metrics)
+    if family == "glue":
+        keys: List[str] = list(GLUE_METRICS[_GLUE_RESULTS[name]]["metrics"])
+    elif family == "qa":
+        keys = ["f1", "exact_match"]
+    elif family == "multiple_choice":
+        return [("accuracy", metrics.get("all", metrics.get("score")))]
+    else:
+        first = metrics.get("selection_metric")
+        keys = [first] if first in METRIC_NAMES and first in metrics else []
+        keys += [m for m in METRIC_NAMES if m in metrics and m not in keys]
+    return [(key, metrics.get(key)) for key in keys]
 
 
 def all_tasks(results: Mapping[str, Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -65,11 +121,11 @@ def table2_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
 
 
 def suite_row(tasks: Mapping[str, Mapping[str, Any]]) -> Dict[str, Any]:
-    """Table 2's shape for the tasks beyond English a run scored (CLUE's, spec tasks): ``columns`` in CLUE's
-    order, then the other tasks by name; ``cells`` {column: headline, or {"f1", "exact_match"} for an extraction
-    task}; ``headline`` {column: the task's ``score``: a classification task's headline, C3's accuracy, CMRC2018's
+    """Table 2's shape for the tasks beyond English a run scored (CLUE's, spec tasks; a cross-lingual task by its
+    mean over the languages): ``columns`` in CLUE's order, then the other tasks by name; ``cells`` {column:
+    headline, or {"f1", "exact_match"} for an extraction task}; ``headline`` {column: the task's ``score``: a classification task's headline, C3's accuracy, CMRC2018's
     mean of F1 and EM (its official AVERAGE)}; ``avg`` their mean (None without columns)."""
-    names = [t for t in tasks if t not in _ENGLISH]
+    names = [t for t, m in tasks.items() if t not in _ENGLISH and "cross_lingual" not in (m or {})]
     columns = [t for t in _SUITE_ORDER if t in names] + sorted(t for t in names if t not in _SUITE_ORDER)
     cells: Dict[str, Any] = {}
     headline: Dict[str, float] = {}

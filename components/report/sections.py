@@ -1,8 +1,9 @@
 """What the report says: one function per section, from the inputs and the scores to a :class:`.document.Document`.
 
 A section function returns None when its section has nothing to show; :func:`build_document` keeps the others,
-in the report's order: Table 2, GLUE, SQuAD and RACE, gain over no pretraining, step-0 check, protocol,
-pretrained model, data gate, pretraining data, data read, MLMD artifacts.
+in the report's order: Table 2, the tasks by family (GLUE, CLUE, tasks by spec, cross-lingual, question answering,
+multiple choice: :data:`.scores.FAMILIES`), gain over no pretraining, step-0 check, protocol, pretrained model,
+data gate, pretraining data, data read, MLMD artifacts.
 """
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from components.report import data_gate as gate_text
 from components.report.curves import CURVES_PNG, DATA_GATE_PNG
 from components.report.document import Block, Document, Image, Section, Table
 from components.report.inputs import ParameterCount, ReportInputs
-from components.report.scores import NON_GLUE_TASKS, all_tasks, gains, init_checks, suite_row
+from components.report.scores import FAMILIES, all_tasks, families, gains, init_checks, suite_row
 from config.references import REFERENCE_ROWS
 from components.evaluation.benchmark_config import SQUAD_TASKS
 from trainer.files import ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, STATS_FILE
 from trainer.formatting import NONE_TEXT, beyond_spread_text, number, number_text, spread_text
 
-__all__ = ["table2_section", "suite_section", "glue_section", "squad_race_section", "gain_section", "init_check_section",
+__all__ = ["table2_section", "suite_section", "glue_section", "classification_section", "cross_lingual_section",
+           "qa_section", "multiple_choice_section", "family_sections", "gain_section", "init_check_section",
            "protocol_section", "model_section", "data_gate_section", "data_section", "data_read_section",
            "artifacts_section",
            "build_document"]
@@ -100,59 +102,140 @@ def suite_section(suite: Mapping[str, Any]) -> Optional[Section]:
                "beside them."])
 
 
-def glue_section(tasks: Mapping[str, Mapping[str, Any]], results: Mapping[str, Any]) -> Optional[Section]:
-    """Every GLUE task's metrics, runs, selected step and sizes; the tasks skipped and why."""
-    glue_names = [t for t in GLUE_ORDER if t in tasks] + sorted(
-        t for t in tasks if t not in GLUE_ORDER and t not in NON_GLUE_TASKS)
-    if not glue_names:
+def _runs_cells(m: Mapping[str, Any]) -> List[str]:
+    runs = m.get("run_scores")
+    return [str(len(runs)) if isinstance(runs, list) else "1", str(m.get("selected_step", NONE_TEXT)),
+            f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"]
+
+
+def _metric_columns(names, tasks) -> List[str]:
+    return [m for m in GLUE_METRIC_COLUMNS if any(m in tasks[t] for t in names)]
+
+
+def _classification_table(names, tasks) -> Table:
+    metric_cols = _metric_columns(names, tasks)
+    rows = [[t] + [number_text(tasks[t].get(c)) if c in tasks[t] else "" for c in metric_cols] + _runs_cells(tasks[t])
+            for t in names]
+    return Table(["Task"] + metric_cols + ["runs (median of)", "selected step", "train / dev examples"], rows)
+
+
+_CLASSIFICATION_NOTES = {
+    "glue": "score = the task's headline (CoLA MCC; MRPC/QQP mean of F1 and accuracy; STS-B mean of Pearson and "
+            "Spearman; others accuracy); MCC and correlations ×100.",
+    "clue": "CLUE's classification tasks, run by the GLUE node; score = accuracy, CLUE's metric.",
+    "spec": "Tasks described by benchmarks.tasks, run by the GLUE node: score = the mean of the task's metrics "
+            "(macro_f1: the unweighted mean of every class's F1; MCC and correlations ×100).",
+}
+
+
+def classification_section(family: str, tasks: Mapping[str, Mapping[str, Any]]) -> Optional[Section]:
+    """The tasks of one classification family (``glue``, ``clue`` or ``spec``): their metrics, runs, selected step
+    and sizes."""
+    names = families(tasks).get(family, [])
+    if family == "glue":
+        names = [t for t in GLUE_ORDER if t in names] + [t for t in names if t not in GLUE_ORDER]
+    if not names:
         return None
-    metric_cols = [m for m in GLUE_METRIC_COLUMNS if any(m in tasks[t] for t in glue_names)]
-    header = ["Task"] + metric_cols + ["runs (median of)", "selected step", "train / dev examples"]
-    rows = []
-    for t in glue_names:
-        m = tasks[t]
-        runs = m.get("run_scores")
-        rows.append([t] + [number_text(m.get(c)) if c in m else "" for c in metric_cols]
-                    + [str(len(runs)) if isinstance(runs, list) else "1", str(m.get("selected_step", NONE_TEXT)),
-                       f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
-    blocks: List[Block] = [Table(header, rows),
-                         "score = the task's headline (CoLA MCC; MRPC/QQP mean of F1 and accuracy; STS-B mean "
-                         "of Pearson and Spearman; others accuracy); MCC and correlations ×100."]
-    if any(t not in GLUE_ORDER for t in glue_names):
-        blocks.append("A task beyond GLUE (CLUE's, or described by benchmarks.tasks): its score is the mean of its "
-                      "metrics (CLUE's: accuracy).")
+    return Section(f"{FAMILIES[family]} (dev)", [_classification_table(names, tasks), _CLASSIFICATION_NOTES[family]])
+
+
+def skipped_text(results: Mapping[str, Any]) -> Optional[str]:
+    """The tasks a benchmark node skipped and why, in one line (None: none)."""
     skipped = {}
     for r in results.values():
         skipped.update((r or {}).get("skipped", {}) or {})
-    if skipped:
-        blocks.append("Skipped: " + "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) + ".")
-    return Section("GLUE (dev)", blocks)
+    if not skipped:
+        return None
+    return "Skipped: " + "; ".join(f"{k} ({v})" for k, v in sorted(skipped.items())) + "."
 
 
-def squad_race_section(tasks: Mapping[str, Mapping[str, Any]]) -> Optional[Section]:
-    """SQuAD and RACE in detail (levels, F1/EM, SQuAD 2.0's answerable / unanswerable split and threshold)."""
+def glue_section(tasks: Mapping[str, Mapping[str, Any]], results: Mapping[str, Any]) -> Optional[Section]:
+    """GLUE's tasks (:func:`classification_section`), and the tasks skipped and why."""
+    section = classification_section("glue", tasks)
+    skipped = skipped_text(results)
+    if section is not None and skipped:
+        section.blocks.append(skipped)
+    return section
+
+
+def cross_lingual_section(tasks: Mapping[str, Mapping[str, Any]]) -> Optional[Section]:
+    """Each cross-lingual task: one row per language's dev set (the training language first, marked), then their
+    mean."""
+    means = [t for t in families(tasks).get("cross_lingual", []) if "languages" in tasks[t]]
+    if not means:
+        return None
+    blocks: List[Block] = []
+    for task in means:
+        mean = tasks[task]
+        rows_of = [n for n in mean.get("language_results") or [] if n in tasks]
+        metric_cols = _metric_columns(rows_of + [task], tasks)
+        rows = []
+        for name in rows_of:
+            m = tasks[name]
+            code = (m.get("cross_lingual") or {}).get("language", name)
+            label = f"{code} (fine-tuned in)" if code == mean.get("train_language") else code
+            rows.append([task, label] + [number_text(m.get(c)) if c in m else "" for c in metric_cols]
+                        + _runs_cells(m))
+        rows.append([task, f"mean of {len(rows_of)}"] + [number_text(mean.get(c)) if c in mean else ""
+                                                          for c in metric_cols] + _runs_cells(mean))
+        blocks.append(Table(["Task", "language"] + metric_cols + ["runs (median of)", "selected step",
+                                                                  "train / dev examples"], rows))
+    blocks.append("Fine-tuned once, in the training language, and scored on every language's dev set (zero-shot "
+                  "transfer to the others); checkpoints and the median run are chosen on the training language's "
+                  "dev set. The mean is over the languages, each language's score weighted equally; its result "
+                  "(and a baseline's gain) is under the task's own name, each language's under <task>-<code>.")
+    return Section(f"{FAMILIES['cross_lingual']} (dev)", blocks)
+
+
+def qa_section(tasks: Mapping[str, Mapping[str, Any]]) -> Optional[Section]:
+    """Extractive question answering (SQuAD, CMRC2018): F1 and EM, SQuAD 2.0's answerable / unanswerable split
+    and threshold."""
     rows = []
-    for t in NON_GLUE_TASKS:
-        if t not in tasks:
-            continue
+    for t in families(tasks).get("qa", []):
         m = tasks[t]
-        if t == "RACE":
-            detail = (f"middle {number_text(m.get('middle'))}, high {number_text(m.get('high'))}, "
-                      f"all {number_text(m.get('all'))}")
-        elif t == "C3":
-            detail = (f"dialogue {number_text(m.get('d'))}, mixed-genre {number_text(m.get('m'))}, "
-                      f"all {number_text(m.get('all'))}")
-        else:
-            detail = f"F1 {number_text(m.get('f1'))}, EM {number_text(m.get('exact_match'))}"
-            if t == SQUAD_TASKS["2.0"]:
-                detail += (f", HasAns F1 {number_text(m.get('HasAns_f1'))}, NoAns F1 {number_text(m.get('NoAns_f1'))}, "
-                           f"null threshold {number_text(m.get('null_threshold'), 3)}")
+        detail = f"F1 {number_text(m.get('f1'))}, EM {number_text(m.get('exact_match'))}"
+        if t == SQUAD_TASKS["2.0"]:
+            detail += (f", HasAns F1 {number_text(m.get('HasAns_f1'))}, NoAns F1 {number_text(m.get('NoAns_f1'))}, "
+                       f"null threshold {number_text(m.get('null_threshold'), 3)}")
         rows.append([t, detail, number_text(m.get("score")), str(m.get("selected_step", NONE_TEXT)),
                      f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
     if not rows:
         return None
-    return Section("SQuAD and RACE (dev)", [Table(["Task", "metrics", "headline", "selected step",
-                                                   "train / dev examples"], rows)])
+    return Section(f"{FAMILIES['qa']} (dev)", [
+        Table(["Task", "metrics", "headline", "selected step", "train / dev examples"], rows),
+        "headline = the mean of F1 and EM: SQuAD's official word-level scores; CMRC2018's character-level ones "
+        "(its official AVERAGE)."])
+
+
+def multiple_choice_section(tasks: Mapping[str, Mapping[str, Any]]) -> Optional[Section]:
+    """Multiple choice (RACE, C3): accuracy over all questions, and by level or subset."""
+    rows = []
+    for t in families(tasks).get("multiple_choice", []):
+        m = tasks[t]
+        if t == "RACE":
+            detail = (f"middle {number_text(m.get('middle'))}, high {number_text(m.get('high'))}, "
+                      f"all {number_text(m.get('all'))}")
+        else:
+            detail = (f"dialogue {number_text(m.get('d'))}, mixed-genre {number_text(m.get('m'))}, "
+                      f"all {number_text(m.get('all'))}")
+        rows.append([t, detail, number_text(m.get("score")), str(m.get("selected_step", NONE_TEXT)),
+                     f"{_int_text(m.get('num_train'))} / {_int_text(m.get('num_dev'))}"])
+    if not rows:
+        return None
+    return Section(f"{FAMILIES['multiple_choice']} (dev)", [
+        Table(["Task", "accuracy", "headline", "selected step", "train / dev examples"], rows),
+        "headline = accuracy over all questions."])
+
+
+def family_sections(tasks: Mapping[str, Mapping[str, Any]], results: Mapping[str, Any]) -> List[Section]:
+    """The tasks' sections, one per family present (:data:`.scores.FAMILIES`' order); the skipped tasks are named
+    in the first classification section (GLUE's where it has one)."""
+    out = [s for s in (classification_section("glue", tasks), classification_section("clue", tasks),
+                       classification_section("spec", tasks), cross_lingual_section(tasks)) if s is not None]
+    skipped = skipped_text(results)
+    if skipped and out:
+        out[0].blocks.append(skipped)
+    return out + [s for s in (qa_section(tasks), multiple_choice_section(tasks)) if s is not None]
 
 
 def gain_section(results: Mapping[str, Any]) -> Optional[Section]:
@@ -345,8 +428,8 @@ def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool
     suite = suite_row(tasks)
     # Table 2 for the English suite; a run of tasks beyond English alone shows their row in its shape instead.
     english = table2_section(row, inputs.reference) if row["present"] or not suite["columns"] else None
-    sections = [english, suite_section(suite), glue_section(tasks, inputs.results),
-                squad_race_section(tasks), gain_section(inputs.results), init_check_section(inputs.results),
+    sections = [english, suite_section(suite), *family_sections(tasks, inputs.results),
+                gain_section(inputs.results), init_check_section(inputs.results),
                 protocol_section(inputs.results, inputs.settings),
                 model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path, inputs.source),
                 data_gate_section(inputs.data_gate, inputs.source is not None, gate_plot_ok),

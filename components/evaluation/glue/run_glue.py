@@ -3,6 +3,9 @@
 Any classification task runs here: GLUE's, CLUE's built-in ones (:mod:`.clue`) and the specs of
 ``benchmarks.tasks`` (:mod:`.task_spec`), each from ``data_dir/<TASK>/``; a spec task's headline ``score`` is the
 mean of its metrics and its selection metric the first of them (:class:`components.evaluation.glue.task_spec.ClassificationSpec`).
+A cross-lingual spec (``languages``) is fine-tuned once, in its training language, and scored on each language's dev
+set: ``<NAME>-<code>`` per language (with ``cross_lingual``: the task, the language, the training language) and
+``<NAME>`` their mean (with ``languages``); checkpoints and the median run are chosen on the training language's.
 
 Per task: the Table 14 row ``settings.hparams[<task>]``; headline ``score`` as
 :func:`components.evaluation.metrics.glue_metrics` (CoLA MCC, MRPC/QQP mean of F1 and accuracy, STS-B mean of
@@ -54,18 +57,28 @@ def resolve_task(name: str, specs: Optional[Dict[str, ClassificationSpec]] = Non
 def _dev_splits(task: Task) -> List[str]:
     if isinstance(task, glue_lib.GlueTask):
         return ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
-    return [s for s in task.files if s.startswith("dev")]
+    return [ls for s in task.files if s.startswith("dev") for ls in task.language_splits(s)]
 
 
 def _test_splits(task: Task) -> List[str]:
-    return [s for s in (task.splits if isinstance(task, glue_lib.GlueTask) else task.files) if s.startswith("test")]
+    if isinstance(task, glue_lib.GlueTask):
+        return [s for s in task.splits if s.startswith("test")]
+    return [ls for s in task.files if s.startswith("test") for ls in task.language_splits(s)]
+
+
+def _all_splits(task: ClassificationSpec) -> List[str]:
+    """Every split a spec's files hold (a cross-lingual task's per language)."""
+    return [ls for s in task.files for ls in task.language_splits(s)]
 
 
 def _result_name(task: Task, split: str, dev_splits: List[str]) -> str:
-    """The name a dev split's result goes by: MNLI-m / MNLI-mm, a spec's first dev split its name, others
+    """The name a dev split's result goes by: MNLI-m / MNLI-mm, a cross-lingual task's ``<NAME>-<language>``
+    (``<NAME>`` itself is the mean over the languages), a spec's first dev split its name, others
     ``<NAME>-<split>``."""
     if isinstance(task, glue_lib.GlueTask):
         return {"dev_matched": "MNLI-m", "dev_mismatched": "MNLI-mm"}.get(split, task.name)
+    if task.is_cross_lingual:
+        return f"{task.name}-{task.split_language(split)}"
     return task.name if split == dev_splits[0] else f"{task.name}-{split}"
 
 
@@ -143,7 +156,7 @@ def run_glue(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
         if "train" not in task.files or not _dev_splits(task):
             raise ConfigError(f"config {task.setting('files')} names no train and dev split "
                               f"(it has {', '.join(task.files)}): a task is fine-tuned on train and scored on dev")
-        for split in task.files:
+        for split in _all_splits(task):
             if _split_file(task, split, data_dir):
                 _read(task, split, data_dir)
     for task in tasks:
@@ -175,6 +188,33 @@ def write_spec_predictions(task: ClassificationSpec, examples, predictions, path
             f.write(json.dumps({"id": _guid_id(example.guid), "label": label}, ensure_ascii=False) + "\n")
 
 
+MEAN = "mean"  # a cross-lingual task's metrics averaged over its languages, beside each language's
+
+
+def _language_mean(task: ClassificationSpec, per_language: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Each metric (and ``score``) of a cross-lingual task averaged over its languages (None if any is None)."""
+    out: Dict[str, Any] = {}
+    for key in list(task.metrics) + ["score"]:
+        values = [m.get(key) for m in per_language]
+        out[key] = None if any(v is None for v in values) else sum(values) / len(values)
+    return out
+
+
+def _mean_entry(task: ClassificationSpec, rows: Dict[str, Dict[str, Any]], names: List[str], run_results,
+                chosen: int, num_train: int) -> Dict[str, Any]:
+    """The result of a cross-lingual task itself: its metrics averaged over the languages (each run's too, so the
+    seed spread and the gain over a baseline arm are of the mean), the languages and the training language."""
+    entry = dict(run_results[chosen]["metrics"]["splits"][MEAN])
+    entry.update(run_summary(run_results, chosen, lambda m: m["splits"][MEAN]))
+    floors = [rows[n].get("majority_baseline") for n in names]
+    entry.update({"num_train": num_train, "num_dev": sum(rows[n]["num_dev"] for n in names),
+                  "languages": list(task.languages), "train_language": task.train_language,
+                  "language_results": names, "selection_metric": rows[names[0]]["selection_metric"]})
+    if floors and all(f is not None for f in floors):
+        entry["majority_baseline"] = sum(floors) / len(floors)
+    return entry
+
+
 def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, seed: int,
               output_dir: str, runs_out: Dict[str, Any], init: str = "pretrained",
               graphs: Optional[TransformGraphs] = None) -> Dict[str, Dict[str, Any]]:
@@ -183,6 +223,7 @@ def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, s
     plan = task.name if glue_task else task  # what the metrics take: a GLUE task's name, or the spec
     dev_splits = _dev_splits(task)
     names = {split: _result_name(task, split, dev_splits) for split in dev_splits}
+    cross_lingual = not glue_task and task.is_cross_lingual
     # Test predictions are the submission files of the real model: the selected run only, not baseline arms.
     test_splits = [s for s in _test_splits(task) if getattr(settings, "predict_test", True)
                    and _split_file(task, s, data_dir)]
@@ -203,6 +244,10 @@ def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, s
             metrics[split] = glue_scores(task, logits, arrays["label_ids"])
             payload[split] = glue_lib.predictions_from_logits(task, logits)
         first = metrics[dev_splits[0]]  # selection and headline: the first dev split (MNLI: matched)
+        if cross_lingual:  # selection: the training language's dev set; headline: the mean over the languages
+            metrics[MEAN] = _language_mean(task, [metrics[s] for s in dev_splits])
+            return {"score": metrics[MEAN]["score"], "selection_score": first["selection_score"],
+                    "selection_metric": first["selection_metric"], "splits": metrics}, payload
         return {"score": first["score"], "selection_score": first["selection_score"],
                 "selection_metric": first["selection_metric"], "splits": metrics}, payload
 
@@ -250,7 +295,13 @@ def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, s
             entry["single_class_runs"] = single_class_runs(run_results, lambda m, s=split: m["splits"][s])
         if refusal is not None:
             entry["serving_model_skipped"] = refusal
+        if cross_lingual:
+            entry["cross_lingual"] = {"task": task.name, "language": task.split_language(split),
+                                      "train_language": task.train_language}
         result[names[split]] = entry
+    if cross_lingual:
+        result[task.name] = _mean_entry(task, result, [names[s] for s in dev_splits], run_results, chosen,
+                                        len(train_ex))
     for split, (ex, preds) in tests.items():
         dev_split = split.replace("test", "dev")
         name = names.get(dev_split, task.name)

@@ -20,6 +20,26 @@ and for TSV files ``header: true|false`` (default true; columns are header names
 header indices only); ``list_join`` (a string) joins a text field that is a JSON list of strings (CSL's keywords),
 ``skip_labels`` (strings) drops rows whose label is one of them (CMNLI's "-": no majority). The task's headline
 ``score`` is the mean of its ``metrics``, and checkpoints and the median run are chosen by the first of them.
+
+A cross-lingual task (XNLI, PAWS-X) is fine-tuned once, in one language, and scored on every language's dev set::
+
+    PAWS-X:
+      format: tsv
+      files: {train: "{language}/train.tsv", dev: "{language}/dev_2k.tsv", test: "{language}/test_2k.tsv"}
+      text_a: sentence1
+      text_b: sentence2
+      label: label
+      labels: ["0", "1"]
+      id: id
+      languages: [en, de, fr, zh, ja, ko]   # the dev sets scored, one result each
+      train_language: en                    # fine-tuned in (default: the first of languages); one of languages
+      # language_column: language           # XNLI's xnli.dev.tsv: one file, each row's language in this column
+
+``{language}`` in a file name is replaced by the language (the training language for ``train``); with
+``language_column``, a file's rows are those whose column holds the language (a ``train`` file without the column
+is all in the training language). One ``dev`` split; its languages are the splits ``dev.<code>``
+(:meth:`ClassificationSpec.language_splits`), the training language's first: it chooses checkpoints and the median
+run, as XTREME's zero-shot protocol selects on the training language's dev set.
 :meth:`ClassificationSpec.from_dict` validates every field, with a :class:`config.ConfigError` naming
 ``benchmarks.tasks.<NAME>.<field>``.
 """
@@ -28,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
+from config.languages import check_language
 from config.schema import ConfigError
 
 __all__ = [
@@ -36,6 +57,7 @@ __all__ = [
     "FORMATS",
     "METRIC_NAMES",
     "REGRESSION_METRICS",
+    "LANGUAGE_SLOT",
     "SETTING_PREFIX",
     "ClassificationSpec",
     "specs_from_config",
@@ -48,7 +70,8 @@ CLASSIFICATION_METRICS = ("accuracy", "f1", "macro_f1", "mcc")
 REGRESSION_METRICS = ("pearson", "spearman")
 METRIC_NAMES = CLASSIFICATION_METRICS + REGRESSION_METRICS  # the names components/evaluation/metrics.py computes
 _FIELDS = ("format", "files", "text_a", "text_b", "label", "labels", "regression", "metrics", "header", "id",
-           "list_join", "skip_labels")
+           "list_join", "skip_labels", "languages", "train_language", "language_column")
+LANGUAGE_SLOT = "{language}"  # in a cross-lingual task's file names: the language of the split
 
 Column = Union[str, int]
 
@@ -69,6 +92,38 @@ class ClassificationSpec:
     id: Optional[Column] = None
     list_join: Optional[str] = None      # joins a text that is a JSON list of strings; None: such a text is an error
     skip_labels: Tuple[str, ...] = field(default=())
+    languages: Tuple[str, ...] = field(default=())  # cross-lingual: the dev sets' languages, the training one first
+    train_language: Optional[str] = None
+    language_column: Optional[Column] = None
+
+    @property
+    def is_cross_lingual(self) -> bool:
+        return bool(self.languages)
+
+    def language_splits(self, split: str) -> Tuple[str, ...]:
+        """A split's per-language splits (``dev`` → ``dev.en``, ``dev.de``, …, the training language's first);
+        ``(split,)`` for the training split or a task of one language."""
+        if not self.languages or split == "train":
+            return (split,)
+        return tuple(f"{split}.{code}" for code in self.languages)
+
+    def split_language(self, split: str) -> Optional[str]:
+        """The language a (per-language) split reads: ``dev.de`` → de, ``train`` → the training language; None
+        for a task of one language."""
+        if not self.languages:
+            return None
+        return self.train_language if split == "train" else split.rsplit(".", 1)[-1]
+
+    def split_file(self, split: str) -> str:
+        """The file name of a split (a per-language split's with its language in place of ``{language}``); a
+        :class:`ConfigError` naming ``files`` for a split the task does not have."""
+        base = split.rsplit(".", 1)[0] if self.languages and split != "train" else split
+        if base not in self.files or (base != split and split.rsplit(".", 1)[-1] not in self.languages):
+            raise ConfigError(f"config {self.setting('files')} has no split {split!r}; it has "
+                              f"{', '.join(sorted(self.files))}"
+                              + (f" (each but train in {', '.join(self.languages)})" if self.languages else ""))
+        language = self.split_language(split)
+        return self.files[base].replace(LANGUAGE_SLOT, language) if language else self.files[base]
 
     # The attributes the GLUE code reads from a GlueTask, so a spec can stand where a task does.
     @property
@@ -206,9 +261,54 @@ class ClassificationSpec:
         if both:
             raise ConfigError(f"config {key('skip_labels')}: {both[0]!r} is also one of {key('labels')}")
 
+        languages, train_language = _languages(data, key)
+        language_column = column("language_column", True)
+        if language_column is not None and not languages:
+            raise ConfigError(f"config {key('language_column')} is set, but {key('languages')} is not: a column of "
+                              "languages is read for a cross-lingual task only")
+        for split, filename in files.items():
+            if LANGUAGE_SLOT in filename and not languages:
+                raise ConfigError(f"config {key('files')}.{split}={filename!r} names {LANGUAGE_SLOT}, but "
+                                  f"{key('languages')} is not set")
+            if languages and LANGUAGE_SLOT not in filename and language_column is None and split != "train":
+                raise ConfigError(f"config {key('files')}.{split}={filename!r} is one file for every language: "
+                                  f"put {LANGUAGE_SLOT} in its name, or set {key('language_column')} (the column "
+                                  "naming each row's language, as XNLI's)")
+            if languages and "." in split:
+                raise ConfigError(f"config {key('files')}: split name {split!r} is invalid for a cross-lingual "
+                                  "task: a name without dots (its languages are the splits <split>.<code>)")
+        if languages and sum(1 for split in files if split.startswith("dev")) != 1:
+            raise ConfigError(f"config {key('files')} of a cross-lingual task has "
+                              f"{sum(1 for split in files if split.startswith('dev'))} dev splits: expected one "
+                              f"(scored in each of {key('languages')})")
+
         return cls(name=name, format=fmt, files={str(s): f for s, f in files.items()}, text_a=text_a,
                    text_b=text_b, label=label, labels=labels, metrics=metrics, regression=regression, header=header,
-                   id=example_id, list_join=list_join, skip_labels=skip_labels)
+                   id=example_id, list_join=list_join, skip_labels=skip_labels, languages=languages,
+                   train_language=train_language, language_column=language_column)
+
+
+def _languages(data: Mapping[str, Any], key) -> Tuple[Tuple[str, ...], Optional[str]]:
+    """(``languages`` with the training language first, ``train_language``) of a spec; ((), None) without them."""
+    raw, train = data.get("languages"), data.get("train_language")
+    if raw is None:
+        if train is not None:
+            raise ConfigError(f"config {key('train_language')} is set, but {key('languages')} is not: a "
+                              "cross-lingual task names the languages of its dev sets")
+        return (), None
+    codes = _strings(raw, key("languages"))
+    if len(codes) < 2:
+        raise ConfigError(f"config {key('languages')}={list(codes)!r} is invalid: expected two or more ISO 639-1 "
+                          f"codes (a task of one language leaves {key('languages')} out)")
+    for code in codes:
+        check_language(code, key("languages"))
+    if len(set(codes)) != len(codes):
+        raise ConfigError(f"config {key('languages')} lists {next(c for c in codes if codes.count(c) > 1)!r} twice")
+    train = codes[0] if train is None else check_language(train, key("train_language"))
+    if train not in codes:
+        raise ConfigError(f"config {key('train_language')}={train!r} is not one of {key('languages')} "
+                          f"({', '.join(codes)}): the training language's dev set chooses the checkpoints")
+    return (train,) + tuple(c for c in codes if c != train), train
 
 
 def _strings(value: Any, setting: str) -> Tuple[str, ...]:

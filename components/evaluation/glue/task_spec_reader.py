@@ -47,10 +47,7 @@ __all__ = [
 
 def task_file(spec: ClassificationSpec, split: str, data_dir: str) -> str:
     """``<data_dir>/<NAME>/<file>``, or ``<data_dir>/<file>`` when ``data_dir`` is the task's own folder."""
-    if split not in spec.files:
-        raise ConfigError(f"config {spec.setting('files')} has no split {split!r}; it has "
-                          f"{', '.join(sorted(spec.files))}")
-    filename = spec.files[split]
+    filename = spec.split_file(split)  # a ConfigError naming files for a split the task does not have
     nested, flat = os.path.join(data_dir, spec.name, filename), os.path.join(data_dir, filename)
     for path in (nested, flat):
         if os.path.isfile(path):
@@ -156,8 +153,20 @@ class _Row:
                          f"({spec.setting(which)})")
 
 
+def _in_language(row: _Row, split: str) -> bool:
+    """Whether a row of a cross-lingual task's file with ``language_column`` is in the split's language (a
+    ``train`` row without the column is in the training language; a dev or test row must have it)."""
+    spec = row.spec
+    if spec.language_column is None:
+        return True
+    value = row.value("language_column", required=split != "train")
+    return value is _MISSING or str(value).strip() == spec.split_language(split)
+
+
 def _example(row: _Row, split: str, number: int, labeled: bool) -> Optional[GlueExample]:
     spec = row.spec
+    if not _in_language(row, split):
+        return None
     text_a = row.text("text_a")
     text_b = row.text("text_b") if spec.text_b is not None else None
     label = None
@@ -183,7 +192,7 @@ def _example(row: _Row, split: str, number: int, labeled: bool) -> Optional[Glue
     return GlueExample(f"{split}-{example_id}", text_a, text_b, label)
 
 
-_FIELD_KEYS = ("text_a", "text_b", "label", "id")
+_FIELD_KEYS = ("text_a", "text_b", "label", "id", "language_column")
 
 
 def example_from_record(spec: ClassificationSpec, record: Mapping[str, Any], split: str, number: int, path: str,
@@ -232,6 +241,8 @@ def _read_tsv(spec: ClassificationSpec, split: str, path: str, labeled: bool) ->
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
     rows = ((reader.line_num, row) for row in reader if row and not (len(row) == 1 and not row[0].strip()))
     needed = ("text_a", "text_b", "label") if labeled else ("text_a", "text_b")
+    if split != "train":
+        needed += ("language_column",)  # a dev or test row says its language (a train file may hold one language)
     keys: Dict[str, Any] = {k: getattr(spec, k) for k in _FIELD_KEYS}
     if spec.header:
         first = next(rows, None)
