@@ -1,0 +1,109 @@
+"""Tiny real model folders for the serving tests (tests/test_serving*.py): built with TensorFlow and TF Text, not
+mocked, in the layouts ``pipeline/serving/served_model.py`` loads.
+
+* :func:`pushed_version`: a pushed version as the Pusher writes one (the ids SavedModel of an untrained albert-tiny
+  at the top, ``vocab/spm.model``, ``checkpoint/albert_config.json``), optionally with ``text_model/`` holding an
+  ``embed`` signature that tokenizes in the graph (TF Text's SentencePiece) as a raw-text export does.
+* :func:`task_model`: ``<TASK>/serving_model`` with a raw-text ``serving_default`` (``text_a`` [, ``text_b``] →
+  ``class_ids``, ``probabilities``, ``logits``; TF Text tokenization and packing, the same encoder, a seeded head)
+  and its ``serving_info.json``.
+
+The vocabulary is the official 30k-clean SentencePiece model bundled with the sample data (lower-cased input).
+"""
+import json
+import os
+import shutil
+
+SEQ = 16  # the raw-text models' sequence length (texts are truncated to it, as TF Hub's bert_pack_inputs does)
+
+
+def _tiny_model(seed):
+    import tensorflow as tf
+
+    from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
+
+    tf.keras.utils.set_random_seed(seed)
+    config = AlbertConfig.named("albert-tiny", vocab_size=30000)
+    model = AlbertForPreTraining(config)
+    model(model.dummy_inputs(batch_size=1, seq_len=8, num_predictions=2))
+    return model
+
+
+def _vocab_path():
+    from pipeline.settings.configs import SAMPLE_DATA
+
+    return os.path.join(SAMPLE_DATA, "vocab", "30k-clean.model")
+
+
+def _text_module(model, texts_in, num_labels=None):
+    """A tf.Module whose ``serve`` takes the string inputs ``texts_in`` and runs the encoder on TF Text's ids."""
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    from trainer.export import ServingModule
+
+    with open(_vocab_path(), "rb") as f:
+        proto = f.read()
+
+    class TextModule(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = ServingModule(model)
+            self.tokenizer = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+            if num_labels:
+                self.head = tf.Variable(tf.random.stateless_normal([128, num_labels], seed=[7, 1]))
+
+        def packed(self, texts):
+            segments = [self.tokenizer.tokenize(tf.strings.lower(t)) for t in texts]
+            trimmed = tf_text.RoundRobinTrimmer(max_seq_length=SEQ - 1 - len(segments)).trim(segments)
+            ids, types = tf_text.combine_segments(trimmed, start_of_sequence_id=2, end_of_segment_id=3)
+            input_ids, input_mask = tf_text.pad_model_inputs(ids, SEQ)
+            segment_ids, _ = tf_text.pad_model_inputs(types, SEQ)
+            return self.encoder.serve(input_ids, input_mask, segment_ids)
+
+    module = TextModule()
+    specs = [tf.TensorSpec([None], tf.string, name=name) for name in texts_in]
+    if num_labels:
+        def classify(*texts):
+            pooled = module.packed(texts)["pooled_output"]
+            logits = tf.matmul(pooled[:, :128], module.head)
+            return {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                    "class_ids": tf.argmax(logits, axis=-1)}
+        return module, tf.function(classify, input_signature=specs, autograph=False)
+
+    def embed(text):
+        return {"pooled_output": module.packed([text])["pooled_output"]}
+    return module, tf.function(embed, input_signature=specs, autograph=False)
+
+
+def pushed_version(folder, seed=0, text_model=False):
+    """A pushed version folder (see the module's docstring); returns its path."""
+    import tensorflow as tf
+
+    from trainer.export import ServingModule
+
+    model = _tiny_model(seed)
+    module = ServingModule(model)
+    tf.saved_model.save(module, folder, signatures={"serving_default": module.serve})
+    os.makedirs(os.path.join(folder, "vocab"))
+    shutil.copy(_vocab_path(), os.path.join(folder, "vocab", "spm.model"))
+    os.makedirs(os.path.join(folder, "checkpoint"))
+    model.config.to_json_file(os.path.join(folder, "checkpoint", "albert_config.json"), official=True)
+    if text_model:
+        text, embed = _text_module(model, ["text"])
+        tf.saved_model.save(text, os.path.join(folder, "text_model"),
+                            signatures={"embed": embed.get_concrete_function()})
+    return str(folder)
+
+
+def task_model(folder, pair=True, num_labels=3, seed=0):
+    """``folder``/serving_model: a raw-text classifier with its serving_info.json; returns ``folder``."""
+    import tensorflow as tf
+
+    names = ["text_a", "text_b"] if pair else ["text_a"]
+    module, classify = _text_module(_tiny_model(seed), names, num_labels)
+    serving = os.path.join(folder, "serving_model")
+    tf.saved_model.save(module, serving, signatures={"serving_default": classify.get_concrete_function()})
+    with open(os.path.join(serving, "serving_info.json"), "w") as f:
+        json.dump({"kind": "classify", "inputs": names, "outputs": ["class_ids", "probabilities", "logits"]}, f)
+    return str(folder)
