@@ -10,20 +10,25 @@ mocked, in the layouts ``pipeline/serving/served_model.py`` loads.
 
 The vocabulary is the official 30k-clean SentencePiece model bundled with the sample data (lower-cased input).
 """
+import functools
 import json
 import os
 import shutil
 
+WORDPIECE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "wordpiece", "vocab.txt")
+WORDPIECE_SIZE = 581  # its lines
 SEQ = 16  # the raw-text models' sequence length (texts are truncated to it, as TF Hub's bert_pack_inputs does)
 
 
-def _tiny_model(seed):
+@functools.lru_cache(maxsize=None)
+def _tiny_model(seed, vocab_size=30000):
+    """An untrained albert-tiny drawn with ``seed`` (built once per process: the folders share it)."""
     import tensorflow as tf
 
     from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
 
     tf.keras.utils.set_random_seed(seed)
-    config = AlbertConfig.named("albert-tiny", vocab_size=30000)
+    config = AlbertConfig.named("albert-tiny", vocab_size=vocab_size)
     model = AlbertForPreTraining(config)
     model(model.dummy_inputs(batch_size=1, seq_len=8, num_predictions=2))
     return model
@@ -76,17 +81,24 @@ def _text_module(model, texts_in, num_labels=None):
     return module, tf.function(embed, input_signature=specs, autograph=False)
 
 
-def pushed_version(folder, seed=0, text_model=False):
-    """A pushed version folder (see the module's docstring); returns its path."""
+def pushed_version(folder, seed=0, text_model=False, wordpiece=False):
+    """A pushed version folder (see the module's docstring); returns its path. ``wordpiece``: the Chinese-capable
+    WordPiece fixture (tests/fixtures/wordpiece/vocab.txt, 581 tokens) with its ``tokenizer.json``, as a
+    ``sample-zh`` version carries."""
     import tensorflow as tf
 
     from trainer.export import ServingModule
 
-    model = _tiny_model(seed)
+    model = _tiny_model(seed, WORDPIECE_SIZE if wordpiece else 30000)
     module = ServingModule(model)
     tf.saved_model.save(module, folder, signatures={"serving_default": module.serve})
     os.makedirs(os.path.join(folder, "vocab"))
-    shutil.copy(_vocab_path(), os.path.join(folder, "vocab", "spm.model"))
+    if wordpiece:
+        shutil.copy(WORDPIECE, os.path.join(folder, "vocab", "vocab.txt"))
+        with open(os.path.join(folder, "vocab", "tokenizer.json"), "w") as f:
+            json.dump({"do_lower_case": True, "kind": "wordpiece", "normalization": "none", "strip_accents": False}, f)
+    else:
+        shutil.copy(_vocab_path(), os.path.join(folder, "vocab", "spm.model"))
     os.makedirs(os.path.join(folder, "checkpoint"))
     model.config.to_json_file(os.path.join(folder, "checkpoint", "albert_config.json"), official=True)
     if text_model:
