@@ -16,7 +16,7 @@ import sys
 from typing import Any, Dict, List
 
 from config.errors import InputError
-from pipeline.serving.serving_instances import RequestError, batch_key, check_instance, stack
+from pipeline.serving.serving_instances import InputSpec, RequestError, batch_key, check_instance, stack
 
 __all__ = ["cmd_serve", "cmd_predict", "add_serving_commands", "PREDICT_TASKS"]
 
@@ -77,19 +77,20 @@ def cmd_serve(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from pipeline.serving.served_model import load  # lazy: tensorflow, tensorflow_text (3 s)
+    from pipeline.serving import served_model  # lazy: tensorflow (2.8 s)
 
-    model = load(args.model)
+    # What the folder's files say is checked before any graph is loaded: a wrong folder or argument fails at once.
+    folder = served_model.inspect(args.model)
+    if folder.kind:
+        _check_kind(folder.kind, args.task, args.model)
+    if args.texts and (args.task in _METHODS or folder.info.get("inputs")):
+        provisional = served_model.Method(_METHODS.get(args.task, args.task), _declared_inputs(args.task, folder.info),
+                                          run=None, source=folder.path,
+                                          mask_token=served_model.MASK_TOKEN if args.task == "fill-mask" else None)
+        _checked(args, provisional, *_instances(args, provisional))
+    model = served_model.load(args.model)
     method = _method(model, args.task, args.model)
-    instances, where = _instances(args, method) if args.texts else _stdin_instances()
-    checked = []
-    for index, instance in enumerate(instances):
-        try:
-            arrays = check_instance(method.inputs, index, instance)
-            method.check(index, arrays)
-        except RequestError as exc:
-            raise InputError(f"predict {args.task}: {_where(str(exc), where)}") from None
-        checked.append(arrays)
+    checked = _checked(args, method, *(_instances(args, method) if args.texts else _stdin_instances()))
     for start in range(0, len(checked), _BATCH):
         part = checked[start:start + _BATCH]
         groups: Dict[Any, List[int]] = {}
@@ -104,16 +105,41 @@ def cmd_predict(args) -> int:
     return 0
 
 
-def _method(model, task: str, path: str):
+def _checked(args, method, instances, where) -> List[Dict[str, Any]]:
+    """The instances as arrays, checked as the server checks them; an InputError naming the instance otherwise."""
+    checked = []
+    for index, instance in enumerate(instances):
+        try:
+            arrays = check_instance(method.inputs, index, instance)
+            method.check(index, arrays)
+        except RequestError as exc:
+            raise InputError(f"predict {args.task}: {_where(str(exc), where)}") from None
+        checked.append(arrays)
+    return checked
+
+
+def _declared_inputs(task: str, info: Dict[str, Any]):
+    """The inputs a folder's files declare (fill-mask and embed: one text; a task model: serving_info.json's)."""
+    from pipeline.serving.served_model import input_order  # lazy: tensorflow (loaded by the caller already)
+
     if task in _METHODS:
-        if model.kind != "version" or _METHODS[task] not in model.methods:
-            raise InputError(f"predict {task}: --model {path} is a {model.kind} model; {task} needs a pushed "
-                             f"version folder (its text_model/, or its ids SavedModel and vocab/)")
-        return model.methods[_METHODS[task]]
-    if model.kind != task:
-        what = "a pushed version (predict fill-mask, embed)" if model.kind == "version" else f"a {model.kind} model"
+        return (InputSpec("text", "string"),)
+    names = input_order(info)[:len(info["inputs"])]
+    return tuple(InputSpec(n, "string", (None,) if n == "options" else ()) for n in names)
+
+
+def _check_kind(kind: str, task: str, path: str) -> None:
+    if task in _METHODS and kind != "version":
+        raise InputError(f"predict {task}: --model {path} is a {kind} model; {task} needs a pushed version folder "
+                         f"(its text_model/, or its ids SavedModel and vocab/)")
+    if task not in _METHODS and kind != task:
+        what = "a pushed version (predict fill-mask, embed)" if kind == "version" else f"a {kind} model"
         raise InputError(f"predict {task}: --model {path} is {what}, not a {task} model")
-    return model.methods[model.default]
+
+
+def _method(model, task: str, path: str):
+    _check_kind(model.kind, task, path)
+    return model.methods[_METHODS[task]] if task in _METHODS else model.methods[model.default]
 
 
 def _instances(args, method):

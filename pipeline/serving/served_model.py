@@ -32,7 +32,7 @@ from config.errors import InputError, MissingInputError
 from pipeline.serving.serving_instances import InputSpec, RequestError, rows
 from trainer.files import SPM_FILE, TOKENIZER_SPEC_FILE, VOCAB_FILES
 
-__all__ = ["Method", "ServedModel", "load", "TEXT_MODEL_DIR", "SERVING_DIR", "SERVING_INFO", "MASK_TOKEN", "TOP_K"]
+__all__ = ["Method", "ServedModel", "Folder", "inspect", "load", "input_order", "TEXT_MODEL_DIR", "SERVING_DIR", "SERVING_INFO", "MASK_TOKEN", "TOP_K"]
 
 TEXT_MODEL_DIR = "text_model"  # a pushed version's raw-text SavedModel (embed, fill_mask)
 SERVING_DIR = "serving_model"  # <TASK>/serving_model: a task model's raw-text SavedModel
@@ -87,21 +87,42 @@ class ServedModel:
                             for name, m in sorted(self.methods.items())}}
 
 
-def load(path: str) -> ServedModel:
-    """The model folder ``path`` (a pushed version or a task model), or a MissingInputError naming what is missing."""
-    import tensorflow_text  # noqa: F401  # lazy: tensorflow_text (registers the tokenizer ops a text graph holds)
+@dataclass(frozen=True)
+class Folder:
+    """What a model folder is, read from its files alone (no graph loaded): ``kind`` ("version", or a task
+    model's ``serving_info.json`` kind, "" when it has none), the folder to load, its serving_info.json."""
 
+    path: str
+    kind: str
+    info: Dict[str, Any]
+
+
+def inspect(path: str) -> Folder:
+    """The folder ``path`` as :class:`Folder`, or a MissingInputError naming what is missing (before any load)."""
     path = path.rstrip("/")
     if not tf.io.gfile.isdir(path):
         raise MissingInputError(f"--model {path} is not a folder (a pushed version or a <TASK>/serving_model)")
     if _exists(path, SERVING_DIR, "saved_model.pb"):
         path = posixpath.join(path, SERVING_DIR)
     if _exists(path, VOCAB_DIR) or _exists(path, TEXT_MODEL_DIR) or _exists(path, "release.json"):
-        return _version(path)
+        _vocabulary(path)
+        if not _exists(path, "saved_model.pb") and not _exists(path, TEXT_MODEL_DIR, "saved_model.pb"):
+            raise MissingInputError(f"--model {path} holds neither the ids SavedModel (saved_model.pb) nor "
+                                    f"{TEXT_MODEL_DIR}/: is it a pushed version folder?")
+        return Folder(path, "version", {})
     if not _exists(path, "saved_model.pb"):
         raise MissingInputError(f"--model {path} holds no SavedModel (saved_model.pb), no {TEXT_MODEL_DIR}/ and no "
                                 f"{SERVING_DIR}/: give a pushed version folder or a task's {SERVING_DIR}")
-    return _task_model(path)
+    info = _read_json(posixpath.join(path, SERVING_INFO)) if _exists(path, SERVING_INFO) else {}
+    return Folder(path, str(info.get("kind") or ""), info)
+
+
+def load(path: str) -> ServedModel:
+    """The model folder ``path`` (a pushed version or a task model), or a MissingInputError naming what is missing."""
+    import tensorflow_text  # noqa: F401  # lazy: tensorflow_text (registers the tokenizer ops a text graph holds)
+
+    folder = inspect(path)
+    return _version(folder.path) if folder.kind == "version" else _task_model(folder.path, folder.info)
 
 
 def _exists(*parts: str) -> bool:
@@ -116,10 +137,9 @@ def _read_json(path: str) -> Dict[str, Any]:
         raise InputError(f"{path}: not a JSON file ({exc})") from None
 
 
-def _task_model(path: str) -> ServedModel:
+def _task_model(path: str, info: Dict[str, Any]) -> ServedModel:
     saved = tf.saved_model.load(path)
-    info = _read_json(posixpath.join(path, SERVING_INFO)) if _exists(path, SERVING_INFO) else {}
-    order = _input_order(info)
+    order = input_order(info)
     methods = {name: signature_method(name, fn, f"signature {name}", order)
                for name, fn in saved.signatures.items() if name not in _INTERNAL_SIGNATURES}
     if "serving_default" not in methods:
@@ -138,7 +158,7 @@ def _infer_kind(fn) -> str:
     return "saved_model"
 
 
-def _input_order(info: Dict[str, Any]) -> List[str]:
+def input_order(info: Dict[str, Any]) -> List[str]:
     declared = info.get("inputs") or []
     if isinstance(declared, dict):
         declared = list(declared)
@@ -190,26 +210,28 @@ def _version(path: str) -> ServedModel:
         for name, fn in text_model.signatures.items():
             methods[name] = signature_method(name, fn, f"{TEXT_MODEL_DIR}/ signature {name}",
                                              mask_token=MASK_TOKEN if name == "fill_mask" else None)
-    if not methods:
-        raise MissingInputError(f"--model {path} holds neither the ids SavedModel (saved_model.pb) nor "
-                                f"{TEXT_MODEL_DIR}/: is it a pushed version folder?")
     model = ServedModel(path, "version", methods, "embed" if "embed" in methods else sorted(methods)[0])
     model._saved = (ids_model, text_model)
     return model
+
+
+def _vocabulary(path: str) -> str:
+    """The version's vocabulary file (``vocab/spm.model`` or ``vocab/vocab.txt``), or a MissingInputError."""
+    folder = posixpath.join(path, VOCAB_DIR)
+    for name in VOCAB_FILES:
+        vocab = posixpath.join(folder, name)
+        if tf.io.gfile.exists(vocab):
+            return vocab
+    raise MissingInputError(f"--model {path}: {folder} holds no vocabulary ({' or '.join(VOCAB_FILES)}); a "
+                            f"pushed version carries the one it was trained with")
 
 
 def _tokenizer(path: str):
     """The project's tokenizer of the version's ``vocab/`` (its spec from ``tokenizer.json``, else English's)."""
     from components.text.tokenizers import TokenizerSpec, load_tokenizer  # lazy: sentencepiece (0.01 s)
 
-    folder = posixpath.join(path, VOCAB_DIR)
-    for name in VOCAB_FILES:
-        vocab = posixpath.join(folder, name)
-        if tf.io.gfile.exists(vocab):
-            break
-    else:
-        raise MissingInputError(f"--model {path}: {folder} holds no vocabulary ({' or '.join(VOCAB_FILES)}); a "
-                                f"pushed version carries the one it was trained with")
+    vocab = _vocabulary(path)
+    folder = posixpath.dirname(vocab)
     spec_path = posixpath.join(folder, TOKENIZER_SPEC_FILE)
     spec_text = tf.io.gfile.GFile(spec_path).read() if tf.io.gfile.exists(spec_path) else None
     export_info = posixpath.join(path, "checkpoint", "export_info.json")
