@@ -118,8 +118,7 @@ def main(argv=None) -> int:
     tmp = None
     model = args.model
     if model is None:
-        sys.path.insert(0, os.path.join(REPO, "tests"))
-        import serving_models  # tests/serving_models.py
+        from tests import serving_models  # lazy: tensorflow (only when no --model is given)
 
         tmp = tempfile.mkdtemp(prefix="serving_load_")
         model = serving_models.task_model(os.path.join(tmp, "MNLI"), pair=True)
