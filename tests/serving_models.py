@@ -78,7 +78,25 @@ def _text_module(model, texts_in, num_labels=None):
 
     def embed(text):
         return {"pooled_output": module.packed([text])["pooled_output"]}
-    return module, tf.function(embed, input_signature=specs, autograph=False)
+
+    def fill_mask(text):
+        """{text} → tokens, scores, token_ids [B, M, 5]: [MASK] becomes id 4 between the pieces around it."""
+        parts = tf.strings.split(tf.strings.lower(text), "[mask]")  # [B, P]
+        ids = module.tokenizer.tokenize(parts)  # [B, P, T]
+        not_last = tf.ragged.range(parts.row_lengths()) < tf.expand_dims(parts.row_lengths() - 1, 1)
+        flags = tf.cast(not_last.flat_values, tf.int64)
+        masks = not_last.with_flat_values(tf.RaggedTensor.from_row_lengths(
+            tf.fill([tf.reduce_sum(flags)], 4), flags))
+        joined = tf.concat([ids, masks], axis=2).merge_dims(1, 2)[:, :SEQ - 2]
+        input_ids, types = tf_text.combine_segments([joined], start_of_sequence_id=2, end_of_segment_id=3)
+        input_ids, input_mask = tf_text.pad_model_inputs(input_ids, SEQ)
+        logits = module.encoder.serve(input_ids, input_mask, tf.zeros_like(input_ids))["mlm_logits"]
+        at_masks = tf.ragged.boolean_mask(logits, tf.equal(input_ids, 4)).to_tensor()  # [B, M, V]
+        scores, token_ids = tf.math.top_k(tf.nn.softmax(at_masks), k=5)
+        return {"tokens": module.tokenizer.id_to_string(token_ids), "scores": scores, "token_ids": token_ids}
+
+    return module, {"embed": tf.function(embed, input_signature=specs, autograph=False),
+                    "fill_mask": tf.function(fill_mask, input_signature=specs, autograph=False)}
 
 
 def pushed_version(folder, seed=0, text_model=False, wordpiece=False):
@@ -102,9 +120,9 @@ def pushed_version(folder, seed=0, text_model=False, wordpiece=False):
     os.makedirs(os.path.join(folder, "checkpoint"))
     model.config.to_json_file(os.path.join(folder, "checkpoint", "albert_config.json"), official=True)
     if text_model:
-        text, embed = _text_module(model, ["text"])
+        text, functions = _text_module(model, ["text"])
         tf.saved_model.save(text, os.path.join(folder, "text_model"),
-                            signatures={"embed": embed.get_concrete_function()})
+                            signatures={name: f.get_concrete_function() for name, f in functions.items()})
     return str(folder)
 
 

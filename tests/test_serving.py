@@ -21,6 +21,8 @@ import pytest
 from tests import serving_models
 from tests.conftest import CLI, REPO, cli_env
 
+pytestmark = pytest.mark.slow  # a server process and five tiny SavedModels: about 20 s of CPU beyond TF's import
+
 HEALTH = "/v1/endpoints/123/deployedModels/456"
 PREDICT = "/v1/endpoints/123/deployedModels/456:predict"
 CAT = "the cat sat on the [MASK] ."
@@ -78,7 +80,7 @@ def test_the_health_route_says_what_is_served(server, models):
     assert health["default"] == "embed"
     methods = health["methods"]
     assert methods["embed"] == {"inputs": ["text (string)"], "source": "text_model/ signature embed"}
-    assert methods["fill_mask"]["source"].startswith("ids path")
+    assert methods["fill_mask"] == {"inputs": ["text (string)"], "source": "text_model/ signature fill_mask"}
     assert methods["serving_default"]["inputs"] == ["input_ids (int32[?])", "input_mask (int32[?])",
                                                     "segment_ids (int32[?])"]
 
@@ -100,19 +102,25 @@ def test_raw_text_in_the_graph_equals_the_project_tokenizer_then_the_ids_signatu
                                by_ids.json()["predictions"][0]["pooled_output"], atol=1e-5)
 
 
-def test_fill_mask_over_http_is_what_predict_prints(server, models, cli):
-    answer = _post(server, {"instances": [CAT, "[MASK] sat on the [MASK] ."],
-                            "parameters": {"signature_name": "fill_mask"}})
+def test_fill_mask_over_http_is_what_predict_prints_and_what_the_ids_path_gives(server, models, cli, tmp_path):
+    texts = [CAT, "[MASK] sat on the [MASK] ."]
+    answer = _post(server, {"instances": texts, "parameters": {"signature_name": "fill_mask"}})
     assert answer.status_code == 200, answer.text
     first, second = answer.json()["predictions"]
     assert len(first["tokens"]) == 1 and len(second["tokens"]) == 2 and len(first["tokens"][0]) == 5
+    assert "path" not in first  # text_model/'s graph: [B, M, K] trimmed to each text's own masks
     scores = first["scores"][0]
     assert scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1
-    done = cli("predict", "fill-mask", "--model", models["en"], CAT, "[MASK] sat on the [MASK] .")
+    done = cli("predict", "fill-mask", "--model", models["en"], *texts)
     assert done.returncode == 0, done.stderr
-    printed = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [p["tokens"] for p in printed] == [first["tokens"], second["tokens"]]
-    np.testing.assert_allclose(printed[0]["scores"], first["scores"], rtol=1e-6)
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [first, second]
+    # The same version without text_model/: the project's tokenizer in Python, then the ids signature.
+    ids_only = shutil.copytree(models["en"], tmp_path / "1", ignore=shutil.ignore_patterns("text_model"))
+    done = cli("predict", "fill-mask", "--model", ids_only, *texts)
+    assert done.returncode == 0, done.stderr
+    for graph, ids in zip([first, second], map(json.loads, done.stdout.splitlines())):
+        assert ids["path"] == "ids" and ids["token_ids"] == graph["token_ids"] and ids["tokens"] == graph["tokens"]
+        np.testing.assert_allclose(ids["scores"], graph["scores"], rtol=1e-5)
 
 
 @pytest.mark.parametrize("body,status,error", [
