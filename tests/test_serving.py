@@ -199,7 +199,7 @@ def test_predict_classify_runs_the_task_models_graph_from_arguments_and_json_lin
     ("pair", ["classify", "--model", "{single}", "good film", "bad film"],
      "predict classify: 2 texts given (a text pair for a single-text model), but --model {single} takes 1: TEXT_A"),
     ("mask", ["fill-mask", "--model", "{en}", "no mask here"],
-     "predict fill-mask: TEXT 1 (text): no [MASK] in the text"),
+     "predict fill-mask --model {en}: TEXT 1 (text): no [MASK] in the text"),
     ("task", ["fill-mask", "--model", "{pair}", "the [MASK]"],
      "predict fill-mask: --model {pair} is a classify model; fill-mask needs a pushed version folder"),
     ("version", ["answer", "--model", "{en}", "who?", "me"],

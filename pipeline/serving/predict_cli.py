@@ -113,7 +113,7 @@ def _checked(args, method, instances, where) -> List[Dict[str, Any]]:
             arrays = check_instance(method.inputs, index, instance)
             method.check(index, arrays)
         except RequestError as exc:
-            raise InputError(f"predict {args.task}: {_where(str(exc), where)}") from None
+            raise InputError(f"predict {args.task} --model {args.model}: {_where(str(exc), where)}") from None
         checked.append(arrays)
     return checked
 
@@ -168,7 +168,8 @@ def _stdin_instances():
         try:
             instances.append(json.loads(raw.decode("utf-8")))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"standard input line {number}: not a JSON line in UTF-8 ({exc})") from None
+            raise InputError(f"standard input line {number}: not a JSON line in UTF-8 ({exc}); or give the texts "
+                             f"as TEXT arguments") from None
     if not instances:
         raise InputError("no input: give TEXT arguments or JSON lines on standard input")
     return instances, lambda i: f"standard input instance {i + 1}"

@@ -60,9 +60,9 @@ def settings_from_env(environ: Mapping[str, str] = os.environ, **flags: Any) -> 
     settings = ServeSettings(**values)
     if not settings.model:
         raise InputError("no model: give serve --model DIR (or set AIP_STORAGE_URI, as Vertex AI does)")
-    for name in ("health_route", "predict_route"):
-        if not getattr(settings, name).startswith("/"):
-            raise InputError(f"the {name.replace('_', ' ')} {getattr(settings, name)!r} must start with '/'")
+    for var, route in (("AIP_HEALTH_ROUTE", settings.health_route), ("AIP_PREDICT_ROUTE", settings.predict_route)):
+        if not route.startswith("/"):
+            raise InputError(f"environment variable {var}={route!r} must start with '/'")
     if settings.max_instances < 1 or settings.max_text_chars < 1 or settings.max_batch < 0 or settings.max_wait_ms < 0:
         raise InputError("serve --max-instances and --max-text-chars must be >= 1, --max-batch and --max-wait-ms >= 0")
     return settings
