@@ -4,6 +4,7 @@ mocked, in the layouts ``pipeline/serving/served_model.py`` loads.
 * :func:`pushed_version`: a pushed version as the Pusher writes one (the ids SavedModel of an untrained albert-tiny
   at the top, ``vocab/spm.model``, ``checkpoint/albert_config.json``), optionally with ``text_model/`` holding an
   ``embed`` signature that tokenizes in the graph (TF Text's SentencePiece) as a raw-text export does.
+* :func:`choice_model`: the same for multiple choice (``context``, ``question``, ``options``).
 * :func:`task_model`: ``<TASK>/serving_model`` with a raw-text ``serving_default`` (``text_a`` [, ``text_b``] →
   ``class_ids``, ``probabilities``, ``logits``; TF Text tokenization and packing, the same encoder, a seeded head)
   and its ``serving_info.json``.
@@ -97,6 +98,31 @@ def _text_module(model, texts_in, num_labels=None):
 
     return module, {"embed": tf.function(embed, input_signature=specs, autograph=False),
                     "fill_mask": tf.function(fill_mask, input_signature=specs, autograph=False)}
+
+
+def choice_model(folder, seed=0):
+    """``folder``/serving_model: a raw-text multiple-choice model (``context``, ``question``, ``options`` [K, any K]
+    → ``scores`` [K], ``choice``): each option packed after the context and question, as RACE and C3 are."""
+    import tensorflow as tf
+
+    module, _ = _text_module(_tiny_model(seed), ["text"])
+    module.head = tf.Variable(tf.random.stateless_normal([128, 1], seed=[7, 2]))
+
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="context"),
+                                                   tf.TensorSpec([None], tf.string, name="question"),
+                                                   tf.TensorSpec([None, None], tf.string, name="options")])
+    def choose(context, question, options):
+        k = tf.shape(options)[1]
+        first = tf.repeat(tf.strings.join([context, question], " "), k)
+        pooled = module.packed([first, tf.reshape(options, [-1])])["pooled_output"]
+        scores = tf.reshape(tf.matmul(pooled[:, :128], module.head), [-1, k])
+        return {"scores": scores, "choice": tf.argmax(scores, axis=-1, output_type=tf.int32)}
+
+    serving = os.path.join(folder, "serving_model")
+    tf.saved_model.save(module, serving, signatures={"serving_default": choose.get_concrete_function()})
+    with open(os.path.join(serving, "serving_info.json"), "w") as f:
+        json.dump({"kind": "choose", "inputs": ["context", "question", "options"], "outputs": ["choice", "scores"]}, f)
+    return str(folder)
 
 
 def pushed_version(folder, seed=0, text_model=False, wordpiece=False):

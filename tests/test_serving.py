@@ -21,7 +21,7 @@ import pytest
 from tests import serving_models
 from tests.conftest import CLI, REPO, cli_env
 
-pytestmark = pytest.mark.slow  # a server process and five tiny SavedModels: about 20 s of CPU beyond TF's import
+pytestmark = pytest.mark.slow  # a server process and six tiny SavedModels: about 25 s of CPU beyond TF's import
 
 HEALTH = "/v1/endpoints/123/deployedModels/456"
 PREDICT = "/v1/endpoints/123/deployedModels/456:predict"
@@ -34,7 +34,8 @@ def models(tmp_path_factory):
     return {"en": serving_models.pushed_version(str(base / "releases" / "1"), text_model=True),
             "zh": serving_models.pushed_version(str(base / "zh" / "1"), wordpiece=True),
             "pair": serving_models.task_model(str(base / "MNLI"), pair=True),
-            "single": serving_models.task_model(str(base / "SST-2"), pair=False, num_labels=2)}
+            "single": serving_models.task_model(str(base / "SST-2"), pair=False, num_labels=2),
+            "choose": serving_models.choice_model(str(base / "RACE"))}
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +196,14 @@ def test_predict_classify_runs_the_task_models_graph_from_arguments_and_json_lin
     assert len(rows) == 2 and rows[0]["class_ids"] == row["class_ids"]
 
 
+def test_predict_choose_takes_the_options_after_context_and_question(models, cli):
+    done = cli("predict", "choose", "--model", models["choose"], "the cat sat on the mat", "where did it sit ?",
+               "on the mat", "on a tree", "in a box")
+    assert done.returncode == 0, done.stderr
+    row = json.loads(done.stdout)
+    assert len(row["scores"]) == 3 and row["choice"] == int(np.argmax(row["scores"]))
+
+
 @pytest.mark.parametrize("case,args,message", [
     ("pair", ["classify", "--model", "{single}", "good film", "bad film"],
      "predict classify: 2 texts given (a text pair for a single-text model), but --model {single} takes 1: TEXT_A"),
@@ -209,6 +218,8 @@ def test_predict_classify_runs_the_task_models_graph_from_arguments_and_json_lin
     ("nomodel", ["embed", "--model", "{nomodel}", "x"],
      "--model {nomodel} holds neither the ids SavedModel (saved_model.pb) nor text_model/"),
     ("missing", ["embed", "--model", "{missing}", "x"], "--model {missing} is not a folder"),
+    ("options", ["choose", "--model", "{choose}", "context", "question"],
+     "predict choose: 2 texts given, but --model {choose} takes 3: CONTEXT, QUESTION, OPTIONS"),
 ])
 def test_predict_refuses_bad_input_with_exit_2_and_one_line(models, cli, tmp_path, case, args, message):
     paths = dict(models, missing=str(tmp_path / "nothing"), novocab=str(tmp_path / "novocab"),
