@@ -138,7 +138,8 @@ def main(argv=None) -> int:
             proc.wait(timeout=30)
         rows.append((label, result))
         print(label, json.dumps(result), file=sys.stderr)
-    print(f"CPU: {cpu_name()} ({os.cpu_count()} cores visible); model: {'tiny raw-text classifier (tests/serving_models.py)' if tmp else model}; "
+    what = "tiny raw-text classifier (tests/serving_models.py)" if tmp else model
+    print(f"CPU: {cpu_name()} ({os.cpu_count()} cores visible); model: {what}; "
           f"{args.requests} requests of 1 instance, {args.concurrency} concurrent clients, loopback\n")
     print("| server | requests | errors | seconds | requests/s | p50 ms | p99 ms | model calls |")
     print("|---|---|---|---|---|---|---|---|")

@@ -4,9 +4,9 @@ graph the server runs, on the same checked instances (serving_instances.py).
     albert-pipeline serve --model DIR [--port 8080] [--max-batch 32] [--max-wait-ms 5] ...
     albert-pipeline predict fill-mask|embed|classify|answer|choose --model DIR [TEXT ...]   (else JSON lines on stdin)
 
-``predict`` writes one JSON line per instance on stdout. Positional texts: for ``fill-mask`` and ``embed`` each text is an
-instance; for a task model they are one instance's inputs in the model's order (``classify`` TEXT_A TEXT_B; ``answer`` QUESTION CONTEXT; ``choose`` CONTEXT QUESTION
-OPTION...). Standard input: one JSON object per line, as the server's instances.
+``predict`` writes one JSON line per instance on stdout. Positional texts: for ``fill-mask`` and ``embed`` each text
+is an instance; for a task model they are one instance's inputs in the model's order (``classify`` TEXT_A TEXT_B;
+``answer`` QUESTION CONTEXT; ``choose`` CONTEXT QUESTION OPTION...). Standard input: one JSON object per line, as the server's instances.
 """
 from __future__ import annotations
 

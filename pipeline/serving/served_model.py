@@ -32,7 +32,8 @@ from config.errors import InputError, MissingInputError
 from pipeline.serving.serving_instances import InputSpec, RequestError, rows
 from trainer.files import SPM_FILE, TOKENIZER_SPEC_FILE, VOCAB_FILES
 
-__all__ = ["Method", "ServedModel", "Folder", "inspect", "load", "input_order", "TEXT_MODEL_DIR", "SERVING_DIR", "SERVING_INFO", "MASK_TOKEN", "TOP_K"]
+__all__ = ["Method", "ServedModel", "Folder", "inspect", "load", "input_order", "signature_method", "TEXT_MODEL_DIR",
+           "SERVING_DIR", "SERVING_INFO", "MASK_TOKEN", "TOP_K"]
 
 TEXT_MODEL_DIR = "text_model"  # a pushed version's raw-text SavedModel (embed, fill_mask)
 SERVING_DIR = "serving_model"  # <TASK>/serving_model: a task model's raw-text SavedModel

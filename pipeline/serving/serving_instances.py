@@ -1,4 +1,5 @@
-"""The serving contract's defaults and a prediction request's body, checked against the inputs of the method it calls, and the answer's rows.
+"""The serving contract's defaults; a prediction request's body, checked against the inputs of the method it
+calls; the answer's rows.
 
 The request is TF Serving's and Vertex AI's row format: ``{"instances": [...]}`` where each instance is an object
 ``{input name: value}`` (or, for a method with one input, the bare value), optionally with TF Serving's
@@ -157,8 +158,8 @@ def _shape_of(value: Any, rank: int, field: str) -> Tuple[int, ...]:
     level = [value]
     for depth in range(rank):
         if not all(isinstance(v, list) for v in level):
-            raise RequestError(field, f"must be a list nested {rank} deep, got {_type(next(v for v in level if not isinstance(v, list)))}"
-                               f" at depth {depth}")
+            odd = next(v for v in level if not isinstance(v, list))
+            raise RequestError(field, f"must be a list nested {rank} deep, got {_type(odd)} at depth {depth}")
         lengths = {len(v) for v in level}
         if len(lengths) != 1:
             raise RequestError(field, "ragged: its lists must have equal lengths")

@@ -36,11 +36,13 @@ def deploy_requests(*, model_uri: str, vertex_model: str, image: str, version: i
     """{"upload": UploadModelRequest, "endpoint": CreateEndpointRequest or None, "deploy": DeployModelRequest}
     (the deploy request's endpoint and model version are filled in by :func:`send` once they exist)."""
     from google.cloud.aiplatform_v1.types import endpoint as gca_endpoint  # lazy: google.cloud.aiplatform_v1 (0.9 s)
-    from google.cloud.aiplatform_v1.types import endpoint_service, machine_resources  # lazy: google.cloud.aiplatform_v1 (0.9 s)
+    from google.cloud.aiplatform_v1.types import endpoint_service  # lazy: google.cloud.aiplatform_v1 (0.9 s)
+    from google.cloud.aiplatform_v1.types import machine_resources  # lazy: google.cloud.aiplatform_v1 (0.9 s)
     from google.cloud.aiplatform_v1.types import model as gca_model  # lazy: google.cloud.aiplatform_v1 (0.9 s)
 
     if not model_uri.startswith("gs://"):
-        raise CloudConfigError(f"--model {model_uri}: Vertex AI reads the model from Cloud Storage, give its gs:// folder")
+        raise CloudConfigError(f"--model {model_uri}: Vertex AI reads the model from Cloud Storage, give its gs:// "
+                               f"folder")
     if endpoint and not _ENDPOINT.fullmatch(endpoint):
         raise CloudConfigError(f"--endpoint {endpoint!r} must be projects/PROJECT/locations/REGION/endpoints/ID")
     if min_replicas < 1 or max_replicas < min_replicas:
