@@ -3,7 +3,8 @@
     .venv/bin/python -m benchmarks.serving_load --model DIR [--requests 400] [--concurrency 16] [--max-seconds 60]
 
 Starts the server as a process (the entrypoint the container runs, ``albert-pipeline serve``) on a free loopback
-port, once with the micro-batcher (``--max-batch 32 --max-wait-ms 5``) and once without (``--max-batch 0``), waits for
+port, with the micro-batcher (``--max-batch 32 --max-wait-ms 5``), with it not waiting (``--max-wait-ms 0``: only
+what queued while the model ran joins a batch) and without it (``--max-batch 0``), waits for
 its health route, then sends ``--requests`` POSTs of one instance each from ``--concurrency`` concurrent clients
 (httpx, a real HTTP client), stopping early at ``--max-seconds``. Only 127.0.0.1 is ever contacted. Without
 ``--model`` it builds the tiny raw-text classifier of tests/serving_models.py (an untrained albert-tiny behind TF
@@ -123,10 +124,12 @@ def main(argv=None) -> int:
         tmp = tempfile.mkdtemp(prefix="serving_load_")
         model = serving_models.task_model(os.path.join(tmp, "MNLI"), pair=True)
     rows = []
-    for label, max_batch in ((f"batched (max {args.max_batch}, wait {args.max_wait_ms:g} ms)", args.max_batch),
-                             ("unbatched (--max-batch 0)", 0)):
+    modes = [(f"batched (max {args.max_batch}, wait {args.max_wait_ms:g} ms)", args.max_batch, args.max_wait_ms),
+             (f"batched (max {args.max_batch}, wait 0: what queued while the model ran)", args.max_batch, 0.0),
+             ("unbatched (--max-batch 0)", 0, 0.0)]
+    for label, max_batch, max_wait_ms in modes:
         port = free_port()
-        proc = start_server(model, port, max_batch, args.max_wait_ms)
+        proc = start_server(model, port, max_batch, max_wait_ms)
         try:
             health = wait_ready(proc, port)
             result = asyncio.run(load(port, instance_maker(health), args.requests, args.concurrency,

@@ -87,12 +87,13 @@ def _run_model(calls):
     return run
 
 
-def test_the_batcher_joins_concurrent_requests_and_answers_each_with_its_own_rows():
+@pytest.mark.parametrize("max_wait", [0.05, 0.0])  # 0: only what is queued already joins, without waiting
+def test_the_batcher_joins_concurrent_requests_and_answers_each_with_its_own_rows(max_wait):
     calls = []
     run = _run_model(calls)
 
     async def main():
-        batcher = MicroBatcher(max_batch=8, max_wait=0.05)
+        batcher = MicroBatcher(max_batch=8, max_wait=max_wait)
         chunks = [[{"x": np.array(i * 10 + j)} for j in range(n)] for i, n in enumerate([1, 3, 2, 5, 1])]
         answers = await asyncio.gather(*(batcher.submit("k", run, c) for c in chunks))
         batcher.close()

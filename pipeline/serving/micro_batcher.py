@@ -2,7 +2,8 @@
 
 Each request hands its checked instances over as one *chunk* (same method, same shapes: they stack). One collector
 task takes the first chunk waiting, then keeps taking chunks for the same method and shapes until the batch holds
-``max_batch`` instances or ``max_wait`` seconds have passed since that first chunk, runs the batch in the model's one
+``max_batch`` instances or ``max_wait`` seconds have passed since that first chunk (chunks already queued join
+at once, so ``max_wait=0`` batches what arrived while the model was busy and never waits), runs the batch in the model's one
 worker thread (TensorFlow releases the GIL; the event loop keeps accepting requests meanwhile) and answers each
 chunk with its own rows. A chunk larger than ``max_batch`` runs alone; chunks that cannot stack with the batch wait
 for the next one. ``max_batch=0`` turns batching off: each request runs by itself, concurrently, in the loop's
@@ -62,12 +63,18 @@ class MicroBatcher:
         return await chunk.future
 
     async def _next(self, timeout: Optional[float]) -> Optional[_Chunk]:
+        """The next chunk: a held one, else one already queued, else one that arrives within ``timeout`` seconds
+        (None: wait as long as it takes); None when none came."""
         if self._held:
             return self._held.pop(0)
+        if not self._queue.empty():
+            return self._queue.get_nowait()
         if timeout is None:
             return await self._queue.get()
+        if timeout <= 0:
+            return None
         try:
-            return await asyncio.wait_for(self._queue.get(), max(timeout, 0))
+            return await asyncio.wait_for(self._queue.get(), timeout)
         except asyncio.TimeoutError:
             return None
 
