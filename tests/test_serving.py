@@ -232,3 +232,12 @@ def test_predict_refuses_bad_input_with_exit_2_and_one_line(models, cli, tmp_pat
     assert done.returncode == 2 and done.stdout == "", (done.returncode, done.stderr)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message.format(**paths) in lines[0] and "Traceback" not in done.stderr, lines
+
+
+def test_positional_inputs_follow_serving_info_then_each_kinds_convention():
+    from pipeline.serving.served_model import input_order
+
+    assert input_order({"inputs": ["context", "question"], "kind": "answer"})[:2] == ["context", "question"]
+    assert input_order({"inputs": [{"name": "text_b"}, {"name": "text_a"}]})[:3] == ["text_b", "text_a", "text"]
+    assert [n for n in input_order({"kind": "answer"}) if n in ("question", "context")] == ["question", "context"]
+    assert input_order({"kind": "choose"})[:3] == ["context", "question", "options"]

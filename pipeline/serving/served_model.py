@@ -41,8 +41,10 @@ SERVING_INFO = "serving_info.json"
 VOCAB_DIR = "vocab"
 MASK_TOKEN = "[MASK]"  # the mask token of both vocabulary kinds (VocabGen's id 4; BERT's vocab.txt)
 TOP_K = 5  # fill_mask by the ids path: the k most likely tokens per mask (TF Hub / HF fill-mask's default)
-# The order positional `predict` arguments fill a method's inputs in, where serving_info.json gives none.
-INPUT_ORDER = ("text", "text_a", "text_b", "context", "question", "options")
+# The order positional `predict` arguments fill a method's inputs in, where serving_info.json gives none: SQuAD's
+# question before its context; multiple choice's context, question, then the options (RACE's and C3's order).
+INPUT_ORDER = ("text", "text_a", "text_b", "question", "context", "options")
+CHOICE_ORDER = ("context", "question", "options")
 _INTERNAL_SIGNATURES = ("serve_tf_examples",)  # serialized tf.Examples: not a JSON client's input
 
 
@@ -160,11 +162,13 @@ def _infer_kind(fn) -> str:
 
 
 def input_order(info: Dict[str, Any]) -> List[str]:
+    """The inputs' order: serving_info.json's ``inputs`` (names, or objects with a ``name``), then the fallback."""
     declared = info.get("inputs") or []
     if isinstance(declared, dict):
         declared = list(declared)
     names = [d["name"] if isinstance(d, dict) else str(d) for d in declared]
-    return names + [n for n in INPUT_ORDER if n not in names]
+    fallback = CHOICE_ORDER + INPUT_ORDER if info.get("kind") == "choose" else INPUT_ORDER
+    return names + [n for n in dict.fromkeys(fallback) if n not in names]
 
 
 def signature_method(name: str, fn, source: str, order: Sequence[str] = INPUT_ORDER,
