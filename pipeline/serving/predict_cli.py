@@ -16,7 +16,6 @@ import sys
 from typing import Any, Dict, List
 
 from config.errors import InputError
-from pipeline.serving.serving_instances import InputSpec, RequestError, batch_key, check_instance, stack
 
 __all__ = ["cmd_serve", "cmd_predict", "add_serving_commands", "PREDICT_TASKS"]
 
@@ -78,6 +77,7 @@ def cmd_serve(args) -> int:
 
 def cmd_predict(args) -> int:
     from pipeline.serving import served_model  # lazy: tensorflow (2.8 s)
+    from pipeline.serving.serving_instances import batch_key, stack  # lazy: numpy (the parser needs none of it)
 
     # What the folder's files say is checked before any graph is loaded: a wrong folder or argument fails at once.
     folder = served_model.inspect(args.model)
@@ -107,6 +107,8 @@ def cmd_predict(args) -> int:
 
 def _checked(args, method, instances, where) -> List[Dict[str, Any]]:
     """The instances as arrays, checked as the server checks them; an InputError naming the instance otherwise."""
+    from pipeline.serving.serving_instances import RequestError, check_instance  # lazy: numpy (loaded by cmd_predict)
+
     checked = []
     for index, instance in enumerate(instances):
         try:
@@ -121,6 +123,7 @@ def _checked(args, method, instances, where) -> List[Dict[str, Any]]:
 def _declared_inputs(task: str, info: Dict[str, Any]):
     """The inputs a folder's files declare (fill-mask and embed: one text; a task model: serving_info.json's)."""
     from pipeline.serving.served_model import input_order  # lazy: tensorflow (loaded by the caller already)
+    from pipeline.serving.serving_instances import InputSpec  # lazy: numpy (loaded by cmd_predict)
 
     if task in _METHODS:
         return (InputSpec("text", "string"),)

@@ -20,7 +20,6 @@ from typing import Any, Dict, Optional
 
 from components.release import registry
 from pipeline.cloud.submit import CloudConfigError, google_credentials
-from pipeline.serving.serving_instances import DEFAULT_HEALTH_ROUTE, DEFAULT_PORT, DEFAULT_PREDICT_ROUTE
 
 __all__ = ["SERVE_COMMAND", "deploy_requests", "send", "add_deploy_command", "cmd_deploy"]
 
@@ -39,6 +38,7 @@ def deploy_requests(*, model_uri: str, vertex_model: str, image: str, version: i
     from google.cloud.aiplatform_v1.types import endpoint_service  # lazy: google.cloud.aiplatform_v1 (0.9 s)
     from google.cloud.aiplatform_v1.types import machine_resources  # lazy: google.cloud.aiplatform_v1 (0.9 s)
     from google.cloud.aiplatform_v1.types import model as gca_model  # lazy: google.cloud.aiplatform_v1 (0.9 s)
+    from pipeline.serving import serving_instances as contract  # lazy: numpy (0.3 s; the CLI's parser needs none)
 
     if not model_uri.startswith("gs://"):
         raise CloudConfigError(f"--model {model_uri}: Vertex AI reads the model from Cloud Storage, give its gs:// "
@@ -54,8 +54,8 @@ def deploy_requests(*, model_uri: str, vertex_model: str, image: str, version: i
     upload = registry.upload_request(settings, model_uri, version,
                                      registry.version_labels(where["model_id"], version, forced), exists)
     upload.model.container_spec = gca_model.ModelContainerSpec(
-        image_uri=image, command=SERVE_COMMAND, ports=[gca_model.Port(container_port=DEFAULT_PORT)],
-        health_route=DEFAULT_HEALTH_ROUTE, predict_route=DEFAULT_PREDICT_ROUTE)
+        image_uri=image, command=SERVE_COMMAND, ports=[gca_model.Port(container_port=contract.DEFAULT_PORT)],
+        health_route=contract.DEFAULT_HEALTH_ROUTE, predict_route=contract.DEFAULT_PREDICT_ROUTE)
     create = None
     if not endpoint:
         create = endpoint_service.CreateEndpointRequest(
