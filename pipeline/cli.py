@@ -15,6 +15,9 @@
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
     albert-pipeline score squad|squad2|cmrc2018|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
+    albert-pipeline serve --model DIR [--port 8080]   (Vertex AI's custom-container contract; docs/serving.md)
+    albert-pipeline predict fill-mask|embed|classify|answer|choose --model DIR [TEXT ...]   (JSON lines out)
+    albert-pipeline deploy --model gs://DIR --image IMAGE --vertex-model projects/P/locations/R/models/M [--dry-run]
 
 Heavy imports (TFX costs ~30 s) happen inside the subcommands that need them. Results are JSON on stdout; progress
 and errors are lines on stderr (``pipeline/local/logs.py``). A bad input or setting ends with one line naming the file or
@@ -386,6 +389,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", help="GLUE task name")
     p.add_argument("--na-prob", help="SQuAD 2.0 no-answer probabilities JSON")
     p.set_defaults(func=cli_tools.cmd_score)
+    from pipeline.serving.predict_cli import add_serving_commands  # lazy: numpy, pipeline.serving (0.02 s)
+
+    add_serving_commands(sub, _add_config_args)  # `serve`, `predict`, `deploy`
     return parser
 
 
@@ -436,7 +442,7 @@ def run_cli(argv: Optional[List[str]] = None) -> int:
 
 
 # make-pretraining-data is not one: it never loads TensorFlow (~0.6 GB of its peak RSS when it did).
-_TENSORFLOW_COMMANDS = {"run", "plan", "compile", "pretrain", "model-info", "convert"}
+_TENSORFLOW_COMMANDS = {"run", "plan", "compile", "pretrain", "model-info", "convert", "serve", "predict"}
 
 
 def _write_traceback(log_path: str, exc: BaseException) -> None:

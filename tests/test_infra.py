@@ -119,6 +119,18 @@ def test_image_python_and_beam_match_the_lock(dockerfile):
     assert [arg for kw, arg in dockerfile if kw == "ENTRYPOINT"] == ['["/opt/apache/beam/boot"]']
 
 
+def test_the_same_image_serves_with_the_command_deploy_sets(dockerfile):
+    """No second image: Vertex AI starts `albert-pipeline serve` (the container spec's command overrides the Beam
+    ENTRYPOINT), the console script the image's virtualenv installs, on the port the image exposes."""
+    from pipeline.serving.serving_instances import DEFAULT_PORT
+    from pipeline.serving.vertex_serving import SERVE_COMMAND
+
+    assert SERVE_COMMAND == ["albert-pipeline", "serve"]
+    assert re.search(r'^albert-pipeline = "pipeline\.cli:main"$', read("pyproject.toml"), re.M)
+    assert [arg for kw, arg in dockerfile if kw == "EXPOSE"] == [str(DEFAULT_PORT)]
+    assert sum(kw == "FROM" for kw, _ in dockerfile) == 3  # beam_sdk, build, the image: one image comes out
+
+
 def test_image_runs_as_a_non_root_user(dockerfile):
     users = [arg for kw, arg in dockerfile if kw == "USER"]
     assert users and users[-1] not in ("root", "0", "0:0")

@@ -98,7 +98,7 @@ def test_pipeline_is_a_few_packages_by_concern():
     entries = sorted(n for n in os.listdir(os.path.join(ROOT, "pipeline"))
                      if n != "__init__.py" and n != "__pycache__" and (n.endswith(".py") or os.path.isfile(
                          os.path.join(ROOT, "pipeline", n, "__init__.py"))))
-    assert len(entries) <= 8, entries
+    assert len(entries) <= 9, entries  # 9: pipeline/serving (serve, predict, deploy) joined the eight
     for name in entries:
         if not name.endswith(".py"):
             with open(os.path.join(ROOT, "pipeline", name, "__init__.py"), encoding="utf-8") as f:
