@@ -10,7 +10,7 @@ import tensorflow as tf
 from components.evaluation import serving_graphs as graphs
 from components.evaluation.glue.glue_data import GlueExample, convert_glue_examples
 from components.evaluation.race.race_data import RaceExample, _qa_text, convert_race_examples
-from components.evaluation.squad.decoding import postprocess_squad
+from components.evaluation.squad.decoding import postprocess_squad, postprocess_squad_v2
 from components.evaluation.squad.reading import SquadExample
 from components.evaluation.squad.squad_features import convert_squad_examples
 from components.text.wordpiece import WordPieceTokenizer
@@ -58,7 +58,7 @@ def test_squad_windows_and_decoding_equal_the_benchmark(tok):
     want, metas = convert_squad_examples(examples, tok, length, stride, max_query, is_training=False)
     windows = graphs.squad_windows(_ragged(tok, [e.question for e in examples]),
                                    _ragged(tok, [e.context for e in examples]), length, stride, max_query)
-    for key in ("input_ids", "input_mask", "segment_ids"):
+    for key in ("input_ids", "input_mask", "segment_ids", "p_mask"):
         np.testing.assert_array_equal(windows[key].numpy(), want[key], err_msg=key)
     assert windows["example"].numpy().tolist() == [m.example_index for m in metas]
     assert windows["doc_start"].numpy().tolist() == [m.doc_start for m in metas]
@@ -81,6 +81,38 @@ def test_squad_windows_and_decoding_equal_the_benchmark(tok):
                      for j in range(m.doc_length)}
             text = ex.context[spans[first[i]][0]:spans[last[i]][1]].strip() if first[i] >= 0 else ""
             assert text == predictions[ex.qid], (i, n_best)
+
+
+def test_squad_v2_beam_decoding_equals_the_benchmark(tok):
+    """SQuAD v2.0's beam outputs (random, integer log-probabilities so that ties occur) decoded with and without
+    answering: the same text per question as postprocess_squad_v2 with that null threshold."""
+    rng = random.Random(4)
+    examples = _squad_examples(rng, 24)
+    length, stride, max_query = 32, 7, 6
+    want, metas = convert_squad_examples(examples, tok, length, stride, max_query, is_training=False)
+    windows = graphs.squad_windows(_ragged(tok, [e.question for e in examples]),
+                                   _ragged(tok, [e.context for e in examples]), length, stride, max_query)
+    np_rng = np.random.default_rng(5)
+    rows, k_s, k_e = want["input_ids"].shape[0], 5, 5
+    def top(count, size):  # distinct positions per beam, as top_k gives them
+        return np.stack([np_rng.permutation(length)[:size] for _ in range(count)]).astype(np.int32)
+
+    outputs = {"start_top_index": top(rows, k_s),
+               "start_top_log_probs": -np_rng.integers(0, 4, (rows, k_s)).astype(np.float32),
+               "end_top_index": top(rows * k_s, k_e).reshape(rows, k_s * k_e),
+               "end_top_log_probs": -np_rng.integers(0, 4, (rows, k_s * k_e)).astype(np.float32),
+               "cls_logits": np_rng.normal(size=rows).astype(np.float32)}
+    for threshold, max_answer in ((1e9, 30), (0.0, 3)):
+        predictions, odds = postprocess_squad_v2(examples, metas, outputs, 20, max_answer, threshold)
+        best = graphs.decode_beam_spans({k: tf.constant(v) for k, v in outputs.items()}, windows,
+                                        tf.constant(len(examples), tf.int64), max_answer, threshold)
+        np.testing.assert_allclose(best["null_odds"].numpy(), [odds[e.qid] for e in examples], rtol=1e-6)
+        first, last = best["first_piece"].numpy(), best["last_piece"].numpy()
+        for i, ex in enumerate(examples):
+            spans = {m.doc_start + j: m.char_spans[j] for m in metas if m.example_index == i
+                     for j in range(m.doc_length)}
+            text = ex.context[spans[first[i]][0]:spans[last[i]][1]].strip() if first[i] >= 0 else ""
+            assert text == predictions[ex.qid], (i, threshold)
 
 
 def test_choice_packing_equals_convert_race_examples(tok):

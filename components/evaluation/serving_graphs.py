@@ -14,6 +14,10 @@ the same ids (``tests/test_serving_graphs.py`` compares them on random inputs):
   the stable sort), kept when both are context pieces of the window, the start is max-context there, start <= end
   and the span is at most ``max_answer_length`` pieces; the best sum of the two logits (float64) over the
   question's windows, the first one met in (window, start rank, end rank) order on a tie.
+* :func:`decode_beam_spans` — :func:`components.evaluation.squad.decoding.postprocess_squad_v2` (SQuAD v2.0's beam
+  head, one evaluation) with the dev-tuned null threshold: the same choice over the beam's (start, end) pairs,
+  scored by their log-probabilities, and the question unanswered when the minimum ``cls_logits`` of its windows
+  is not below the threshold.
 * :func:`pack_choices` — :func:`components.evaluation.race.race_data.convert_race_examples`: per option
   ``[CLS] context [SEP] question+option [SEP]`` ("_" in the question replaced by the option, else the option
   appended after a space), the question+option keeping its last ``max_qa_length`` pieces, the context its first
@@ -32,8 +36,8 @@ import tensorflow as tf
 
 from components.evaluation.glue.transform import truncation_lengths
 
-__all__ = ["pack_classification", "squad_windows", "decode_spans", "pack_choices", "qa_texts", "strip_spaces",
-           "CLS_ID", "SEP_ID"]
+__all__ = ["pack_classification", "squad_windows", "check_squad_lengths", "decode_spans", "decode_beam_spans",
+           "pack_choices", "qa_texts", "strip_spaces", "CLS_ID", "SEP_ID"]
 
 CLS_ID, SEP_ID = 2, 3  # ALBERT's special ids, checked for both vocabulary kinds (tokenization / vocab_files)
 _NO_CANDIDATE = -1e9  # postprocess_squad's score when no span is valid (a candidate must beat it strictly)
@@ -101,7 +105,8 @@ def squad_windows(question: tf.RaggedTensor, context: tf.RaggedTensor, max_seq_l
                   max_query_length: int) -> Dict[str, tf.Tensor]:
     """The rows (windows) of ``convert_squad_examples`` for questions and contexts of token ids.
 
-    Returns the features (int32 ``[R, max_seq_length]``) and, per row: ``example`` (its question's index),
+    Returns the features (int32 ``[R, max_seq_length]``, with v2's ``p_mask``: 0 on ``[CLS]`` and the window's
+    context, 1 elsewhere) and, per row: ``example`` (its question's index),
     ``doc_start`` (its first context piece, an index into the context's pieces), ``doc_offset`` (the column of that
     piece: question length + 2), ``doc_length``, and ``max_context`` (bool ``[R, max_seq_length]``: true at the
     columns of the context pieces for which this window is the official best context).
@@ -143,7 +148,8 @@ def squad_windows(question: tf.RaggedTensor, context: tf.RaggedTensor, max_seq_l
     first_best = tf.reduce_min(tf.where(tf.logical_and(contains, tf.equal(score, best)), other, most), axis=-1)
     in_window = tf.logical_and(columns >= offset[:, tf.newaxis], columns < (offset + length)[:, tf.newaxis])
     max_context = tf.logical_and(in_window, tf.equal(first_best, index[:, tf.newaxis]))
-    return {**features, "example": example, "doc_start": start, "doc_offset": offset, "doc_length": length,
+    p_mask = tf.cast(tf.logical_not(tf.logical_or(in_window, tf.equal(columns, 0))), tf.int32)  # v2's answer mask
+    return {**features, "p_mask": p_mask, "example": example, "doc_start": start, "doc_offset": offset, "doc_length": length,
             "max_context": max_context}
 
 
@@ -162,23 +168,56 @@ def decode_spans(start_logits: tf.Tensor, end_logits: tf.Tensor, windows: Dict[s
     context's pieces, -1 without a span) and ``score`` (start + end logit, float64; -1e9 without a span)."""
     start64, end64 = tf.cast(start_logits, tf.float64), tf.cast(end_logits, tf.float64)
     length = tf.shape(start64, out_type=tf.int64)[1]
-    k = tf.minimum(tf.constant(n_best_size, tf.int64), length)
-    top_s = _i64(tf.math.top_k(start64, tf.cast(k, tf.int32)).indices)  # [R, k], ties: the lower position
-    top_e = _i64(tf.math.top_k(end64, tf.cast(k, tf.int32)).indices)
-    lo = windows["doc_offset"][:, tf.newaxis]
-    hi = lo + windows["doc_length"][:, tf.newaxis]
-    s_ok = tf.logical_and(tf.logical_and(top_s >= lo, top_s < hi),
-                          tf.gather(windows["max_context"], top_s, batch_dims=1))
-    e_ok = tf.logical_and(top_e >= lo, top_e < hi)
-    s, e = top_s[:, :, tf.newaxis], top_e[:, tf.newaxis, :]  # [R, k, 1], [R, 1, k]
-    ok = tf.logical_and(tf.logical_and(s_ok[:, :, tf.newaxis], e_ok[:, tf.newaxis, :]),
-                        tf.logical_and(e >= s, e - s + 1 <= max_answer_length))
+    k = tf.cast(tf.minimum(tf.constant(n_best_size, tf.int64), length), tf.int32)
+    top_s = _i64(tf.math.top_k(start64, k).indices)  # [R, k], ties: the lower position
+    top_e = _i64(tf.math.top_k(end64, k).indices)
+    s = top_s[:, :, tf.newaxis] + 0 * top_e[:, tf.newaxis, :]  # [R, k, k]: start rank, then end rank
+    e = top_e[:, tf.newaxis, :] + 0 * top_s[:, :, tf.newaxis]
     score = (tf.gather(start64, top_s, batch_dims=1)[:, :, tf.newaxis]
              + tf.gather(end64, top_e, batch_dims=1)[:, tf.newaxis, :])
-    score = tf.where(tf.logical_and(ok, score > _NO_CANDIDATE), score, tf.constant(-float("inf"), tf.float64))
-    flat = tf.reshape(score, [-1])  # rows in order, then start rank, then end rank
-    pairs = k * k
-    segment = tf.repeat(windows["example"], pairs)
+    best = _best_span(s, e, score, windows, batch, max_answer_length, floor=_NO_CANDIDATE)
+    best["score"] = tf.where(best["found"], best["score"], tf.constant(_NO_CANDIDATE, tf.float64))
+    return best
+
+
+def decode_beam_spans(outputs: Dict[str, tf.Tensor], windows: Dict[str, tf.Tensor], batch: tf.Tensor,
+                      max_answer_length: int, null_threshold: float) -> Dict[str, tf.Tensor]:
+    """The answer of each question, as ``postprocess_squad_v2`` gives it with ``null_threshold`` (SQuAD v2.0's
+    beam head, one evaluation): the best start+end log-probability pair of the beam over the question's windows
+    (the first in (window, start beam, end beam) order on a tie), and ``null_odds`` the minimum over its windows of
+    ``cls_logits`` (at most 1e6); ``found`` only where a span is valid and ``null_odds < null_threshold``."""
+    s = _i64(outputs["start_top_index"])
+    k_s = tf.shape(s)[1]
+    e = tf.reshape(_i64(outputs["end_top_index"]), [tf.shape(s)[0], k_s, -1])
+    e_lp = tf.reshape(tf.cast(outputs["end_top_log_probs"], tf.float64), tf.shape(e))
+    score = tf.cast(outputs["start_top_log_probs"], tf.float64)[:, :, tf.newaxis] + e_lp
+    s = s[:, :, tf.newaxis] + 0 * e
+    best = _best_span(s, e, score, windows, batch, max_answer_length)
+    null_odds = tf.minimum(tf.math.unsorted_segment_min(tf.cast(outputs["cls_logits"], tf.float64),
+                                                        windows["example"], batch), 1e6)
+    answered = tf.logical_and(best["found"], null_odds < null_threshold)
+    minus = -tf.ones_like(best["first_piece"])
+    return {"found": answered, "first_piece": tf.where(answered, best["first_piece"], minus),
+            "last_piece": tf.where(answered, best["last_piece"], minus), "score": best["score"],
+            "null_odds": null_odds}
+
+
+def _best_span(s: tf.Tensor, e: tf.Tensor, score: tf.Tensor, windows: Dict[str, tf.Tensor], batch: tf.Tensor,
+               max_answer_length: int, floor: float = -float("inf")) -> Dict[str, tf.Tensor]:
+    """Per question, the candidate (start column ``s``, end column ``e``, ``score``, each ``[R, a, b]``) with the
+    highest score among the valid ones of its windows: both in the window's context, the start max-context there,
+    start <= end, at most ``max_answer_length`` pieces, and above ``floor``; the first in row-major order on a tie."""
+    lo = windows["doc_offset"][:, tf.newaxis, tf.newaxis]
+    hi = lo + windows["doc_length"][:, tf.newaxis, tf.newaxis]
+    shape = tf.shape(s, out_type=tf.int64)
+    rows, a, b = shape[0], shape[1], shape[2]
+    s_flat = tf.reshape(s, [rows, -1])
+    start_ok = tf.reshape(tf.gather(windows["max_context"], s_flat, batch_dims=1), tf.shape(s))
+    ok = tf.logical_and(tf.logical_and(s >= lo, s < hi), start_ok)
+    ok = tf.logical_and(ok, tf.logical_and(e >= s, e < hi))
+    ok = tf.logical_and(ok, tf.logical_and(e - s + 1 <= max_answer_length, score > floor))
+    flat = tf.reshape(tf.where(ok, score, tf.constant(-float("inf"), tf.float64)), [-1])  # rows, then a, then b
+    segment = tf.repeat(windows["example"], a * b)
     best = tf.math.unsorted_segment_max(flat, segment, batch)
     order = tf.range(tf.size(flat, out_type=tf.int64))
     hit = tf.logical_and(tf.math.is_finite(flat), tf.equal(flat, tf.gather(best, segment)))
@@ -186,14 +225,13 @@ def decode_spans(start_logits: tf.Tensor, end_logits: tf.Tensor, windows: Dict[s
     first = tf.math.unsorted_segment_min(tf.where(hit, order, big), segment, batch)
     found = first < big
     first = tf.where(found, first, tf.zeros_like(first))
-    row, rank = first // pairs, first % pairs
-    s_col = tf.gather_nd(top_s, tf.stack([row, rank // k], 1))
-    e_col = tf.gather_nd(top_e, tf.stack([row, rank % k], 1))
+    row = first // (a * b)
+    s_col = tf.gather(tf.reshape(s, [-1]), first)
+    e_col = tf.gather(tf.reshape(e, [-1]), first)
     base = tf.gather(windows["doc_start"] - windows["doc_offset"], row)
     minus = -tf.ones_like(first)
     return {"found": found, "first_piece": tf.where(found, base + s_col, minus),
-            "last_piece": tf.where(found, base + e_col, minus),
-            "score": tf.where(found, best, tf.constant(_NO_CANDIDATE, tf.float64))}
+            "last_piece": tf.where(found, base + e_col, minus), "score": tf.where(found, best, 0.0)}
 
 
 def strip_spaces(text: tf.Tensor, whitespace_class: str) -> tf.Tensor:

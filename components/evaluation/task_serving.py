@@ -12,8 +12,10 @@ Signatures (strings ``[None]``, one row per example):
   (float ``[None, C]``, the softmax of the logits); a regression task (STS-B) → ``score`` (float).
 * ``answer``: ``question``, ``context`` → ``answer_text`` (string), ``answer_start`` / ``answer_end`` (int32,
   *character* offsets into the context, end exclusive; -1 when no span is valid), ``score`` (float, the start plus
-  end logit of the span): SQuAD v1.1's windows and decoding (:mod:`.serving_graphs`), the text cut from the original
-  context and stripped as the benchmark's ``context[start:end].strip()``.
+  end logit of the span; v2.0: their log-probabilities): SQuAD's windows and decoding (:mod:`.serving_graphs`), the
+  text cut from the original context and stripped as the benchmark's ``context[start:end].strip()``; SQuAD v2.0's
+  model answers "" (offsets -1) where the benchmark's dev-tuned ``null_threshold`` (in ``serving_info.json``) says
+  unanswerable.
 * ``choose``: ``context``, ``question`` (``[None]``), ``options`` (``[None, K]``) → ``choice`` (int32), ``scores``
   (float ``[None, K]``, the softmax over the options).
 
@@ -75,7 +77,8 @@ def restore_head(make_head: Callable, encoder, seed: int, weights, features: Dic
     """The task model of a run: ``make_head(encoder, seed)`` built on one row of ``features`` and given the run's
     ``weights``."""
     model = make_head(encoder, seed)
-    model({k: v[:1] for k, v in features.items() if k in FEATURE_KEYS}, training=False)
+    keys = getattr(model, "input_keys", FEATURE_KEYS)
+    model({k: v[:1] for k, v in features.items() if k in keys}, training=False)
     model.set_weights(weights)
     return model
 
@@ -91,7 +94,8 @@ class _TaskModule(tf.Module):
         self._model = Untracked(model)
 
     def run(self, features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        return self._model.model({k: features[k] for k in FEATURE_KEYS}, training=False)
+        keys = getattr(self._model.model, "input_keys", FEATURE_KEYS)  # SQuAD v2.0's head also reads p_mask
+        return self._model.model({k: features[k] for k in keys}, training=False)
 
 
 def classify_module(tokenizer, model, max_seq_length: int, labels: Sequence[str], pair: bool, regression: bool):
@@ -120,8 +124,9 @@ def classify_module(tokenizer, model, max_seq_length: int, labels: Sequence[str]
 
 
 def answer_module(tokenizer, model, max_seq_length: int, doc_stride: int, max_query_length: int, n_best_size: int,
-                  max_answer_length: int):
-    """(module, signature) of a SQuAD v1.1-style span extraction task."""
+                  max_answer_length: int, null_threshold: Optional[float] = None):
+    """(module, signature) of a SQuAD-style span extraction task: v1.1's head, or with ``null_threshold`` (the
+    threshold the benchmark tuned on dev) v2.0's beam head, unanswered questions getting ""."""
     graphs.check_squad_lengths(max_seq_length, max_query_length)
     module = _TaskModule(tokenizer, model)
     ws = whitespace_class()
@@ -132,8 +137,11 @@ def answer_module(tokenizer, model, max_seq_length: int, doc_stride: int, max_qu
         windows = graphs.squad_windows(module.tokenizer.tokenize(question), ids, max_seq_length, doc_stride,
                                        max_query_length)
         out = module.run(windows)
-        best = graphs.decode_spans(out["start_logits"], out["end_logits"], windows, batch, n_best_size,
-                                   max_answer_length)
+        if null_threshold is None:
+            best = graphs.decode_spans(out["start_logits"], out["end_logits"], windows, batch, n_best_size,
+                                       max_answer_length)
+        else:
+            best = graphs.decode_beam_spans(out, windows, batch, max_answer_length, float(null_threshold))
         found = best["found"]
         first = tf.cast(ids.row_splits[:-1], tf.int64) + tf.maximum(best["first_piece"], 0)
         last = tf.cast(ids.row_splits[:-1], tf.int64) + tf.maximum(best["last_piece"], 0)
@@ -261,13 +269,15 @@ def export_classify(task, hp, encoder, make_head, tokenizer, res, dev_examples, 
 
 def export_answer(name: str, hp, settings, encoder, make_head, tokenizer, res, dev_examples, dev_arrays,
                   output_dir: str) -> Dict[str, Any]:
-    """A SQuAD v1.1-style task (SQuAD1.1, CMRC2018): the served answers against the run's dev predictions, and
-    each answer's character offsets against its text."""
+    """A SQuAD-style task (SQuAD1.1, CMRC2018; SQuAD2.0 with the run's dev-tuned null threshold): the served
+    answers against the run's dev predictions, and each answer's character offsets against its text."""
+    null_threshold = res["metrics"].get("null_threshold") if str(settings.squad_version) == "2.0" else None
 
     def build():
         model = restore_head(make_head, encoder, res["seed"], res["weights"], dev_arrays)
         return answer_module(graph_tokenizer(tokenizer), model, hp.max_seq_length, settings.doc_stride,
-                             settings.max_query_length, settings.n_best_size, settings.max_answer_length)
+                             settings.max_query_length, settings.n_best_size, settings.max_answer_length,
+                             null_threshold)
 
     def check(serve):
         out = serve_rows(serve, {"question": [e.question for e in dev_examples],
@@ -279,7 +289,8 @@ def export_answer(name: str, hp, settings, encoder, make_head, tokenizer, res, d
         return {"split": "dev", "rows": len(texts), "offsets_match_text": int(spans),
                 "same_predictions": sum(text == want[e.qid] for e, text in zip(dev_examples, texts))}
 
-    return export_task_serving(name, output_dir, "answer", build, check, hp.max_seq_length,
+    extra = {} if null_threshold is None else {"null_threshold": float(null_threshold)}
+    return export_task_serving(name, output_dir, "answer", build, check, hp.max_seq_length, **extra,
                                doc_stride=settings.doc_stride, max_query_length=settings.max_query_length,
                                n_best_size=settings.n_best_size, max_answer_length=settings.max_answer_length)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import os
 import time
 from typing import Any, Dict, List, Tuple
@@ -36,8 +35,6 @@ from components.evaluation.squad.scoring import squad_v1_metrics
 from components.evaluation.benchmark_config import SQUAD_TASKS
 
 __all__ = ["run_squad", "START_N_TOP", "END_N_TOP", "squad_task_name"]
-
-log = logging.getLogger(__name__)
 
 START_N_TOP = 5  # official run_squad_v2.py beam sizes
 END_N_TOP = 5
@@ -119,7 +116,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
     export = bool(getattr(settings, "export_serving_model", True))
 
     def after_run(model, res):
-        if export and not v2:
+        if export:
             res["weights"] = model.get_weights()  # the selected weights, exported if this run is the median
 
     run_results, chosen = fine_tune_seeds(albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed,
@@ -144,12 +141,7 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
         with open(subset, "w", encoding="utf-8") as f:
             json.dump({"version": settings.squad_version, "data": dev_articles}, f, ensure_ascii=False)
         entry["dev_subset"] = os.path.relpath(subset, output_dir)
-    if export and v2:
-        reason = ("the raw-text export decodes SQuAD v1.1's span head; v2.0's beam head and null threshold are not "
-                  "in its graph (components/evaluation/task_serving.py)")
-        log.warning("%s: no raw-text serving model (benchmarks.export_serving_model): %s", name, reason)
-        entry["serving_model_skipped"] = reason
-    elif export:
+    if export:
         from components.evaluation.task_serving import export_answer  # lazy: tensorflow_text (the export only)
 
         encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=False)
