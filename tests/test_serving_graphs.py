@@ -126,7 +126,8 @@ def test_choice_packing_equals_convert_race_examples(tok):
         examples.append(RaceExample(str(i), "m", _text(rng, rng.randint(0, 40)), question, options, 0))
     want = convert_race_examples(examples, tok, 24, 12)
     qa = graphs.qa_texts(tf.constant([e.question for e in examples]), tf.constant([list(e.options) for e in examples]))
-    assert [t.decode() for t in qa.numpy().reshape(-1)] == [_qa_text(e.question, o) for e in examples for o in e.options]
+    texts = [t.decode() for t in qa.numpy().reshape(-1)]
+    assert texts == [_qa_text(e.question, o) for e in examples for o in e.options]
     got = graphs.pack_choices(_ragged(tok, [e.article for e in examples]),
                               _ragged(tok, [t.decode() for t in qa.numpy().reshape(-1)]), 4, 24, 12)
     for key in ("input_ids", "input_mask", "segment_ids"):

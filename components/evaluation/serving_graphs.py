@@ -149,7 +149,8 @@ def squad_windows(question: tf.RaggedTensor, context: tf.RaggedTensor, max_seq_l
     in_window = tf.logical_and(columns >= offset[:, tf.newaxis], columns < (offset + length)[:, tf.newaxis])
     max_context = tf.logical_and(in_window, tf.equal(first_best, index[:, tf.newaxis]))
     p_mask = tf.cast(tf.logical_not(tf.logical_or(in_window, tf.equal(columns, 0))), tf.int32)  # v2's answer mask
-    return {**features, "p_mask": p_mask, "example": example, "doc_start": start, "doc_offset": offset, "doc_length": length,
+    return {**features, "p_mask": p_mask, "example": example, "doc_start": start, "doc_offset": offset,
+            "doc_length": length,
             "max_context": max_context}
 
 
