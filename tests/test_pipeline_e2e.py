@@ -158,6 +158,7 @@ def test_every_task_model_serves_raw_text_as_the_benchmark_predicts(store, sampl
     node on every row), and a fresh load of the SQuAD model answers the first dev questions with the prediction file's
     texts at character offsets of the context."""
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (registers TF Text's ops, as TF Serving links them)
 
     from components.evaluation.squad.reading import read_squad
 
