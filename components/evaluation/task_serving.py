@@ -220,11 +220,11 @@ def export_task_serving(task: str, output_dir: str, kind: str, build: Callable, 
             os.replace(os.path.join(staging, name), final)
             moved.append(final)
     except Exception as e:
+        for path in moved:
+            if os.path.isfile(path):
+                os.remove(path)  # serving_info.json
         for path in moved + ([task_dir] if created else []):
-            if os.path.isdir(path):
-                shutil.rmtree(path, ignore_errors=True)
-            elif os.path.exists(path):
-                os.remove(path)
+            shutil.rmtree(path, ignore_errors=True)  # a file in the way of <task>/ is not ours: it stays
         raise ServingExportError(f"{task}: exporting the raw-text serving model to {serving_dir} failed: "
                                  f"{type(e).__name__}: {e}") from e
     finally:

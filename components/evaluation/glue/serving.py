@@ -111,9 +111,10 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
             os.replace(os.path.join(staging, name), final)
             moved.append(final)
     except Exception as e:
-        for path in moved + ([task_dir] if created else []):
+        for path in moved:
             if os.path.isfile(path):
-                os.remove(path)
+                os.remove(path)  # serving_info.json
+        for path in moved + ([task_dir] if created else []):
             shutil.rmtree(path, ignore_errors=True)
         raise ServingExportError(f"{task.name}: exporting the raw-text serving model to {serving_dir} failed: "
                                  f"{type(e).__name__}: {e}") from e
