@@ -94,7 +94,7 @@ def test_classification_clue_and_spec_tasks(chinese_albert, tmp_path):
     glue_dir = tmp_path / "data"
     shutil.copytree(FIXTURES / "AFQMC", glue_dir / "AFQMC")
     _topics(glue_dir / "TOPICS")
-    # export_serving_model at its default (true): the raw-text export cannot serve WordPiece, so it is skipped.
+    # export_serving_model at its default (true): both tasks get a raw-text model through the in-graph tokenizer.
     cfg = _cfg(["AFQMC", "TOPICS"], glue_dir=str(glue_dir), glue_tasks=["AFQMC", "TOPICS"], tasks={"TOPICS": TOPICS},
                export_serving_model=True)
     out = str(tmp_path / "out")
@@ -113,12 +113,23 @@ def test_classification_clue_and_spec_tasks(chinese_albert, tmp_path):
     assert afqmc["score"] == afqmc["accuracy"] == afqmc["selection_score"]
     assert math.isclose(topics["score"], (topics["macro_f1"] + topics["accuracy"]) / 2)
     assert topics["selection_score"] == topics["macro_f1"]
-    for entry in (afqmc, topics):
-        assert "serving_model" not in entry
-    assert afqmc["serving_model_skipped"] == (
-        "AFQMC is not a GLUE task, and the raw-text serving export reads GLUE's column layout only "
-        "(components/evaluation/glue/serving.py)")
-    assert not (Path(out) / "AFQMC" / "serving_model").exists()
+    for name, entry, spec, pair in (("AFQMC", afqmc, C.CLUE_TASKS["AFQMC"], True),
+                                     ("TOPICS", topics, ClassificationSpec.from_dict("TOPICS", TOPICS), False)):
+        assert "serving_model_skipped" not in entry
+        assert entry["serving_model"] == os.path.join(name, "serving_model")
+        # the served labels are the benchmark's dev predictions, row for row
+        assert entry["serving_check"] == {"split": "dev", "rows": entry["num_dev"],
+                                          "same_predictions": entry["num_dev"]}
+        info = json.loads((Path(out) / entry["serving_info"]).read_text(encoding="utf-8"))
+        assert info == {"kind": "classify", "inputs": ["text_a", "text_b"] if pair else ["text_a"],
+                        "outputs": ["label", "label_id", "scores"], "labels": list(spec.labels),
+                        "max_seq_length": 48}
+        assert not [p for p in os.listdir(Path(out) / name) if p.startswith(".serving-staging-")]
+    serve = tf.saved_model.load(str(Path(out) / topics["serving_model"])).signatures["serving_default"]
+    served = serve(text_a=tf.constant(["球队赢了比赛", "银行利率下降"]))
+    assert served["scores"].shape == (2, 3) and served["label_id"].dtype == tf.int32
+    assert [TOPICS["labels"][i] for i in served["label_id"].numpy()] == [
+        x.decode() for x in served["label"].numpy()]
 
     # The reported numbers are the metrics of the prediction files the run wrote (label strings, dev order).
     for name, spec, examples in (("AFQMC", C.CLUE_TASKS["AFQMC"], C.read_clue("AFQMC", "dev", str(glue_dir))),

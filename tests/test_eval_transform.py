@@ -157,7 +157,8 @@ def test_exported_model_takes_raw_text(mrpc_transform, tokenizer, tmp_path):
     model = ClassifierModel(encoder, 2, 0.1, seed=1)
     arrays = glue_lib.convert_glue_examples(rows, tokenizer, 40, "MRPC")
     want = predict(model, arrays)["logits"]
-    export_dir = T.export_serving_model(model, transform_dir, str(tmp_path / "serving"), has_text_b=True, num_labels=2)
+    export_dir = T.export_serving_model(model, transform_dir, str(tmp_path / "serving"), has_text_b=True, num_labels=2,
+                                        labels=["0", "1"])
     del model, encoder
     loaded = tf.saved_model.load(export_dir)
     serve = loaded.signatures["serving_default"]
@@ -165,6 +166,10 @@ def test_exported_model_takes_raw_text(mrpc_transform, tokenizer, tmp_path):
     np.testing.assert_allclose(out["logits"].numpy(), want, rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(out["class_ids"].numpy(), np.argmax(want, -1))
     np.testing.assert_allclose(out["positive_probability"].numpy(), tf.nn.softmax(want)[:, 1].numpy(), atol=1e-5)
+    # The common classify outputs (components/evaluation/task_serving.py): label, label_id (int32), scores.
+    np.testing.assert_array_equal(out["label_id"].numpy(), np.argmax(want, -1).astype(np.int32))
+    assert [x.decode() for x in out["label"].numpy()] == [str(i) for i in np.argmax(want, -1)]
+    np.testing.assert_allclose(out["scores"].numpy(), tf.nn.softmax(want).numpy(), atol=1e-5)
     # The tf.Example signature (what TFMA feeds) gives the same outputs.
     examples = [tf.train.Example(features=tf.train.Features(feature={
         k: tf.train.Feature(bytes_list=tf.train.BytesList(value=[v.encode("utf-8")]))

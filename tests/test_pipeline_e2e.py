@@ -152,6 +152,39 @@ def _benchmark_outputs(store):
     return out
 
 
+def test_every_task_model_serves_raw_text_as_the_benchmark_predicts(store, sample_dir):
+    """Issue 64: every task model of the run (GLUE, SQuAD, RACE) has a raw-text serving model and its
+    serving_info.json; on its dev set the served predictions are the benchmark's, example for example (checked by the
+    node on every row), and a fresh load of the SQuAD model answers the first dev questions with the prediction file's
+    texts at character offsets of the context."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401 (registers TF Text's ops, as TF Serving links them)
+
+    from components.evaluation.squad.reading import read_squad
+
+    benchmarks = _benchmark_outputs(store)
+    kinds = {"glue": "classify", "squad": "answer", "race": "choose"}
+    for benchmark, (artifact, metrics) in benchmarks.items():
+        for task, m in metrics["tasks"].items():
+            assert "serving_model_skipped" not in m, task
+            assert m["serving_check"]["same_predictions"] == m["serving_check"]["rows"] == m["num_dev"], task
+            with open(os.path.join(artifact.uri, m["serving_info"]), encoding="utf-8") as f:
+                info = json.load(f)
+            assert info["kind"] == kinds[benchmark] and info["max_seq_length"] in (64, 128), task
+            assert os.path.isfile(os.path.join(artifact.uri, m["serving_model"], "saved_model.pb")), task
+    artifact, metrics = benchmarks["squad"]
+    squad = metrics["tasks"]["SQuAD1.1"]
+    with open(os.path.join(artifact.uri, squad["predictions"]), encoding="utf-8") as f:
+        predicted = json.load(f)
+    dev = read_squad(os.path.join(sample_dir, "squad", "dev-v1.1-sample.json"), on_bad_answer="skip")[:16]
+    serve = tf.saved_model.load(os.path.join(artifact.uri, squad["serving_model"])).signatures["serving_default"]
+    out = serve(question=tf.constant([e.question for e in dev]), context=tf.constant([e.context for e in dev]))
+    texts = [t.decode("utf-8") for t in out["answer_text"].numpy()]
+    assert texts == [predicted[e.qid] for e in dev]
+    for e, text, start, end in zip(dev, texts, out["answer_start"].numpy(), out["answer_end"].numpy()):
+        assert e.context[start:end] == text
+
+
 def test_report_scores_are_the_benchmarks_rescored_from_their_prediction_files(store, cli, sample_dir):
     """Every score in the report is its benchmark node's, and the official scorer (`albert-pipeline score`) on the
     node's prediction file gives it back; the Table-2 row and its Avg are those numbers."""

@@ -3,6 +3,7 @@ through the real CLI: CorpusGen cuts the Chinese books at 。！？, VocabGen le
 whole words at "##", the Trainer pretrains albert-tiny, the three kinds of CLUE tasks are fine-tuned and scored
 (AFQMC and TNEWS, CMRC2018, C3), and the release carries the vocab.txt and a Hugging Face folder that declares
 BertTokenizer."""
+import glob
 import json
 import os
 import subprocess
@@ -65,6 +66,23 @@ def test_the_chinese_report_and_card_file_each_task_under_its_family(zh_run):
         ("clue", "cmrc2018", "question-answering", "f1", tasks["CMRC2018"]["f1"]),
         ("clue", "cmrc2018", "question-answering", "exact_match", tasks["CMRC2018"]["exact_match"]),
         ("clue", "c3", "multiple-choice", "accuracy", tasks["C3"]["all"])])
+
+
+def test_every_chinese_task_model_serves_raw_text_as_the_benchmark_predicts(zh_run):
+    """Issue 64: AFQMC and TNEWS (classify), CMRC2018 (answer) and C3 (choose) on the run's WordPiece vocabulary each
+    have a raw-text serving model whose dev predictions are the benchmark's, row for row, and no task is left
+    without one."""
+    out, _, stderr = zh_run
+    assert "no raw-text serving model" not in stderr
+    kinds = {"AFQMC": "classify", "TNEWS": "classify", "CMRC2018": "answer", "C3": "choose"}
+    seen = {}
+    for path in glob.glob(str(out / "pipeline_root" / "*Benchmark" / "*" / "*" / "metrics.json")):
+        with open(path, encoding="utf-8") as f:
+            for task, m in json.load(f)["tasks"].items():
+                assert m["serving_check"]["same_predictions"] == m["serving_check"]["rows"] == m["num_dev"], task
+                with open(os.path.join(os.path.dirname(path), m["serving_info"]), encoding="utf-8") as f:
+                    seen[task] = json.load(f)["kind"]
+    assert seen == kinds
 
 
 def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):

@@ -88,7 +88,9 @@ class BenchmarkConfig(Section):
     max_query_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
-    export_serving_model: bool = True  # GLUE: <TASK>/serving_model = tf.Transform graph + classifier (raw text in)
+    # GLUE node: <TASK>/serving_model, raw text in (tf.Transform route, or components/evaluation/task_serving.py). The
+    # SQuAD / RACE nodes always export (their parameters do not carry this field, so their cache keys stay).
+    export_serving_model: bool = True
     tfma: bool = True  # GLUE classification: TFMA metrics on the exported model, under "tfma" in metrics.json
     # Extra arms fine-tuned with the same hparams, seeds and protocol: "random_init" = the same architecture
     # without pretraining, so the report can show what pretraining gained (every benchmark node runs them).

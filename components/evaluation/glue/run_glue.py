@@ -12,11 +12,11 @@ Per task: the Table 14 row ``settings.hparams[<task>]``; headline ``score`` as
 Pearson/Spearman, others accuracy; MNLI: matched, reported as ``MNLI-m`` and ``MNLI-mm``); checkpoints and the
 median run are chosen by the official selection metric (``selection_metric``: accuracy for MRPC/QQP, Pearson
 for STS-B, MCC for CoLA). Test splits present beside the data get submission files from the selected weights;
-the selected run is exported as a raw-text serving model (:mod:`components.evaluation.glue.serving`) unless
-``settings.export_serving_model`` is off. That export (its tf.Transform graph) reproduces a GLUE task's columns with
-ALBERT's SentencePiece featurisation, so it is skipped, with a log line and ``serving_model_skipped`` (the reason)
-in the task's result, for a task that is not GLUE's or a model whose vocabulary is WordPiece or normalises text
-otherwise (:func:`serving_refusal`).
+the selected run is exported as a raw-text serving model unless ``settings.export_serving_model`` is off, by one of
+two routes (:func:`serving_route`): a GLUE task on ALBERT's SentencePiece featurisation through its tf.Transform graph
+(:mod:`components.evaluation.glue.serving`, which TFMA then evaluates), every other task (CLUE's, a task spec, a
+WordPiece or otherwise normalising vocabulary) through the common in-graph tokenizer
+(:mod:`components.evaluation.task_serving`). Both write the same ``classify`` signature and ``serving_info.json``.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from components.evaluation.glue.task_spec_reader import ClassificationSpec, spec
 from config.errors import MissingInputError
 from config.schema import ConfigError
 
-__all__ = ["run_glue", "resolve_task", "serving_refusal"]
+__all__ = ["run_glue", "resolve_task", "serving_route"]
 
 log = logging.getLogger(__name__)
 
@@ -99,22 +99,15 @@ def _read(task: Task, split: str, data_dir: str) -> List[glue_lib.GlueExample]:
     return clue_lib.read_classification(task, split, data_dir)
 
 
-def serving_refusal(task: Task, tokenizer) -> Optional[str]:
-    """Why the raw-text serving export cannot serve this task with this tokenizer (None: it can). Its
-    tf.Transform graph (components/evaluation/glue/transform.py) is ALBERT's SentencePiece featurisation of a GLUE task's
-    columns."""
-    if not isinstance(task, glue_lib.GlueTask):
-        return (f"{task.name} is not a GLUE task, and the raw-text serving export reads GLUE's column layout only "
-                "(components/evaluation/glue/serving.py)")
-    kind = getattr(tokenizer, "kind", "sentencepiece")
-    if kind != "sentencepiece":
-        return (f"the model's vocabulary is {kind}, and the raw-text serving export's tf.Transform graph "
-                "tokenizes with SentencePiece only (components/evaluation/glue/transform.py)")
-    normalization = getattr(tokenizer, "normalization", "albert")
-    if normalization != "albert" or getattr(tokenizer, "strip_accents", False):
-        return (f"the model normalises text with {normalization}, and the raw-text serving export's tf.Transform "
-                "graph reproduces ALBERT's normalisation only (components/evaluation/glue/transform.py)")
-    return None
+def serving_route(task: Task, tokenizer) -> str:
+    """How the raw-text serving model of this task is built: ``transform`` (GLUE's tf.Transform graph of ALBERT's
+    SentencePiece featurisation of GLUE's columns, components/evaluation/glue/transform.py; TFMA runs on it) or
+    ``graph`` (the common in-graph tokenizer, components/evaluation/task_serving.py) for everything else."""
+    if (isinstance(task, glue_lib.GlueTask) and getattr(tokenizer, "kind", "sentencepiece") == "sentencepiece"
+            and getattr(tokenizer, "normalization", "albert") == "albert"
+            and not getattr(tokenizer, "strip_accents", False)):
+        return "transform"
+    return "graph"
 
 
 def _pct(values: Dict[str, Any], keys) -> Dict[str, Any]:
@@ -253,10 +246,6 @@ def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, s
 
     loss_fn = regression_loss if task.is_regression else classification_loss
     export = bool(getattr(settings, "export_serving_model", True))
-    refusal = serving_refusal(task, tokenizer) if export else None
-    if refusal is not None:
-        log.warning("%s: no raw-text serving model (benchmarks.export_serving_model): %s", task.name, refusal)
-        export = False
 
     def make_head(encoder, run_seed):
         return ClassifierModel(encoder, task.num_labels, hp.classifier_dropout, run_seed)
@@ -293,8 +282,6 @@ def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, s
         if floor is not None:
             entry["majority_baseline"] = 100.0 * floor
             entry["single_class_runs"] = single_class_runs(run_results, lambda m, s=split: m["splits"][s])
-        if refusal is not None:
-            entry["serving_model_skipped"] = refusal
         if cross_lingual:
             entry["cross_lingual"] = {"task": task.name, "language": task.split_language(split),
                                       "train_language": task.train_language}
@@ -313,11 +300,20 @@ def _run_task(task: Task, data_dir: str, albert_dir: str, tokenizer, settings, s
             path = os.path.join(output_dir, "predictions", "test", f"{task.name.lower()}{suffix}_predict.json")
             write_spec_predictions(task, ex, list(preds), path)
         result[name]["test_predictions"] = os.path.relpath(path, output_dir)
-    if export:
+    if export and serving_route(task, tokenizer) == "transform":
         serving = export_glue_serving(task, hp, albert_dir, tokenizer, res, devs, dev_splits, output_dir,
                                       run_tfma=bool(getattr(settings, "tfma", True)), graphs=graphs)
         for split in dev_splits:
             result[names[split]].update(serving.get(split, {}))
+    elif export:
+        from components.evaluation.task_serving import export_classify  # lazy: tensorflow_text (the export only)
+
+        ex, arrays = devs[dev_splits[0]]
+        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=False)
+        served = export_classify(task, hp, encoder, make_head, tokenizer, res, ex, arrays, output_dir,
+                                 split=dev_splits[0])
+        for split in dev_splits:
+            result[names[split]].update(served)
     for r in run_results:
         r.pop("weights", None)
     runs_out[task.name] = runs_record(run_results)

@@ -20,6 +20,7 @@ staging folder and raises :class:`ServingExportError`, which fails the benchmark
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -38,9 +39,11 @@ from components.file_io import copy_tree
 
 log = logging.getLogger(__name__)
 
-__all__ = ["export_glue_serving", "ServingExportError", "TransformGraphs", "SERVING_DIR", "TRANSFORM_DIR"]
+__all__ = ["export_glue_serving", "ServingExportError", "TransformGraphs", "SERVING_DIR", "TRANSFORM_DIR", "INFO_FILE",
+           "write_serving_info"]
 
 SERVING_DIR = "serving_model"  # <output_dir>/<TASK>/serving_model
+INFO_FILE = "serving_info.json"  # <output_dir>/<TASK>/serving_info.json: the signature's kind, inputs and outputs
 TRANSFORM_DIR = "transform"  # <output_dir>/<TASK>/transform: the tf.Transform output the serving model embeds
 _STAGING_PREFIX = ".serving-staging-"
 
@@ -101,13 +104,16 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
         staging = tempfile.mkdtemp(prefix=_STAGING_PREFIX, dir=task_dir)
         checks = _export_and_check(task, hp, albert_dir, tokenizer, res, devs, dev_splits[0], staging,
                                    graphs.get(key) if graphs is not None else None)
-        for name in (TRANSFORM_DIR, SERVING_DIR):
+        for name in (TRANSFORM_DIR, SERVING_DIR, INFO_FILE):
             final = os.path.join(task_dir, name)
-            if os.path.exists(final):
+            if os.path.isdir(final):
                 shutil.rmtree(final)
             os.replace(os.path.join(staging, name), final)
             moved.append(final)
     except Exception as e:
+        for path in moved:
+            if os.path.isfile(path):
+                os.remove(path)  # serving_info.json
         for path in moved + ([task_dir] if created else []):
             shutil.rmtree(path, ignore_errors=True)
         raise ServingExportError(f"{task.name}: exporting the raw-text serving model to {serving_dir} failed: "
@@ -117,7 +123,8 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
             shutil.rmtree(staging, ignore_errors=True)
     if graphs is not None:
         graphs.add(key, task.name, os.path.join(task_dir, TRANSFORM_DIR))
-    common = {"serving_model": os.path.relpath(serving_dir, output_dir), **checks}
+    common = {"serving_model": os.path.relpath(serving_dir, output_dir),
+              "serving_info": os.path.relpath(os.path.join(task_dir, INFO_FILE), output_dir), **checks}
     for split in dev_splits:
         result[split].update(common)
     if not run_tfma:
@@ -139,6 +146,17 @@ def export_glue_serving(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer,
             log.exception("%s %s: TFMA failed", task.name, split)
             result[split]["tfma"] = {"error": f"{type(e).__name__}: {e}"}
     return result
+
+
+def write_serving_info(path: str, kind: str, signature, max_seq_length: int, **extra) -> Dict[str, Any]:
+    """``serving_info.json`` of a signature: its kind, input and output names, the sequence length, ``extra``."""
+    inputs = [spec.name for spec in tf.nest.flatten(signature.structured_input_signature)]
+    outputs = sorted(signature.structured_outputs)
+    info = {"kind": kind, "inputs": inputs, "outputs": outputs, "max_seq_length": int(max_seq_length), **extra}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(info, f, indent=1, sort_keys=True, ensure_ascii=False)
+        f.write("\n")
+    return info
 
 
 def _export_and_check(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, res, devs, split: str,
@@ -178,9 +196,12 @@ def _export_and_check(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, r
     model({k: v[:1] for k, v in first_arrays.items() if k in FEATURE_KEYS}, training=False)
     model.set_weights(res["weights"])
     in_memory = predict(model, first_arrays)["logits"]
-    transform_lib.export_serving_model(model, transform_dir, serving_dir, has_b, task.num_labels)
+    labels = [] if task.num_labels == 1 else list(task.labels)
+    transform_lib.export_serving_model(model, transform_dir, serving_dir, has_b, task.num_labels, labels)
     del model, encoder
     serve = tf.saved_model.load(serving_dir).signatures["serving_default"]
+    write_serving_info(os.path.join(staging, INFO_FILE), "classify", serve, hp.max_seq_length,
+                       **({"labels": labels} if labels else {}))
     served = []
     for start in range(0, len(rows), EVAL_BATCH_SIZE):
         chunk = first_ex[start:start + EVAL_BATCH_SIZE]

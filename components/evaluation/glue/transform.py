@@ -391,7 +391,7 @@ def transform_rows(rows: Sequence[Mapping[str, str]], transform_output_dir: str,
 
 
 class _ServingModule(tf.Module):
-    def __init__(self, model, tft_layer, has_text_b: bool, num_labels: int):
+    def __init__(self, model, tft_layer, has_text_b: bool, num_labels: int, labels: Sequence[str] = ()):
         super().__init__()
         # The classifier's variables are tracked, not the Keras model: a tracked Keras model makes
         # tf.saved_model.save serialize each of its layers for Keras reloading (tracing their call functions),
@@ -401,39 +401,47 @@ class _ServingModule(tf.Module):
         self.tft_layer = tft_layer
         self._has_text_b = has_text_b
         self._num_labels = num_labels
+        self._labels = [str(x) for x in labels]
 
-    def outputs(self, raw: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    def outputs(self, raw: Dict[str, tf.Tensor], classify: bool = False) -> Dict[str, tf.Tensor]:
+        """The classifier's outputs; ``classify`` adds the common ``classify`` signature's (task_serving.py):
+        ``label``, ``label_id``, ``scores``, or ``score`` for a regression task."""
         feats = self.tft_layer(raw)
         inputs = {k: tf.cast(feats[k], tf.int32) for k in FEATURE_KEYS}
         logits = self._model.model(inputs, training=False)["logits"]
         if self._num_labels == 1:
-            return {"logits": logits, "predictions": logits[:, 0]}
+            return {"logits": logits, "predictions": logits[:, 0], **({"score": logits[:, 0]} if classify else {})}
         probs = tf.nn.softmax(logits, axis=-1)
         out = {"logits": logits, "probabilities": probs, "class_ids": tf.argmax(logits, axis=-1)}
         if self._num_labels == 2:
             out["positive_probability"] = probs[:, 1]
+        if classify:
+            label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            out.update({"label_id": label_id, "scores": probs,
+                        "label": tf.gather(tf.constant(self._labels or [""] * self._num_labels), label_id)})
         return out
 
 
 def export_serving_model(model, transform_output_dir: str, export_dir: str, has_text_b: bool,
-                         num_labels: int) -> str:
+                         num_labels: int, labels: Sequence[str] = ()) -> str:
     """SavedModel = Transform graph (``TFTransformOutput.transform_features_layer()``) + ``model``.
 
     Signatures: ``serving_default`` takes raw strings ``text_a`` (and ``text_b``), shape ``[None]``;
     ``serve_tf_examples`` takes serialized ``tf.Example``s with those features (what TFMA / the TFX
     Evaluator feed). Outputs: ``logits``; classification adds ``probabilities``, ``class_ids`` and,
-    for two labels, ``positive_probability``; regression adds ``predictions``.
+    for two labels, ``positive_probability``; regression adds ``predictions``. ``serving_default`` also gives the
+    common ``classify`` outputs (``label`` from ``labels``, ``label_id``, ``scores``; regression ``score``).
     """
     import tensorflow_transform as tft  # lazy: tensorflow_transform (0.05 s)
 
     tft_output = tft.TFTransformOutput(transform_output_dir)
-    module = _ServingModule(model, tft_output.transform_features_layer(), has_text_b, num_labels)
+    module = _ServingModule(model, tft_output.transform_features_layer(), has_text_b, num_labels, labels)
     keys = text_keys(has_text_b)
     raw_spec = raw_feature_spec(has_text_b)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=k) for k in keys], autograph=False)
     def serve_text(*texts):
-        return module.outputs(dict(zip(keys, texts)))
+        return module.outputs(dict(zip(keys, texts)), classify=True)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")], autograph=False)
     def serve_tf_examples(examples):

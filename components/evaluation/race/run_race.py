@@ -24,7 +24,7 @@ from components.evaluation.glue import clue as clue_lib
 from components.evaluation.race import race_data as race_lib
 from components.evaluation.finetune import (EVAL_BATCH_SIZE, fine_tune_seeds, predict, run_summary, runs_record,
                                            single_class_runs)
-from components.evaluation.heads import MultipleChoiceModel, classification_loss
+from components.evaluation.heads import MultipleChoiceModel, build_encoder, classification_loss
 from components.evaluation.metrics import majority_baseline, majority_share
 
 __all__ = ["run_race"]
@@ -60,10 +60,19 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
                         "majority_share": 100.0 * majority_share(logits)})
         return metrics, {"predictions": np.argmax(logits, axis=-1)}
 
+    export = bool(getattr(settings, "export_serving_model", True))
+
+    def make_head(encoder, run_seed):
+        return MultipleChoiceModel(encoder, hp.classifier_dropout, run_seed)
+
+    def after_run(model, res):
+        if export:
+            res["weights"] = model.get_weights()  # the selected weights, exported if this run is the median
+
     run_results, chosen = fine_tune_seeds(
-        albert_dir, hp, train, lambda enc, s: MultipleChoiceModel(enc, hp.classifier_dropout, s),
-        classification_loss, evaluate, seed=seed, num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-        eval_every=settings.eval_every, init=init, task=name, precision=settings.mixed_precision)
+        albert_dir, hp, train, make_head, classification_loss, evaluate, seed=seed, num_seeds=settings.seeds,
+        selection=settings.checkpoint_selection, eval_every=settings.eval_every, after_run=after_run, init=init,
+        task=name, precision=settings.mixed_precision)
     res = run_results[chosen]
     pred_path = os.path.join(output_dir, "predictions", f"{name.lower()}_dev_predictions.json")
     os.makedirs(os.path.dirname(pred_path), exist_ok=True)
@@ -78,5 +87,14 @@ def run_race(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, out
                   # the floor: always answering the training set's most frequent letter
                   "majority_baseline": 100.0 * majority_baseline(name, train["label_ids"], dev["label_ids"]),
                   "single_class_runs": single_class_runs(run_results, lambda m: m)})
+    if export:
+        from components.evaluation.task_serving import export_choose  # lazy: tensorflow_text (the export only)
+
+        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=False)
+        info = {"pad_option": clue_lib.C3_PAD_CHOICE} if c3 else {}
+        entry.update(export_choose(name, hp, max_qa, encoder, make_head, tokenizer, res, dev_ex, dev, output_dir,
+                                   **info))
+    for r in run_results:
+        r.pop("weights", None)
     return {"tasks": {name: entry}, "runs": {name: runs_record(run_results)},
             "hparams": {name: dataclasses.asdict(hp)}, "skipped": {}, "timings": {name: round(time.time() - t0, 3)}}

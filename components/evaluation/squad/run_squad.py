@@ -25,7 +25,7 @@ import time
 from typing import Any, Dict, List, Tuple
 
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record
-from components.evaluation.heads import SpanModel, SquadV2Model, span_loss, squad_v2_loss
+from components.evaluation.heads import SpanModel, SquadV2Model, build_encoder, span_loss, squad_v2_loss
 from components.evaluation.squad.cmrc2018 import cmrc2018_metrics
 from components.evaluation.squad.decoding import (evaluate_squad_v2, postprocess_squad, write_null_odds,
                                                   write_squad_predictions)
@@ -113,9 +113,15 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
         def make_head(enc, s):
             return SpanModel(enc, s)
         loss_fn, evaluate = span_loss, evaluate_v1
+    export = bool(getattr(settings, "export_serving_model", True))
+
+    def after_run(model, res):
+        if export:
+            res["weights"] = model.get_weights()  # the selected weights, exported if this run is the median
+
     run_results, chosen = fine_tune_seeds(albert_dir, hp, train, make_head, loss_fn, evaluate, seed=seed,
                                           num_seeds=settings.seeds, selection=settings.checkpoint_selection,
-                                          eval_every=settings.eval_every, init=init,
+                                          eval_every=settings.eval_every, init=init, after_run=after_run,
                                           task=name if cmrc else "SQuAD" + settings.squad_version,
                                           precision=settings.mixed_precision)
     res = run_results[chosen]
@@ -135,5 +141,12 @@ def run_squad(data_dir: str, albert_dir: str, tokenizer, settings, seed: int, ou
         with open(subset, "w", encoding="utf-8") as f:
             json.dump({"version": settings.squad_version, "data": dev_articles}, f, ensure_ascii=False)
         entry["dev_subset"] = os.path.relpath(subset, output_dir)
+    if export:
+        from components.evaluation.task_serving import export_answer  # lazy: tensorflow_text (the export only)
+
+        encoder = build_encoder(albert_dir, hp.albert_dropout, hp.max_seq_length, restore=False)
+        entry.update(export_answer(name, hp, settings, encoder, make_head, tokenizer, res, dev_ex, dev, output_dir))
+    for r in run_results:
+        r.pop("weights", None)
     return {"tasks": {name: entry}, "runs": {name: runs_record(run_results)},
             "hparams": {name: dataclasses.asdict(hp)}, "skipped": {}, "timings": {name: round(time.time() - t0, 3)}}

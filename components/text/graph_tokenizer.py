@@ -1,0 +1,397 @@
+"""The project's tokenizer inside a TensorFlow graph (TF Text), so a SavedModel takes raw strings.
+
+:class:`GraphTokenizer` gives the ids that :class:`~components.text.tokenization.AlbertTokenizer` (a SentencePiece
+``spm.model`` with the vocabulary's ``normalization`` / ``strip_accents`` / ``do_lower_case``) or
+:class:`~components.text.wordpiece.WordPieceTokenizer` (a WordPiece ``vocab.txt`` read as BERT's ``FullTokenizer``)
+give in Python: the same steps, in the same order, as TF ops.
+
+- Every character class (Python's ``str.isspace``, the combining marks, ``str.isdigit``, BERT's controls,
+  punctuation and CJK ideographs, category Mn) is enumerated from this Python's ``unicodedata`` when the graph is
+  built, so the graph and the Python tokenizer agree on them character for character.
+- Unicode forms (NFKD/NFKC/NFC/NFD) are TF Text's ``normalize_utf8`` and lower-casing is ``tf.strings.lower`` with
+  ``utf-8`` (both ICU, full case mapping with Greek final sigma, as ``str.lower``). Where ICU's Unicode version and
+  Python's differ, characters assigned between the two versions may normalise differently.
+- SentencePiece is TF Text's ``SentencepieceTokenizer`` over the same model bytes (the same library as the
+  ``sentencepiece`` package), followed by ALBERT's digits-comma re-encoding ("▁1990," → "▁1990" ","); WordPiece is
+  TF Text's ``FastWordpieceTokenizer`` (greedy longest match first, as BERT's) over BERT's basic-tokenizer words,
+  with BERT's 200-character limit on a word.
+
+The input must be valid UTF-8 (TF Text's normalisation fails on invalid bytes); the Python tokenizers take ``str``.
+
+Offsets (:meth:`GraphTokenizer.tokenize_with_offsets`) are byte offsets into each ORIGINAL input string. Text is cut
+into whitespace-separated words (and, for WordPiece, CJK ideographs) before it is normalised; inside a word whose
+normalised form has the same byte length as the original (ASCII text lower-cased, most text without accents under
+normalisations that keep it), a piece's offsets are exact. In a word that normalisation lengthens or shortens
+(accents stripped, NFKC folding full-width forms, dropped control characters), every piece of the word gets the
+whole word's span. SentencePiece's word-initial "▁" carries no bytes of its own.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+import unicodedata
+from typing import Dict, Iterable, List, Sequence
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from components.text import normalize, wordpiece
+from components.text.vocab_files import CLS, MASK, PAD, SEP, read_wordpiece_vocab
+from config.tokenizer_spec import TokenizerSpec
+
+SPIECE_UNDERLINE = "\u2581"
+SP_SPECIALS = {"pad": "<pad>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
+WP_SPECIALS = {"pad": PAD, "cls": CLS, "sep": SEP, "mask": MASK}
+# The longest word (in UTF-8 bytes) FastWordpieceTokenizer looks into; longer words are [UNK] as BERT's 200
+# characters are (checked separately, in characters).
+_MAX_WORD_BYTES = 4 * wordpiece.MAX_WORD_CHARS
+
+
+def _char_class(chars: Iterable[int]) -> str:
+    """An RE2 character class (without brackets) of the code points ``chars``, as ranges."""
+    cps = sorted(set(c for c in chars if not 0xD800 <= c <= 0xDFFF))
+    parts: List[str] = []
+    i = 0
+    while i < len(cps):
+        j = i
+        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
+            j += 1
+        lo, hi = cps[i], cps[j]
+        parts.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
+        i = j + 1
+    return "".join(parts)
+
+
+@functools.lru_cache(maxsize=None)
+def _classes() -> Dict[str, str]:
+    """Every character class the graph uses, from this Python's ``unicodedata`` (built once, ~1 s)."""
+    space, digit, mn, control, punct = [], [], [], [], []
+    for cp in range(sys.maxunicode + 1):
+        ch = chr(cp)
+        if ch.isspace():
+            space.append(cp)
+        if ch.isdigit():
+            digit.append(cp)
+        cat = unicodedata.category(ch)
+        if cat == "Mn":
+            mn.append(cp)
+        if cat in ("Cc", "Cf") and ch not in "\t\n\r":
+            control.append(cp)
+        if wordpiece.is_punctuation(ch):
+            punct.append(cp)
+    splitting = {ord(c) for c in wordpiece.SPLITTING_CONTROLS}
+    cjk = [cp for lo, hi in wordpiece.CJK_RANGES for cp in range(lo, hi + 1)]
+    return {
+        "space": _char_class(space),  # str.isspace (str.split's separators)
+        "wp_space": _char_class(c for c in space if c not in splitting),  # what BERT turns into a space
+        "combining": _char_class(normalize._drop_combining().keys()),  # nonzero canonical combining class
+        "digit": _char_class(digit),
+        "mn": _char_class(mn),
+        "wp_drop": _char_class(control + [0xFFFD]),  # BERT's _clean_text drops these (NUL is Cc)
+        "punct": _char_class(punct),
+        "cjk": _char_class(cjk),
+    }
+
+
+def _read(path: str) -> bytes:
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return f.read()
+
+
+class GraphTokenizer(tf.Module):
+    """Strings → the project tokenizer's ids, in a TF graph (see the module docstring).
+
+    ``vocab_path``: an ``spm.model`` or ``vocab.txt``; ``spec``: its :class:`TokenizerSpec` (``tokenizer.json``).
+    Attributes ``cls_id``, ``sep_id``, ``pad_id``, ``mask_id``, ``vocab_size`` (Python ints) and ``pieces`` (a
+    constant of every piece in id order, read by :meth:`id_to_piece`, no lookup table).
+    """
+
+    def __init__(self, vocab_path: str, spec: TokenizerSpec, name: str = "graph_tokenizer"):
+        super().__init__(name=name)
+        self.spec = spec
+        data = _read(vocab_path)
+        self._classes = _classes()
+        if spec.kind == "wordpiece":
+            pieces = read_wordpiece_vocab(data, vocab_path)
+            specials = WP_SPECIALS
+            self._wp = tf_text.FastWordpieceTokenizer(
+                vocab=pieces, suffix_indicator=wordpiece.CONTINUATION, max_bytes_per_word=_MAX_WORD_BYTES,
+                token_out_type=tf.int32, unknown_token="[UNK]", no_pretokenization=True,
+                support_detokenization=False)
+            self.unk_id = pieces.index("[UNK]")
+        else:
+            self._sp = tf_text.SentencepieceTokenizer(model=data, out_type=tf.int32)
+            size = int(self._sp.vocab_size())
+            pieces = [p.decode("utf-8") for p in self._sp.id_to_string(tf.range(size)).numpy()]
+            specials = SP_SPECIALS
+            self.unk_id = 1
+            self.comma_id = pieces.index(",") if "," in pieces else self.unk_id
+        self.vocab_size = len(pieces)
+        ids = {p: i for i, p in enumerate(pieces)}
+        self.pad_id, self.cls_id, self.sep_id, self.mask_id = (ids[specials[k]] for k in ("pad", "cls", "sep", "mask"))
+        self.mask_token = specials["mask"]
+        self.pieces = tf.constant(pieces, dtype=tf.string)
+
+    # ----------------------------------------------------------------------------------------------- public API
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, strings):
+        """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens."""
+        return self._tokenize(strings)[0]
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize_with_offsets(self, strings):
+        """strings [batch] → (ids int32, start int64, end int64), ragged [batch, (pieces)]; byte offsets into each
+        original string (exactness: the module docstring)."""
+        ids, start, end = self._tokenize(strings)
+        return ids, tf.cast(start, tf.int64), tf.cast(end, tf.int64)
+
+    @tf.function(input_signature=[tf.TensorSpec(None, tf.int32)])
+    def id_to_piece(self, ids):
+        """Piece strings of ``ids`` (any shape, a gather from :attr:`pieces`)."""
+        return tf.gather(self.pieces, ids)
+
+    def bert_pack_inputs(self, segments: Sequence[tf.RaggedTensor], seq_length: int) -> Dict[str, tf.Tensor]:
+        """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` → input_word_ids / input_mask / input_type_ids (int32
+        [batch, seq_length], padded with ``pad_id`` / 0 / 0), truncated as the project's fine-tuning featurisation
+        (components/evaluation/glue/glue_data.py): a single text to ``seq_length - 2`` pieces, a pair longest
+        first (the last piece of the longer one goes first, the second on a tie) to ``seq_length - 3``."""
+        return pack_inputs(segments, seq_length, self.cls_id, self.sep_id, self.pad_id)
+
+    # ------------------------------------------------------------------------------------------ the two graphs
+    def _tokenize(self, strings):
+        if self.spec.kind == "wordpiece":
+            return self._wordpiece(strings)
+        return self._sentencepiece(strings)
+
+    def _sentencepiece(self, strings):
+        c = self._classes
+        words, w_start, w_end = tf_text.regex_split_with_offsets(strings, f"[{c['space']}]+", "")
+        norm = self._sp_normalize(words.flat_values)
+        norm_words = words.with_flat_values(norm)
+        joined = tf.strings.reduce_join(norm_words, axis=1, separator=" ")
+        ids, start, end = self._sp.tokenize_with_offsets(joined)
+        start, end = tf.cast(start, tf.int32), tf.cast(end, tf.int32)
+        ids, start, end = self._digits_comma(ids, start, end)
+        return (ids,) + _to_original(norm_words, w_start, w_end, start, end, separator=1)
+
+    def _sp_normalize(self, words):
+        """normalize.normalize_text on words (whitespace already collapsed by the split)."""
+        c, spec = self._classes, self.spec
+        if spec.normalization == "albert":
+            words = tf_text.normalize_utf8(words, "NFKD")
+            words = tf.strings.regex_replace(words, f"[{c['combining']}]", "")
+        else:
+            if spec.normalization != "none":
+                words = tf_text.normalize_utf8(words, spec.normalization.upper())
+            if spec.strip_accents:
+                words = tf_text.normalize_utf8(words, "NFD")
+                words = tf.strings.regex_replace(words, f"[{c['combining']}]", "")
+                words = tf_text.normalize_utf8(words, "NFC")
+        if spec.do_lower_case:
+            words = tf.strings.lower(words, encoding="utf-8")
+        return words
+
+    def _digits_comma(self, ids, start, end):
+        """ALBERT's encode_pieces: a piece of digits ending in "," is re-encoded without the comma (and "▁"), "," a
+        piece of its own (AlbertTokenizer.tokenize)."""
+        flat = ids.flat_values
+        pieces = tf.gather(self.pieces, flat)
+        cand = tf.strings.regex_full_match(pieces, f"(?s).*[{self._classes['digit']}],")
+        cand_idx = tf.where(cand)[:, 0]
+        other_idx = tf.where(tf.logical_not(cand))[:, 0]
+        c_pieces = tf.gather(pieces, cand_idx)
+        c_end = tf.gather(end.flat_values, cand_idx)
+        sub_text = tf.strings.regex_replace(
+            _substr(c_pieces, 0, tf.strings.length(c_pieces) - 1), SPIECE_UNDERLINE, "")
+        sub_ids, sub_start, sub_end = self._sp.tokenize_with_offsets(sub_text)
+        sub_start, sub_end = tf.cast(sub_start, tf.int32), tf.cast(sub_end, tf.int32)
+        # A piece without "▁" whose re-encoding starts with one loses it: "▁" alone is dropped, "▁1" becomes "1".
+        lengths = sub_ids.row_lengths()
+        first_pos = sub_ids.row_starts()
+        has_first = lengths > 0
+        first_pos_safe = tf.where(has_first, first_pos, tf.zeros_like(first_pos))
+        first_id = tf.gather(sub_ids.flat_values, tf.boolean_mask(first_pos_safe, has_first))
+        first_str = tf.gather(self.pieces, first_id)
+        lead_u = _substr(first_str, 0, 3) == SPIECE_UNDERLINE
+        piece_u = tf.boolean_mask(_substr(c_pieces, 0, 3) == SPIECE_UNDERLINE, has_first)
+        fix = tf.logical_and(lead_u, tf.logical_not(piece_u))
+        drop = tf.logical_and(fix, first_str == SPIECE_UNDERLINE)
+        rest = _substr(first_str, 3, tf.strings.length(first_str) - 3)
+        new_first = tf.where(tf.logical_and(fix, tf.logical_not(drop)), self._sp.string_to_id(rest), first_id)
+        pos = tf.boolean_mask(first_pos_safe, has_first)[:, None]
+        values = tf.tensor_scatter_nd_update(sub_ids.flat_values, pos, new_first)
+        keep = tf.tensor_scatter_nd_update(tf.ones_like(values, tf.bool), pos, tf.logical_not(drop))
+        base = c_end - 1 - tf.strings.length(sub_text)
+        row_of = sub_ids.value_rowids()
+        s_values = sub_start.flat_values + tf.gather(base, row_of)
+        e_values = sub_end.flat_values + tf.gather(base, row_of)
+        kept_rows = tf.boolean_mask(row_of, keep)
+        n_cand = tf.shape(cand_idx, out_type=tf.int64)[0]
+
+        def rows(v):
+            return tf.RaggedTensor.from_value_rowids(tf.boolean_mask(v, keep), kept_rows, nrows=n_cand)
+
+        comma = tf.fill(tf.shape(c_end), tf.constant(self.comma_id, tf.int32))[:, None]
+        c_ids = tf.concat([rows(values), comma], axis=1)
+        c_start = tf.concat([rows(s_values), (c_end - 1)[:, None]], axis=1)
+        c_stop = tf.concat([rows(e_values), c_end[:, None]], axis=1)
+        inverse = tf.math.invert_permutation(tf.concat([other_idx, cand_idx], axis=0))
+
+        def merge(flat_values, c_rows, like):
+            single = tf.RaggedTensor.from_tensor(tf.gather(flat_values, other_idx)[:, None])
+            per_piece = tf.gather(tf.concat([single, c_rows], axis=0), inverse)
+            return tf.RaggedTensor.from_row_splits(per_piece, like.row_splits).merge_dims(1, 2)
+
+        return merge(flat, c_ids, ids), merge(start.flat_values, c_start, ids), merge(end.flat_values, c_stop, ids)
+
+    def _wordpiece(self, strings):
+        c = self._classes
+        words, w_start, w_end = tf_text.regex_split_with_offsets(
+            strings, f"[{c['wp_space']}]+|[{c['cjk']}]", f"[{c['cjk']}]")
+        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop']}]", "")
+        if self.spec.do_lower_case:
+            norm = tf.strings.lower(norm, encoding="utf-8")
+            norm = tf_text.normalize_utf8(norm, "NFD")
+            norm = tf.strings.regex_replace(norm, f"[{c['mn']}]", "")
+        # Punctuation becomes a word of its own; whitespace (none unless lower-casing made some) splits too.
+        parts, p_start, p_end = tf_text.regex_split_with_offsets(
+            norm, f"[{c['punct']}]|[{c['space']}]+", f"[{c['punct']}]")
+        ids, i_start, i_end = self._wp.tokenize_with_offsets(parts.flat_values)
+        ids, i_start, i_end = _unk_long_words(parts.flat_values, ids, i_start, i_end, self.unk_id)
+        # Offsets inside the normalised word: the part's start plus the piece's offset inside the part.
+        part_start = tf.cast(tf.repeat(p_start.flat_values, ids.row_lengths()), tf.int32)
+        start = tf.cast(i_start.flat_values, tf.int32) + part_start
+        end = tf.cast(i_end.flat_values, tf.int32) + part_start
+        per_word = parts.row_lengths()  # parts per word
+        word_of_part = parts.value_rowids()
+        word_pieces = tf.RaggedTensor.from_value_rowids(
+            ids.flat_values, tf.repeat(word_of_part, ids.row_lengths()), nrows=tf.shape(per_word, tf.int64)[0])
+        nested = words.with_flat_values(word_pieces)  # [batch, words, pieces]
+        flat_ids = nested.merge_dims(1, 2)
+        starts = flat_ids.with_flat_values(start)
+        ends = flat_ids.with_flat_values(end)
+        norm_words = words.with_flat_values(norm)
+        o_start, o_end = _word_local_to_original(norm_words, w_start, w_end, nested, start, end)
+        return flat_ids, flat_ids.with_flat_values(o_start), flat_ids.with_flat_values(o_end)
+
+
+def _unk_long_words(parts, ids, start, end, unk_id: int):
+    """A word over BERT's 200 characters is one [UNK] spanning it (ragged [parts, (pieces)] in and out)."""
+    too_long = tf.strings.length(parts, unit="UTF8_CHAR") > wordpiece.MAX_WORD_CHARS
+    n = tf.shape(too_long, out_type=tf.int64)[0]
+    old = ids.row_lengths()
+    new = tf.where(too_long, tf.ones([n], tf.int64), old)
+    kept = tf.repeat(tf.logical_not(too_long), old)
+    first = tf.cumsum(new, exclusive=True)  # where each part's pieces start in the result
+
+    def fix(values, long_value):
+        total = tf.reduce_sum(new)
+        short_rows = tf.boolean_mask(tf.repeat(first, old) + tf.ragged.range(old).flat_values, kept)
+        out = tf.scatter_nd(short_rows[:, None], tf.boolean_mask(values.flat_values, kept), [total])
+        long_rows = tf.boolean_mask(first, too_long)
+        out = tf.tensor_scatter_nd_update(out, long_rows[:, None], tf.boolean_mask(long_value, too_long))
+        return tf.RaggedTensor.from_row_lengths(out, new)
+
+    part_len = tf.strings.length(parts)
+    return (fix(ids, tf.fill([n], tf.constant(unk_id, ids.dtype))), fix(start, tf.zeros([n], start.dtype)),
+            fix(end, tf.cast(part_len, end.dtype)))
+
+
+def _word_local_to_original(norm_words, w_start, w_end, nested, start, end):
+    """Offsets inside each normalised word → byte offsets in the original string (exact where the word kept its
+    byte length, the word's span otherwise). ``nested``: ids [batch, words, pieces]; ``start``/``end``: flat."""
+    word_index = nested.values.value_rowids()  # the flat word of each piece
+    o_start = tf.cast(tf.gather(w_start.flat_values, word_index), tf.int32)
+    o_end = tf.cast(tf.gather(w_end.flat_values, word_index), tf.int32)
+    o_len = o_end - o_start
+    n_len = tf.gather(tf.strings.length(norm_words.flat_values), word_index)
+    same = tf.equal(o_len, n_len)
+    s = tf.where(same, o_start + tf.clip_by_value(start, 0, o_len), o_start)
+    e = tf.where(same, o_start + tf.clip_by_value(end, 0, o_len), o_end)
+    return s, e
+
+
+def _to_original(norm_words, w_start, w_end, start, end, separator: int):
+    """Offsets in the joined normalised text (words joined by ``separator`` bytes) → original byte offsets."""
+    n_len = tf.strings.length(norm_words.flat_values)
+    lens = norm_words.with_flat_values(n_len + separator)
+    ends_excl = tf.math.cumsum(lens, axis=1) - separator  # normalised end of each word (before its separator)
+    dense_end = ends_excl.to_tensor(default_value=tf.int32.max)
+    nwords = tf.cast(norm_words.row_lengths(), tf.int32)
+    # The word of a piece: the first whose normalised end is past the piece's start (a "▁" space goes with the
+    # word after it).
+    dense_start = start.to_tensor(default_value=0)
+    idx = tf.searchsorted(dense_end, dense_start, side="right", out_type=tf.int32)
+    idx = tf.minimum(idx, tf.maximum(nwords[:, None] - 1, 0))
+    word_in_row = tf.RaggedTensor.from_tensor(idx, lengths=start.row_lengths()).flat_values
+    row_first = tf.cast(norm_words.row_starts(), tf.int32)
+    word = tf.gather(row_first, start.value_rowids()) + word_in_row
+    n_end = tf.gather(ends_excl.flat_values, word)
+    n_start = n_end - tf.gather(n_len, word)
+    o_start = tf.cast(tf.gather(w_start.flat_values, word), tf.int32)
+    o_end = tf.cast(tf.gather(w_end.flat_values, word), tf.int32)
+    o_len = o_end - o_start
+    same = tf.equal(o_len, tf.gather(n_len, word))
+    s_local, e_local = start.flat_values - n_start, end.flat_values - n_start
+    s = tf.where(same, o_start + tf.clip_by_value(s_local, 0, o_len), o_start)
+    e = tf.where(same, o_start + tf.clip_by_value(e_local, 0, o_len), o_end)
+    return start.with_flat_values(s), start.with_flat_values(e)
+
+
+def truncated_lengths(len_a, len_b, budget):
+    """The lengths :func:`components.evaluation.glue.glue_data.truncate_pair` leaves (longest first; on a tie the
+    second loses a piece): the shorter keeps its length when twice it fits, else the first gets ceil(budget/2)."""
+    short = tf.minimum(len_a, len_b)
+    fits = len_a + len_b <= budget
+    short_whole = 2 * short <= budget
+    a = tf.where(fits, len_a, tf.where(short_whole, tf.where(len_a <= len_b, len_a, budget - len_b),
+                                       (budget + 1) // 2))
+    b = tf.where(fits, len_b, tf.where(short_whole, tf.where(len_a <= len_b, budget - len_a, len_b),
+                                       budget // 2))
+    return a, b
+
+
+def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: int, sep_id: int,
+                pad_id: int) -> Dict[str, tf.Tensor]:
+    """GraphTokenizer.bert_pack_inputs with the special ids given."""
+    if not 1 <= len(segments) <= 2:
+        raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
+    if seq_length < 3:
+        raise ValueError(f"seq_length must be >= 3, got {seq_length}")
+    segs = [tf.cast(s, tf.int32) for s in segments]
+    if len(segs) == 1:
+        a = segs[0][:, : seq_length - 2]
+        parts, types = [a], [0]
+    else:
+        la, lb = segs[0].row_lengths(), segs[1].row_lengths()
+        ka, kb = truncated_lengths(la, lb, tf.constant(seq_length - 3, la.dtype))
+        a = _head(segs[0], ka)
+        b = _head(segs[1], kb)
+        parts, types = [a, b], [0, 1]
+    batch = segs[0].nrows()
+    cls = tf.fill([batch, 1], cls_id)
+    sep = tf.fill([batch, 1], sep_id)
+    word_ids, type_ids = [cls], [tf.zeros([batch, 1], tf.int32)]
+    for part, t in zip(parts, types):
+        word_ids += [part, sep]
+        type_ids += [tf.ones_like(part) * t, tf.fill([batch, 1], t)]
+    ids = tf.concat(word_ids, axis=1)
+    seg = tf.concat(type_ids, axis=1)
+    shape = [None, seq_length]
+    return {
+        "input_word_ids": ids.to_tensor(default_value=pad_id, shape=shape),
+        "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
+        "input_type_ids": seg.to_tensor(default_value=0, shape=shape),
+    }
+
+
+def _substr(strings, pos, length):
+    """Byte substrings with ``pos`` / ``length`` scalars or vectors (Substr wants both the strings' shape)."""
+    shape = tf.shape(strings)
+    return tf.strings.substr(strings, tf.broadcast_to(pos, shape), tf.broadcast_to(length, shape))
+
+
+def _head(ragged: tf.RaggedTensor, keep) -> tf.RaggedTensor:
+    """The first ``keep[i]`` values of each row ``i``."""
+    pos = tf.ragged.range(ragged.row_lengths())
+    return tf.ragged.boolean_mask(ragged, pos < tf.cast(keep, pos.dtype)[:, None])
