@@ -23,7 +23,7 @@ The vocabulary files travel with the model file. Tokenization is not in these gr
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import shutil
 import tempfile
@@ -57,7 +57,12 @@ TOLERANCE = 1e-4  # max |exported - Keras| on the probe batch
 def require_extra(kind: str) -> None:
     """A :class:`config.errors.MissingExtraError` naming ``pip install albert-tfx[export]`` when a module ``kind``
     needs is not installed (checked before TensorFlow's conversion starts)."""
-    missing = [m for m in EXTRA_MODULES[kind] if importlib.util.find_spec(m) is None]
+    missing = []
+    for name in EXTRA_MODULES[kind]:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise MissingExtraError(f"convert {kind} needs {', '.join(missing)}: pip install albert-tfx[export]")
 
