@@ -51,16 +51,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="albert-base")
     parser.add_argument("--output", required=True)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--shapes", default="1x128,8x128", help="batch x sequence of the latency runs")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="intra-op threads of every runtime (TensorFlow, onnxruntime, LiteRT): one each, so "
+                             "other work on a shared machine skews the three alike")
     args = parser.parse_args()
+    tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     tf.random.set_seed(0)
     config = AlbertConfig.named(args.size)
     model = AlbertForPreTraining(config)
     model(model.dummy_inputs(1, 4, 1))
     function = encoder_function(model, with_mlm_head=True)
     encoder_only = encoder_function(model, with_mlm_head=False)
-    result = {"size": args.size, "cpu": _cpu_model(), "cores": os.cpu_count(), "load_average": os.getloadavg(),
+    result = {"size": args.size, "cpu": _cpu_model(), "cores": os.cpu_count(), "threads": args.threads,
+              "load_average_at_start": os.getloadavg(),
               "parameters": count_parameters(config), "tensorflow": tf.__version__, "exports": {}}
     with tempfile.TemporaryDirectory() as tmp:
         albert_dir = os.path.join(tmp, "albert")
@@ -82,7 +88,7 @@ def main() -> None:
                 worst = {}
                 for batch, length in ((1, 128), (4, 37)):
                     feeds = probe_feeds(config.vocab_size, batch, length, seed=batch)
-                    outputs = (_run_onnx_session(path) if kind == "albert-to-onnx" else
+                    outputs = (_run_onnx_session(path, args.threads) if kind == "albert-to-onnx" else
                                (lambda f, p=path: run_litert(p, f)))(feeds)
                     for name, diff in max_abs_diff(fn, feeds, outputs).items():
                         worst[name] = max(worst.get(name, 0.0), diff)
@@ -96,16 +102,19 @@ def main() -> None:
         json.dump(result, f, indent=2, sort_keys=True)
 
 
-def _run_onnx_session(path):
+def _run_onnx_session(path, threads):
     import onnxruntime  # lazy: onnxruntime (the export extra, on one branch)
 
-    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = threads
+    session = onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return lambda feeds: dict(zip(names, session.run(names, feeds)))
 
 
 def _latencies(kind, path, fn, config, args):
-    """Median ms per call (after one warm-up) of the exported file and of the same tf.function in TensorFlow."""
+    """Median ms per call (after one warm-up) of the exported file and of the same tf.function in TensorFlow; the
+    load average after, since other work on the machine slows all three."""
     from ai_edge_litert.interpreter import Interpreter  # lazy: ai_edge_litert (the export extra, on one branch)
 
     out = {}
@@ -113,14 +122,15 @@ def _latencies(kind, path, fn, config, args):
         batch, length = (int(x) for x in shape.split("x"))
         feeds = probe_feeds(config.vocab_size, batch, length)
         if kind == "albert-to-onnx":
-            run = _run_onnx_session(path)
+            run = _run_onnx_session(path, args.threads)
             exported = _latency(lambda: run(feeds), args.repeats)
         else:
-            runner = Interpreter(model_path=path).get_signature_runner()
+            runner = Interpreter(model_path=path, num_threads=args.threads).get_signature_runner()
             exported = _latency(lambda: runner(**feeds), args.repeats)
         tensors = {k: tf.constant(v) for k, v in feeds.items()}
         tensorflow = _latency(lambda: {k: v.numpy() for k, v in fn(**tensors).items()}, args.repeats)
-        out[shape] = {"exported_ms": round(exported, 1), "tensorflow_ms": round(tensorflow, 1)}
+        out[shape] = {"exported_ms": round(exported, 1), "tensorflow_ms": round(tensorflow, 1),
+                      "load_average": os.getloadavg()[0]}
     return out
 
 
