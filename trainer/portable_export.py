@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -36,13 +37,15 @@ import trainer  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 import tensorflow as tf
 
 from config.errors import InputError, MissingExtraError, MissingInputError, OutputExistsError
+from trainer.convert import load_albert_dir
 from trainer.files import (ALBERT_DIR, CONFIG_FILE, EXPORT_INFO_FILE, TOKENIZER_SPEC_FILE, VERSION_ALBERT_DIR,
                            VOCAB_FILES)
 from trainer.modeling_albert import AlbertForPreTraining, AlbertModel
 
 __all__ = ["KINDS", "INPUT_NAMES", "MODEL_FILES", "MAX_SIZE_RATIO", "TOLERANCE", "export_portable",
            "find_albert_dir", "encoder_function", "parameter_bytes", "to_onnx", "to_litert",
-           "share_transposed_initializers", "run_onnx", "run_litert", "require_extra", "EXTRA_MODULES"]
+           "share_transposed_initializers", "run_onnx", "run_litert", "require_extra", "EXTRA_MODULES",
+           "probe_feeds", "max_abs_diff"]
 
 KINDS = ("albert-to-onnx", "albert-to-litert")
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")  # TF Hub's BERT/ALBERT encoder inputs
@@ -68,10 +71,10 @@ def require_extra(kind: str) -> None:
 
 
 def find_albert_dir(src: str) -> str:
-    """The albert folder in ``src``: ``src`` itself, a pushed version's ``checkpoint/`` or a Trainer model's
-    ``albert/``."""
-    for candidate in (src, os.path.join(src, VERSION_ALBERT_DIR), os.path.join(src, ALBERT_DIR)):
-        if os.path.isfile(os.path.join(candidate, CONFIG_FILE)):
+    """The albert folder in ``src`` (local or ``gs://``): ``src`` itself, a pushed version's ``checkpoint/`` or a
+    Trainer model's ``albert/``."""
+    for candidate in (src, posixpath.join(src, VERSION_ALBERT_DIR), posixpath.join(src, ALBERT_DIR)):
+        if tf.io.gfile.exists(posixpath.join(candidate, CONFIG_FILE)):
             return candidate
     raise MissingInputError(f"{src} holds no {CONFIG_FILE}: give an albert folder, a pushed version "
                             f"(<N>/{VERSION_ALBERT_DIR}/) or a Trainer model (<model>/{ALBERT_DIR}/)")
@@ -216,11 +219,9 @@ def max_abs_diff(function, feeds: Dict[str, np.ndarray], outputs: Dict[str, np.n
 
 
 def export_portable(kind: str, src: str, dst: str, with_mlm_head: bool = False) -> Dict[str, Any]:
-    """Export the model in ``src`` (see :func:`find_albert_dir`) to ``dst`` (a new or empty folder) as
+    """Export the model in ``src`` (see :func:`find_albert_dir`) to ``dst`` (a new or empty local folder) as
     :data:`MODEL_FILES`\\ [kind] plus the vocabulary files; checks size and outputs (module docstring) and
     returns a JSON-able summary. Nothing is left in ``dst`` when it fails."""
-    from trainer.convert import load_albert_dir  # lazy: trainer.convert (on one branch; no new packages)
-
     if kind not in KINDS:
         raise ValueError(f"Unknown export {kind!r}; choose one of {', '.join(KINDS)}")
     require_extra(kind)
@@ -268,7 +269,7 @@ def _copy_vocabulary(albert_dir: str, dst: str) -> List[str]:
     ``export_info.json`` beside the model file: what a client needs to make the ids."""
     copied = []
     for name in VOCAB_FILES + (TOKENIZER_SPEC_FILE, CONFIG_FILE, EXPORT_INFO_FILE):
-        if os.path.isfile(os.path.join(albert_dir, name)):
-            shutil.copyfile(os.path.join(albert_dir, name), os.path.join(dst, name))
+        if tf.io.gfile.exists(posixpath.join(albert_dir, name)):
+            tf.io.gfile.copy(posixpath.join(albert_dir, name), os.path.join(dst, name))
             copied.append(name)
     return copied
