@@ -37,14 +37,17 @@ def _cpu_model() -> str:
                 platform.processor())
 
 
-def _latency(run, repeats: int) -> float:
+def _latency(run, repeats: int):
+    """(median wall ms, median CPU ms of this process) per call, after one warm-up. With one thread per runtime the
+    CPU time is the work itself, which other processes on a shared machine do not inflate as they do the wall time."""
     run()  # warm-up
-    times = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000.0
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return round(statistics.median(walls) * 1000.0, 1), round(statistics.median(cpus) * 1000.0, 1)
 
 
 def main() -> None:
@@ -129,7 +132,8 @@ def _latencies(kind, path, fn, config, args):
             exported = _latency(lambda: runner(**feeds), args.repeats)
         tensors = {k: tf.constant(v) for k, v in feeds.items()}
         tensorflow = _latency(lambda: {k: v.numpy() for k, v in fn(**tensors).items()}, args.repeats)
-        out[shape] = {"exported_ms": round(exported, 1), "tensorflow_ms": round(tensorflow, 1),
+        out[shape] = {"exported_wall_ms": exported[0], "exported_cpu_ms": exported[1],
+                      "tensorflow_wall_ms": tensorflow[0], "tensorflow_cpu_ms": tensorflow[1],
                       "load_average": os.getloadavg()[0]}
     return out
 
