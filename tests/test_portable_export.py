@@ -24,8 +24,8 @@ from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining, AlbertMo
 from trainer.portable_export import (INPUT_NAMES, encoder_function, export_portable, max_abs_diff, probe_feeds,
                                      run_litert, run_onnx)
 
-# albert-tiny with three layers sharing one block and a small vocabulary: a per-layer copy of the block (+0.8 MB) or
-# a second copy of the word embeddings (+0.26 MB) puts the file far past 1.1 x its 1.32 MB of variables.
+# albert-tiny with three layers sharing one block and a small vocabulary: a copy of the block per layer (+0.8 MB
+# each) or a second copy of the word embeddings (+0.26 MB) puts the file far past 1.1 x its 1.32 MB of variables.
 CONFIG = AlbertConfig.named("albert-tiny", vocab_size=1000, num_hidden_layers=3)
 SHAPES = ((1, 5), (3, 16))  # two batch sizes x two sequence lengths (a padded row in the batch of 3)
 
@@ -48,8 +48,8 @@ def exported(tmp_path_factory):
     level, handlers = root.level, list(root.handlers)
     try:
         with contextlib.redirect_stdout(out):
-            code = cli_module.run_cli(["--log-file", str(tmp / "convert.log"), "convert", "albert-to-onnx", str(version), str(tmp / "onnx"),
-                                       "--with-mlm-head"])
+            code = cli_module.run_cli(["--log-file", str(tmp / "convert.log"), "convert", "albert-to-onnx",
+                                       str(version), str(tmp / "onnx"), "--with-mlm-head"])
     finally:
         for handler in [h for h in root.handlers if h not in handlers]:
             root.removeHandler(handler)
