@@ -9,7 +9,8 @@ Light on purpose (no imports): the lowest layer defines it, every layer raises i
 """
 from __future__ import annotations
 
-__all__ = ["InputError", "MissingInputError", "OutputExistsError", "UserError", "user_error_names"]
+__all__ = ["InputError", "MissingExtraError", "MissingInputError", "OutputExistsError", "UserError",
+           "user_error_names"]
 
 
 class UserError(Exception):
@@ -28,6 +29,11 @@ class MissingInputError(UserError, FileNotFoundError):
 
 class OutputExistsError(UserError, FileExistsError):
     """The output folder the user named exists and is not empty (nothing is overwritten)."""
+
+
+class MissingExtraError(UserError, ImportError):
+    """A command needs an optional group of packages (an extra of pyproject.toml) that is not installed; the
+    message names the ``pip install albert-tfx[<extra>]`` that adds it."""
 
 
 def user_error_names() -> frozenset:

@@ -14,6 +14,7 @@
     albert-pipeline pretrain --examples DIR --output DIR [--set train.num_train_steps=N ...]
     albert-pipeline model-info [--size albert-base] [-E 128] [-H 768] [-L 12] [--sharing all] [--groups 1]
     albert-pipeline convert hf-to-albert|albert-to-hf|tf1-to-albert SRC DST
+    albert-pipeline convert albert-to-onnx|albert-to-litert SRC DST [--with-mlm-head]
     albert-pipeline score squad|squad2|cmrc2018|glue|race DATASET PREDICTIONS [--task T] [--na-prob F]
     albert-pipeline serve --model DIR [--port 8080]   (Vertex AI's custom-container contract; docs/serving.md)
     albert-pipeline predict fill-mask|embed|classify|answer|choose --model DIR [TEXT ...]   (JSON lines out)
@@ -376,10 +377,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-heads", action="store_true", help="count the pretraining heads in total")
     p.set_defaults(func=cli_tools.cmd_model_info)
 
-    p = sub.add_parser("convert", help="Hugging Face ALBERT <-> albert dir; official TF1 checkpoint -> albert dir")
-    p.add_argument("kind", choices=["hf-to-albert", "albert-to-hf", "tf1-to-albert"])
-    p.add_argument("src")
-    p.add_argument("dst")
+    p = sub.add_parser("convert", help="Hugging Face ALBERT <-> albert dir; official TF1 checkpoint -> albert dir; "
+                                       "albert dir -> ONNX / LiteRT (docs/exports.md)")
+    p.add_argument("kind", choices=["hf-to-albert", "albert-to-hf", "tf1-to-albert", "albert-to-onnx",
+                                    "albert-to-litert"])
+    p.add_argument("src", help="a folder; for albert-to-onnx/-litert an albert folder, a pushed version or a "
+                               "Trainer model")
+    p.add_argument("dst", help="a new (or empty) folder")
+    p.add_argument("--with-mlm-head", action="store_true",
+                   help="albert-to-onnx/-litert: export the MLM head too (mlm_logits at every position)")
     p.set_defaults(func=cli_tools.cmd_convert)
 
     p = sub.add_parser("score", help="score predictions in the official formats")
@@ -486,7 +492,8 @@ def describe_error(exc: BaseException):
 # The family's class names, for a worker's error re-raised as text in a process that never imported the class
 # (user_error_names() knows only the loaded ones). tests/test_cli_errors.py checks it equals the whole family.
 _USER_ERROR_NAMES = frozenset({
-    "UserError", "InputError", "MissingInputError", "OutputExistsError", "ConfigError", "CorruptInputError",
+    "UserError", "InputError", "MissingInputError", "MissingExtraError", "OutputExistsError", "ConfigError",
+    "CorruptInputError",
     "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
     "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
     "RegistryAuthError", "RunInProgressError", "VocabularyError", "DataGateError"})  # RegistryAuthError,

@@ -186,6 +186,14 @@ def cmd_model_info(args) -> int:
 def cmd_convert(args) -> int:
     if not os.path.isdir(args.src):
         raise MissingInputError(f"{args.src} is not a folder")
+    if args.kind in ("albert-to-onnx", "albert-to-litert"):
+        from trainer.portable_export import export_portable  # lazy: tensorflow (2.8 s)
+
+        summary = export_portable(args.kind, args.src, args.dst, with_mlm_head=args.with_mlm_head)
+        print(json.dumps(summary, indent=2, sort_keys=True, default=str))
+        return 0
+    if args.with_mlm_head:
+        raise InputError(f"--with-mlm-head is for albert-to-onnx and albert-to-litert, not {args.kind}")
     if args.kind == "hf-to-albert":
         _check_safetensors(args.src)
     from trainer.convert import convert  # lazy: tensorflow (2.8 s)

@@ -157,7 +157,7 @@ def test_bad_setting_stops_run_before_any_node(fails_cleanly, tmp_path, setting,
 # Every class of the family, by the module that defines it (the release feature's RegistryAuthError aside). The
 # test below reads the product's source for classes derived from UserError: cli._USER_ERROR_NAMES must name each.
 FAMILY = {
-    "config.errors": ["UserError", "InputError", "MissingInputError", "OutputExistsError"],
+    "config.errors": ["UserError", "InputError", "MissingInputError", "MissingExtraError", "OutputExistsError"],
     "config.schema": ["ConfigError"],
     "trainer.checkpoint_interop": ["CheckpointMismatchError"],
     "trainer.distribute": ["ClusterError"],

@@ -291,7 +291,9 @@ def sinusoidal_table(positions: int, width: int, rms: float) -> np.ndarray:
 def attention_bias_from_mask(input_mask: tf.Tensor) -> tf.Tensor:
     """[B, T] 0/1 mask -> [B, 1, 1, T] float32 additive bias ``(1 - mask) * -10000`` (official)."""
     mask = tf.cast(input_mask, tf.float32)
-    return (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -10000.0
+    # expand_dims, not ``[:, tf.newaxis, tf.newaxis, :]``: LiteRT's builtin StridedSlice has no new-axis mask, and a
+    # converted graph needing TF's kernel does not run in ai-edge-litert (trainer/portable_export.py).
+    return tf.expand_dims(tf.expand_dims(1.0 - mask, 1), 1) * -10000.0
 
 
 # --------------------------------------------------------------------------------------------------------------------
