@@ -24,7 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 from components.file_io import remove_tree
 from components.corpus.books import book_document_from_bytes
 from components.corpus.compression import MAGIC_BYTES, check_archive, decompress_bytes, open_decompressed, sniff
-from components.text.documents import Document, doc_fingerprint, to_text_block
+from components.text.documents import SHARD_GLOB, Document, doc_fingerprint, shard_file_name, to_text_block
 from components.text.corrupt_input import CorruptInputError
 from components.corpus.wiki import iter_pages, page_to_document, sniff_wikipedia_format
 from components.corpus.wikiextractor_output import extracted_to_document, iter_extracted
@@ -33,7 +33,6 @@ from config.schema import ConfigError
 from components.corpus.corpus_config import WIKIPEDIA_FORMATS
 
 LOG = logging.getLogger(__name__)
-SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
 COUNTS_FILE = "counts.json"
 
 
@@ -260,7 +259,7 @@ class _WriteShard(beam.DoFn):
             blocks.extend((doc_id, file_key, block) for doc_id, block in
                           read_spill(_spill_path(self._spill_dir, shard, file_key)) if doc_id in ids)
         blocks.sort(key=lambda b: (b[0], b[1]))  # by id; one id in two files (two dumps of a page): by file
-        path = posixpath.join(self._output_dir, SHARD_PATTERN.format(shard, self._num_shards))
+        path = posixpath.join(self._output_dir, shard_file_name(shard, self._num_shards))
         with FileSystems.create(path) as f:
             for _, _, block in blocks:
                 f.write(block)
@@ -364,7 +363,7 @@ def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards
                                 f"skipped: {json.dumps(summary['skipped'], sort_keys=True)})")
     # Shards that received no document still exist (empty) so readers can rely on the full set.
     for shard in range(num_shards):
-        path = posixpath.join(output_dir, SHARD_PATTERN.format(shard, num_shards))
+        path = posixpath.join(output_dir, shard_file_name(shard, num_shards))
         if not FileSystems.exists(path):
             with FileSystems.create(path):
                 pass
@@ -380,5 +379,5 @@ def read_counts(output_dir: str) -> Dict:
 
 def document_shards(documents_dir: str) -> List[str]:
     """The shard files of a documents folder, in order."""
-    result = FileSystems.match([posixpath.join(documents_dir, "documents-*-of-*.txt")])[0]
+    result = FileSystems.match([posixpath.join(documents_dir, SHARD_GLOB)])[0]
     return sorted(m.path for m in result.metadata_list)
