@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from typing import Iterable, Iterator, List, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from components.datagen.instances import VocabInfo
-from components.text.documents import parse_text_blocks
+from components.text.documents import file_language, parse_text_blocks
 from components.text.corrupt_input import CorruptInputError
 from components.text.tokenizers import load_tokenizer
 
@@ -52,17 +52,36 @@ def _utf8_lines(f, path: str) -> Iterator[str]:
 class _Tokenizing(beam.DoFn):
     """Base for DoFns that need the tokenizer: loaded once per worker in ``setup`` from the vocabulary file at
     ``vocab_path`` with its :class:`components.text.tokenizers.TokenizerSpec`; ``word_starts`` is
-    ``datagen.word_starts``."""
+    ``datagen.word_starts``; ``segmenters`` is ``datagen.segmenters`` (language → segmenter name), loaded in
+    ``setup`` too when set."""
 
-    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str = "official"):
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str = "official",
+                 segmenters: Optional[Dict[str, str]] = None):
         self._vocab_path = vocab_path
         self._tokenizer_spec = tokenizer_spec
         self._word_starts = word_starts
+        self._segmenter_names = dict(segmenters or {})
 
     def setup(self):
         with FileSystems.open(self._vocab_path) as f:
             self.tokenizer = load_tokenizer(f.read(), self._tokenizer_spec, self._vocab_path)
         self.vocab = VocabInfo.from_tokenizer(self.tokenizer, self._word_starts)
+        self.segmenters = {}
+        if self._segmenter_names:
+            from components.text.segmenters import PieceSegmenter  # lazy: numpy only; kept off runs without one
+
+            self.segmenters = {lang: PieceSegmenter(name, self.tokenizer.pieces, self.tokenizer.kind)
+                               for lang, name in self._segmenter_names.items()}
+
+    def segmenter_for(self, path: str):
+        """The segmenter of ``path``'s documents: its language's (``file_language``); in a single-language run, whose
+        files have none, the one segmenter configured (the run's language). None: the vocabulary's rule."""
+        if not self.segmenters:
+            return None
+        language = file_language(path)
+        if language is None:
+            return next(iter(self.segmenters.values())) if len(self.segmenters) == 1 else None
+        return self.segmenters.get(language)
 
 
 class SplitRule:

@@ -79,7 +79,7 @@ def PretrainingDataGen(
                 compression=d.compression, compression_level=d.compression_level,
                 tokenizer_spec=spec, word_starts=d.word_starts or "official", random_pool_size=d.random_pool_documents,
                 random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files,
-                long_params=long_params)
+                long_params=long_params, language_sampling=d.sampling_rule(), segmenters=d.segmenters)
         record_counters(p, "albert.datagen", [examples, statistics])
         names = ["vocab"] + [f"Split-{s}" for s in splits]
         vocab_size = vocab.get_int_custom_property("vocab_size") if vocab.has_custom_property("vocab_size") else 0

@@ -17,12 +17,13 @@ already marks.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import logging
 import importlib.util
 import os
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -60,7 +61,17 @@ def check_segmenters(segmenters: Optional[Dict[str, str]], setting: str = "datag
                                      f"leave {setting}.{language} unset)")
 
 
+@functools.lru_cache(maxsize=None)
+def _identity(name: str) -> Tuple[Tuple[str, str], ...]:
+    return tuple(identity_uncached(name).items())
+
+
 def identity(name: str) -> Dict[str, str]:
+    """:func:`identity_uncached`, read once per process (jieba's dictionary is hashed)."""
+    return dict(_identity(name))
+
+
+def identity_uncached(name: str) -> Dict[str, str]:
     """What makes a segmenter's words: its name, package version and dictionary (name and version, or hash), the
     datagen node's parameters when set."""
     _, dist, dictionary = SEGMENTERS[name]
