@@ -150,10 +150,10 @@ def word_starts(lengths: np.ndarray, continuation: np.ndarray, boundaries: set,
     or a normalisation that changed the count): the caller keeps the vocabulary's rule for that sentence."""
     if (lengths < 0).any() or int(lengths.sum()) != visible:
         return None
-    starts = np.zeros(piece_lengths.shape[0], dtype=bool)
+    starts = np.zeros(lengths.shape[0], dtype=bool)
     pos = 0
     last = -1
-    for i, n in enumerate(piece_lengths.tolist()):
+    for i, n in enumerate(lengths.tolist()):
         if pos != last and pos in boundaries and not continuation[i]:
             starts[i] = True
             last = pos
