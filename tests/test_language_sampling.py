@@ -96,3 +96,32 @@ def test_defaults_stay_out_of_the_json():
     assert DataGenConfig().to_dict() == DataGenConfig(language_sampling="exponent", language_alpha=0.7).to_dict()
     assert "language_alpha" not in DataGenConfig().to_json()
     assert DataGenConfig(language_alpha=0.3).to_dict()["language_alpha"] == 0.3
+
+
+def test_vocab_sentence_sample_follows_the_rule(tmp_path):
+    from components.vocab.vocab_lib import sample_by_language
+
+    paths = []
+    for lang, n in (("en", 90), ("zh", 9), ("ja", 1)):
+        path = tmp_path / f"documents-{lang}-00000-of-00001.txt"
+        path.write_text("".join(f"{lang} sentence {i}.\n\n" for i in range(n)), encoding="utf-8")
+        paths.append(str(path))
+    rule = SamplingRule(alpha=0.5)
+    q = rule.target_shares({"en": 90, "zh": 9, "ja": 1})
+    sample = sample_by_language(paths, 50, 3, rule)
+    counts = {lang: sum(s.startswith(lang) for s in sample) for lang in ("en", "zh", "ja")}
+    assert counts == {lang: round(q[lang] * 50) for lang in counts} == {"en": 35, "zh": 11, "ja": 4}
+    assert sum(s == "ja sentence 0." for s in sample) == 4  # its one sentence, repeated
+    assert sample == sample_by_language(paths, 50, 3, rule)
+    assert len(sample_by_language(paths, 1000, 3, SamplingRule("none"))) == 100
+
+
+def test_size_sample_is_bounded_by_the_run():
+    from components.datagen.language_sampling import SIZE_MAX_PASSES, size_sample
+
+    plan = size_sample({"en": 40_000_000, "zh": 100_000}, dupe_factor=4)
+    # budget 0.25 × 4 × 40.1 M / 2 = 20.05 M characters-passes each: en sampled at half, one pass; zh whole, 32 passes
+    assert plan["en"] == (pytest.approx(20_050_000 / 40_000_000), 1)
+    assert plan["zh"] == (1.0, SIZE_MAX_PASSES)
+    assert size_sample({"en": 300_000, "zh": 100_000}, dupe_factor=1) == {"en": (pytest.approx(2 / 3), 1),
+                                                                         "zh": (1.0, 2)}  # at least 200,000

@@ -3,8 +3,8 @@ documents file holds one language's documents, :func:`components.text.documents.
 
 Two small stages before generation measure each language's size n_L in instances
 (:mod:`components.datagen.language_sampling`): a read that counts each language's characters, then the instances per
-pass (the mean of the first ``SIZE_PASSES``) of a seeded sample of each language's training documents (all of a small
-language). Only per-language sums travel
+pass of a seeded sample of each language's training documents (``size_sample``: all of a small language, over several
+passes). Only per-language sums travel
 through Beam; the plan ({language: passes, target share, …}) is a side input of the generating stage. After
 generation, the per-language counts of the train split become the ``per_language`` block of ``stats.json``.
 """
@@ -20,11 +20,9 @@ from components.datagen.datagen_beam_pools import load_pools
 from components.datagen.generate import tokenize_document
 from components.datagen.instances import InstanceParams, create_instances_from_document, document_seed
 from components.datagen.language_sampling import (SamplingRule, estimated_size, in_size_sample, realised_shares,
-                                                  size_sample_rate)
+                                                  size_sample)
 from components.text.documents import file_language
 
-# Passes counted in the size sample (at most ``dupe_factor``), averaged.
-SIZE_PASSES = 4
 # Per language and split, what the generating stage counts (summed by a CombinePerKey).
 COUNT_FIELDS = ("documents", "instances", "tokens", "masked_tokens", "padding_tokens")
 
@@ -53,11 +51,11 @@ class _CountSample(_Tokenizing):
     """One file → (language, (characters, pass-0 instances)) of its documents in the language's size sample."""
 
     def __init__(self, vocab_path, tokenizer_spec, word_starts, segmenters, params: InstanceParams, seed: int,
-                 passes: int):
+                 dupe_factor: int):
         super().__init__(vocab_path, tokenizer_spec, word_starts, segmenters)
         self._params = params
         self._seed = seed
-        self._passes = passes
+        self._dupe_factor = dupe_factor
 
     def setup(self):
         super().setup()
@@ -70,7 +68,7 @@ class _CountSample(_Tokenizing):
             return
         if pools_file is not None and pools_file != self._pools_file:
             self._pools, self._pools_file = load_pools(pools_file), pools_file
-        rate = size_sample_rate(characters[language][0])
+        rate, passes = size_sample({k: v[0] for k, v in characters.items()}, self._dupe_factor)[language]
         segmenter = self.segmenter_for(path)
         chars = instances = 0
         for doc_id, sentences in read_documents(path):
@@ -82,11 +80,11 @@ class _CountSample(_Tokenizing):
                 continue
             pool = self._pools.get(split_rule(path, doc_id)) if pools_file is not None else None
             random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
-            for p in range(self._passes):  # the mean over the first passes: a short target draw moves one pass a lot
+            for p in range(passes):  # the mean over the first passes: a short target draw moves one pass a lot
                 rng = np.random.default_rng(document_seed(self._seed, doc_id, p))
                 instances += len(create_instances_from_document(ids, 0, rng, self._params, self.vocab,
                                                                 random_document))
-        yield language, (chars, instances / self._passes)
+        yield language, (chars, instances / passes)
 
 
 def language_plan(files: beam.PCollection, vocab_path: str, tokenizer_spec, word_starts: str,
@@ -104,7 +102,7 @@ def language_plan(files: beam.PCollection, vocab_path: str, tokenizer_spec, word
     samples = (
         files
         | "LanguageSizeSample" >> beam.ParDo(_CountSample(vocab_path, tokenizer_spec, word_starts, segmenters, params,
-                                                          seed, min(dupe_factor, SIZE_PASSES)),
+                                                          seed, dupe_factor),
                                              beam.pvalue.AsSingleton(characters), split_rule,
                                              **kwargs)
         | "SumLanguageSamples" >> beam.CombinePerKey(_sum_tuples)

@@ -94,15 +94,21 @@ def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[Vocab
 
 
 def _segmented(tokenizer, sentences: Sequence[str], vocab: VocabInfo, segmenter) -> TokenizedDocument:
-    """:func:`tokenize_document` sentence by sentence, with each sentence's segmenter word starts."""
+    """:func:`tokenize_document` with each sentence's segmenter word starts (the same ids: one batched SentencePiece
+    call, the official re-encoding for a sentence with a digits-comma piece, or the WordPiece tokenizer's encode)."""
+    if vocab.digit_comma is None:
+        texts = list(sentences)
+        encoded = [np.asarray(tokenizer.encode(s), dtype=np.int32) for s in sentences]
+    else:
+        texts = normalize_sentences(tokenizer, sentences)
+        encoded = [np.asarray(e, dtype=np.int32) for e in tokenizer.sp.encode(texts, out_type=int, num_threads=1)]
+        encoded = [np.asarray(tokenizer.encode(s), dtype=np.int32) if e.shape[0] and vocab.digit_comma[e].any()
+                   else e for s, e in zip(sentences, encoded)]
     ids: List[np.ndarray] = []
     starts: List[np.ndarray] = []
-    for sentence in sentences:
-        doc = tokenize_document(tokenizer, [sentence], vocab)
-        if not doc.num_tokens:
+    for text, flat in zip(texts, encoded):
+        if not flat.shape[0]:
             continue
-        flat = doc.flat[doc.offsets[0]:doc.offsets[-1]]
-        text = sentence if tokenizer.kind == "wordpiece" else normalize_sentences(tokenizer, [sentence])[0]
         found = segmenter.starts(text, flat)
         ids.append(flat)
         starts.append(vocab.is_word_start[flat] if found is None else found)

@@ -9,9 +9,9 @@ realised shares equal the formula's (a character or token count would not: a Chi
 fewer characters than an English one, and a short document gives a short instance).
 
 Counting every language's instances would cost a second generation pass; instead each language's characters are
-counted (a read, no tokenizing) and its instances per character measured on a seeded sample of its documents of
-about ``SIZE_SAMPLE_CHARS`` characters (all of a language smaller than that, so a small language's count is exact):
-n_L = instances of the sample × characters of L / characters of the sample (:func:`estimated_size`).
+counted (a read, no tokenizing) and its instances per pass measured on a seeded sample of its training documents
+(:func:`size_sample`: all of a small language, averaged over several passes): n_L = instances per pass of the sample ×
+characters of L / characters of the sample (:func:`estimated_size`).
 
 **The exponent** (mBERT and IndicBERT α = 0.7, XLM-R and mT5 α = 0.3): p_L = n_L / Σ n, q_L = p_L^α / Σ_k p_k^α. The
 total stays what the run writes without sampling (``dupe_factor`` passes of every language), so the largest
@@ -66,6 +66,12 @@ class SamplingRule:
         if self.method == "unimax":
             return {"method": "unimax", "max_epochs": float(self.max_epochs)}
         return {"method": "none"}
+
+    @classmethod
+    def from_description(cls, data: Mapping[str, object]) -> "SamplingRule":
+        """The rule :meth:`describe` wrote."""
+        return cls(str(data.get("method", DEFAULT_METHOD)), data.get("alpha", DEFAULT_ALPHA),
+                   data.get("max_epochs", DEFAULT_MAX_EPOCHS))
 
     def target_shares(self, sizes: Mapping[str, float]) -> Dict[str, float]:
         """q_L for every language of ``sizes`` (a language of size 0 gets 0)."""
@@ -132,13 +138,28 @@ def realised_shares(counts: Mapping[str, int]) -> Dict[str, float]:
     return {k: (v / total if total else 0.0) for k, v in counts.items()}
 
 
-# Characters of each language's documents whose pass-0 instances are counted to measure its instances per character.
-SIZE_SAMPLE_CHARS = 2_000_000
+# The size sample's cost: each language may count instances of about this share of the run's own generation (its
+# characters × passes, spread evenly over the languages), at least SIZE_MIN_CHARS, at most SIZE_MAX_PASSES passes.
+SIZE_BUDGET_SHARE = 0.25
+SIZE_MIN_CHARS = 200_000
+SIZE_MAX_PASSES = 32
 
 
-def size_sample_rate(characters: int, bound: int = SIZE_SAMPLE_CHARS) -> float:
-    """The share of a language's documents (of ``characters`` in all) drawn into its size sample: 1 up to ``bound``."""
-    return 1.0 if characters <= bound else bound / float(characters)
+def size_sample(characters: Mapping[str, int], dupe_factor: int) -> Dict[str, Tuple[float, int]]:
+    """Per language, (share of its documents drawn into its size sample, passes counted over them): a budget of
+    ``SIZE_BUDGET_SHARE`` × dupe_factor × Σ characters / languages characters-passes each (at least
+    ``SIZE_MIN_CHARS``); a language larger than its budget is sampled at one pass, a smaller one counted whole over
+    as many passes as fit (at most ``SIZE_MAX_PASSES``, which averages out how much one short-target draw moves a
+    pass)."""
+    if not characters:
+        return {}
+    budget = max(SIZE_MIN_CHARS, SIZE_BUDGET_SHARE * dupe_factor * sum(characters.values()) / len(characters))
+    out = {}
+    for language, chars in characters.items():
+        sampled = min(float(chars), budget)
+        rate = 1.0 if chars <= budget else budget / float(chars)
+        out[language] = (rate, max(1, min(SIZE_MAX_PASSES, int(budget // max(sampled, 1.0)))))
+    return out
 
 
 def in_size_sample(seed: int, doc_id: str, rate: float) -> bool:

@@ -109,18 +109,12 @@ def load_segmenter(name: str) -> Callable[[str], List[str]]:
     raise SegmenterError(f"unknown segmenter {name!r}: expected one of {', '.join(sorted(SEGMENTERS))}")
 
 
-def word_boundaries(words: Sequence[str]) -> set:
-    """The visible-character positions (whitespace not counted) at which the words begin; the position after the
-    last word is one too."""
-    out = set()
-    pos = 0
-    for word in words:
-        visible = len(word) - sum(c.isspace() for c in word)
-        if visible:
-            out.add(pos)
-            pos += visible
-    out.add(pos)
-    return out
+def word_boundaries(words: Sequence[str]) -> np.ndarray:
+    """The visible-character positions (whitespace not counted) at which the words begin, ascending; the position
+    after the last word is one too."""
+    visible = [len("".join(w.split())) for w in words]
+    ends = np.cumsum([v for v in visible if v], dtype=np.int64)
+    return np.concatenate([[0], ends]) if ends.shape[0] else np.zeros(1, np.int64)
 
 
 def piece_lengths(pieces: Sequence[str], kind: str) -> np.ndarray:
@@ -142,23 +136,22 @@ def continuations(pieces: Sequence[str], kind: str) -> np.ndarray:
     return np.asarray([kind == "wordpiece" and p.startswith("##") for p in pieces], dtype=bool)
 
 
-def word_starts(lengths: np.ndarray, continuation: np.ndarray, boundaries: set,
+def word_starts(lengths: np.ndarray, continuation: np.ndarray, boundaries: np.ndarray,
                 visible: int) -> Optional[np.ndarray]:
     """For one sentence's pieces (their visible ``lengths`` from :func:`piece_lengths`, and ``continuation`` from
-    :func:`continuations`), True where a piece begins at one of the segmenter's word ``boundaries`` and is the first
-    piece there. None when the pieces do not cover the ``visible`` characters the segmenter saw (an unknown piece,
-    or a normalisation that changed the count): the caller keeps the vocabulary's rule for that sentence."""
+    :func:`continuations`), True where a piece begins at one of the segmenter's word ``boundaries`` (from
+    :func:`word_boundaries`), is the first piece there and not a continuation. None when the pieces do not cover the
+    ``visible`` characters the segmenter saw (an unknown piece, or a normalisation that changed the count): the caller
+    keeps the vocabulary's rule for that sentence."""
     if (lengths < 0).any() or int(lengths.sum()) != visible:
         return None
-    starts = np.zeros(lengths.shape[0], dtype=bool)
-    pos = 0
-    last = -1
-    for i, n in enumerate(lengths.tolist()):
-        if pos != last and pos in boundaries and not continuation[i]:
-            starts[i] = True
-            last = pos
-        pos += n
-    return starts
+    pos = np.zeros(lengths.shape[0], dtype=np.int64)
+    np.cumsum(lengths[:-1], out=pos[1:])
+    first = np.ones(lengths.shape[0], dtype=bool)
+    first[1:] = pos[1:] != pos[:-1]
+    at_boundary = np.zeros(visible + 1, dtype=bool)
+    at_boundary[boundaries[boundaries <= visible]] = True
+    return at_boundary[pos] & first & ~continuation
 
 
 class PieceSegmenter:
@@ -173,5 +166,5 @@ class PieceSegmenter:
     def starts(self, text: str, ids: np.ndarray) -> Optional[np.ndarray]:
         """Word starts of the pieces ``ids`` of ``text`` (the text as the tokenizer saw it), or None when they cannot
         be aligned to the segmenter's words (see :func:`word_starts`)."""
-        visible = len(text) - sum(c.isspace() for c in text)
+        visible = len("".join(text.split()))
         return word_starts(self._lengths[ids], self._continuation[ids], word_boundaries(self._cut(text)), visible)

@@ -208,7 +208,11 @@ class PipelineConfig(Section):
         if self.gate.enabled:
             out[DATA_GATE_NODE] = {"config": (self.gate.params(), "gate")}
             out[GATE_CHECK_NODE] = {}
-        out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
+        vocab = self.vocab.to_dict()
+        if len(run_languages(self.language)) > 1 and not self.vocab.import_model:
+            # a run of several languages: VocabGen samples its sentences by datagen's rule (docs/languages.md)
+            vocab["language_sampling"] = self.datagen.sampling_rule().describe()
+        out["VocabGen"] = {"config": (vocab, "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
                   "checkpoint_root": self.checkpoint_root}
