@@ -114,3 +114,22 @@ def test_bad_alpha_through_the_cli(cli, tmp_path, monkeypatch):
     lines = [ln for ln in done.stderr.splitlines() if ": error: " in ln]
     assert len(lines) == 1 and "datagen.language_alpha=1.5" in lines[0], done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_unknown_pieces_are_placed_by_sentencepiece_offsets(spm_model_path):
+    with open(spm_model_path, "rb") as f:  # English's 30k-clean: every Chinese run is one <unk>
+        tok = load_tokenizer(f.read(), TokenizerSpec(), spm_model_path)
+    text = "debian 是 我来到北京清华大学 的 system"
+    ids = np.asarray(tok.sp.encode(text, out_type=int), dtype=np.int32)
+    assert [tok.pieces[i] for i in ids] == ["▁de", "bian", "▁", "<unk>", "▁", "<unk>", "▁", "<unk>", "▁system"]
+    seg = segmenters.PieceSegmenter("rjieba", tok.pieces, tok.kind, tok.sp)
+    # "▁" and its <unk> one unit (the same position); "bian" inside "debian"
+    assert seg.starts(text, ids).tolist() == [1, 0, 1, 0, 1, 0, 1, 0, 1]
+    assert segmenters.PieceSegmenter("rjieba", tok.pieces, tok.kind).starts(text, ids) is None  # no offsets
+
+
+def test_mecab_cuts_japanese():
+    assert segmenters.load_segmenter("mecab")("Debianのパッケージ管理システムです。") == [
+        "Debian", "の", "パッケージ", "管理", "システム", "です", "。"]
+    assert segmenters.identity("mecab") == {"name": "mecab", "package": "fugashi 1.5.2",
+                                            "dictionary": "unidic-lite 1.0.8"}

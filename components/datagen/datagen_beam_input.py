@@ -70,7 +70,8 @@ class _Tokenizing(beam.DoFn):
         if self._segmenter_names:
             from components.text.segmenters import PieceSegmenter  # lazy: numpy only; kept off runs without one
 
-            self.segmenters = {lang: PieceSegmenter(name, self.tokenizer.pieces, self.tokenizer.kind)
+            sp = getattr(self.tokenizer, "sp", None)  # SentencePiece's offsets place its unknown pieces
+            self.segmenters = {lang: PieceSegmenter(name, self.tokenizer.pieces, self.tokenizer.kind, sp)
                                for lang, name in self._segmenter_names.items()}
 
     def segmenter_for(self, path: str):

@@ -104,8 +104,8 @@ def load_segmenter(name: str) -> Callable[[str], List[str]]:
         import fugashi  # lazy: fugashi and unidic-lite's dictionary (only when a segmenter is set)
         import unidic_lite  # lazy: see above
 
-        tagger = fugashi.GenericTagger(f'-d "{unidic_lite.DICDIR}" -Owakati')
-        return lambda text: tagger.parse(text).split(" ")
+        tagger = fugashi.Tagger(f'-d "{unidic_lite.DICDIR}" -r /dev/null')  # no mecabrc needed
+        return lambda text: [word.surface for word in tagger(text)]
     raise SegmenterError(f"unknown segmenter {name!r}: expected one of {', '.join(sorted(SEGMENTERS))}")
 
 
@@ -155,16 +155,44 @@ def word_starts(lengths: np.ndarray, continuation: np.ndarray, boundaries: np.nd
 
 
 class PieceSegmenter:
-    """A segmenter bound to a vocabulary: :meth:`starts` gives one sentence's masking-unit starts for its ids."""
+    """A segmenter bound to a vocabulary: :meth:`starts` gives one sentence's masking-unit starts for its ids. ``sp``
+    (a SentencePiece vocabulary's processor) places unknown pieces by SentencePiece's own offsets when a sentence
+    has several of them; one unknown piece simply takes the characters the others leave."""
 
-    def __init__(self, name: str, pieces: Sequence[str], kind: str):
+    def __init__(self, name: str, pieces: Sequence[str], kind: str, sp=None):
         self.name = name
         self._cut = load_segmenter(name)
         self._lengths = piece_lengths(pieces, kind)
         self._continuation = continuations(pieces, kind)
+        self._sp = sp
 
     def starts(self, text: str, ids: np.ndarray) -> Optional[np.ndarray]:
         """Word starts of the pieces ``ids`` of ``text`` (the text as the tokenizer saw it), or None when they cannot
         be aligned to the segmenter's words (see :func:`word_starts`)."""
         visible = len("".join(text.split()))
-        return word_starts(self._lengths[ids], self._continuation[ids], word_boundaries(self._cut(text)), visible)
+        lengths = self._lengths[ids]
+        unknown = lengths < 0
+        if unknown.any():
+            if int(unknown.sum()) == 1:
+                lengths = lengths.copy()
+                lengths[unknown] = visible - int(lengths[~unknown].sum())
+            elif self._sp is not None:
+                lengths = self._offset_lengths(text, ids)
+            if lengths is None or (lengths < 0).any():
+                return None
+        return word_starts(lengths, self._continuation[ids], word_boundaries(self._cut(text)), visible)
+
+    def _offset_lengths(self, text: str, ids: np.ndarray) -> Optional[np.ndarray]:
+        """Visible characters of each piece from SentencePiece's byte offsets (None if its pieces are not ``ids``)."""
+        try:
+            proto = self._sp.encode(text, return_type="proto")  # sentencepiece >= 0.2.1
+        except (TypeError, ValueError):
+            try:
+                proto = self._sp.encode(text, out_type="immutable_proto")  # 0.1.99, 0.2.0
+            except (TypeError, ValueError):
+                return None
+        if [p.id for p in proto.pieces] != ids.tolist():
+            return None
+        data = text.encode("utf-8")
+        return np.asarray([len("".join(data[p.begin:p.end].decode("utf-8", "replace").split()))
+                           for p in proto.pieces], dtype=np.int64)
