@@ -3,7 +3,7 @@ sentence sample) from its size, by an exponent or by UniMax. Pure Python: the fo
 passes and the seeded keep decision, testable without Beam (the wiring is in ``datagen_beam_languages``).
 
 **Sizes.** n_L is counted in the unit that is sampled: for the pretraining data, the instances one pass over the
-language's documents gives (pass 0, with the run's seed); for VocabGen, sentences. mBERT and XLM-R count
+language's training documents gives; for VocabGen, sentences. mBERT and XLM-R count
 sentences or tokens and IndicBERT lines, all units that are the thing they then draw; counting what is drawn makes the
 realised shares equal the formula's (a character or token count would not: a Chinese instance holds about three times
 fewer characters than an English one, and a short document gives a short instance).

@@ -106,7 +106,8 @@ def load_segmenter(name: str) -> Callable[[str], List[str]]:
 
         tagger = fugashi.Tagger(f'-d "{unidic_lite.DICDIR}" -r /dev/null')  # no mecabrc needed
         return lambda text: [word.surface for word in tagger(text)]
-    raise SegmenterError(f"unknown segmenter {name!r}: expected one of {', '.join(sorted(SEGMENTERS))}")
+    raise SegmenterError(f"unknown segmenter {name!r} in datagen.segmenters: expected one of "
+                         f"{', '.join(sorted(SEGMENTERS))}")
 
 
 def word_boundaries(words: Sequence[str]) -> np.ndarray:
