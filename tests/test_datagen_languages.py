@@ -63,3 +63,41 @@ def test_two_workers_write_the_same_bytes(one_worker, inputs, spm_model_path, tm
     stats = make_pretraining_data(inputs, spm_model_path, out, _config(language_alpha=0.3), workers=2)
     assert _bytes(out) == _bytes(one_worker[0])
     assert stats["per_language"] == one_worker[1]["per_language"]
+
+
+@pytest.mark.slow
+def test_a_segmenter_decides_the_token_boundaries_of_a_chinese_run(tmp_path):
+    """language=zh with rjieba through make-pretraining-data: the same instances' pieces, fewer word starts (a
+    WordPiece vocabulary starts a word at every Chinese character; rjieba's words hold several)."""
+    import tensorflow as tf
+
+    from trainer.input_pipeline import feature_spec
+
+    repo = os.path.dirname(os.path.dirname(__file__))
+    text = os.path.join(repo, "data", "sample-zh", "books", "zh-debian-faq.txt")
+    with open(text, encoding="utf-8") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    sentences = "\n".join(s for line in lines for s in line.split("。") if s) + "\n"
+    chars = sorted({c for c in sentences.lower() if not c.isspace()})
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + ["##" + c for c in chars]),
+                     encoding="utf-8")
+    docs = tmp_path / "documents-00000-of-00001.txt"
+    docs.write_text(sentences, encoding="utf-8")
+    shares = {}
+    for name, extra in (("plain", []), ("rjieba", ["datagen.segmenters={zh: rjieba}"])):
+        config = build_config("sample", overrides=["language=zh", "datagen.max_seq_length=64",
+                                                   "datagen.max_predictions_per_seq=8", "datagen.dupe_factor=1",
+                                                   "datagen.sop_mode=pure", "datagen.eval_fraction=0.1"] + extra)
+        out = str(tmp_path / name)
+        make_pretraining_data([str(docs)], str(vocab), out, config, workers=1)
+        starts = tokens = 0
+        for rec in tf.data.TFRecordDataset(sorted(glob.glob(os.path.join(out, "Split-train", "*.gz"))),
+                                           compression_type="GZIP"):
+            ex = tf.io.parse_single_example(rec, feature_spec(64, 8))
+            n = int(ex["input_mask"].numpy().sum())
+            starts += int(ex["token_boundary"].numpy()[:n].sum())
+            tokens += n
+        shares[name] = (starts / tokens, tokens)
+    assert shares["plain"][1] == shares["rjieba"][1]  # the same pieces
+    assert shares["rjieba"][0] < 0.8 * shares["plain"][0], shares

@@ -133,3 +133,19 @@ def test_mecab_cuts_japanese():
         "Debian", "の", "パッケージ", "管理", "システム", "です", "。"]
     assert segmenters.identity("mecab") == {"name": "mecab", "package": "fugashi 1.5.2",
                                             "dictionary": "unidic-lite 1.0.8"}
+
+
+def test_segmenter_identity_is_a_parameter_and_checked():
+    from pipeline.settings.configs import build_config
+
+    config = build_config("sample", overrides=["language=zh", "datagen.segmenters={zh: rjieba}"])
+    data = config.datagen.to_dict()
+    assert data["segmenter_identity"] == {"zh": {"name": "rjieba", "package": "rjieba 0.2.2",
+                                                 "dictionary": "jieba-rs built in (rjieba 0.2.2)"}}
+    assert "segmenter_identity" not in build_config("sample", overrides=["language=zh"]).datagen.to_dict()
+    moved = DataGenConfig.from_dict({**data, "segmenter_identity": {"zh": {**data["segmenter_identity"]["zh"],
+                                                                           "package": "rjieba 0.1.0"}}})
+    with pytest.raises(Exception, match=r"datagen\.segmenter_identity"):
+        moved.validate()  # a worker whose packages differ refuses the run
+    with pytest.raises(Exception, match=r"datagen\.segmenters\.zh.*run's languages \(en\)"):
+        build_config("sample", overrides=["datagen.segmenters={zh: rjieba}"])

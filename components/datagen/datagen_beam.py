@@ -289,6 +289,8 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
                                           random_pool_max_chars, split_rule, spill_dir)
         side["pools_file"] = beam.pvalue.AsSingleton(pools_file)
     languages = {file_language(path) for path in document_files} - {None}
+    if segmenters and not languages:  # a single-language run: untagged files, the run's language's segmenter
+        segmenters = {None: name for name in segmenters.values()} if len(segmenters) == 1 else None
     plan = None
     if len(languages) >= 2:  # a run of several languages: sampled by the rule, counted per language
         rule = language_sampling or SamplingRule()

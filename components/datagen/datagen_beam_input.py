@@ -52,11 +52,11 @@ def _utf8_lines(f, path: str) -> Iterator[str]:
 class _Tokenizing(beam.DoFn):
     """Base for DoFns that need the tokenizer: loaded once per worker in ``setup`` from the vocabulary file at
     ``vocab_path`` with its :class:`components.text.tokenizers.TokenizerSpec`; ``word_starts`` is
-    ``datagen.word_starts``; ``segmenters`` is ``datagen.segmenters`` (language → segmenter name), loaded in
-    ``setup`` too when set."""
+    ``datagen.word_starts``; ``segmenters`` is ``datagen.segmenters`` (language → segmenter name; None → the name
+    for the untagged files of a single-language run), loaded in ``setup`` too when set."""
 
     def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str = "official",
-                 segmenters: Optional[Dict[str, str]] = None):
+                 segmenters: Optional[Dict[Optional[str], str]] = None):
         self._vocab_path = vocab_path
         self._tokenizer_spec = tokenizer_spec
         self._word_starts = word_starts
@@ -75,14 +75,9 @@ class _Tokenizing(beam.DoFn):
                                for lang, name in self._segmenter_names.items()}
 
     def segmenter_for(self, path: str):
-        """The segmenter of ``path``'s documents: its language's (``file_language``); in a single-language run, whose
-        files have none, the one segmenter configured (the run's language). None: the vocabulary's rule."""
-        if not self.segmenters:
-            return None
-        language = file_language(path)
-        if language is None:
-            return next(iter(self.segmenters.values())) if len(self.segmenters) == 1 else None
-        return self.segmenters.get(language)
+        """The segmenter of ``path``'s documents: its language's (``file_language``; the key None stands for the
+        untagged files of a single-language run). None: the vocabulary's rule."""
+        return self.segmenters.get(file_language(path)) if self.segmenters else None
 
 
 class SplitRule:

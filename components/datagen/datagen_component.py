@@ -53,6 +53,8 @@ def PretrainingDataGen(
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
     """
     d = DataGenConfig.from_json(config, "datagen.")
+    if d.segmenters:  # the segmenters installed here must be the ones the run was configured with
+        d.validate()
     do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
         vocab.has_custom_property("do_lower_case") else True
     spec = vocab_folder_spec(vocab.uri, do_lower_case)

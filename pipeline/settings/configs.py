@@ -266,7 +266,10 @@ class PipelineConfig(Section):
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
         check(self.mode in MODES, "mode", self.mode, "|".join(MODES))
-        run_languages(self.language)
+        languages = run_languages(self.language)
+        for code in sorted(self.datagen.segmenters or {}):  # a segmenter for a language the run does not list
+            check(code in languages, f"datagen.segmenters.{code}", self.datagen.segmenters[code],
+                  f"a segmenter for one of the run's languages ({', '.join(languages)}); language={self.language!r}")
         check(self.mode == "benchmark" or self.model_digest is None, "model_digest", self.model_digest,
               "unset (resolved from train.init_from with mode=benchmark)")
         if self.mode == "benchmark":
