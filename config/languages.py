@@ -66,12 +66,12 @@ WORD_STARTS = ("official", "boundary")
 class LanguageProfile:
     """The defaults one language gives the settings it owns (see the module's table)."""
 
-    sentence_splitter: str
+    sentence_splitter: Optional[str]  # None in a run of several languages: each document's own (run_profile)
     vocab_kind: str
     normalization: str
     strip_accents: bool
     character_coverage: float
-    word_starts: str
+    word_starts: Optional[str]  # None in a run of several languages whose profiles differ: each file's own
 
 
 ENGLISH = LanguageProfile(sentence_splitter="english", vocab_kind="sentencepiece", normalization="albert",
@@ -141,19 +141,33 @@ def is_multilingual(value: Any) -> bool:
     return len(run_languages(value)) > 1
 
 
+def tagged_languages(value: Any, corpus) -> Optional[list]:
+    """What ``corpus.languages`` holds: the run's languages when its documents are tagged (a run of several
+    languages, or a source marked with ``corpus.wikipedia_language`` / ``corpus.books_language``), else None (a
+    single-language run's corpus JSON does not change). A value set by hand must be that list."""
+    codes = run_languages(value)
+    tagged = len(codes) > 1 or corpus.wikipedia_language is not None or corpus.books_language is not None
+    derived = list(codes) if tagged else None
+    if corpus.languages is not None and list(corpus.languages) != derived:
+        raise ConfigError(f"config corpus.languages={list(corpus.languages)!r} is invalid: it is filled from "
+                          f"language (set language={list(codes) if len(codes) > 1 else codes[0]!r} instead)")
+    return derived
+
+
 def run_profile(codes: Sequence[str]) -> LanguageProfile:
     """The run-wide defaults of a run in ``codes``: one language's own profile; for several, one vocabulary for all:
 
-    - ``sentence_splitter``: ``multilingual`` (the run-wide value; CorpusGen splits each document by its own
-      language's profile unless the setting is given);
+    - ``sentence_splitter``: None, left unset: CorpusGen splits each document by its own language's profile
+      (``corpus.sentence_splitter``, when given, applies to every document);
     - ``vocab_kind``: ``sentencepiece`` (one model for every script; WordPiece stays one setting away);
     - ``normalization``: ``nfkc`` unless every language's profile says otherwise (``albert``'s NFKD with marks
       dropped breaks Hangul, kana and Devanagari, so it cannot be the mix's), ``strip_accents`` false;
     - ``character_coverage``: the lowest among the languages' profiles: SentencePiece's coverage is over the whole
       sample, so a mix with Chinese or Japanese needs the rich-script value (0.9995) or the rare Han characters
       each take a piece of the vocabulary; a mix of small alphabets keeps 1.0;
-    - ``word_starts``: ``boundary`` unless every language's profile says ``official`` (the official rule makes
-      masking per-piece in every script but Latin).
+    - ``word_starts``: the languages' common value, else None, left unset: datagen takes each documents file's
+      language's (``official`` for English's files, ``boundary`` for the others; ``datagen.word_starts``, when
+      given, applies to every file).
     """
     profiles = [profile(c) for c in codes]
     if len(profiles) == 1:
@@ -163,11 +177,11 @@ def run_profile(codes: Sequence[str]) -> LanguageProfile:
         values = {getattr(p, attr) for p in profiles}
         return values.pop() if len(values) == 1 else fallback
 
-    return LanguageProfile(sentence_splitter="multilingual", vocab_kind="sentencepiece",
+    return LanguageProfile(sentence_splitter=None, vocab_kind="sentencepiece",
                            normalization=same_or("normalization", "nfkc"),
                            strip_accents=same_or("strip_accents", False),
                            character_coverage=min(p.character_coverage for p in profiles),
-                           word_starts=same_or("word_starts", "boundary"))
+                           word_starts=same_or("word_starts", None))
 
 
 def resolve_sections(code: Any, corpus, vocab, datagen):

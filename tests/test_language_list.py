@@ -56,7 +56,7 @@ def test_several_languages_one_vocabulary_for_the_mix():
     # SentencePiece model, NFKC (albert's NFKD-without-marks breaks Hangul and kana), boundary word starts.
     assert (config.vocab.kind, config.vocab.normalization, config.vocab.strip_accents,
             config.vocab.character_coverage, config.datagen.word_starts, config.corpus.sentence_splitter) == (
-        "sentencepiece", "nfkc", False, 0.9995, "boundary", "multilingual")
+        "sentencepiece", "nfkc", False, 0.9995, None, None)
     assert run_profile(("de", "fr")).character_coverage == 1.0
     assert run_profile(("zh",)) is profile("zh")
     explicit = build_config("sample", overrides=["language=[en,zh]", "vocab.character_coverage=0.9999"])
@@ -84,3 +84,30 @@ def test_the_card_lists_the_run_languages():
     assert header({**facts, "language": "zh"})["language"] == ["zh"]
     assert header({**facts, "language": ["en", "zh", "ja"]})["language"] == ["en", "zh", "ja"]
     assert header(facts)["language"] == ["en"]
+
+
+def test_datagen_takes_each_files_language_word_starts_unless_set():
+    from components.datagen.datagen_beam_input import word_starts_of
+
+    assert run_profile(("zh", "ja")).word_starts == "boundary"  # the same in both profiles: that value
+    assert word_starts_of("/d/documents-en-00000-of-00001.txt", None) == "official"
+    assert word_starts_of("/d/documents-ko-00000-of-00001.txt", None) == "boundary"
+    assert word_starts_of("/d/documents-00000-of-00001.txt", None) == "official"
+    assert word_starts_of("/d/documents-ko-00000-of-00001.txt", "official") == "official"
+
+
+def test_the_report_languages_table_from_the_documents_properties():
+    from components.report.document import Document, to_markdown
+    from components.report.language_table import languages_from_properties, languages_section
+
+    props = {"num_documents": 3, "language_en_documents": 2, "language_en_sentences": 10, "language_en_characters": 300,
+             "language_zh_documents": 1, "language_zh_sentences": 5, "language_zh_characters": 100,
+             "unlisted_language_ru_documents": 1, "unlisted_language_und_documents": 2, "books_documents": 3}
+    languages = languages_from_properties(props)
+    assert languages == {"per_language": {"en": {"documents": 2, "sentences": 10, "characters": 300},
+                                          "zh": {"documents": 1, "sentences": 5, "characters": 100}},
+                         "unlisted": {"ru": 1, "und": 2}}
+    text = to_markdown(Document("t", [languages_section(languages, instances={"en": 30, "zh": 10})]))
+    assert "| en | 2 | 10 | 300 | 75.0% | 30 | 75.0% |" in text and "| zh | 1 | 5 | 100 | 25.0% | 10 | 25.0% |" in text
+    assert "Dropped in no listed language: 1 ru, 2 und document(s)" in text
+    assert languages_section(languages_from_properties({"num_documents": 3})) is None

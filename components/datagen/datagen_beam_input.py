@@ -18,6 +18,7 @@ from components.datagen.instances import VocabInfo
 from components.text.documents import file_language, parse_text_blocks
 from components.text.corrupt_input import CorruptInputError
 from components.text.tokenizers import load_tokenizer
+from config.languages import profile
 
 
 def _h64(*parts: object) -> int:
@@ -52,10 +53,11 @@ def _utf8_lines(f, path: str) -> Iterator[str]:
 class _Tokenizing(beam.DoFn):
     """Base for DoFns that need the tokenizer: loaded once per worker in ``setup`` from the vocabulary file at
     ``vocab_path`` with its :class:`components.text.tokenizers.TokenizerSpec`; ``word_starts`` is
-    ``datagen.word_starts``; ``segmenters`` is ``datagen.segmenters`` (language → segmenter name; None → the name
+    ``datagen.word_starts``, or None in a run of several languages: each file's language's (:func:`word_starts_of`,
+    through :meth:`vocab_of`); ``segmenters`` is ``datagen.segmenters`` (language → segmenter name; None → the name
     for the untagged files of a single-language run), loaded in ``setup`` too when set."""
 
-    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str = "official",
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: Optional[str] = "official",
                  segmenters: Optional[Dict[Optional[str], str]] = None):
         self._vocab_path = vocab_path
         self._tokenizer_spec = tokenizer_spec
@@ -65,7 +67,8 @@ class _Tokenizing(beam.DoFn):
     def setup(self):
         with FileSystems.open(self._vocab_path) as f:
             self.tokenizer = load_tokenizer(f.read(), self._tokenizer_spec, self._vocab_path)
-        self.vocab = VocabInfo.from_tokenizer(self.tokenizer, self._word_starts)
+        self._vocabs: Dict[str, VocabInfo] = {}
+        self.vocab = self.vocab_of("")
         self.segmenters = {}
         if self._segmenter_names:
             from components.text.segmenters import PieceSegmenter  # lazy: numpy only; kept off runs without one
@@ -78,6 +81,24 @@ class _Tokenizing(beam.DoFn):
         """The segmenter of ``path``'s documents: its language's (``file_language``; the key None stands for the
         untagged files of a single-language run). None: the vocabulary's rule."""
         return self.segmenters.get(file_language(path)) if self.segmenters else None
+
+    def vocab_of(self, path: str) -> VocabInfo:
+        """The :class:`VocabInfo` (its word starts) for the documents of the file at ``path``."""
+        rule = word_starts_of(path, self._word_starts)
+        if rule not in self._vocabs:
+            self._vocabs[rule] = VocabInfo.from_tokenizer(self.tokenizer, rule)
+        return self._vocabs[rule]
+
+
+# -- a run of several languages ------------------------------------------------------------------------------------
+def word_starts_of(path: str, word_starts: Optional[str]) -> str:
+    """The whole-word rule of the documents in ``path``: ``datagen.word_starts`` when set; else the profile's of the
+    language its name says (``documents-zh-…``: ``boundary``; components/text/documents.py ``file_language``),
+    and ``official`` for a file without one."""
+    if word_starts:
+        return word_starts
+    language = file_language(path)
+    return profile(language).word_starts if language else "official"
 
 
 class SplitRule:

@@ -69,6 +69,7 @@ class _CountSample(_Tokenizing):
         if pools_file is not None and pools_file != self._pools_file:
             self._pools, self._pools_file = load_pools(pools_file), pools_file
         rate, passes = size_sample({k: v[0] for k, v in characters.items()}, self._dupe_factor)[language]
+        self.vocab = self.vocab_of(path)  # its language's word starts
         segmenter = self.segmenter_for(path)
         chars = instances = 0
         for doc_id, sentences in read_documents(path):

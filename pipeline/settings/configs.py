@@ -32,11 +32,12 @@ from components.report.report_config import ReportConfig
 from components.vocab.vocab_config import VocabConfig
 from pipeline.settings.orchestration_config import DataConfig, TaskResources
 from trainer.trainer_config import ModelConfig, TrainConfig, VertexTrainingConfig
-from config.languages import DEFAULT_LANGUAGE, language_value, resolve_sections, run_languages
+from config.languages import DEFAULT_LANGUAGE, language_value, resolve_sections, run_languages, tagged_languages
 from trainer.trainer_settings import trainer_settings
 
 from pipeline.settings import spans
 from pipeline.settings.home import PROJECT_HOME
+from pipeline.settings.sample_multi import sample_multi_settings
 
 SAMPLE_DATA = os.path.join(PROJECT_HOME, "data", "sample")
 SAMPLE_ZH_DATA = os.path.join(PROJECT_HOME, "data", "sample-zh")
@@ -531,6 +532,11 @@ def sample_zh_config() -> PipelineConfig:
     )
 
 
+def sample_multi_config() -> PipelineConfig:
+    """Five languages in one model on ``data/sample-multi`` (pipeline/settings/sample_multi.py)."""
+    return PipelineConfig(**sample_multi_settings())
+
+
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
     ``experiments/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
@@ -595,14 +601,16 @@ def small_config() -> PipelineConfig:
     )
 
 
-PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
+PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "sample-multi": sample_multi_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
            "paper-v2": paper_v2_config}
 
 
 def apply_language_profile(config: PipelineConfig) -> PipelineConfig:
     """The language settings left unset (``None``) filled from ``config.language``'s profile (config/languages.py);
-    an unknown code is a ConfigError naming ``language``."""
+    an unknown code is a ConfigError naming ``language``; ``corpus.languages`` filled when documents are tagged
+    (config/languages.py ``tagged_languages``)."""
     corpus, vocab, datagen = resolve_sections(config.language, config.corpus, config.vocab, config.datagen)
+    corpus = dataclasses.replace(corpus, languages=tagged_languages(config.language, corpus))
     return dataclasses.replace(config, language=language_value(config.language), corpus=corpus, vocab=vocab,
                                datagen=datagen)
 
