@@ -45,11 +45,14 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from components.datagen.generate import generate_for_document, tokenize_document
 from components.datagen.instances import InstanceParams
+from components.datagen.language_sampling import SamplingRule
 from components.datagen.pool import DocumentPool
 from components.datagen.stats import InstanceStats
 from components.datagen.datagen_beam_input import SplitRule, _h64, _make_dirs, _Tokenizing, read_documents
 from components.datagen.datagen_beam_pools import load_pools, split_document_pools
+from components.datagen.datagen_beam_languages import _sum_tuples, language_plan, per_language_block
 from components.datagen.datagen_beam_shards import _SPILL_HEADER, _remove_spill_dir, _WriteTFRecordShard
+from components.text.documents import file_language
 from components.text.tokenizers import TokenizerSpec
 from config.errors import InputError
 from trainer.files import EVAL_SPLIT, LONG_SUFFIX, TRAIN_SPLIT
@@ -100,8 +103,8 @@ class _GenerateInstances(_Tokenizing):
 
     def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str, params: InstanceParams, seed: int,
                  dupe_factor: int, shards: Dict[str, int], split_rule: SplitRule, spill_dir: str,
-                 long_params: Optional[InstanceParams] = None):
-        super().__init__(vocab_path, tokenizer_spec, word_starts)
+                 long_params: Optional[InstanceParams] = None, segmenters: Optional[Dict[str, str]] = None):
+        super().__init__(vocab_path, tokenizer_spec, word_starts, segmenters)
         self._params = params
         self._long_params = long_params
         self._seed = seed
@@ -127,22 +130,27 @@ class _GenerateInstances(_Tokenizing):
                 path, FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED))
         return handle[1]
 
-    def process(self, path: str, pools_file: Optional[str] = None):
+    def process(self, path: str, pools_file: Optional[str] = None, plan: Optional[Dict] = None):
         # The element is a file, read here: documents never become Beam elements. (As the output of a separate
         # FlatMap they were buffered whole whenever the runner did not fuse it with this side-input ParDo.)
         if pools_file is not None and pools_file != self._pools_file:  # loaded once per worker
             self._pools, self._pools_file = load_pools(pools_file), pools_file
         self.vocab = self.vocab_of(path)  # its language's word starts in a run of several (datagen_beam_input.py)
+        language = file_language(path) if plan is not None else None
+        passes = plan[language]["passes"] if language in (plan or {}) else None  # language sampling
+        segmenter = self.segmenter_for(path)
         for doc_id, sentences in read_documents(path):
             split = self._split_rule(path, doc_id)
             pool = None if pools_file is None else self._pools.get(split, _EMPTY_POOL)
-            yield from self._document(doc_id, split, sentences, pool)
+            yield from self._document(doc_id, split, sentences, pool, segmenter, passes, language)
         COUNTERS["files"].inc()
 
-    def _document(self, doc_id: str, split: str, sentences: List[str], pool: Optional[DocumentPool]):
-        ids = pool.get(doc_id) if pool is not None else None  # pooled documents are tokenized already
+    def _document(self, doc_id: str, split: str, sentences: List[str], pool: Optional[DocumentPool],
+                  segmenter=None, passes: Optional[float] = None, language: Optional[str] = None):
+        # pooled documents are tokenized already (without a segmenter's word starts)
+        ids = pool.get(doc_id) if pool is not None and segmenter is None else None
         if ids is None:
-            ids = tokenize_document(self.tokenizer, sentences, self.vocab)
+            ids = tokenize_document(self.tokenizer, sentences, self.vocab, segmenter)
         COUNTERS["documents"].inc()
         COUNTERS["sentences"].inc(len(sentences))
         if not ids:
@@ -151,7 +159,11 @@ class _GenerateInstances(_Tokenizing):
         COUNTERS["input_tokens"].inc(ids.num_tokens)  # not len(flat): a pooled document is a view into the pool
         # The split's own pool; a split with a single document draws from that document, as officially.
         random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
-        stats = self._instances(doc_id, ids, split, self._seed, self._params, random_document)
+        stats = self._instances(doc_id, ids, split, self._seed, self._params, random_document, passes)
+        if language is not None:  # a run of several languages: its counts for the per_language statistics
+            padding = stats.instances * self._params.max_seq_length - stats.tokens
+            yield beam.pvalue.TaggedOutput("language_counts", (
+                (language, split), (1, stats.instances, stats.tokens, stats.masked_tokens, padding)))
         COUNTERS[f"instances_{split}"].inc(stats.instances)
         COUNTERS["instance_tokens"].inc(stats.tokens)
         if not stats.instances:
@@ -160,20 +172,21 @@ class _GenerateInstances(_Tokenizing):
         if self._long_params is not None:  # the same document, its split's long twin, seeds of their own
             long_split = split + LONG_SUFFIX
             stats = self._instances(doc_id, ids, long_split, long_seed(self._seed), self._long_params,
-                                    random_document)
+                                    random_document, passes)
             COUNTERS[f"instances_{long_split}"].inc(stats.instances)
             COUNTERS["instance_tokens_long"].inc(stats.tokens)
             yield beam.pvalue.TaggedOutput(f"stats_{long_split}", stats)
 
     def _instances(self, doc_id: str, ids, split: str, seed: int, params: InstanceParams,
-                   random_document) -> InstanceStats:
-        """Every pass's instances of one document with ``seed`` and ``params``, appended to ``split``'s spill files
-        under shuffle keys from (``seed``, document, index); their statistics."""
+                   random_document, passes: Optional[float] = None) -> InstanceStats:
+        """Every pass's instances of one document with ``seed`` and ``params`` (``passes``: its language's, see
+        :func:`generate_for_document`), appended to ``split``'s spill files under shuffle keys from (``seed``,
+        document, index); their statistics."""
         num_shards = self._shards[split]
         stats = InstanceStats()
         pending: Dict[int, List[bytes]] = {}
         for i, (payload, instance) in enumerate(generate_for_document(
-                doc_id, ids, seed, self._dupe_factor, params, self.vocab, random_document)):
+                doc_id, ids, seed, self._dupe_factor, params, self.vocab, random_document, passes)):
             key = _h64("shuffle", seed, doc_id, i)
             stats.add(instance)
             pending.setdefault(key % num_shards, []).extend((_SPILL_HEADER.pack(key, len(payload)), payload))
@@ -214,7 +227,9 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
                            spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE,
                            random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS,
                            eval_document_files: Optional[List[str]] = None,
-                           long_params: Optional[InstanceParams] = None) -> None:
+                           long_params: Optional[InstanceParams] = None,
+                           language_sampling: Optional[SamplingRule] = None,
+                           segmenters: Optional[Dict[str, str]] = None) -> None:
     """Add the data-generation stages to ``pipeline``.
 
     ``vocab_path``: the vocabulary file (``spm.model`` or ``vocab.txt``), read with ``tokenizer_spec`` (default:
@@ -233,6 +248,10 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
     each document also gives instances with these parameters into its split's long twin ("train_long",
     "eval_long"), in the same generating pass over the documents (the same document split and random-document
     pools), with seeds of their own (:func:`long_seed`); the short splits' bytes are what they are without it.
+    ``language_sampling`` (``datagen.language_sampling``, default the exponent 0.7): when the files hold two or more
+    languages (``file_language``), each language's passes follow the rule (``datagen_beam_languages``) and
+    ``stats.json`` gets a ``per_language`` block; a single-language run is untouched. ``segmenters``
+    (``datagen.segmenters``): language → segmenter deciding the masking units (``components/text/segmenters.py``).
 
     Stages: file names → read + tokenize + instances + serialize (one fused stage; its only side input is
     the path of the random-document pool file, chosen from per-document keys and then tokenized by two
@@ -266,17 +285,26 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
         | "ListDocumentFiles" >> beam.Create(sorted(document_files) + sorted(eval_document_files))
         | "SpreadFiles" >> beam.Reshuffle()
     )
-    side = []
+    side = {}
     if params.sop_mode in ("official", "nsp"):
         pools_file = split_document_pools(files, vocab_path, tokenizer_spec, word_starts, seed, random_pool_size,
                                           random_pool_max_chars, split_rule, spill_dir)
-        side = [beam.pvalue.AsSingleton(pools_file)]
+        side["pools_file"] = beam.pvalue.AsSingleton(pools_file)
+    languages = {file_language(path) for path in document_files} - {None}
+    if segmenters and not languages:  # a single-language run: untagged files, the run's language's segmenter
+        segmenters = {None: name for name in segmenters.values()} if len(segmenters) == 1 else None
+    plan = None
+    if len(languages) >= 2:  # a run of several languages: sampled by the rule, counted per language
+        rule = language_sampling or SamplingRule()
+        plan = language_plan(files, vocab_path, tokenizer_spec, word_starts, segmenters, params, seed, dupe_factor,
+                             rule, split_rule, side.get("pools_file"))
+        side["plan"] = beam.pvalue.AsSingleton(plan)
+    outputs = [f"stats_{s}" for s in splits] + (["language_counts"] if plan is not None else [])
     generated = (
         files
         | "Generate" >> beam.ParDo(
             _GenerateInstances(vocab_path, tokenizer_spec, word_starts, params, seed, dupe_factor, shards, split_rule,
-                               spill_dir, long_params), *side).with_outputs(*[f"stats_{s}" for s in splits],
-                                                                            main="spills")
+                               spill_dir, long_params, segmenters), **side).with_outputs(*outputs, main="spills")
     )
     written = (
         generated.spills
@@ -294,16 +322,24 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
         | f"Tag{split}" >> beam.Map(lambda s, name=split: (name, s))
         for split in splits
     ]
+    language_side = {}
+    if plan is not None:
+        counts = (generated.language_counts
+                  | "SumLanguageCounts" >> beam.CombinePerKey(_sum_tuples)
+                  | "LanguageCountsDict" >> beam.combiners.ToDict())
+        language_side = {"language_counts": beam.pvalue.AsSingleton(counts), "plan": beam.pvalue.AsSingleton(plan),
+                         "rule": rule}
     _ = (
         stats_parts
         | "FlattenStats" >> beam.Flatten()
         | "CollectStats" >> beam.combiners.ToDict()
-        | "WriteStats" >> beam.Map(_write_stats, stats_path, params, seed, dupe_factor, long_params)
+        | "WriteStats" >> beam.Map(_write_stats, stats_path, params, seed, dupe_factor, long_params, **language_side)
     )
 
 
 def _write_stats(per_split: Dict[str, Dict], stats_path: str, params: InstanceParams, seed: int,
-                 dupe_factor: int, long_params: Optional[InstanceParams] = None) -> None:
+                 dupe_factor: int, long_params: Optional[InstanceParams] = None, language_counts=None, plan=None,
+                 rule: Optional[SamplingRule] = None) -> None:
     if not per_split.get("train", {}).get("instances"):
         raise InputError("pretraining-data generation produced no training instances: the documents are empty or "
                          "too short for datagen.max_seq_length")
@@ -312,6 +348,8 @@ def _write_stats(per_split: Dict[str, Dict], stats_path: str, params: InstancePa
     if long_params is not None:  # the long splits' own parameters and seed (their statistics are in "splits")
         summary["long_params"] = {k: getattr(long_params, k) for k in long_params.__dataclass_fields__}
         summary["long_seed"] = long_seed(seed)
+    if plan is not None:  # a run of several languages
+        summary["per_language"] = per_language_block(language_counts, plan, rule)
     with FileSystems.create(stats_path) as f:
         f.write(json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
 

@@ -54,18 +54,33 @@ class _Tokenizing(beam.DoFn):
     """Base for DoFns that need the tokenizer: loaded once per worker in ``setup`` from the vocabulary file at
     ``vocab_path`` with its :class:`components.text.tokenizers.TokenizerSpec`; ``word_starts`` is
     ``datagen.word_starts``, or None in a run of several languages: each file's language's (:func:`word_starts_of`,
-    through :meth:`vocab_of`)."""
+    through :meth:`vocab_of`); ``segmenters`` is ``datagen.segmenters`` (language → segmenter name; None → the name
+    for the untagged files of a single-language run), loaded in ``setup`` too when set."""
 
-    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: Optional[str] = "official"):
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: Optional[str] = "official",
+                 segmenters: Optional[Dict[Optional[str], str]] = None):
         self._vocab_path = vocab_path
         self._tokenizer_spec = tokenizer_spec
         self._word_starts = word_starts
+        self._segmenter_names = dict(segmenters or {})
 
     def setup(self):
         with FileSystems.open(self._vocab_path) as f:
             self.tokenizer = load_tokenizer(f.read(), self._tokenizer_spec, self._vocab_path)
         self._vocabs: Dict[str, VocabInfo] = {}
         self.vocab = self.vocab_of("")
+        self.segmenters = {}
+        if self._segmenter_names:
+            from components.text.segmenters import PieceSegmenter  # lazy: numpy only; kept off runs without one
+
+            sp = getattr(self.tokenizer, "sp", None)  # SentencePiece's offsets place its unknown pieces
+            self.segmenters = {lang: PieceSegmenter(name, self.tokenizer.pieces, self.tokenizer.kind, sp)
+                               for lang, name in self._segmenter_names.items()}
+
+    def segmenter_for(self, path: str):
+        """The segmenter of ``path``'s documents: its language's (``file_language``; the key None stands for the
+        untagged files of a single-language run). None: the vocabulary's rule."""
+        return self.segmenters.get(file_language(path)) if self.segmenters else None
 
     def vocab_of(self, path: str) -> VocabInfo:
         """The :class:`VocabInfo` (its word starts) for the documents of the file at ``path``."""

@@ -53,6 +53,8 @@ def PretrainingDataGen(
     (and the same facts as properties) with a content fingerprint that keys the Trainer's checkpoints.
     """
     d = DataGenConfig.from_json(config, "datagen.")
+    if d.segmenters:  # the segmenters installed here must be the ones the run was configured with
+        d.validate()
     do_lower_case = bool(vocab.get_int_custom_property("do_lower_case")) if \
         vocab.has_custom_property("do_lower_case") else True
     spec = vocab_folder_spec(vocab.uri, do_lower_case)
@@ -79,7 +81,7 @@ def PretrainingDataGen(
                 compression=d.compression, compression_level=d.compression_level,
                 tokenizer_spec=spec, word_starts=d.word_starts, random_pool_size=d.random_pool_documents,
                 random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files,
-                long_params=long_params)
+                long_params=long_params, language_sampling=d.sampling_rule(), segmenters=d.segmenters)
         record_counters(p, "albert.datagen", [examples, statistics])
         names = ["vocab"] + [f"Split-{s}" for s in splits]
         vocab_size = vocab.get_int_custom_property("vocab_size") if vocab.has_custom_property("vocab_size") else 0

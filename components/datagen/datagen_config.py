@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
+from components.datagen.language_sampling import DEFAULT_ALPHA, DEFAULT_MAX_EPOCHS, DEFAULT_METHOD, SamplingRule
+from components.text.segmenters import check_segmenters, identity
 from config.languages import WORD_STARTS, without_english
 from config.schema import Section, check, without_defaults
 
 # BERT's two-phase sequence length (docs/fidelity.md "Two-phase sequence length"), off at the defaults and then left out of
 # the sections' JSON the same way: datagen's ``long_*`` fields and the Trainer's switch step.
 LONG_PHASE_OPTIONS = ("long_max_seq_length", "long_max_predictions_per_seq")
+# A run of several languages (docs/languages.md "Languages sampled", "Segmenters"): left out of the JSON at defaults.
+LANGUAGE_OPTIONS = ("language_sampling", "language_alpha", "language_max_epochs", "segmenters", "segmenter_identity")
 
 
 @dataclass
@@ -47,11 +51,33 @@ class DataGenConfig(Section):
     # _is_start_piece_sp: any piece with a character outside a-z starts one) | boundary (SentencePiece's "▁" or,
     # with a WordPiece vocabulary, every piece but "##" ones, in every script); None: the language's.
     word_starts: Optional[str] = None
+    # A run of several languages: each language's share of the instances (components/datagen/language_sampling.py):
+    # exponent (q ∝ n^alpha; mBERT and IndicBERT 0.7, XLM-R and mT5 0.3) | unimax (uniform, each language at most
+    # language_max_epochs times its unsampled amount) | none (as the corpus has them). Single-language runs: no effect.
+    language_sampling: str = DEFAULT_METHOD
+    language_alpha: float = DEFAULT_ALPHA
+    language_max_epochs: float = DEFAULT_MAX_EPOCHS
+    # Whole-word masking by a segmenter, per language ({zh: jieba} or rjieba, {ja: mecab}): the segmenter's words
+    # decide which pieces are masked together; the vocabulary and ids do not change (components/text/segmenters.py).
+    segmenters: Optional[Dict[str, str]] = None
+    # What the segmenters are (name, package version, dictionary): filled into the JSON from the installed packages,
+    # so the node's parameters change with them; a worker whose packages differ refuses the run.
+    segmenter_identity: Optional[Dict[str, Dict[str, str]]] = None
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field, less the ``LONG_PHASE_OPTIONS`` at their defaults (off) and the language settings at
-        English's values: a datagen node that does not set them keeps its cache key."""
-        return without_english(self, "datagen", without_defaults(self, super().to_dict(), LONG_PHASE_OPTIONS))
+        """Every field, less the ``LONG_PHASE_OPTIONS`` and ``LANGUAGE_OPTIONS`` at their defaults and the language
+        settings at English's values: a datagen node that does not set them keeps its cache key."""
+        data = super().to_dict()
+        if self.segmenters:
+            data["segmenter_identity"] = self.installed_segmenters()
+        return without_english(self, "datagen", without_defaults(self, data, LONG_PHASE_OPTIONS + LANGUAGE_OPTIONS))
+
+    def sampling_rule(self) -> SamplingRule:
+        return SamplingRule(self.language_sampling, self.language_alpha, self.language_max_epochs)
+
+    def installed_segmenters(self) -> Dict[str, Dict[str, str]]:
+        """Each configured segmenter's identity as installed here."""
+        return {lang: identity(name) for lang, name in sorted((self.segmenters or {}).items())}
 
     def long_predictions(self) -> int:
         """Predictions per long sequence (0 when the long phase is off): the explicit value, else derived."""
@@ -64,6 +90,13 @@ class DataGenConfig(Section):
 
     def validate(self) -> "DataGenConfig":
         d = self
+        problem = d.sampling_rule().problems()
+        check(problem is None, *(problem or ("", None, "")))
+        check_segmenters(d.segmenters)
+        if d.segmenters and d.segmenter_identity is not None:
+            installed = d.installed_segmenters()
+            check(d.segmenter_identity == installed, "datagen.segmenter_identity", d.segmenter_identity,
+                  f"the installed segmenters {installed} (the packages changed since the run was configured)")
         check(d.word_starts in (None,) + WORD_STARTS, "datagen.word_starts", d.word_starts, "|".join(WORD_STARTS))
         check(d.sop_mode in ("official", "pure", "nsp"), "datagen.sop_mode", d.sop_mode, "official|pure|nsp")
         check(d.max_seq_length >= 8, "datagen.max_seq_length", d.max_seq_length, ">= 8")

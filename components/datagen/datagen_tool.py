@@ -96,7 +96,7 @@ def make_pretraining_data(inputs: Sequence[str], vocab: str, output: str, config
             num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
             compression_level=d.compression_level, tokenizer_spec=spec, word_starts=d.word_starts,
             random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars,
-            long_params=long_params)
+            long_params=long_params, language_sampling=d.sampling_rule(), segmenters=d.segmenters)
         result = p.run()
         result.wait_until_finish()
         names = ["vocab"] + [f"Split-{s}" for s in splits]

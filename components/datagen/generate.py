@@ -13,6 +13,7 @@ import numpy as np
 from components.datagen.features import serialize_instance
 from components.datagen.instances import (Instance, InstanceParams, RandomDocument, TokenizedDocument, VocabInfo,
                                           create_instances_from_document, document_seed)
+from components.datagen.language_sampling import keep_instance, pass_plan
 from components.text.tokenization import AlbertTokenizer
 
 _ALBERT_NORMALIZE = AlbertTokenizer.normalize  # the shortcut mirrors exactly this method
@@ -53,7 +54,8 @@ def normalize_sentences(tokenizer, sentences: Sequence[str]) -> List[str]:
     return out
 
 
-def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[VocabInfo] = None) -> TokenizedDocument:
+def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[VocabInfo] = None,
+                      segmenter=None) -> TokenizedDocument:
     """Sentences → the document's piece ids, one sentence per non-empty sentence, exactly ``tokenizer.encode``
     (an ``AlbertTokenizer``), as a :class:`TokenizedDocument` (flat ids + sentence offsets).
 
@@ -61,7 +63,12 @@ def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[Vocab
     SentencePiece as ids (one single-threaded batched call from 16 sentences on: a Beam worker already
     runs one process per core) and only sentences holding a digits-comma piece take the slower official
     re-encoding. Without ``vocab`` it is simply ``tokenizer.encode`` per sentence.
+
+    ``segmenter`` (a :class:`components.text.segmenters.PieceSegmenter`, ``datagen.segmenters``): the same ids, and
+    the document's ``starts`` from the segmenter's words (a sentence it cannot align keeps the vocabulary's rule).
     """
+    if segmenter is not None:
+        return _segmented(tokenizer, sentences, vocab, segmenter)
     if vocab is None or vocab.digit_comma is None:
         ids = [tokenizer.encode(s) for s in sentences]
         return TokenizedDocument.from_sentences([np.asarray(x, dtype=np.int32) for x in ids if x])
@@ -86,19 +93,51 @@ def tokenize_document(tokenizer, sentences: Sequence[str], vocab: Optional[Vocab
     return TokenizedDocument(flat, offsets)
 
 
+def _segmented(tokenizer, sentences: Sequence[str], vocab: VocabInfo, segmenter) -> TokenizedDocument:
+    """:func:`tokenize_document` with each sentence's segmenter word starts (the same ids: one batched SentencePiece
+    call, the official re-encoding for a sentence with a digits-comma piece, or the WordPiece tokenizer's encode)."""
+    if vocab.digit_comma is None:
+        texts = list(sentences)
+        encoded = [np.asarray(tokenizer.encode(s), dtype=np.int32) for s in sentences]
+    else:
+        texts = normalize_sentences(tokenizer, sentences)
+        encoded = [np.asarray(e, dtype=np.int32) for e in tokenizer.sp.encode(texts, out_type=int, num_threads=1)]
+        encoded = [np.asarray(tokenizer.encode(s), dtype=np.int32) if e.shape[0] and vocab.digit_comma[e].any()
+                   else e for s, e in zip(sentences, encoded)]
+    ids: List[np.ndarray] = []
+    starts: List[np.ndarray] = []
+    for text, flat in zip(texts, encoded):
+        if not flat.shape[0]:
+            continue
+        found = segmenter.starts(text, flat)
+        ids.append(flat)
+        starts.append(vocab.is_word_start[flat] if found is None else found)
+    out = TokenizedDocument.from_sentences(ids)
+    out.starts = np.concatenate(starts) if starts else np.zeros(0, bool)
+    return out
+
+
 def generate_for_document(doc_id: str, sentences_ids: Sequence[np.ndarray], global_seed: int, dupe_factor: int,
                           params: InstanceParams, vocab: VocabInfo,
-                          random_document: Optional[RandomDocument] = None) -> Iterator[Tuple[bytes, Instance]]:
+                          random_document: Optional[RandomDocument] = None,
+                          passes: Optional[float] = None) -> Iterator[Tuple[bytes, Instance]]:
     """(serialized ``tf.train.Example``, ``Instance``) for every instance of every pass of one document.
 
     Pass ``p`` uses ``np.random.default_rng(document_seed(global_seed, doc_id, p))`` for everything,
     including the calls to ``random_document``, so the same inputs give the same bytes on any worker
     (for a given NumPy version: ``Generator`` streams are stable per version, not guaranteed across).
+
+    ``passes`` (language sampling, :mod:`components.datagen.language_sampling`; default ``dupe_factor``): e passes,
+    the first ⌊e⌋ whole and of pass ⌊e⌋ the instances that :func:`keep_instance` keeps.
     """
     if not isinstance(dupe_factor, (int, np.integer)) or dupe_factor < 1:
         raise ValueError(f"dupe_factor must be an int >= 1, got {dupe_factor!r}")
     sentences_ids = TokenizedDocument.from_sentences(sentences_ids)
-    for pass_index in range(int(dupe_factor)):
+    whole, fraction = (int(dupe_factor), 0.0) if passes is None else pass_plan(passes)
+    for pass_index in range(whole + (fraction > 0)):
         rng = np.random.default_rng(document_seed(global_seed, doc_id, pass_index))
-        for inst in create_instances_from_document(sentences_ids, 0, rng, params, vocab, random_document):
+        for i, inst in enumerate(create_instances_from_document(sentences_ids, 0, rng, params, vocab,
+                                                                random_document)):
+            if pass_index == whole and not keep_instance(global_seed, doc_id, pass_index, i, fraction):
+                continue
             yield serialize_instance(inst, params.max_seq_length, params.max_predictions_per_seq), inst

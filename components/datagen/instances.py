@@ -51,13 +51,17 @@ class TokenizedDocument(Sequence):
     Instance building works on this form: a chunk of sentences is found with one ``searchsorted`` over the
     offsets and its segments are slices of ``flat``, instead of a Python loop over sentences and a
     concatenation per segment (book-length documents have tens of thousands of sentences).
+
+    ``starts`` (bool, parallel to ``flat``, or None): which pieces begin a masking unit, when a segmenter decided
+    them (``datagen.segmenters``); None: the vocabulary's rule (``VocabInfo.is_word_start``).
     """
 
-    __slots__ = ("flat", "offsets")
+    __slots__ = ("flat", "offsets", "starts")
 
-    def __init__(self, flat: np.ndarray, offsets: np.ndarray):
+    def __init__(self, flat: np.ndarray, offsets: np.ndarray, starts: Optional[np.ndarray] = None):
         self.flat = flat
         self.offsets = offsets
+        self.starts = starts
 
     @classmethod
     def from_sentences(cls, sentences: Sequence[np.ndarray]) -> "TokenizedDocument":
@@ -290,13 +294,14 @@ def token_boundary(tokens: np.ndarray, vocab: VocabInfo) -> np.ndarray:
 
 
 def mask_tokens(tokens: np.ndarray, rng: np.random.Generator, params: InstanceParams,
-                vocab: VocabInfo) -> MaskResult:
+                vocab: VocabInfo, starts: Optional[np.ndarray] = None) -> MaskResult:
     """Whole-word n-gram masking (official ``create_masked_lm_predictions`` without its permutation option).
 
     Candidates are whole words ([CLS]/[SEP] excluded). Budget = min(P, max(1, round(len × masked_lm_prob)))
     (0 when masked_lm_prob is 0). Start words are visited in random order; each draws n with p ∝ 1/n; a span
     over budget is shrunk word by word and skipped if still over; spans touching a masked token are skipped.
-    Each masked token: [MASK] / random id / unchanged with 1 − r − k / r / k.
+    Each masked token: [MASK] / random id / unchanged with 1 − r − k / r / k. ``starts`` (per position, or None
+    for the vocabulary's rule): the pieces that begin a word, from a segmenter.
 
     Speed: only the ~budget visited words are touched in Python. The random visiting order is drawn as
     uniform picks with repeats rejected, which is distributed exactly like a prefix of a shuffle but does
@@ -308,7 +313,7 @@ def mask_tokens(tokens: np.ndarray, rng: np.random.Generator, params: InstancePa
     if params.masked_lm_prob > 0 and params.max_predictions_per_seq > 0:
         budget = min(params.max_predictions_per_seq, max(1, int(round(n_tok * params.masked_lm_prob))))
     special = (tokens == vocab.cls_id) | (tokens == vocab.sep_id)
-    boundary = vocab.is_word_start[tokens] | special
+    boundary = (vocab.is_word_start[tokens] if starts is None else starts) | special
     # Breaks: word starts, special tokens, the token after a special one, position 0, and n_tok as sentinel.
     brk = np.empty(n_tok + 1, dtype=bool)
     brk[:n_tok] = boundary
@@ -399,20 +404,24 @@ def truncate_pair(a: np.ndarray, b: np.ndarray, max_num_tokens: int,
                   rng: np.random.Generator) -> Tuple[np.ndarray, np.ndarray]:
     """Official truncation: from the longer side, each removed token from the front or back with p 0.5
     (the front count of each side is Binomial(removed, 0.5), the same distribution as token-by-token)."""
-    ra, rb = truncation_counts(a.shape[0], b.shape[0], max_num_tokens)
-    if ra:
-        fa = int(rng.binomial(ra, 0.5))
-        a = a[fa:a.shape[0] - (ra - fa)]
-    if rb:
-        fb = int(rng.binomial(rb, 0.5))
-        b = b[fb:b.shape[0] - (rb - fb)]
-    return a, b
+    (fa, ea), (fb, eb) = _truncation_cuts(a.shape[0], b.shape[0], max_num_tokens, rng)
+    return a[fa:ea], b[fb:eb]
 
 
-def _random_segment(rng: np.random.Generator, random_document: RandomDocument,
-                    target_b_length: int) -> np.ndarray:
+def _truncation_cuts(len_a: int, len_b: int, max_num_tokens: int,
+                     rng: np.random.Generator) -> Tuple[Tuple[int, int], Tuple[int, int]]:
+    """The kept ``[start, end)`` of A and of B under :func:`truncate_pair`'s draws."""
+    ra, rb = truncation_counts(len_a, len_b, max_num_tokens)
+    fa = int(rng.binomial(ra, 0.5)) if ra else 0
+    fb = int(rng.binomial(rb, 0.5)) if rb else 0
+    return (fa, len_a - (ra - fa)), (fb, len_b - (rb - fb))
+
+
+def _random_segment(rng: np.random.Generator, random_document: RandomDocument, target_b_length: int,
+                    with_starts: bool = False):
     """B from a random document: whole sentences from a random start until the target length is reached.
-    (Sentences are taken as given, not filtered, to stay O(length of B) on book-sized documents.)"""
+    (Sentences are taken as given, not filtered, to stay O(length of B) on book-sized documents.) With
+    ``with_starts``: (B, its segmenter word starts or None)."""
     doc = random_document(rng)
     if len(doc) == 0:
         raise ValueError("random_document(rng) returned an empty document; it must return a non-empty one")
@@ -421,6 +430,9 @@ def _random_segment(rng: np.random.Generator, random_document: RandomDocument,
     if isinstance(doc, TokenizedDocument):  # the pool's documents: one searchsorted, one slice
         off = doc.offsets
         end = min(int(np.searchsorted(off, off[start] + need, side="left")), len(doc))
+        if with_starts:
+            st = None if doc.starts is None else doc.starts[off[start]:off[end]]
+            return doc.flat[off[start]:off[end]], st
         return doc.flat[off[start]:off[end]]
     out: List[np.ndarray] = []
     length = 0
@@ -431,15 +443,17 @@ def _random_segment(rng: np.random.Generator, random_document: RandomDocument,
             break
     if length == 0:
         raise ValueError("random_document(rng) returned empty sentences; tokenize_document drops them")
-    return np.concatenate(out) if len(out) > 1 else out[0]
+    segment = np.concatenate(out) if len(out) > 1 else out[0]
+    return (segment, None) if with_starts else segment
 
 
-def _split_sentence(sent: np.ndarray, rng: np.random.Generator, vocab: VocabInfo) -> Optional[int]:
+def _split_sentence(sent: np.ndarray, rng: np.random.Generator, vocab: VocabInfo,
+                    starts: Optional[np.ndarray] = None) -> Optional[int]:
     """Split point for ``pure`` mode's one-sentence chunks: a random word start after the first piece, else
     any piece boundary; None for a one-piece sentence."""
     if sent.shape[0] < 2:
         return None
-    cand = np.flatnonzero(vocab.is_word_start[sent[1:]]) + 1
+    cand = np.flatnonzero(vocab.is_word_start[sent[1:]] if starts is None else starts[1:]) + 1
     if cand.shape[0] == 0:
         return int(rng.integers(1, sent.shape[0]))
     return int(cand[rng.integers(0, cand.shape[0])])
@@ -472,7 +486,7 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
     n_sent = len(document)
     if n_sent == 0:
         return []
-    flat, off = document.flat, document.offsets
+    flat, off, st = document.flat, document.offsets, document.starts
     max_num_tokens = params.max_num_tokens
     target = max_num_tokens
     is_short = bool(rng.random() < params.short_seq_prob)
@@ -492,43 +506,67 @@ def create_instances_from_document(doc_tokens: Sequence[np.ndarray], doc_index: 
         cut = int(off[i + a_end])
         a: Optional[np.ndarray] = None
         b: Optional[np.ndarray] = None
+        a_st = b_st = None  # their segmenter word starts, when the document has them
         label = 0
         next_i = j + 1
         if mode == "pure":
             if k == 1:
                 sent = flat[off[i]:off[j + 1]]
-                split = _split_sentence(sent, rng, vocab)
+                sent_st = None if st is None else st[off[i]:off[j + 1]]
+                split = _split_sentence(sent, rng, vocab, sent_st)
                 if split is not None:
                     a, b = sent[:split], sent[split:]
+                    if st is not None:
+                        a_st, b_st = sent_st[:split], sent_st[split:]
             else:
                 a, b = flat[off[i]:cut], flat[cut:off[j + 1]]
+                if st is not None:
+                    a_st, b_st = st[off[i]:cut], st[cut:off[j + 1]]
             if a is not None and rng.random() < 0.5:
                 a, b, label = b, a, 1
+                a_st, b_st = b_st, a_st
         else:
             a = flat[off[i]:cut]
+            if st is not None:
+                a_st = st[off[i]:cut]
             random_next = k == 1 or (mode == "nsp" and rng.random() < 0.5)
             if random_next:
                 if random_document is not None:
-                    b = _random_segment(rng, random_document, target - a.shape[0])
+                    if st is None:
+                        b = _random_segment(rng, random_document, target - a.shape[0])
+                    else:
+                        b, b_st = _random_segment(rng, random_document, target - a.shape[0], with_starts=True)
                     label = 2  # label 1, B from a random document
                     next_i = i + a_end  # put the unused sentences back
                 else:
                     a = None
             else:
                 b = flat[cut:off[j + 1]]
+                if st is not None:
+                    b_st = st[cut:off[j + 1]]
                 if mode == "official" and rng.random() < 0.5:
                     a, b, label = b, a, 1
+                    a_st, b_st = b_st, a_st
         if a is not None and b is not None:
             instances.append(_make_instance(a, b, min(label, 1), rng, params, vocab, doc_index, len(instances),
-                                            target, is_short, label == 2))
+                                            target, is_short, label == 2, a_st, b_st))
         i = next_i
     return instances
 
 
 def _make_instance(a: np.ndarray, b: np.ndarray, label: int, rng: np.random.Generator, params: InstanceParams,
                    vocab: VocabInfo, doc_index: int, chunk_index: int, target: int, is_short: bool,
-                   random_next: bool = False) -> Instance:
-    a, b = truncate_pair(a, b, params.max_num_tokens, rng)
+                   random_next: bool = False, a_st: Optional[np.ndarray] = None,
+                   b_st: Optional[np.ndarray] = None) -> Instance:
+    starts = None
+    if a_st is None and b_st is None:
+        a, b = truncate_pair(a, b, params.max_num_tokens, rng)
+    else:  # a segmenter's word starts travel with the pieces (a random document's B may have none)
+        (fa, ea), (fb, eb) = _truncation_cuts(a.shape[0], b.shape[0], params.max_num_tokens, rng)
+        a_st = vocab.is_word_start[a] if a_st is None else a_st
+        b_st = vocab.is_word_start[b] if b_st is None else b_st
+        a, b, a_st, b_st = a[fa:ea], b[fb:eb], a_st[fa:ea], b_st[fb:eb]
+        starts = np.concatenate([[True], a_st, [True], b_st, [True]]).astype(bool)
     la, lb = a.shape[0], b.shape[0]
     tokens = np.empty(la + lb + 3, dtype=np.int32)
     tokens[0] = vocab.cls_id
@@ -538,7 +576,7 @@ def _make_instance(a: np.ndarray, b: np.ndarray, label: int, rng: np.random.Gene
     tokens[-1] = vocab.sep_id
     segment_ids = np.zeros(tokens.shape[0], dtype=np.int8)
     segment_ids[la + 2:] = 1
-    m = mask_tokens(tokens, rng, params, vocab)
+    m = mask_tokens(tokens, rng, params, vocab, starts)
     return Instance(input_ids=m.masked_tokens, segment_ids=segment_ids, token_boundary=m.token_boundary,
                     masked_lm_positions=m.positions, masked_lm_ids=m.labels, sop_label=label, doc_index=doc_index,
                     chunk_index=chunk_index, target_length=target, is_short_target=is_short,

@@ -28,14 +28,24 @@ class VocabConfig(Section):
     # (accents stripped under do_lower_case) whatever these say: the kind is the file's (components/text/vocab_files.py).
     normalization: Optional[str] = None
     strip_accents: Optional[bool] = None
+    # A run of several languages: the rule VocabGen samples its sentences by, ``datagen.language_sampling``'s (the
+    # configuration fills it from the datagen settings; components/datagen/language_sampling.py). None: the raw mix.
+    language_sampling: Optional[Dict[str, Any]] = None
 
     def to_dict(self) -> Dict[str, Any]:
         """Every field, less the language settings at English's values (English keeps its cache keys), and less
         ``kind`` when a vocabulary is imported (it trains nothing then)."""
         data = without_english(self, "vocab", super().to_dict())
-        return {k: v for k, v in data.items() if k != "kind" or self.import_model is None}
+        return {k: v for k, v in data.items() if (k != "kind" or self.import_model is None)
+                and (k != "language_sampling" or v is not None)}
 
     def validate(self) -> "VocabConfig":
+        if self.language_sampling is not None:
+            from components.datagen.language_sampling import SamplingRule  # lazy: plain Python; multilingual runs only
+
+            problem = SamplingRule.from_description(self.language_sampling).problems()
+            check(problem is None, "vocab.language_sampling", self.language_sampling,
+                  problem[2] if problem else "")
         check(self.kind in (None,) + VOCAB_KINDS, "vocab.kind", self.kind, "|".join(VOCAB_KINDS))
         check(self.normalization in (None,) + NORMALIZATIONS, "vocab.normalization", self.normalization,
               "|".join(NORMALIZATIONS))

@@ -57,6 +57,32 @@ def iter_sentences(shard_paths: Iterable[str]) -> Iterator[str]:
                 yield from sentences
 
 
+def sample_by_language(shard_paths: Iterable[str], k: int, seed: int, rule) -> List[str]:
+    """A run of several languages (each shard one language's, ``file_language``): ``k`` sentences (or all there are, if
+    fewer) shared among the languages by ``rule`` (a :class:`components.datagen.language_sampling.SamplingRule`; n_L:
+    sentences), each language's share a seeded reservoir of its sentences, or all of them repeated and a reservoir of
+    the rest when its share is larger than it has. Untagged shards are taken whole, unsampled."""
+    from components.text.documents import file_language  # lazy: plain Python (multilingual runs only)
+
+    by_language: dict = {}
+    for path in shard_paths:
+        by_language.setdefault(file_language(path), []).append(path)
+    counts = {lang: sum(1 for _ in iter_sentences(paths)) for lang, paths in sorted(by_language.items()) if lang}
+    total = min(k, sum(counts.values()))
+    shares = rule.target_shares(counts)
+    out: List[str] = list(iter_sentences(by_language.get(None, [])))
+    for lang, n in sorted(counts.items()):
+        want = int(round(shares[lang] * total))
+        repeats, rest = divmod(want, n) if n else (0, 0)
+        paths = by_language[lang]
+        if repeats:
+            every = list(iter_sentences(paths))
+            out.extend(every * repeats)
+        out.extend(sample_sentences(iter_sentences(paths), rest, seed))
+        log.info("vocab: %s: %d of %d sentences (target share %.4f)", lang, want, n, shares[lang])
+    return out
+
+
 def sample_sentences(sentences: Iterable[str], k: int, seed: int) -> List[str]:
     """Reservoir sample of ``k`` sentences (Algorithm R with a seeded RNG), returned in input order."""
     rng = random.Random(seed)
@@ -245,7 +271,7 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
     elif kind == "wordpiece":
         from components.corpus import corpus_beam  # lazy: apache_beam (1.7 s)
 
-        train_wordpiece(iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir,
+        train_wordpiece(_sentences(vocab_cfg, corpus_beam.document_shards(documents_dir), seed), output_dir,
                         vocab_size=vocab_cfg.vocab_size, character_coverage=coverage,
                         input_sentence_size=vocab_cfg.input_sentence_size, do_lower_case=vocab_cfg.do_lower_case,
                         seed=seed)
@@ -254,7 +280,8 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
         from components.corpus import corpus_beam  # lazy: apache_beam (1.7 s)
 
         train_sentencepiece(
-            iter_sentences(corpus_beam.document_shards(documents_dir)), output_dir, vocab_size=vocab_cfg.vocab_size,
+            _sentences(vocab_cfg, corpus_beam.document_shards(documents_dir), seed), output_dir,
+            vocab_size=vocab_cfg.vocab_size,
             character_coverage=coverage, input_sentence_size=vocab_cfg.input_sentence_size,
             do_lower_case=vocab_cfg.do_lower_case, seed=seed, normalization=spec.normalization,
             strip_accents=spec.strip_accents)
@@ -270,6 +297,17 @@ def build_vocab(vocab_cfg, seed: int, documents_dir: Optional[str], output_dir: 
         raise VocabSizeMismatchError(f"{model_path}: trained {size} pieces, config asked vocab.vocab_size="
                                      f"{vocab_cfg.vocab_size}")
     return size, origin
+
+
+def _sentences(vocab_cfg, shards: List[str], seed: int) -> Iterable[str]:
+    """The documents' sentences; in a run of several languages (``vocab.language_sampling`` set), sampled by
+    language (:func:`sample_by_language`)."""
+    if vocab_cfg.language_sampling is None:
+        return iter_sentences(shards)
+    from components.datagen.language_sampling import SamplingRule  # lazy: plain Python (multilingual runs only)
+
+    return sample_by_language(shards, vocab_cfg.input_sentence_size, seed,
+                              SamplingRule.from_description(vocab_cfg.language_sampling))
 
 
 def vocab_folder_spec(folder: str, do_lower_case: bool = True) -> TokenizerSpec:

@@ -209,7 +209,11 @@ class PipelineConfig(Section):
         if self.gate.enabled:
             out[DATA_GATE_NODE] = {"config": (self.gate.params(), "gate")}
             out[GATE_CHECK_NODE] = {}
-        out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
+        vocab = self.vocab.to_dict()
+        if len(run_languages(self.language)) > 1 and not self.vocab.import_model:
+            # a run of several languages: VocabGen samples its sentences by datagen's rule (docs/languages.md)
+            vocab["language_sampling"] = self.datagen.sampling_rule().describe()
+        out["VocabGen"] = {"config": (vocab, "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
                   "checkpoint_root": self.checkpoint_root}
@@ -263,7 +267,10 @@ class PipelineConfig(Section):
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
         check(self.mode in MODES, "mode", self.mode, "|".join(MODES))
-        run_languages(self.language)
+        languages = run_languages(self.language)
+        for code in sorted(self.datagen.segmenters or {}):  # a segmenter for a language the run does not list
+            check(code in languages, f"datagen.segmenters.{code}", self.datagen.segmenters[code],
+                  f"a segmenter for one of the run's languages ({', '.join(languages)}); language={self.language!r}")
         check(self.mode == "benchmark" or self.model_digest is None, "model_digest", self.model_digest,
               "unset (resolved from train.init_from with mode=benchmark)")
         if self.mode == "benchmark":
