@@ -96,18 +96,19 @@ def test_datagen_takes_each_files_language_word_starts_unless_set():
     assert word_starts_of("/d/documents-ko-00000-of-00001.txt", "official") == "official"
 
 
-def test_the_report_languages_table_from_the_documents_properties():
+def test_the_report_languages_table_from_the_datagen_statistics():
+    """The report's "Languages" section: stats.json's per_language block, a row per language (target beside
+    realised share), and none for a single-language run."""
     from components.report.document import Document, to_markdown
-    from components.report.language_table import languages_from_properties, languages_section
+    from components.report.language_table import languages_section
 
-    props = {"num_documents": 3, "language_en_documents": 2, "language_en_sentences": 10, "language_en_characters": 300,
-             "language_zh_documents": 1, "language_zh_sentences": 5, "language_zh_characters": 100,
-             "unlisted_language_ru_documents": 1, "unlisted_language_und_documents": 2, "books_documents": 3}
-    languages = languages_from_properties(props)
-    assert languages == {"per_language": {"en": {"documents": 2, "sentences": 10, "characters": 300},
-                                          "zh": {"documents": 1, "sentences": 5, "characters": 100}},
-                         "unlisted": {"ru": 1, "und": 2}}
-    text = to_markdown(Document("t", [languages_section(languages, instances={"en": 30, "zh": 10})]))
-    assert "| en | 2 | 10 | 300 | 75.0% | 30 | 75.0% |" in text and "| zh | 1 | 5 | 100 | 25.0% | 10 | 25.0% |" in text
-    assert "Dropped in no listed language: 1 ru, 2 und document(s)" in text
-    assert languages_section(languages_from_properties({"num_documents": 3})) is None
+    block = {"sampling": {"method": "exponent", "alpha": 0.7}, "split": "train", "languages": {
+        "zh": {"documents": 1, "characters": 100, "target_share": 0.25, "realised_share": 0.2475, "passes": 3.5,
+               "instances": 10, "tokens": 1200},
+        "en": {"documents": 2, "characters": 3000, "target_share": 0.75, "realised_share": 0.7525, "passes": 0.75,
+               "instances": 30, "tokens": 3800}}}
+    text = to_markdown(Document("t", [languages_section(block)]))
+    assert "| en | 2 | 3,000 | 75.00% | 75.25% | 0.75 | 30 | 3,800 |" in text
+    assert "| zh | 1 | 100 | 25.00% | 24.75% | 3.50 | 10 | 1,200 |" in text
+    assert "α = 0.7" in text and text.index("| en |") < text.index("| zh |")
+    assert languages_section(None) is None and languages_section({"languages": {}}) is None

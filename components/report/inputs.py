@@ -47,6 +47,8 @@ class ReportInputs:
     data_read: Dict[str, Dict[str, Any]] = field(default_factory=dict)
     # The DataGate's result for the span pretrained on (components.datagate.datagate_result.summarize); None: no gate.
     data_gate: Optional[Dict[str, Any]] = None
+    # A run of several languages: stats.json's per_language block (components/datagen/datagen_beam_languages.py).
+    languages: Optional[Dict[str, Any]] = None
 
     @property
     def sentence_task(self) -> str:
@@ -138,11 +140,12 @@ def read_inputs(cfg, results: Mapping[str, Mapping[str, Any]], model_dir: Option
         if data_gate is None:
             raise FileNotFoundError(f"no {SUMMARY_FILE} in the data gate's result {gate_dir}")
     title, settings = title_and_settings(cfg, model_run_dir)
+    stats = read_json(join(stats_dir, STATS_FILE)) if stats_dir else None
     return ReportInputs(
         title=title, settings=settings, reference=_reference(cfg), results=dict(results or {}),
         parameters=parameter_count(model_dir),
         export_info=read_json(join(model_dir, ALBERT_DIR, EXPORT_INFO_FILE)) if model_dir else None,
-        datagen=datagen_highlights(read_json(join(stats_dir, STATS_FILE)) if stats_dir else None),
+        datagen=datagen_highlights(stats), languages=(stats or {}).get("per_language"),
         history=_history(model_run_dir),
         history_path=join(model_run_dir, HISTORY_FILE) if model_run_dir else None,
         artifact_ids=dict(artifact_ids or {}),

@@ -14,6 +14,7 @@ from components.report import data_gate as gate_text
 from components.report.curves import CURVES_PNG, DATA_GATE_PNG
 from components.report.document import Block, Document, Image, Section, Table
 from components.report.inputs import ParameterCount, ReportInputs
+from components.report.language_table import languages_section
 from components.report.scores import FAMILIES, all_tasks, families, gains, init_checks, suite_row
 from config.references import REFERENCE_ROWS
 from components.evaluation.benchmark_config import SQUAD_TASKS
@@ -433,6 +434,7 @@ def build_document(inputs: ReportInputs, row: Mapping[str, Any], curves_ok: bool
                 protocol_section(inputs.results, inputs.settings),
                 model_section(inputs.parameters, inputs.export_info, curves_ok, inputs.history_path, inputs.source),
                 data_gate_section(inputs.data_gate, inputs.source is not None, gate_plot_ok),
-                data_section(inputs.datagen, inputs.source is not None), data_read_section(inputs.data_read),
+                data_section(inputs.datagen, inputs.source is not None), languages_section(inputs.languages),
+                data_read_section(inputs.data_read),
                 artifacts_section(inputs.artifact_ids)]
     return Document(inputs.title, [s for s in sections if s is not None], _REFERENCE_LABELS)
