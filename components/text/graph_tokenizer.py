@@ -47,19 +47,21 @@ WP_SPECIALS = {"pad": PAD, "cls": CLS, "sep": SEP, "mask": MASK}
 _MAX_WORD_BYTES = 4 * wordpiece.MAX_WORD_CHARS
 
 
-def _char_class(chars: Iterable[int]) -> str:
-    """An RE2 character class (without brackets) of the code points ``chars``, as ranges."""
+def _ranges(chars: Iterable[int]) -> List[List[int]]:
+    """The code points ``chars`` (surrogates left out) as sorted inclusive ranges ``[lo, hi]``."""
     cps = sorted(set(c for c in chars if not 0xD800 <= c <= 0xDFFF))
-    parts: List[str] = []
-    i = 0
-    while i < len(cps):
-        j = i
-        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
-            j += 1
-        lo, hi = cps[i], cps[j]
-        parts.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
-        i = j + 1
-    return "".join(parts)
+    out: List[List[int]] = []
+    for cp in cps:
+        if out and out[-1][1] == cp - 1:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp])
+    return out
+
+
+def _char_class(ranges: List[List[int]]) -> str:
+    """An RE2 character class (without brackets) of ``ranges``."""
+    return "".join(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges)
 
 
 @functools.lru_cache(maxsize=None)
@@ -81,16 +83,56 @@ def _classes() -> Dict[str, str]:
             punct.append(cp)
     splitting = {ord(c) for c in wordpiece.SPLITTING_CONTROLS}
     cjk = [cp for lo, hi in wordpiece.CJK_RANGES for cp in range(lo, hi + 1)]
-    return {
-        "space": _char_class(space),  # str.isspace (str.split's separators)
-        "wp_space": _char_class(c for c in space if c not in splitting),  # what BERT turns into a space
-        "combining": _char_class(normalize._drop_combining().keys()),  # nonzero canonical combining class
-        "digit": _char_class(digit),
-        "mn": _char_class(mn),
-        "wp_drop": _char_class(control + [0xFFFD]),  # BERT's _clean_text drops these (NUL is Cc)
-        "punct": _char_class(punct),
-        "cjk": _char_class(cjk),
+    ranges = {
+        "space": _ranges(space),  # str.isspace (str.split's separators)
+        "wp_space": _ranges(c for c in space if c not in splitting),  # what BERT turns into a space
+        "combining": _ranges(normalize._drop_combining().keys()),  # nonzero canonical combining class
+        "digit": _ranges(digit),
+        "mn": _ranges(mn),
+        "wp_drop": _ranges(control + [0xFFFD]),  # BERT's _clean_text drops these (NUL is Cc)
+        "punct": _ranges(punct),
+        "cjk": _ranges(cjk),
     }
+    return {name: (r, _char_class(r)) for name, r in ranges.items()}
+
+
+def _in_ranges(cps, ranges: List[List[int]]):
+    """Whether each code point of ``cps`` (int32) lies in one of ``ranges``."""
+    table = tf.constant(ranges, tf.int32)
+    i = tf.searchsorted(table[:, 0], cps, side="right", out_type=tf.int32) - 1
+    return tf.logical_and(i >= 0, cps <= tf.gather(table[:, 1], tf.maximum(i, 0)))
+
+
+def split_words(strings, space: List[List[int]], single: List[List[int]] = ()):
+    """strings [batch] → (words, start, end) ragged [batch, (words)]: the runs of characters outside ``space``,
+    each character in ``single`` a word of its own; byte offsets. Unlike TF Text's regex_split it reads past NUL."""
+    cps, starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")
+    cp, start = cps.flat_values, starts.flat_values
+    row = cps.value_rowids()
+    n = tf.shape(cp, out_type=tf.int64)[0]
+    pos = tf.range(n)
+    is_first = tf.equal(pos, tf.gather(cps.row_starts(), row))
+    is_last = tf.equal(pos, tf.gather(cps.row_limits(), row) - 1)
+    str_len = tf.gather(tf.cast(tf.strings.length(strings), tf.int64), row)
+    char_end = tf.where(is_last, str_len, tf.concat([start[1:], tf.zeros([1], tf.int64)], 0)[:n])
+    is_space = _in_ranges(cp, space)
+    is_single = _in_ranges(cp, single) if single else tf.zeros_like(is_space)
+    prev_breaks = tf.concat([[True], tf.logical_or(is_space, is_single)[:-1]], 0)[:n]
+    begins = tf.logical_and(tf.logical_not(is_space),
+                            tf.reduce_any(tf.stack([is_first, prev_breaks, is_single]), axis=0))
+    inside = tf.logical_not(is_space)
+    word_of_char = tf.boolean_mask(tf.cumsum(tf.cast(begins, tf.int64)) - 1, inside)
+    w_start = tf.boolean_mask(start, begins)
+    w_end = tf.math.unsorted_segment_max(tf.boolean_mask(char_end, inside), word_of_char,
+                                         tf.shape(w_start, out_type=tf.int64)[0])
+    w_row = tf.boolean_mask(row, begins)
+    words = tf.strings.substr(tf.gather(strings, w_row), tf.cast(w_start, tf.int32), tf.cast(w_end - w_start, tf.int32))
+    nrows = tf.shape(strings, out_type=tf.int64)[0]
+
+    def rag(values):
+        return tf.RaggedTensor.from_value_rowids(values, w_row, nrows=nrows)
+
+    return rag(words), rag(w_start), rag(w_end)
 
 
 def _read(path: str) -> bytes:
@@ -165,7 +207,7 @@ class GraphTokenizer(tf.Module):
 
     def _sentencepiece(self, strings):
         c = self._classes
-        words, w_start, w_end = tf_text.regex_split_with_offsets(strings, f"[{c['space']}]+", "")
+        words, w_start, w_end = split_words(strings, c["space"][0])
         norm = self._sp_normalize(words.flat_values)
         norm_words = words.with_flat_values(norm)
         joined = tf.strings.reduce_join(norm_words, axis=1, separator=" ")
@@ -179,16 +221,16 @@ class GraphTokenizer(tf.Module):
         c, spec = self._classes, self.spec
         if spec.normalization == "albert":
             words = tf_text.normalize_utf8(words, "NFKD")
-            words = tf.strings.regex_replace(words, f"[{c['combining']}]", "")
+            words = tf.strings.regex_replace(words, f"[{c['combining'][1]}]", "")
         else:
             if spec.normalization != "none":
                 words = tf_text.normalize_utf8(words, spec.normalization.upper())
             if spec.strip_accents:
                 words = tf_text.normalize_utf8(words, "NFD")
-                words = tf.strings.regex_replace(words, f"[{c['combining']}]", "")
+                words = tf.strings.regex_replace(words, f"[{c['combining'][1]}]", "")
                 words = tf_text.normalize_utf8(words, "NFC")
         if spec.do_lower_case:
-            words = tf.strings.lower(words, encoding="utf-8")
+            words = _lower(words)
         return words
 
     def _digits_comma(self, ids, start, end):
@@ -196,7 +238,7 @@ class GraphTokenizer(tf.Module):
         piece of its own (AlbertTokenizer.tokenize)."""
         flat = ids.flat_values
         pieces = tf.gather(self.pieces, flat)
-        cand = tf.strings.regex_full_match(pieces, f"(?s).*[{self._classes['digit']}],")
+        cand = tf.strings.regex_full_match(pieces, f"(?s).*[{self._classes['digit'][1]}],")
         cand_idx = tf.where(cand)[:, 0]
         other_idx = tf.where(tf.logical_not(cand))[:, 0]
         c_pieces = tf.gather(pieces, cand_idx)
@@ -246,16 +288,15 @@ class GraphTokenizer(tf.Module):
 
     def _wordpiece(self, strings):
         c = self._classes
-        words, w_start, w_end = tf_text.regex_split_with_offsets(
-            strings, f"[{c['wp_space']}]+|[{c['cjk']}]", f"[{c['cjk']}]")
-        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop']}]", "")
+        words, w_start, w_end = split_words(strings, c["wp_space"][0], c["cjk"][0])
+        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop'][1]}]", "")
         if self.spec.do_lower_case:
-            norm = tf.strings.lower(norm, encoding="utf-8")
+            norm = _lower(norm)
             norm = tf_text.normalize_utf8(norm, "NFD")
-            norm = tf.strings.regex_replace(norm, f"[{c['mn']}]", "")
+            norm = tf.strings.regex_replace(norm, f"[{c['mn'][1]}]", "")
         # Punctuation becomes a word of its own; whitespace (none unless lower-casing made some) splits too.
         parts, p_start, p_end = tf_text.regex_split_with_offsets(
-            norm, f"[{c['punct']}]|[{c['space']}]+", f"[{c['punct']}]")
+            norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
         ids, i_start, i_end = self._wp.tokenize_with_offsets(parts.flat_values)
         ids, i_start, i_end = _unk_long_words(parts.flat_values, ids, i_start, i_end, self.unk_id)
         # Offsets inside the normalised word: the part's start plus the piece's offset inside the part.
@@ -273,6 +314,17 @@ class GraphTokenizer(tf.Module):
         norm_words = words.with_flat_values(norm)
         o_start, o_end = _word_local_to_original(norm_words, w_start, w_end, nested, start, end)
         return flat_ids, flat_ids.with_flat_values(o_start), flat_ids.with_flat_values(o_end)
+
+
+def _lower(strings):
+    """``str.lower`` of UTF-8 strings: ICU's full lower-casing (tf.strings.lower), which stops at a NUL, applied to
+    the NUL-separated parts (NUL breaks the final-sigma context just as in Python)."""
+    parts = tf.strings.split(strings, "\x00")
+    last = tf.equal(tf.range(tf.shape(parts.flat_values, out_type=tf.int64)[0]),
+                    tf.gather(parts.row_limits(), parts.value_rowids()) - 1)
+    nul = tf.where(last, tf.constant(""), tf.constant("\x00"))
+    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
+    return tf.strings.reduce_join(parts.with_flat_values(lowered), axis=1)
 
 
 def _unk_long_words(parts, ids, start, end, unk_id: int):
