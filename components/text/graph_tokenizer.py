@@ -130,7 +130,7 @@ def split_words(strings, space: List[List[int]], single: List[List[int]] = ()):
     nrows = tf.shape(strings, out_type=tf.int64)[0]
 
     def rag(values):
-        return tf.RaggedTensor.from_value_rowids(values, w_row, nrows=nrows)
+        return tf.RaggedTensor.from_value_rowids(values, w_row, nrows=nrows, validate=False)
 
     return rag(words), rag(w_start), rag(w_end)
 
@@ -175,19 +175,19 @@ class GraphTokenizer(tf.Module):
         self.pieces = tf.constant(pieces, dtype=tf.string)
 
     # ----------------------------------------------------------------------------------------------- public API
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
         """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens."""
         return self._tokenize(strings)[0]
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize_with_offsets(self, strings):
         """strings [batch] → (ids int32, start int64, end int64), ragged [batch, (pieces)]; byte offsets into each
         original string (exactness: the module docstring)."""
         ids, start, end = self._tokenize(strings)
         return ids, tf.cast(start, tf.int64), tf.cast(end, tf.int64)
 
-    @tf.function(input_signature=[tf.TensorSpec(None, tf.int32)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.int32)])
     def id_to_piece(self, ids):
         """Piece strings of ``ids`` (any shape, a gather from :attr:`pieces`)."""
         return tf.gather(self.pieces, ids)
@@ -271,7 +271,7 @@ class GraphTokenizer(tf.Module):
         n_cand = tf.shape(cand_idx, out_type=tf.int64)[0]
 
         def rows(v):
-            return tf.RaggedTensor.from_value_rowids(tf.boolean_mask(v, keep), kept_rows, nrows=n_cand)
+            return tf.RaggedTensor.from_value_rowids(tf.boolean_mask(v, keep), kept_rows, nrows=n_cand, validate=False)
 
         comma = tf.fill(tf.shape(c_end), tf.constant(self.comma_id, tf.int32))[:, None]
         c_ids = tf.concat([rows(values), comma], axis=1)
@@ -282,7 +282,7 @@ class GraphTokenizer(tf.Module):
         def merge(flat_values, c_rows, like):
             single = tf.RaggedTensor.from_tensor(tf.gather(flat_values, other_idx)[:, None])
             per_piece = tf.gather(tf.concat([single, c_rows], axis=0), inverse)
-            return tf.RaggedTensor.from_row_splits(per_piece, like.row_splits).merge_dims(1, 2)
+            return tf.RaggedTensor.from_row_splits(per_piece, like.row_splits, validate=False).merge_dims(1, 2)
 
         return merge(flat, c_ids, ids), merge(start.flat_values, c_start, ids), merge(end.flat_values, c_stop, ids)
 
@@ -306,7 +306,7 @@ class GraphTokenizer(tf.Module):
         per_word = parts.row_lengths()  # parts per word
         word_of_part = parts.value_rowids()
         word_pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.repeat(word_of_part, ids.row_lengths()), nrows=tf.shape(per_word, tf.int64)[0])
+            ids.flat_values, tf.repeat(word_of_part, ids.row_lengths()), nrows=tf.shape(per_word, tf.int64)[0], validate=False)
         nested = words.with_flat_values(word_pieces)  # [batch, words, pieces]
         flat_ids = nested.merge_dims(1, 2)
         starts = flat_ids.with_flat_values(start)
@@ -342,7 +342,7 @@ def _unk_long_words(parts, ids, start, end, unk_id: int):
         out = tf.scatter_nd(short_rows[:, None], tf.boolean_mask(values.flat_values, kept), [total])
         long_rows = tf.boolean_mask(first, too_long)
         out = tf.tensor_scatter_nd_update(out, long_rows[:, None], tf.boolean_mask(long_value, too_long))
-        return tf.RaggedTensor.from_row_lengths(out, new)
+        return tf.RaggedTensor.from_row_lengths(out, new, validate=False)
 
     part_len = tf.strings.length(parts)
     return (fix(ids, tf.fill([n], tf.constant(unk_id, ids.dtype))), fix(start, tf.zeros([n], start.dtype)),
@@ -408,28 +408,26 @@ def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: in
     """GraphTokenizer.bert_pack_inputs with the special ids given."""
     if not 1 <= len(segments) <= 2:
         raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
-    if seq_length < 3:
+    if isinstance(seq_length, int) and seq_length < 3:
         raise ValueError(f"seq_length must be >= 3, got {seq_length}")
     segs = [tf.cast(s, tf.int32) for s in segments]
+    lengths = [s.row_lengths() for s in segs]
+    budget = tf.cast(seq_length, tf.int64) - 1 - len(segs)  # [CLS] and a [SEP] after each segment
     if len(segs) == 1:
-        a = segs[0][:, : seq_length - 2]
-        parts, types = [a], [0]
+        parts = [_head(segs[0], tf.minimum(lengths[0], budget))]
     else:
-        la, lb = segs[0].row_lengths(), segs[1].row_lengths()
-        ka, kb = truncated_lengths(la, lb, tf.constant(seq_length - 3, la.dtype))
-        a = _head(segs[0], ka)
-        b = _head(segs[1], kb)
-        parts, types = [a, b], [0, 1]
+        ka, kb = truncated_lengths(lengths[0], lengths[1], budget)
+        parts = [_head(segs[0], ka), _head(segs[1], kb)]
     batch = segs[0].nrows()
     cls = tf.fill([batch, 1], cls_id)
     sep = tf.fill([batch, 1], sep_id)
     word_ids, type_ids = [cls], [tf.zeros([batch, 1], tf.int32)]
-    for part, t in zip(parts, types):
+    for t, part in enumerate(parts):
         word_ids += [part, sep]
         type_ids += [tf.ones_like(part) * t, tf.fill([batch, 1], t)]
     ids = tf.concat(word_ids, axis=1)
     seg = tf.concat(type_ids, axis=1)
-    shape = [None, seq_length]
+    shape = tf.stack([batch, tf.cast(seq_length, tf.int64)])
     return {
         "input_word_ids": ids.to_tensor(default_value=pad_id, shape=shape),
         "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
