@@ -178,13 +178,13 @@ class GraphTokenizer(tf.Module):
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
         """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens."""
-        return self._tokenize(strings)[0]
+        return self.ids_and_offsets(strings)[0]
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize_with_offsets(self, strings):
         """strings [batch] → (ids int32, start int64, end int64), ragged [batch, (pieces)]; byte offsets into each
         original string (exactness: the module docstring)."""
-        ids, start, end = self._tokenize(strings)
+        ids, start, end = self.ids_and_offsets(strings)
         return ids, tf.cast(start, tf.int64), tf.cast(end, tf.int64)
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.int32)])
@@ -200,7 +200,9 @@ class GraphTokenizer(tf.Module):
         return pack_inputs(segments, seq_length, self.cls_id, self.sep_id, self.pad_id)
 
     # ------------------------------------------------------------------------------------------ the two graphs
-    def _tokenize(self, strings):
+    def ids_and_offsets(self, strings):
+        """(ids, start, end) int32 ragged: the ops :meth:`tokenize_with_offsets` traces, run where called (eagerly,
+        or inside a caller's graph)."""
         if self.spec.kind == "wordpiece":
             return self._wordpiece(strings)
         return self._sentencepiece(strings)
