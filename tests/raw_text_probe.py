@@ -69,8 +69,11 @@ def check_version(version: str, texts, masked, tmp_path, env=None):
     from trainer.vocabulary import vocabulary_file
 
     albert = os.path.join(version, "checkpoint")
-    with open(os.path.join(albert, "export_info.json")) as f:
-        lower = json.load(f).get("do_lower_case", True)
+    info = os.path.join(albert, "export_info.json")
+    lower = True
+    if os.path.exists(info):
+        with open(info) as f:
+            lower = json.load(f).get("do_lower_case", True)
     path = vocabulary_file(albert)
     with open(path, "rb") as f:
         tokenizer = load_tokenizer(f.read(), folder_spec(albert, lower), path)
