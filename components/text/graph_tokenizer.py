@@ -177,8 +177,9 @@ class GraphTokenizer(tf.Module):
     # ----------------------------------------------------------------------------------------------- public API
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
-        """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens."""
-        return self.ids_and_offsets(strings)[0]
+        """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens (a call of
+        :meth:`tokenize_with_offsets`, so a SavedModel traces the tokenizer once; the unused offsets are pruned)."""
+        return self.tokenize_with_offsets(strings)[0]
 
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize_with_offsets(self, strings):
