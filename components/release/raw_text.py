@@ -144,8 +144,9 @@ class TextModel(tf.Module):
         ids = t.tokenize(parts.flat_values)
         n = tf.shape(parts.flat_values, out_type=tf.int64)[0]
         last = tf.equal(tf.range(n), tf.gather(parts.row_limits(), parts.value_rowids()) - 1)
-        mask = tf.RaggedTensor.from_row_lengths(tf.fill([n - tf.reduce_sum(tf.cast(last, tf.int64))], t.mask_id),
-                                                tf.where(last, tf.zeros([n], tf.int64), tf.ones([n], tf.int64)), validate=False)
+        one_each = tf.where(last, tf.zeros([n], tf.int64), tf.ones([n], tf.int64))  # a mask after all but the last
+        mask = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(one_each)], t.mask_id), one_each,
+                                                validate=False)
         joined = tf.concat([ids, mask], axis=1)
         return tf.RaggedTensor.from_row_splits(joined, parts.row_splits, validate=False).merge_dims(1, 2)
 
@@ -156,7 +157,8 @@ class TextModel(tf.Module):
         word_ids = packed["input_word_ids"]
         where = tf.where(tf.equal(word_ids, t.mask_id))  # [masks, 2] (row, position), row-major
         batch = tf.shape(word_ids, out_type=tf.int64)[0]
-        positions = tf.RaggedTensor.from_value_rowids(tf.cast(where[:, 1], tf.int32), where[:, 0], nrows=batch, validate=False)
+        positions = tf.RaggedTensor.from_value_rowids(tf.cast(where[:, 1], tf.int32), where[:, 0], nrows=batch,
+                                                      validate=False)
         valid = tf.ones_like(positions, tf.bool).to_tensor(False)
         dense_positions = positions.to_tensor(0)
         out = self._model.model({"input_ids": word_ids, "input_mask": packed["input_mask"],

@@ -298,7 +298,7 @@ class GraphTokenizer(tf.Module):
             norm = tf_text.normalize_utf8(norm, "NFD")
             norm = tf.strings.regex_replace(norm, f"[{c['mn'][1]}]", "")
         # Punctuation becomes a word of its own; whitespace (none unless lower-casing made some) splits too.
-        parts, p_start, p_end = tf_text.regex_split_with_offsets(
+        parts, p_start, _ = tf_text.regex_split_with_offsets(
             norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
         ids, i_start, i_end = self._wp.tokenize_with_offsets(parts.flat_values)
         ids, i_start, i_end = _unk_long_words(parts.flat_values, ids, i_start, i_end, self.unk_id)
@@ -306,14 +306,10 @@ class GraphTokenizer(tf.Module):
         part_start = tf.cast(tf.repeat(p_start.flat_values, ids.row_lengths()), tf.int32)
         start = tf.cast(i_start.flat_values, tf.int32) + part_start
         end = tf.cast(i_end.flat_values, tf.int32) + part_start
-        per_word = parts.row_lengths()  # parts per word
-        word_of_part = parts.value_rowids()
         word_pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.repeat(word_of_part, ids.row_lengths()), nrows=tf.shape(per_word, tf.int64)[0], validate=False)
+            ids.flat_values, tf.repeat(parts.value_rowids(), ids.row_lengths()), nrows=parts.nrows(), validate=False)
         nested = words.with_flat_values(word_pieces)  # [batch, words, pieces]
         flat_ids = nested.merge_dims(1, 2)
-        starts = flat_ids.with_flat_values(start)
-        ends = flat_ids.with_flat_values(end)
         norm_words = words.with_flat_values(norm)
         o_start, o_end = _word_local_to_original(norm_words, w_start, w_end, nested, start, end)
         return flat_ids, flat_ids.with_flat_values(o_start), flat_ids.with_flat_values(o_end)
