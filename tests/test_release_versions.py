@@ -63,6 +63,11 @@ def test_the_copy_puts_saved_model_pb_after_every_other_file_and_the_record_last
         "variables/variables.data-00000-of-00001", "variables/variables.index", "saved_model.pb", "release.json"]
     assert versions.copy_order(["variables/variables.index", "saved_model.pb", "assets/x"]) == [
         "assets/x", "variables/variables.index", "saved_model.pb"]
+    # The raw-text SavedModels' saved_model.pb come after every variable too, the version's own last.
+    assert versions.copy_order(["encoder/saved_model.pb", "encoder/variables/variables.index", "saved_model.pb",
+                                "preprocess/saved_model.pb", "variables/variables.index"]) == [
+        "encoder/variables/variables.index", "variables/variables.index", "encoder/saved_model.pb",
+        "preprocess/saved_model.pb", "saved_model.pb"]
     assert sorted(os.listdir(gcs / "bkt" / "root" / "releases")) == [".claims", "1"]
     assert os.listdir(gcs / "bkt" / "root" / "releases" / ".claims") == ["1"]
 

@@ -100,6 +100,25 @@ def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):
         assert size == sum(1 for _ in f)
 
 
+ZH_TEXTS = ["中文分词测试，我们的模型。", "Debian 是一个自由的操作系统！", "ＡＢＣ１２３ 全角", "", "  空白\t\n", "混合English和数字2024年",
+            "唐诗：床前明月光，疑是地上霜。", "😀 表情", "a\x00b"]
+ZH_MASKED = ["床前明月[MASK]，疑是地上霜。", "没有掩码", "[MASK][MASK]是自由的操作系统"]
+
+
+def test_the_chinese_version_serves_raw_text_as_its_ids_path(zh_run, tmp_path):
+    """TF Hub's pair of the WordPiece model, in a process that imports only tensorflow and tensorflow_text: the
+    in-graph ids are BERT's FullTokenizer's, preprocess → encoder gives the ids path's pooled_output, fill_mask gives
+    K tokens for a masked Chinese sentence (tests/raw_text_probe.py)."""
+    from tests.raw_text_probe import TOP_K, check_version
+    from tests.test_graph_tokenizer import HARD
+
+    _, summary, _ = zh_run
+    answer = check_version(summary["release"]["path"], ZH_TEXTS + HARD, ZH_MASKED, tmp_path)
+    filled = answer["fill_mask"]
+    assert filled["mask_count"] == [1, 0, 2]
+    assert all(len(m) == TOP_K and all(m) for m in filled["tokens"][0][:1] + filled["tokens"][2])
+
+
 def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_clue(zh_run, tmp_path):
     """The released model written the way the official Chinese models ship (TF1 variables under the official names,
     albert_config.json, vocab_chinese.txt), then `convert tf1-to-albert`, then `run --set mode=benchmark` on it: the
@@ -128,3 +147,7 @@ def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_cl
     with open(bench["report"], encoding="utf-8") as f:
         assert "| Model | AFQMC | TNEWS | CMRC2018 F1/EM | C3 | Avg |" in f.read()
     assert bench["release"]["version"] == 1
+    # The converted model's version carries the raw-text pair too, and serves as the project's code computes.
+    from tests.raw_text_probe import check_version
+
+    check_version(bench["release"]["path"], ZH_TEXTS, ZH_MASKED, tmp_path)

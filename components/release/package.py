@@ -13,6 +13,10 @@ Layout of a version folder (``<destination>/<N>/``)::
                                           AlbertModel.from_pretrained)
     vocab/                                the vocabulary: spm.model, or a WordPiece vocab.txt and its
                                           tokenizer.json (trainer/vocabulary.py)
+    preprocess/, encoder/                 TF Hub's pair: raw strings → input_word_ids/input_mask/input_type_ids
+                                          (tokenized in the graph with TF Text), and the encoder under TF Hub's
+                                          names (components.release.raw_text)
+    text_model/                           raw text → embed (pooled_output) and fill_mask (top-k tokens per mask)
     model_card.md                         the card (components.release.model_card)
     model_card.json                       the card's facts, as the card shows them (for machines)
     release.json                          the record: version, model, blessing, scores, files with sha256 (last)
@@ -29,7 +33,7 @@ import tensorflow as tf
 
 from components.evaluation.benchmark_config import CLUE_TASKS
 from components.file_io import copy_tree, json_safe
-from components.release import model_card
+from components.release import model_card, raw_text
 from components.release.blessing import task_scores
 from components.evaluation.metrics import GLUE_METRICS
 from trainer.convert import albert_to_hf
@@ -37,6 +41,7 @@ from trainer.files import ALBERT_DIR, EXPORT_INFO_FILE, MODEL_SOURCE_FILE, RUN_C
 from trainer.vocabulary import vocabulary_files
 
 __all__ = ["SERVING_DIR", "read_json", "card_facts", "build", "write_card", "file_digests", "run_config", "export_info",
+           "serving_seq_length",
            "model_source"]
 
 SERVING_DIR = "Format-Serving"  # where TFX's Trainer keeps the serving SavedModel inside the model artifact
@@ -141,10 +146,22 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
     }
 
 
-def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[str]:
+def serving_seq_length(export_info: Mapping[str, Any], run_config: Mapping[str, Any]) -> Optional[int]:
+    """The sequence length the model was pretrained at last (the long phase's, with two phases), or None for a
+    model without a pretraining run here (an imported one)."""
+    phases = export_info.get("sequence_phases") or []
+    if phases:
+        return int(phases[-1]["max_seq_length"])
+    length = (run_config.get("examples") or {}).get("max_seq_length")
+    return int(length) if length else None
+
+
+def build(model_uri: str, export_info: Mapping[str, Any], out: str, seq_length: Optional[int] = None
+          ) -> Optional[str]:
     """Fill the local folder ``out`` with the model's files (all but the card and the record); ``export_info`` is
-    the model's ``export_info.json``. Returns why the Hugging Face folder is missing (a sharing layout transformers
-    cannot express), or None."""
+    the model's ``export_info.json``; ``seq_length``: the raw-text models' length (:func:`serving_seq_length`;
+    None: TF Hub's 128). Returns why the Hugging Face folder is missing (a sharing layout transformers cannot
+    express), or None."""
     albert = posixpath.join(model_uri, ALBERT_DIR)
     if tf.io.gfile.isdir(posixpath.join(model_uri, SERVING_DIR)):  # an imported encoder-only model has none
         copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
@@ -154,6 +171,7 @@ def build(model_uri: str, export_info: Mapping[str, Any], out: str) -> Optional[
     tf.io.gfile.makedirs(posixpath.join(out, VOCAB_DIR))
     for path in vocabulary_files(albert):
         tf.io.gfile.copy(path, posixpath.join(out, VOCAB_DIR, posixpath.basename(path)), overwrite=True)
+    raw_text.build(albert, out, seq_length, do_lower_case=bool(export_info.get("do_lower_case", True)))
     sharing = (export_info.get("albert_config") or {}).get("sharing")
     if sharing not in ("all", "groups", "none"):
         return (f"No Hugging Face folder: sharing={sharing!r} has no transformers layout (whole-layer groups "

@@ -128,12 +128,14 @@ def Pusher(
         results = package.read_json(posixpath.join(report.uri, report_lib.RESULTS_JSON))
         documents_facts = int_facts(documents) if documents is not None else {}
         with tempfile.TemporaryDirectory() as built:
-            hf_note = package.build(model.uri, export_info, built)
+            run_settings = package.run_config(model_run.uri) if model_run else {}
+            hf_note = package.build(model.uri, export_info, built,
+                                    package.serving_seq_length(export_info, run_settings))
 
             def finish(number: int) -> dict:
                 facts = package.card_facts(
                     name=settings["model_name"], license=settings["license"], version=number, results=results,
-                    export_info=export_info, run_config=package.run_config(model_run.uri) if model_run else {},
+                    export_info=export_info, run_config=run_settings,
                     decision=decision, documents=documents_facts, artifacts=ids,
                     arm=decision["settings"]["baseline_arm"], hf_note=hf_note, source=package.model_source(model.uri),
                     language=settings.get("language", "en"))

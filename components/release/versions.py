@@ -240,10 +240,12 @@ def _files(folder: str) -> List[str]:
 
 
 def copy_order(files: List[str]) -> List[str]:
-    """The order a push copies ``files`` (paths relative to the version folder): every other file, sorted, then the
-    SavedModel's :data:`SAVED_MODEL_FILE`. A loader that opens ``saved_model.pb`` thus finds the variables it names
-    already there. :data:`RECORD_FILE` is not among them: it is written after all of them."""
-    return sorted(f for f in files if f != SAVED_MODEL_FILE) + [f for f in files if f == SAVED_MODEL_FILE]
+    """The order a push copies ``files`` (paths relative to the version folder): every other file, sorted, then each
+    SavedModel's :data:`SAVED_MODEL_FILE` (the version's own last; ``preprocess/``, ``encoder/`` and ``text_model/``
+    hold theirs). A loader that opens a ``saved_model.pb`` thus finds the variables it names already there.
+    :data:`RECORD_FILE` is not among them: it is written after all of them."""
+    last = [f for f in files if posixpath.basename(f) == SAVED_MODEL_FILE]
+    return sorted(f for f in files if f not in last) + sorted(last, key=lambda f: (f == SAVED_MODEL_FILE, f))
 
 
 def _copy_tree(src: str, dst: str) -> None:

@@ -47,19 +47,21 @@ WP_SPECIALS = {"pad": PAD, "cls": CLS, "sep": SEP, "mask": MASK}
 _MAX_WORD_BYTES = 4 * wordpiece.MAX_WORD_CHARS
 
 
-def _char_class(chars: Iterable[int]) -> str:
-    """An RE2 character class (without brackets) of the code points ``chars``, as ranges."""
+def _ranges(chars: Iterable[int]) -> List[List[int]]:
+    """The code points ``chars`` (surrogates left out) as sorted inclusive ranges ``[lo, hi]``."""
     cps = sorted(set(c for c in chars if not 0xD800 <= c <= 0xDFFF))
-    parts: List[str] = []
-    i = 0
-    while i < len(cps):
-        j = i
-        while j + 1 < len(cps) and cps[j + 1] == cps[j] + 1:
-            j += 1
-        lo, hi = cps[i], cps[j]
-        parts.append(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}")
-        i = j + 1
-    return "".join(parts)
+    out: List[List[int]] = []
+    for cp in cps:
+        if out and out[-1][1] == cp - 1:
+            out[-1][1] = cp
+        else:
+            out.append([cp, cp])
+    return out
+
+
+def _char_class(ranges: List[List[int]]) -> str:
+    """An RE2 character class (without brackets) of ``ranges``."""
+    return "".join(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges)
 
 
 @functools.lru_cache(maxsize=None)
@@ -81,16 +83,56 @@ def _classes() -> Dict[str, str]:
             punct.append(cp)
     splitting = {ord(c) for c in wordpiece.SPLITTING_CONTROLS}
     cjk = [cp for lo, hi in wordpiece.CJK_RANGES for cp in range(lo, hi + 1)]
-    return {
-        "space": _char_class(space),  # str.isspace (str.split's separators)
-        "wp_space": _char_class(c for c in space if c not in splitting),  # what BERT turns into a space
-        "combining": _char_class(normalize._drop_combining().keys()),  # nonzero canonical combining class
-        "digit": _char_class(digit),
-        "mn": _char_class(mn),
-        "wp_drop": _char_class(control + [0xFFFD]),  # BERT's _clean_text drops these (NUL is Cc)
-        "punct": _char_class(punct),
-        "cjk": _char_class(cjk),
+    ranges = {
+        "space": _ranges(space),  # str.isspace (str.split's separators)
+        "wp_space": _ranges(c for c in space if c not in splitting),  # what BERT turns into a space
+        "combining": _ranges(normalize._drop_combining().keys()),  # nonzero canonical combining class
+        "digit": _ranges(digit),
+        "mn": _ranges(mn),
+        "wp_drop": _ranges(control + [0xFFFD]),  # BERT's _clean_text drops these (NUL is Cc)
+        "punct": _ranges(punct),
+        "cjk": _ranges(cjk),
     }
+    return {name: (r, _char_class(r)) for name, r in ranges.items()}
+
+
+def _in_ranges(cps, ranges: List[List[int]]):
+    """Whether each code point of ``cps`` (int32) lies in one of ``ranges``."""
+    table = tf.constant(ranges, tf.int32)
+    i = tf.searchsorted(table[:, 0], cps, side="right", out_type=tf.int32) - 1
+    return tf.logical_and(i >= 0, cps <= tf.gather(table[:, 1], tf.maximum(i, 0)))
+
+
+def split_words(strings, space: List[List[int]], single: List[List[int]] = ()):
+    """strings [batch] → (words, start, end) ragged [batch, (words)]: the runs of characters outside ``space``,
+    each character in ``single`` a word of its own; byte offsets. Unlike TF Text's regex_split it reads past NUL."""
+    cps, starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")
+    cp, start = cps.flat_values, starts.flat_values
+    row = cps.value_rowids()
+    n = tf.shape(cp, out_type=tf.int64)[0]
+    pos = tf.range(n)
+    is_first = tf.equal(pos, tf.gather(cps.row_starts(), row))
+    is_last = tf.equal(pos, tf.gather(cps.row_limits(), row) - 1)
+    str_len = tf.gather(tf.cast(tf.strings.length(strings), tf.int64), row)
+    char_end = tf.where(is_last, str_len, tf.concat([start[1:], tf.zeros([1], tf.int64)], 0)[:n])
+    is_space = _in_ranges(cp, space)
+    is_single = _in_ranges(cp, single) if single else tf.zeros_like(is_space)
+    prev_breaks = tf.concat([[True], tf.logical_or(is_space, is_single)[:-1]], 0)[:n]
+    begins = tf.logical_and(tf.logical_not(is_space),
+                            tf.reduce_any(tf.stack([is_first, prev_breaks, is_single]), axis=0))
+    inside = tf.logical_not(is_space)
+    word_of_char = tf.boolean_mask(tf.cumsum(tf.cast(begins, tf.int64)) - 1, inside)
+    w_start = tf.boolean_mask(start, begins)
+    w_end = tf.math.unsorted_segment_max(tf.boolean_mask(char_end, inside), word_of_char,
+                                         tf.shape(w_start, out_type=tf.int64)[0])
+    w_row = tf.boolean_mask(row, begins)
+    words = tf.strings.substr(tf.gather(strings, w_row), tf.cast(w_start, tf.int32), tf.cast(w_end - w_start, tf.int32))
+    nrows = tf.shape(strings, out_type=tf.int64)[0]
+
+    def rag(values):
+        return tf.RaggedTensor.from_value_rowids(values, w_row, nrows=nrows, validate=False)
+
+    return rag(words), rag(w_start), rag(w_end)
 
 
 def _read(path: str) -> bytes:
@@ -133,19 +175,20 @@ class GraphTokenizer(tf.Module):
         self.pieces = tf.constant(pieces, dtype=tf.string)
 
     # ----------------------------------------------------------------------------------------------- public API
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, strings):
-        """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens."""
-        return self._tokenize(strings)[0]
+        """strings [batch] → ids: int32 RaggedTensor [batch, (pieces)], no special tokens (a call of
+        :meth:`tokenize_with_offsets`, so a SavedModel traces the tokenizer once; the unused offsets are pruned)."""
+        return self.tokenize_with_offsets(strings)[0]
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize_with_offsets(self, strings):
         """strings [batch] → (ids int32, start int64, end int64), ragged [batch, (pieces)]; byte offsets into each
         original string (exactness: the module docstring)."""
-        ids, start, end = self._tokenize(strings)
+        ids, start, end = self.ids_and_offsets(strings)
         return ids, tf.cast(start, tf.int64), tf.cast(end, tf.int64)
 
-    @tf.function(input_signature=[tf.TensorSpec(None, tf.int32)])
+    @tf.function(autograph=False, input_signature=[tf.TensorSpec(None, tf.int32)])
     def id_to_piece(self, ids):
         """Piece strings of ``ids`` (any shape, a gather from :attr:`pieces`)."""
         return tf.gather(self.pieces, ids)
@@ -158,14 +201,16 @@ class GraphTokenizer(tf.Module):
         return pack_inputs(segments, seq_length, self.cls_id, self.sep_id, self.pad_id)
 
     # ------------------------------------------------------------------------------------------ the two graphs
-    def _tokenize(self, strings):
+    def ids_and_offsets(self, strings):
+        """(ids, start, end) int32 ragged: the ops :meth:`tokenize_with_offsets` traces, run where called (eagerly,
+        or inside a caller's graph)."""
         if self.spec.kind == "wordpiece":
             return self._wordpiece(strings)
         return self._sentencepiece(strings)
 
     def _sentencepiece(self, strings):
         c = self._classes
-        words, w_start, w_end = tf_text.regex_split_with_offsets(strings, f"[{c['space']}]+", "")
+        words, w_start, w_end = split_words(strings, c["space"][0])
         norm = self._sp_normalize(words.flat_values)
         norm_words = words.with_flat_values(norm)
         joined = tf.strings.reduce_join(norm_words, axis=1, separator=" ")
@@ -179,16 +224,16 @@ class GraphTokenizer(tf.Module):
         c, spec = self._classes, self.spec
         if spec.normalization == "albert":
             words = tf_text.normalize_utf8(words, "NFKD")
-            words = tf.strings.regex_replace(words, f"[{c['combining']}]", "")
+            words = tf.strings.regex_replace(words, f"[{c['combining'][1]}]", "")
         else:
             if spec.normalization != "none":
                 words = tf_text.normalize_utf8(words, spec.normalization.upper())
             if spec.strip_accents:
                 words = tf_text.normalize_utf8(words, "NFD")
-                words = tf.strings.regex_replace(words, f"[{c['combining']}]", "")
+                words = tf.strings.regex_replace(words, f"[{c['combining'][1]}]", "")
                 words = tf_text.normalize_utf8(words, "NFC")
         if spec.do_lower_case:
-            words = tf.strings.lower(words, encoding="utf-8")
+            words = _lower(words)
         return words
 
     def _digits_comma(self, ids, start, end):
@@ -196,7 +241,7 @@ class GraphTokenizer(tf.Module):
         piece of its own (AlbertTokenizer.tokenize)."""
         flat = ids.flat_values
         pieces = tf.gather(self.pieces, flat)
-        cand = tf.strings.regex_full_match(pieces, f"(?s).*[{self._classes['digit']}],")
+        cand = tf.strings.regex_full_match(pieces, f"(?s).*[{self._classes['digit'][1]}],")
         cand_idx = tf.where(cand)[:, 0]
         other_idx = tf.where(tf.logical_not(cand))[:, 0]
         c_pieces = tf.gather(pieces, cand_idx)
@@ -229,7 +274,7 @@ class GraphTokenizer(tf.Module):
         n_cand = tf.shape(cand_idx, out_type=tf.int64)[0]
 
         def rows(v):
-            return tf.RaggedTensor.from_value_rowids(tf.boolean_mask(v, keep), kept_rows, nrows=n_cand)
+            return tf.RaggedTensor.from_value_rowids(tf.boolean_mask(v, keep), kept_rows, nrows=n_cand, validate=False)
 
         comma = tf.fill(tf.shape(c_end), tf.constant(self.comma_id, tf.int32))[:, None]
         c_ids = tf.concat([rows(values), comma], axis=1)
@@ -240,39 +285,45 @@ class GraphTokenizer(tf.Module):
         def merge(flat_values, c_rows, like):
             single = tf.RaggedTensor.from_tensor(tf.gather(flat_values, other_idx)[:, None])
             per_piece = tf.gather(tf.concat([single, c_rows], axis=0), inverse)
-            return tf.RaggedTensor.from_row_splits(per_piece, like.row_splits).merge_dims(1, 2)
+            return tf.RaggedTensor.from_row_splits(per_piece, like.row_splits, validate=False).merge_dims(1, 2)
 
         return merge(flat, c_ids, ids), merge(start.flat_values, c_start, ids), merge(end.flat_values, c_stop, ids)
 
     def _wordpiece(self, strings):
         c = self._classes
-        words, w_start, w_end = tf_text.regex_split_with_offsets(
-            strings, f"[{c['wp_space']}]+|[{c['cjk']}]", f"[{c['cjk']}]")
-        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop']}]", "")
+        words, w_start, w_end = split_words(strings, c["wp_space"][0], c["cjk"][0])
+        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop'][1]}]", "")
         if self.spec.do_lower_case:
-            norm = tf.strings.lower(norm, encoding="utf-8")
+            norm = _lower(norm)
             norm = tf_text.normalize_utf8(norm, "NFD")
-            norm = tf.strings.regex_replace(norm, f"[{c['mn']}]", "")
+            norm = tf.strings.regex_replace(norm, f"[{c['mn'][1]}]", "")
         # Punctuation becomes a word of its own; whitespace (none unless lower-casing made some) splits too.
-        parts, p_start, p_end = tf_text.regex_split_with_offsets(
-            norm, f"[{c['punct']}]|[{c['space']}]+", f"[{c['punct']}]")
+        parts, p_start, _ = tf_text.regex_split_with_offsets(
+            norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
         ids, i_start, i_end = self._wp.tokenize_with_offsets(parts.flat_values)
         ids, i_start, i_end = _unk_long_words(parts.flat_values, ids, i_start, i_end, self.unk_id)
         # Offsets inside the normalised word: the part's start plus the piece's offset inside the part.
         part_start = tf.cast(tf.repeat(p_start.flat_values, ids.row_lengths()), tf.int32)
         start = tf.cast(i_start.flat_values, tf.int32) + part_start
         end = tf.cast(i_end.flat_values, tf.int32) + part_start
-        per_word = parts.row_lengths()  # parts per word
-        word_of_part = parts.value_rowids()
         word_pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.repeat(word_of_part, ids.row_lengths()), nrows=tf.shape(per_word, tf.int64)[0])
+            ids.flat_values, tf.repeat(parts.value_rowids(), ids.row_lengths()), nrows=parts.nrows(), validate=False)
         nested = words.with_flat_values(word_pieces)  # [batch, words, pieces]
         flat_ids = nested.merge_dims(1, 2)
-        starts = flat_ids.with_flat_values(start)
-        ends = flat_ids.with_flat_values(end)
         norm_words = words.with_flat_values(norm)
         o_start, o_end = _word_local_to_original(norm_words, w_start, w_end, nested, start, end)
         return flat_ids, flat_ids.with_flat_values(o_start), flat_ids.with_flat_values(o_end)
+
+
+def _lower(strings):
+    """``str.lower`` of UTF-8 strings: ICU's full lower-casing (tf.strings.lower), which stops at a NUL, applied to
+    the NUL-separated parts (NUL breaks the final-sigma context just as in Python)."""
+    parts = tf.strings.split(strings, "\x00")
+    last = tf.equal(tf.range(tf.shape(parts.flat_values, out_type=tf.int64)[0]),
+                    tf.gather(parts.row_limits(), parts.value_rowids()) - 1)
+    nul = tf.where(last, tf.constant(""), tf.constant("\x00"))
+    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
+    return tf.strings.reduce_join(parts.with_flat_values(lowered), axis=1)
 
 
 def _unk_long_words(parts, ids, start, end, unk_id: int):
@@ -290,7 +341,7 @@ def _unk_long_words(parts, ids, start, end, unk_id: int):
         out = tf.scatter_nd(short_rows[:, None], tf.boolean_mask(values.flat_values, kept), [total])
         long_rows = tf.boolean_mask(first, too_long)
         out = tf.tensor_scatter_nd_update(out, long_rows[:, None], tf.boolean_mask(long_value, too_long))
-        return tf.RaggedTensor.from_row_lengths(out, new)
+        return tf.RaggedTensor.from_row_lengths(out, new, validate=False)
 
     part_len = tf.strings.length(parts)
     return (fix(ids, tf.fill([n], tf.constant(unk_id, ids.dtype))), fix(start, tf.zeros([n], start.dtype)),
@@ -356,28 +407,26 @@ def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: in
     """GraphTokenizer.bert_pack_inputs with the special ids given."""
     if not 1 <= len(segments) <= 2:
         raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
-    if seq_length < 3:
+    if isinstance(seq_length, int) and seq_length < 3:
         raise ValueError(f"seq_length must be >= 3, got {seq_length}")
     segs = [tf.cast(s, tf.int32) for s in segments]
+    lengths = [s.row_lengths() for s in segs]
+    budget = tf.cast(seq_length, tf.int64) - 1 - len(segs)  # [CLS] and a [SEP] after each segment
     if len(segs) == 1:
-        a = segs[0][:, : seq_length - 2]
-        parts, types = [a], [0]
+        parts = [_head(segs[0], tf.minimum(lengths[0], budget))]
     else:
-        la, lb = segs[0].row_lengths(), segs[1].row_lengths()
-        ka, kb = truncated_lengths(la, lb, tf.constant(seq_length - 3, la.dtype))
-        a = _head(segs[0], ka)
-        b = _head(segs[1], kb)
-        parts, types = [a, b], [0, 1]
+        ka, kb = truncated_lengths(lengths[0], lengths[1], budget)
+        parts = [_head(segs[0], ka), _head(segs[1], kb)]
     batch = segs[0].nrows()
     cls = tf.fill([batch, 1], cls_id)
     sep = tf.fill([batch, 1], sep_id)
     word_ids, type_ids = [cls], [tf.zeros([batch, 1], tf.int32)]
-    for part, t in zip(parts, types):
+    for t, part in enumerate(parts):
         word_ids += [part, sep]
         type_ids += [tf.ones_like(part) * t, tf.fill([batch, 1], t)]
     ids = tf.concat(word_ids, axis=1)
     seg = tf.concat(type_ids, axis=1)
-    shape = [None, seq_length]
+    shape = tf.stack([batch, tf.cast(seq_length, tf.int64)])
     return {
         "input_word_ids": ids.to_tensor(default_value=pad_id, shape=shape),
         "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
