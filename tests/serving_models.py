@@ -2,8 +2,8 @@
 mocked, in the layouts ``pipeline/serving/served_model.py`` loads.
 
 * :func:`pushed_version`: a pushed version as the Pusher writes one (the ids SavedModel of an untrained albert-tiny
-  at the top, ``vocab/spm.model``, ``checkpoint/albert_config.json``), optionally with ``text_model/`` holding an
-  ``embed`` signature that tokenizes in the graph (TF Text's SentencePiece) as a raw-text export does.
+  at the top, ``vocab/``, ``checkpoint/`` as trainer/export.py writes it), optionally with the raw-text folders
+  (``preprocess/``, ``encoder/``, ``text_model/``) that components/release/raw_text.py builds.
 * :func:`choice_model`: the same for multiple choice (``context``, ``question``, ``options``).
 * :func:`task_model`: ``<TASK>/serving_model`` with a raw-text ``serving_default`` (``text_a`` [, ``text_b``] →
   ``class_ids``, ``probabilities``, ``logits``; TF Text tokenization and packing, the same encoder, a seeded head)
@@ -128,27 +128,25 @@ def choice_model(folder, seed=0):
 def pushed_version(folder, seed=0, text_model=False, wordpiece=False):
     """A pushed version folder (see the module's docstring); returns its path. ``wordpiece``: the Chinese-capable
     WordPiece fixture (tests/fixtures/wordpiece/vocab.txt, 581 tokens) with its ``tokenizer.json``, as a
-    ``sample-zh`` version carries."""
-    import tensorflow as tf
-
-    from trainer.export import ServingModule
+    ``sample-zh`` version carries. ``text_model``: the raw-text folders the Pusher writes (TF Hub's pair and
+    ``text_model/``), built by the product's own :func:`components.release.raw_text.build` at ``SEQ``."""
+    from trainer.export import export
 
     model = _tiny_model(seed, WORDPIECE_SIZE if wordpiece else 30000)
-    module = ServingModule(model)
-    tf.saved_model.save(module, folder, signatures={"serving_default": module.serve})
-    os.makedirs(os.path.join(folder, "vocab"))
+    vocab = os.path.join(folder, "vocab")
+    os.makedirs(vocab)
     if wordpiece:
-        shutil.copy(WORDPIECE, os.path.join(folder, "vocab", "vocab.txt"))
-        with open(os.path.join(folder, "vocab", "tokenizer.json"), "w") as f:
+        shutil.copy(WORDPIECE, os.path.join(vocab, "vocab.txt"))
+        with open(os.path.join(vocab, "tokenizer.json"), "w") as f:
             json.dump({"do_lower_case": True, "kind": "wordpiece", "normalization": "none", "strip_accents": False}, f)
     else:
-        shutil.copy(_vocab_path(), os.path.join(folder, "vocab", "spm.model"))
-    os.makedirs(os.path.join(folder, "checkpoint"))
-    model.config.to_json_file(os.path.join(folder, "checkpoint", "albert_config.json"), official=True)
+        shutil.copy(_vocab_path(), os.path.join(vocab, "spm.model"))
+    checkpoint = os.path.join(folder, "checkpoint")
+    export(model, folder, checkpoint, [os.path.join(vocab, name) for name in sorted(os.listdir(vocab))], {})
     if text_model:
-        text, functions = _text_module(model, ["text"])
-        tf.saved_model.save(text, os.path.join(folder, "text_model"),
-                            signatures={name: f.get_concrete_function() for name, f in functions.items()})
+        from components.release.raw_text import build
+
+        build(checkpoint, folder, seq_length=SEQ)
     return str(folder)
 
 

@@ -134,6 +134,11 @@ def test_fill_mask_over_http_is_what_predict_prints_and_what_the_ids_path_gives(
                                     "(serve --max-instances)"),
     ({"instances": ["word " * 41]}, 400, "instances[0].text: a text of 205 characters, more than the server's limit "
                                          "of 200 (serve --max-text-chars)"),
+    ({"instances": ["the cat sat on the mat " * 4]}, 400,
+     "instances[0].text: 26 pieces (with 2 special tokens) do not fit the model's sequence of 16; shorten the text, "
+     "or serve/predict with --truncate to cut it as training does"),
+    ({"instances": ["the cat sat on the mat " * 4 + "[MASK]"], "signature_name": "fill_mask"}, 400,
+     "instances[0].text: 27 pieces (with 2 special tokens) do not fit the model's sequence of 16"),
     ({"instances": ["no mask here"], "signature_name": "fill_mask"}, 400,
      "instances[0].text: no [MASK] in the text: fill_mask predicts the tokens at [MASK]"),
     ({"instances": ["x"], "signature_name": "classify"}, 400,

@@ -52,8 +52,7 @@ def test_a_good_body_gives_its_instances_and_the_method_from_either_contract():
                                                        "text_a (string), text_b (string))"),
     (PAIR, "x", "instances[1]: must be an object with text_a, text_b, got a string"),
     (PAIR, {"text_a": "x" * 11, "text_b": "y"}, "instances[1].text_a: a text of 11 characters, more than the "
-                                               "server's limit of 10 (serve --max-text-chars); texts longer than "
-                                               "the model's sequence are truncated, as in training"),
+                                               "server's limit of 10 (serve --max-text-chars)"),
     (IDS, {"input_ids": [1, 2.5]}, "instances[1].input_ids: must be integers, got a number"),
     (IDS, {"input_ids": 3}, "instances[1].input_ids: must be a list nested 1 deep, got an integer at depth 0"),
     (IDS, {"input_ids": []}, "instances[1].input_ids: empty list"),

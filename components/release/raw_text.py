@@ -55,14 +55,14 @@ class Preprocess(tf.Module):
     def __init__(self, tokenizer: GraphTokenizer, seq_length: int):
         super().__init__(name="preprocess")
         self.tokenizer = tokenizer
-        self.seq_length = tf.constant(seq_length, tf.int32)
+        self.seq_length = tf.Variable(seq_length, dtype=tf.int32, trainable=False, name="seq_length")  # saved
         self._length = seq_length
         self.tokenize = tokenizer.tokenize
         self.tokenize_with_offsets = tokenizer.tokenize_with_offsets
         self.id_to_piece = tokenizer.id_to_piece
         self.vocab_size, self.cls_id, self.sep_id, self.pad_id, self.mask_id = (
-            tf.constant(getattr(tokenizer, k), tf.int32) for k in ("vocab_size", "cls_id", "sep_id", "pad_id",
-                                                                    "mask_id"))
+            tf.Variable(getattr(tokenizer, k), dtype=tf.int32, trainable=False, name=k)  # saved, as seq_length
+            for k in ("vocab_size", "cls_id", "sep_id", "pad_id", "mask_id"))
 
     @tf.function(autograph=False)
     def bert_pack_inputs(self, segments, seq_length):
@@ -120,6 +120,8 @@ class TextModel(tf.Module):
         self.model_variables = list(model.variables)
         self._model = Untracked(model)
         self._length, self._k = seq_length, top_k
+        # Saved (a constant would not be): what a server checks a text's pieces against.
+        self.seq_length = tf.Variable(seq_length, dtype=tf.int32, trainable=False, name="seq_length")
         self.has_mlm = isinstance(model, AlbertForPreTraining)
 
     def _pack(self, ids):

@@ -37,8 +37,10 @@ def add_serving_commands(sub, add_config_args) -> None:
     p.add_argument("--port", type=int, default=None, help="port (default: $AIP_HTTP_PORT, else 8080)")
     p.add_argument("--max-instances", type=int, default=None, help="instances per request, more get 413 (default 64)")
     p.add_argument("--max-text-chars", type=int, default=None,
-                   help="characters per text, more get 400 (default 10000; shorter texts that do not fit the "
-                        "model's sequence are truncated, as in training)")
+                   help="characters per text, more get 400 (default 10000)")
+    p.add_argument("--truncate", action="store_true", default=None,
+                   help="cut texts whose pieces do not fit the model's sequence as fine-tuning does, instead of "
+                        "answering 400 naming the field")
     p.add_argument("--max-batch", type=int, default=None,
                    help="instances per model call when batching concurrent requests (default 32; 0: no batching)")
     p.add_argument("--max-wait-ms", type=float, default=None,
@@ -55,6 +57,8 @@ def add_serving_commands(sub, add_config_args) -> None:
         t.add_argument("--model", required=True,
                        help="a pushed version folder (fill-mask, embed) or a task model folder, <TASK> or "
                             "<TASK>/serving_model (classify, answer, choose)")
+        t.add_argument("--truncate", action="store_true",
+                       help="cut texts that do not fit the model's sequence as fine-tuning does (default: exit 2)")
         t.add_argument("texts", nargs="*", metavar="TEXT", help=f"{takes} (default: JSON lines on standard input)")
         t.set_defaults(func=cmd_predict)
     add_deploy_command(sub, add_config_args)
@@ -66,7 +70,8 @@ def cmd_serve(args) -> int:
 
     settings = serving_app.settings_from_env(model=args.model, host=args.host, port=args.port,
                                              max_instances=args.max_instances, max_text_chars=args.max_text_chars,
-                                             max_batch=args.max_batch, max_wait_ms=args.max_wait_ms)
+                                             max_batch=args.max_batch, max_wait_ms=args.max_wait_ms,
+                                             truncate=args.truncate)
     model = load(settings.model)
     print(f"albert-pipeline serve: {model.path} ({model.kind}: {', '.join(sorted(model.methods))}) on "
           f"http://{settings.host}:{settings.port} (health GET {settings.health_route}, predict POST "
@@ -113,7 +118,7 @@ def _checked(args, method, instances, where) -> List[Dict[str, Any]]:
     for index, instance in enumerate(instances):
         try:
             arrays = check_instance(method.inputs, index, instance)
-            method.check(index, arrays)
+            method.check(index, arrays, args.truncate)
         except RequestError as exc:
             raise InputError(f"predict {args.task} --model {args.model}: {_where(str(exc), where)}") from None
         checked.append(arrays)

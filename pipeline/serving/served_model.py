@@ -57,9 +57,15 @@ class Method:
     run: Callable[[Dict[str, np.ndarray], int], List[Dict[str, Any]]]
     source: str  # what it runs, for /health and messages ("text_model/ signature fill_mask", "ids path")
     mask_token: Optional[str] = None  # fill_mask: every text must hold it
+    # A text that does not fit the model's sequence: raises a RequestError naming the field (:func:`fits_rule`);
+    # None where the model reads any length by design (SQuAD's windows over a context, RACE's truncated article).
+    fits: Optional[Callable[[int, Dict[str, np.ndarray]], None]] = None
 
-    def check(self, index: int, arrays: Dict[str, np.ndarray]) -> None:
-        """Checks beyond the signature's dtypes and shapes (a fill_mask text without the mask token)."""
+    def check(self, index: int, arrays: Dict[str, np.ndarray], truncate: bool = False) -> None:
+        """Checks beyond the signature's dtypes and shapes: a fill_mask text without the mask token, and (unless
+        ``truncate``: ``serve`` / ``predict --truncate``) texts whose pieces do not fit the model's sequence."""
+        if self.fits is not None and not truncate:
+            self.fits(index, arrays)
         if self.mask_token is None:
             return
         for name, array in arrays.items():
@@ -67,6 +73,54 @@ class Method:
                 if self.mask_token.encode() not in text:
                     raise RequestError(f"instances[{index}].{name}", f"no {self.mask_token} in the text: "
                                        f"{self.name} predicts the tokens at {self.mask_token}")
+
+
+def fits_rule(count: Callable[[List[bytes]], Sequence[int]], limit: int, fields: Sequence[str], specials: int,
+              what: str, mask_token: Optional[str] = None) -> Callable[[int, Dict[str, np.ndarray]], None]:
+    """A check that the pieces of ``fields`` (those present), counted by ``count`` (the model's own tokenizer), plus
+    ``specials`` ([CLS], [SEP]) fit ``limit`` (``what`` names it); a ``mask_token`` counts as one piece."""
+    def pieces(text: bytes) -> int:
+        if mask_token is None:
+            return int(count([text])[0])
+        parts = text.split(mask_token.encode())
+        return len(parts) - 1 + sum(int(n) for n in count([p for p in parts if p.strip()])) if parts else 0
+
+    def fits(index: int, arrays: Dict[str, np.ndarray]) -> None:
+        present = [f for f in fields if f in arrays]
+        total = specials + sum(pieces(t) for f in present for t in np.asarray(arrays[f]).reshape(-1))
+        if total > limit:
+            raise RequestError(f"instances[{index}].{'+'.join(present)}",
+                               f"{total} pieces (with {specials} special tokens) do not fit the model's {what} of "
+                               f"{limit}; shorten the text, or serve/predict with --truncate to cut it as "
+                               "training does")
+    return fits
+
+
+def graph_counter(saved) -> Optional[Callable[[List[bytes]], Sequence[int]]]:
+    """Pieces per text by the SavedModel's own tokenizer (``saved.tokenizer.tokenize``: every raw-text model this
+    project exports saves its GraphTokenizer), or None for a model without one."""
+    tokenize = getattr(getattr(saved, "tokenizer", None), "tokenize", None)
+    if tokenize is None:
+        return None
+    return lambda texts: tokenize(tf.constant(texts, tf.string)).row_lengths().numpy() if texts else []
+
+
+def _task_fits(kind: str, info: Dict[str, Any], count) -> Optional[Callable[[int, Dict[str, np.ndarray]], None]]:
+    """The length rule of a task model: a classification pair must fit ``max_seq_length`` as in fine-tuning; a
+    question its ``max_query_length``. Contexts of answer and choose models are read at any length (windows,
+    truncation of the article), as the benchmarks read them."""
+    if count is None:
+        return None
+    if kind == "classify" and info.get("max_seq_length"):
+        return _pair_rule(count, int(info["max_seq_length"]))
+    if kind == "answer" and info.get("max_query_length"):
+        return fits_rule(count, int(info["max_query_length"]), ("question",), 0, "max_query_length")
+    return None
+
+
+def _pair_rule(count, seq: int):
+    single, pair = (fits_rule(count, seq, ("text_a", "text_b"), n, "max_seq_length") for n in (2, 3))
+    return lambda index, arrays: (pair if "text_b" in arrays else single)(index, arrays)
 
 
 @dataclass
@@ -148,6 +202,7 @@ def _task_model(path: str, info: Dict[str, Any]) -> ServedModel:
     if "serving_default" not in methods:
         raise MissingInputError(f"--model {path}: its SavedModel has no serving_default signature")
     kind = info.get("kind") or _infer_kind(saved.signatures["serving_default"])
+    methods["serving_default"].fits = _task_fits(kind, info, graph_counter(saved))
     model = ServedModel(path, kind, methods, "serving_default", info)
     model._saved = saved  # keeps the graph's resources alive as long as the methods
     return model
@@ -207,14 +262,21 @@ def _version(path: str) -> ServedModel:
         seq = _sequence_length(path)
         methods["embed"] = _ids_embed(ids_fn, tokenizer, seq)
         methods["fill_mask"] = _ids_fill_mask(ids_fn, tokenizer, seq)
+        count = lambda texts: [len(tokenizer.encode(t.decode("utf-8"))) for t in texts]  # noqa: E731
+        methods["embed"].fits = fits_rule(count, seq, ("text",), 2, "sequence")
+        methods["fill_mask"].fits = fits_rule(count, seq, ("text",), 2, "sequence", MASK_TOKEN)
     else:
         ids_model = None
     text_model = None
     if _exists(path, TEXT_MODEL_DIR, "saved_model.pb"):
         text_model = tf.saved_model.load(posixpath.join(path, TEXT_MODEL_DIR))
+        count = graph_counter(text_model)
+        length = getattr(text_model, "seq_length", None)
         for name, fn in text_model.signatures.items():
-            methods[name] = signature_method(name, fn, f"{TEXT_MODEL_DIR}/ signature {name}",
-                                             mask_token=MASK_TOKEN if name == "fill_mask" else None)
+            mask = MASK_TOKEN if name == "fill_mask" else None
+            methods[name] = signature_method(name, fn, f"{TEXT_MODEL_DIR}/ signature {name}", mask_token=mask)
+            if count is not None and length is not None:
+                methods[name].fits = fits_rule(count, int(length.numpy()), ("text",), 2, "sequence", mask)
     model = ServedModel(path, "version", methods, "embed" if "embed" in methods else sorted(methods)[0])
     model._saved = (ids_model, text_model)
     return model

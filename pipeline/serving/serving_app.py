@@ -42,6 +42,7 @@ class ServeSettings:
     max_text_chars: int = DEFAULT_MAX_TEXT_CHARS  # per text (more: 400)
     max_batch: int = 32  # instances per model call; 0: no batching
     max_wait_ms: float = 5.0  # how long the first request of a batch waits for others
+    truncate: bool = False  # texts whose pieces do not fit the model's sequence: False 400, True cut as in training
 
 
 def settings_from_env(environ: Mapping[str, str] = os.environ, **flags: Any) -> ServeSettings:
@@ -86,7 +87,7 @@ def create_app(model, settings: ServeSettings) -> Starlette:
             chunks: Dict[Any, list] = {}
             for index, instance in enumerate(parsed.instances):
                 arrays = check_instance(method.inputs, index, instance, settings.max_text_chars)
-                method.check(index, arrays)
+                method.check(index, arrays, settings.truncate)
                 chunks.setdefault(batch_key(arrays), []).append((index, arrays))
             answers = await asyncio.gather(*(batcher.submit((method.name, key), method.run, [a for _, a in group])
                                              for key, group in chunks.items()))

@@ -25,7 +25,8 @@ DEFAULT_HEALTH_ROUTE = "/health"
 DEFAULT_PREDICT_ROUTE = "/predict"
 # A text longer than this many characters is refused (400), whatever the model's sequence: no ALBERT sequence
 # (512 tokens at most) reads that far, and tokenizing it would only cost the server time. Shorter texts whose
-# tokens do not fit the sequence are truncated inside the graph, as in training and TF Hub's bert_pack_inputs.
+# pieces do not fit the model's sequence get a 400 naming the field (served_model.fits_rule), unless the server
+# runs with --truncate (then they are cut inside the graph, as in training and TF Hub's bert_pack_inputs).
 DEFAULT_MAX_TEXT_CHARS = 10_000
 DEFAULT_MAX_INSTANCES = 64  # per request; Vertex AI's own limit is 1.5 MB of body
 
@@ -128,8 +129,7 @@ def _value(spec: InputSpec, value: Any, field: str, max_text_chars: int) -> np.n
                 raise RequestError(field, f"must be a string, got {_type(v)}")
             if len(v) > max_text_chars:
                 raise RequestError(field, f"a text of {len(v)} characters, more than the server's limit of "
-                                   f"{max_text_chars} (serve --max-text-chars); texts longer than the model's "
-                                   f"sequence are truncated, as in training")
+                                   f"{max_text_chars} (serve --max-text-chars)")
         encoded = [v.encode("utf-8") for v in flat]
         array = np.empty(len(encoded), dtype=object)
         array[:] = encoded

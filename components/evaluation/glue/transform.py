@@ -423,7 +423,7 @@ class _ServingModule(tf.Module):
 
 
 def export_serving_model(model, transform_output_dir: str, export_dir: str, has_text_b: bool,
-                         num_labels: int, labels: Sequence[str] = ()) -> str:
+                         num_labels: int, labels: Sequence[str] = (), tokenizer=None) -> str:
     """SavedModel = Transform graph (``TFTransformOutput.transform_features_layer()``) + ``model``.
 
     Signatures: ``serving_default`` takes raw strings ``text_a`` (and ``text_b``), shape ``[None]``;
@@ -431,11 +431,15 @@ def export_serving_model(model, transform_output_dir: str, export_dir: str, has_
     Evaluator feed). Outputs: ``logits``; classification adds ``probabilities``, ``class_ids`` and,
     for two labels, ``positive_probability``; regression adds ``predictions``. ``serving_default`` also gives the
     common ``classify`` outputs (``label`` from ``labels``, ``label_id``, ``scores``; regression ``score``).
+    ``tokenizer``: a :class:`~components.text.graph_tokenizer.GraphTokenizer` saved as the model's ``tokenizer``
+    (as every task model's), so a server counts a text's pieces with the graph's own tokenization.
     """
     import tensorflow_transform as tft  # lazy: tensorflow_transform (0.05 s)
 
     tft_output = tft.TFTransformOutput(transform_output_dir)
     module = _ServingModule(model, tft_output.transform_features_layer(), has_text_b, num_labels, labels)
+    if tokenizer is not None:
+        module.tokenizer = tokenizer
     keys = text_keys(has_text_b)
     raw_spec = raw_feature_spec(has_text_b)
 
