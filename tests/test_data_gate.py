@@ -222,7 +222,7 @@ def test_span_1_is_checked_against_the_absolute_limits_alone_passes_and_trains(t
     assert summary["checks"][0]["message"] == ("span 1: check min_documents = 19, limit >= 1: passed (absolute; "
                                                "first span: no baseline, drift not checked)")
     assert (summary["baseline"], summary["documents"], summary["characters"]) == (None, 19, 234715)
-    assert [d.name for d in statistics.datasets] == ["span-1", "span-1/corpus/en"]
+    assert [d.name for d in statistics.datasets] == ["span-1", "span-1/wikipedia/en"]  # its location recorded
     assert statistics.datasets[0].num_examples == 19
     assert schema == limits_to_schema(GateLimits())
     assert anomalies.baseline == schema and not anomalies.anomaly_info  # the limits checked against; nothing failed

@@ -384,3 +384,26 @@ def test_the_sample_key_is_uniform_whatever_the_length_and_keeps_copies_and_near
     # A near copy (one line of 200 edited) has the same key unless the edited line was the one with the least CRC.
     same = sum(document_key(text[:i] + ["edited."] + text[i + 1:]) == document_key(text) for i in range(200))
     assert same == 199
+
+
+def test_previous_span_checks_compare_each_location_with_its_own_and_skip_an_unpatterned_one(sample_halves, baseline):
+    """Issue 63: the same Wikipedia articles beside a new book (the sample's Wikipedia read whole every tick, its
+    books by span). Compared as a whole the span repeats its Wikipedia half; by location the book is new."""
+    from components.datagate.checks import previous_duplicates
+
+    wiki = sample_halves[0][1:]
+    span = SpanStatsCombiner(2).compute([sample_halves[1][0]] + wiki)
+    patterned = {"wikipedia": False, "books": True}
+    shares = previous_duplicates(span, baseline, 0.8, patterned)
+    assert list(shares) == ["books"] and (shares["books"].exact, shares["books"].near) == (0.0, 0.0)
+    assert failing(check_span(span, baseline, patterned=patterned)) == []
+    everything = previous_duplicates(span, baseline, 0.8)  # every location compared: Wikipedia repeats itself
+    assert everything["wikipedia"].exact == 1.0 and everything["books"].exact == 0.0
+    again = SpanStatsCombiner(2).compute(sample_halves[0])  # the last span's book again
+    results = check_span(again, baseline, patterned=patterned)
+    assert failing(results) == ["max_previous_exact_duplicate_share", "max_previous_near_duplicate_share"]
+    assert failed(results)[0].message == ("span 2: check max_previous_exact_duplicate_share = 1, limit <= 0.05: "
+                                          "FAILED (drift against span 1; books location)")
+    restored = statistics_from_proto(statistics_to_proto(again))  # the samples by location make the round trip
+    assert sorted(restored.source_samples) == ["books", "wikipedia"]
+    assert restored.source_samples["books"] == again.source_samples["books"]

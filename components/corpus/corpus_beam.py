@@ -35,6 +35,10 @@ from components.corpus.corpus_config import WIKIPEDIA_FORMATS
 LOG = logging.getLogger(__name__)
 SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
 COUNTS_FILE = "counts.json"
+# With ``record_sources`` (a corpus with a span pattern: CorpusGen), beside each shard: its documents' sources in file
+# order, as runs ``[[source, documents], ...]`` (the data gate's per-location statistics, docs/data.md). The shard
+# format itself keeps no source; a corpus without span patterns writes none, so its files are what they were.
+SOURCES_DIR = "sources"
 
 
 Globs = Union[str, Sequence[str]]
@@ -239,17 +243,20 @@ class _WriteShard(beam.DoFn):
     """Writes one shard file from its spill files (the kept documents, sorted by id) and emits its per-source
     counts."""
 
-    def __init__(self, output_dir: str, num_shards: int, spill_dir: str):
+    def __init__(self, output_dir: str, num_shards: int, spill_dir: str, record_sources: bool = False):
         self._output_dir = output_dir
         self._num_shards = num_shards
         self._spill_dir = spill_dir
+        self._record_sources = record_sources
 
     def process(self, element: Tuple[int, Iterable[Tuple]]) -> Iterator[Dict[str, Dict[str, int]]]:
         shard, records = element
         counts: Dict[str, Dict[str, int]] = {}
         kept: Dict[str, set] = {}  # spill file key -> ids kept from it
+        sources: Dict[Tuple[str, str], str] = {}  # (doc id, spill file key) -> source
         for doc_id, file_key, source, _, sentences, characters in records:
             kept.setdefault(file_key, set()).add(doc_id)
+            sources[doc_id, file_key] = source
             c = counts.setdefault(source, {"documents": 0, "sentences": 0, "characters": 0})
             c["documents"] += 1
             c["sentences"] += sentences
@@ -264,6 +271,18 @@ class _WriteShard(beam.DoFn):
         with FileSystems.create(path) as f:
             for _, _, block in blocks:
                 f.write(block)
+        if self._record_sources:
+            runs: List[List] = []
+            for doc_id, file_key, block in blocks:
+                if not block:
+                    continue  # a document without sentences has no block in the shard
+                source = sources[doc_id, file_key]
+                if runs and runs[-1][0] == source:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([source, 1])
+            with FileSystems.create(sources_path(path)) as f:
+                f.write(json.dumps(runs).encode("utf-8"))
         for source, c in counts.items():
             for key, n in c.items():
                 _counter(source, key).inc(n)
@@ -300,11 +319,12 @@ def _dedupe(element: Tuple[str, Iterable[Tuple]]):
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
                  num_shards: int, min_chars: int, dedupe: bool = True,
                  encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto",
-                 sentence_splitter: Optional[str] = None) -> None:
+                 sentence_splitter: Optional[str] = None, record_sources: bool = False) -> None:
     """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir`` (spill files
     under ``output_dir/.spill`` while it runs, deleted at the end). ``wikipedia_format``: one of
     :data:`components.corpus.corpus_config.WIKIPEDIA_FORMATS` (``auto``: per file, from its content); ``sentence_splitter``:
-    ``corpus.sentence_splitter`` (None: English's)."""
+    ``corpus.sentence_splitter`` (None: English's); ``record_sources``: write each shard's documents' sources beside it
+    (:data:`SOURCES_DIR`, :func:`shard_sources`)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if wikipedia_format not in WIKIPEDIA_FORMATS:
@@ -338,7 +358,7 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         records
         | "KeyByShard" >> beam.Map(lambda r: (r[3], r))
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards, spill_dir))
+        | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards, spill_dir, record_sources))
         | "SumCounts" >> beam.CombineGlobally(_sum_counts)
     )
     sources = sorted({kind for kind, _, _ in inputs})
@@ -382,3 +402,20 @@ def document_shards(documents_dir: str) -> List[str]:
     """The shard files of a documents folder, in order."""
     result = FileSystems.match([posixpath.join(documents_dir, "documents-*-of-*.txt")])[0]
     return sorted(m.path for m in result.metadata_list)
+
+
+def sources_path(shard_path: str) -> str:
+    """Where the sources of a shard's documents are written (:data:`SOURCES_DIR`)."""
+    folder, name = posixpath.split(shard_path)
+    return posixpath.join(folder, SOURCES_DIR, posixpath.splitext(name)[0] + ".json")
+
+
+def shard_sources(shard_path: str) -> Optional[List[str]]:
+    """The source of each document of a shard, in file order; None when the corpus recorded none (no span pattern,
+    or a folder written before sources were recorded)."""
+    path = sources_path(shard_path)
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        runs = json.loads(f.read().decode("utf-8"))
+    return [source for source, n in runs for _ in range(n)]

@@ -31,7 +31,9 @@ def CorpusGen(
     """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line).
 
     ``data_snapshot``: what the run resolved each input location to when it started (``pipeline/settings/spans.py``), whose
-    ``folders`` (a window of spans under the Importer's URI) are the folders read."""
+    ``folders`` (a window of spans under the Importer's URI) are the folders read. A corpus with a span pattern also
+    records each shard's documents' sources (``corpus_beam.SOURCES_DIR``), which the data gate compares location by
+    location; one without (the sample presets) writes its files as before."""
     cfg = CorpusConfig.from_json(config, "corpus.")
     read = json.loads(data_snapshot) if data_snapshot else {}
     inputs = corpus_beam.list_inputs(
@@ -42,7 +44,8 @@ def CorpusGen(
             corpus_beam.build_corpus(p, inputs, staging, num_shards=cfg.num_shards, min_chars=cfg.min_doc_chars,
                                      dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback,
                                      wikipedia_format=cfg.wikipedia_format,
-                                     sentence_splitter=cfg.sentence_splitter)
+                                     sentence_splitter=cfg.sentence_splitter,
+                                     record_sources=any((s or {}).get("spans") for s in read.values()))
         record_counters(p, "albert.corpus", [documents])
         publish(staging, documents.uri, last=[corpus_beam.COUNTS_FILE])
     counts = corpus_beam.read_counts(documents.uri)

@@ -5,8 +5,9 @@ shards, runs the core's combiners as ``beam.CombineGlobally`` (a CombineFn's acc
 the span's statistics are the same on one worker or many), compares with the baseline and writes the result's files
 (:mod:`components.datagate.datagate_result`): ``statistics.pb``, ``schema.pb``, ``anomalies.pb`` and ``gate.json``.
 
-CorpusGen's format (one sentence per line, a blank line between documents) keeps no source per document, so the
-statistics' groups are ``corpus/<language>``. :func:`gate_documents` runs the same graph on a documents folder
+CorpusGen's format (one sentence per line, a blank line between documents) keeps no source per document; a corpus
+with a span pattern records them beside its shards (``corpus_beam.shard_sources``), and the statistics' groups are
+``<location>/<language>`` (``books/en``), else ``corpus/<language>``. :func:`gate_documents` runs the same graph on a documents folder
 outside TFX (what the ``DataGate`` node runs inside its Beam pipeline).
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ from components.corpus import corpus_beam
 from components.datagate import datagate_result
 from components.datagate.checks import GateLimits, check_span
 from components.datagate.contamination import ContaminationCombiner, DevNgrams
-from components.datagate.document_stats import SketchSettings, SpanStats, SpanStatsCombiner, sample_rate
+from components.datagate.document_stats import (UNKNOWN_SOURCE, SketchSettings, SpanStats, SpanStatsCombiner,
+                                                sample_rate)
 from components.datagate.protos import (limits_to_schema, results_to_anomalies, statistics_from_proto,
                                         statistics_to_proto)
 from components.datagen.datagen_beam_input import read_documents
@@ -34,13 +36,23 @@ from components.evaluation.race.race_data import read_race
 from components.evaluation.squad.reading import load_squad_json
 from components.text.documents import Document
 
-CORPUS_SOURCE = "corpus"  # the source of every document: CorpusGen's shards do not record one
+CORPUS_SOURCE = UNKNOWN_SOURCE  # the source of a document whose shard records none
 
 
 def read_span_documents(path: str) -> Iterator[Document]:
-    """The documents of one CorpusGen shard (ids ``<shard file>:<index>``)."""
-    for doc_id, sentences in read_documents(path):
-        yield Document(doc_id=doc_id, source=CORPUS_SOURCE, title=doc_id, sentences=sentences)
+    """The documents of one CorpusGen shard (ids ``<shard file>:<index>``), each with its source location when
+    CorpusGen recorded them (``corpus_beam.shard_sources``: a corpus with a span pattern), else :data:`CORPUS_SOURCE`."""
+    sources = corpus_beam.shard_sources(path) or []
+    for i, (doc_id, sentences) in enumerate(read_documents(path)):
+        source = sources[i] if i < len(sources) else CORPUS_SOURCE
+        yield Document(doc_id=doc_id, source=source, title=doc_id, sentences=sentences)
+
+
+def patterned_locations(data_snapshot: Optional[str]) -> Dict[str, bool]:
+    """Each corpus location of a ``data_snapshot`` (data key, the documents' source) → whether it was read with a
+    span pattern."""
+    return {key: bool((summary or {}).get("spans"))
+            for key, summary in (json.loads(data_snapshot) if data_snapshot else {}).items()}
 
 
 class DevPassages(list):
@@ -192,11 +204,11 @@ def _write(path: str, data: bytes) -> None:
 
 def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline: Optional[SpanStats],
                  accept: Optional[int], contamination=None, accepted_before: Optional[str] = None,
-                 earlier_spans: Sequence[int] = ()) -> dict:
+                 earlier_spans: Sequence[int] = (), patterned: Optional[Dict[str, bool]] = None) -> dict:
     """Check ``stats`` (against ``baseline``, None: absolute limits only) and write the result's four files under
     ``output_dir``; returns the summary (``gate.json``; ``accept``, ``accepted_before`` and ``earlier_spans`` as
-    :func:`components.datagate.datagate_result.summarize` takes them)."""
-    results = check_span(stats, baseline, limits, contamination)
+    :func:`components.datagate.datagate_result.summarize` takes them; ``patterned`` as ``check_span``)."""
+    results = check_span(stats, baseline, limits, contamination, patterned)
     total = stats.read_counts()  # every document, measured or not
     summary = datagate_result.summarize(
         stats.span, results, documents=total["documents"], characters=total["characters"], accept=accept,
@@ -216,10 +228,10 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
 def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, *, span: int, limits: GateLimits,
                baseline: Optional[SpanStats] = None, passages: Sequence[Tuple[str, str]] = (),
                accept: Optional[int] = None, accepted_before: Optional[str] = None,
-               baseline_summary: Optional[dict] = None) -> None:
+               baseline_summary: Optional[dict] = None, patterned: Optional[Dict[str, bool]] = None) -> None:
     """Add the gate's stages to ``pipeline``: statistics of the documents in ``shards`` (and, with dev
     ``passages``, their contamination, its total carried forward from ``baseline_summary``, the baseline's
-    ``gate.json``), then :func:`write_result` under ``output_dir``."""
+    ``gate.json``), then :func:`write_result` under ``output_dir`` (``patterned``: :func:`patterned_locations`)."""
     earlier_ids, earlier_spans = datagate_result.carried_contamination(baseline_summary)
     docs = (pipeline
             | "ListShards" >> beam.Create(list(shards))
@@ -230,7 +242,7 @@ def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, 
         contamination = beam.pvalue.AsSingleton(
             docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages, earlier_ids)))
     _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination,
-                                          accepted_before, earlier_spans)
+                                          accepted_before, earlier_spans, patterned)
 
 
 def measured_rate(shards: Sequence[str], measured_characters: int = SketchSettings().measured_characters) -> float:
@@ -241,8 +253,9 @@ def measured_rate(shards: Sequence[str], measured_characters: int = SketchSettin
 
 
 def _write_span_result(stats, output_dir, limits, baseline, accept, contamination, accepted_before,
-                       earlier_spans) -> None:
-    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before, earlier_spans)
+                       earlier_spans, patterned) -> None:
+    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before, earlier_spans,
+                 patterned)
 
 
 def read_summary(result_dir: str) -> dict:

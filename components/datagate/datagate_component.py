@@ -75,7 +75,8 @@ def DataGate(
                                          limits=limits, baseline=base, passages=passages, accept=accept,
                                          accepted_before=acceptance_uri,
                                          baseline_summary=(datagate_beam.read_summary(baseline_uri)
-                                                           if baseline_uri else None))
+                                                           if baseline_uri else None),
+                                         patterned=datagate_beam.patterned_locations(snapshot))
             publish(staging, result.uri, last=[datagate_result.SUMMARY_FILE])
     summary = datagate_beam.read_summary(result.uri)
     result.set_int_custom_property("span", span)
