@@ -449,7 +449,7 @@ def test_the_gate_section_holds_gate_limits_under_the_same_names_and_defaults():
 def test_the_gate_moves_no_other_nodes_cache_key():
     """The DAG with the gate and without (``gate.enabled=false``: the DAG as before the gate): every other node's
     compiled IR is the same but for its list of upstream / downstream nodes, which no cache key reads (VocabGen
-    waits for DataGateCheck), and the report's one more input, the gate's result (its "Data gate" section); so a
+    waits for DataGateCheck, the Trainer for ExamplesGate), and the report's one more input, the gate's result (its "Data gate" section); so a
     store made before the gate serves every node but the gate's and the report's from its cache (and without the
     gate, the report's too: its optional input left out, its IR and executor are as before)."""
     from tfx.dsl.compiler import compiler
@@ -462,9 +462,11 @@ def test_the_gate_moves_no_other_nodes_cache_key():
         return ir, {n.pipeline_node.node_info.id: n.pipeline_node for n in ir.nodes}
 
     (on_ir, on), (off_ir, off) = nodes([]), nodes(["gate.enabled=false"])
-    assert set(on) - set(off) == {"DataGateBaseline", "DataGate", "DataGateCheck"} and set(off) <= set(on)
+    assert set(on) - set(off) == {"DataGateBaseline", "DataGate", "DataGateCheck", "ExamplesGate"}
+    assert set(off) <= set(on)
     assert on_ir.pipeline_info == off_ir.pipeline_info
     assert list(on["VocabGen"].upstream_nodes) == ["CorpusGen", "DataGateCheck"]
+    assert sorted(on["Trainer"].upstream_nodes) == ["ExamplesGate", "PretrainingDataGen"]
     assert on["BenchmarkReport"].inputs.inputs["data_gate"].channels[0].producer_node_query.id == "DataGate"
     assert "data_gate" not in off["BenchmarkReport"].inputs.inputs
     for node_id, node in off.items():
@@ -477,7 +479,7 @@ def test_the_gate_moves_no_other_nodes_cache_key():
             del pn.downstream_nodes[:]
         assert with_gate == node, node_id
     on_specs, off_specs = _executor_specs(on_ir), _executor_specs(off_ir)  # the executor spec is in the key too
-    assert set(on_specs) - set(off_specs) == {"DataGate", "DataGateCheck"}
+    assert set(on_specs) - set(off_specs) == {"DataGate", "DataGateCheck", "ExamplesGate"}
     assert all(on_specs[k] == spec for k, spec in off_specs.items())
 
 

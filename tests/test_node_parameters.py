@@ -41,7 +41,8 @@ def _changed_nodes(override):
     ("corpus.min_doc_chars=10", {"CorpusGen"}),
     ("corpus.wikipedia_format=wikiextractor", {"CorpusGen"}),
     ("corpus.books_glob=**/*.txt", {"CorpusGen"}),
-    ("seed=1", {"VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
+    ("seed=1", {"VocabGen", "PretrainingDataGen", "ExamplesGate", "Trainer", "GlueBenchmark", "SquadBenchmark",
+                "RaceBenchmark"}),
     # The Trainer keeps its checkpoints under the pipeline root (custom_config.checkpoint_root).
     ("pipeline_root=/elsewhere", {"Trainer", "Blesser", "Pusher"}),  # checkpoints; the default push destination
     ("beam_args=--direct_num_workers=2", set()),
@@ -52,7 +53,8 @@ def _changed_nodes(override):
     # The data gate's limits and accept reach the gate alone; off, its nodes are gone and nothing else moves.
     ("gate.max_unigram_jsd=0.4", {"DataGate"}),
     ("gate.accept=3", {"DataGate"}),
-    ("gate.enabled=false", {"DataGate", "DataGateCheck"}),
+    ("gate.enabled=false", {"DataGate", "DataGateCheck", "ExamplesGate"}),
+    ("gate.max_unk_rate=0.1", {"ExamplesGate"}),
 ])
 def test_a_setting_reaches_only_the_nodes_it_determines(override, nodes):
     assert _changed_nodes(override) == nodes

@@ -28,7 +28,7 @@ from components.datagate.gate_config import GateConfig
 # less the two that are no limit: one definition for the configuration and for this core.
 GateLimits = make_dataclass(
     "GateLimits", [(f.name, f.type, field(default=f.default)) for f in fields(GateConfig)
-                   if f.name not in GateConfig.NOT_LIMITS], frozen=True)
+                   if f.name not in GateConfig.NOT_LIMITS + GateConfig.EXAMPLES_LIMITS], frozen=True)
 GateLimits.__module__ = __name__
 GateLimits.__doc__ = """Limits of the checks (module docstring). ``max_<rule>_share``: at most this share of the span's
 characters is in documents flagged by that ``DocumentRules`` rule."""

@@ -21,7 +21,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from config import schema
+from config import canonical_json, schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from components.corpus.corpus_config import CorpusConfig
 from components.datagate.gate_config import GateConfig
@@ -62,6 +62,9 @@ MODEL_IMPORT_NODE = "ModelImport"
 # that stops the run when it failed, and the resolver of its baseline (pipeline/pipeline.py; in a compiled spec a
 # task of that name, pipeline/tasks/gate_baseline_task.py).
 DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
+# The gate's second stage: the examples' statistics per language, after PretrainingDataGen, before the Trainer
+# (which depends on it; components/datagate/examples_stats.py).
+EXAMPLES_GATE_NODE = "ExamplesGate"
 # The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
 # GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).
 GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race")
@@ -209,6 +212,10 @@ class PipelineConfig(Section):
             out[GATE_CHECK_NODE] = {}
         out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
+        if self.gate.enabled:
+            out[EXAMPLES_GATE_NODE] = {"config": (self.gate.examples_params(), "gate"),
+                                       "languages": (canonical_json(self.run_languages()), "language"),
+                                       "seed": (self.seed, "seed")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
                   "checkpoint_root": self.checkpoint_root}
         custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
@@ -224,6 +231,10 @@ class PipelineConfig(Section):
                           "eval_args": ({"num_steps": self.train.eval_steps}, {"num_steps": "train.eval_steps"}),
                           "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
         return out
+
+    def run_languages(self) -> List[str]:
+        """The run's languages: ``language`` as a list (one code, or the codes of a multi-language run)."""
+        return [self.language] if isinstance(self.language, str) else list(self.language)
 
     @property
     def checkpoint_root(self) -> str:
