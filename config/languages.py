@@ -1,4 +1,10 @@
-"""Language profiles: what ``language`` (an ISO 639-1 code) sets by default.
+"""Language profiles: what ``language`` (an ISO 639-1 code, or a list of them) sets by default.
+
+``language`` is one code (``en``) or a list (``[en, zh, ja, ko]``): :func:`run_languages` reads either into the
+run's languages, and :func:`language_value` is the form the configuration keeps (the code itself for one language,
+so ``[zh]`` and ``zh`` are the same JSON and the same cache keys; a list for several). A run of several languages
+takes its run-wide defaults from :func:`run_profile` (one vocabulary for all) and each document's own profile
+(:func:`profile`) for what is done per document.
 
 A profile is only defaults. Each behaviour it sets is a named setting of its own section, so a user can take a
 profile and change one thing (``--set language=zh --set datagen.word_starts=official``). A setting left unset
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from config.schema import ConfigError
 
@@ -60,12 +66,12 @@ WORD_STARTS = ("official", "boundary")
 class LanguageProfile:
     """The defaults one language gives the settings it owns (see the module's table)."""
 
-    sentence_splitter: str
+    sentence_splitter: Optional[str]  # None in a run of several languages: each document's own (run_profile)
     vocab_kind: str
     normalization: str
     strip_accents: bool
     character_coverage: float
-    word_starts: str
+    word_starts: Optional[str]  # None in a run of several languages whose profiles differ: each file's own
 
 
 ENGLISH = LanguageProfile(sentence_splitter="english", vocab_kind="sentencepiece", normalization="albert",
@@ -93,9 +99,95 @@ def profile(code: str) -> LanguageProfile:
     return PROFILES.get(check_language(code), _GENERIC)
 
 
-def resolve_sections(code: str, corpus, vocab, datagen):
-    """(corpus, vocab, datagen) with every setting left ``None`` filled from ``code``'s profile."""
-    p = profile(code)
+def run_languages(value: Any, name: str = "language") -> Tuple[str, ...]:
+    """The run's languages from ``language``'s value: one ISO 639-1 code (``"en"``), a list of them
+    (``["en", "zh"]``), or the text ``--set`` gives (``"[en, zh]"``, ``"en,zh"``). In the order given; an unknown
+    code, a repeated one or an empty list is a :class:`ConfigError` naming the setting."""
+    if isinstance(value, str) and value.strip().startswith("["):
+        import yaml  # lazy: yaml (0.02 s; only for a list given as text)
+
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"config {name}={value!r} is invalid: expected an ISO 639-1 code or a list of them "
+                              "([en, zh, ja, ko])") from None
+    elif isinstance(value, str) and "," in value:
+        value = [v.strip() for v in value.split(",")]
+    codes = (value,) if isinstance(value, str) else value
+    if not isinstance(codes, (list, tuple)) or not codes:
+        raise ConfigError(f"config {name}={value!r} is invalid: expected an ISO 639-1 code or a non-empty list of "
+                          "them ([en, zh, ja, ko])")
+    for code in codes:
+        if not isinstance(code, str) or code not in ISO_639_1:
+            raise ConfigError(f"config {name}={value!r} is invalid: {code!r} is not an ISO 639-1 code in lower case "
+                              "(en, zh, ja, ko, ar, hi, ...)" if len(codes) > 1 else
+                              f"config {name}={code!r} is invalid: expected an ISO 639-1 code in lower case "
+                              "(en, zh, ja, ko, ar, hi, ...)")
+    repeated = sorted({c for c in codes if list(codes).count(c) > 1})
+    if repeated:
+        raise ConfigError(f"config {name}={list(codes)!r} is invalid: {', '.join(repeated)} listed twice")
+    return tuple(codes)
+
+
+def language_value(value: Any, name: str = "language") -> Union[str, list]:
+    """The form the configuration keeps: the code itself for one language (``[zh]`` → ``"zh"``: the same JSON and
+    cache keys as ``zh``), a list for several."""
+    codes = run_languages(value, name)
+    return codes[0] if len(codes) == 1 else list(codes)
+
+
+def is_multilingual(value: Any) -> bool:
+    """True when ``language`` lists more than one language."""
+    return len(run_languages(value)) > 1
+
+
+def tagged_languages(value: Any, corpus) -> Optional[list]:
+    """What ``corpus.languages`` holds: the run's languages when its documents are tagged (a run of several
+    languages, or a source marked with ``corpus.wikipedia_language`` / ``corpus.books_language``), else None (a
+    single-language run's corpus JSON does not change). A value set by hand must be that list."""
+    codes = run_languages(value)
+    tagged = len(codes) > 1 or corpus.wikipedia_language is not None or corpus.books_language is not None
+    derived = list(codes) if tagged else None
+    if corpus.languages is not None and list(corpus.languages) != derived:
+        raise ConfigError(f"config corpus.languages={list(corpus.languages)!r} is invalid: it is filled from "
+                          f"language (set language={list(codes) if len(codes) > 1 else codes[0]!r} instead)")
+    return derived
+
+
+def run_profile(codes: Sequence[str]) -> LanguageProfile:
+    """The run-wide defaults of a run in ``codes``: one language's own profile; for several, one vocabulary for all:
+
+    - ``sentence_splitter``: None, left unset: CorpusGen splits each document by its own language's profile
+      (``corpus.sentence_splitter``, when given, applies to every document);
+    - ``vocab_kind``: ``sentencepiece`` (one model for every script; WordPiece stays one setting away);
+    - ``normalization``: ``nfkc`` unless every language's profile says otherwise (``albert``'s NFKD with marks
+      dropped breaks Hangul, kana and Devanagari, so it cannot be the mix's), ``strip_accents`` false;
+    - ``character_coverage``: the lowest among the languages' profiles: SentencePiece's coverage is over the whole
+      sample, so a mix with Chinese or Japanese needs the rich-script value (0.9995) or the rare Han characters
+      each take a piece of the vocabulary; a mix of small alphabets keeps 1.0;
+    - ``word_starts``: the languages' common value, else None, left unset: datagen takes each documents file's
+      language's (``official`` for English's files, ``boundary`` for the others; ``datagen.word_starts``, when
+      given, applies to every file).
+    """
+    profiles = [profile(c) for c in codes]
+    if len(profiles) == 1:
+        return profiles[0]
+
+    def same_or(attr, fallback):
+        values = {getattr(p, attr) for p in profiles}
+        return values.pop() if len(values) == 1 else fallback
+
+    return LanguageProfile(sentence_splitter=None, vocab_kind="sentencepiece",
+                           normalization=same_or("normalization", "nfkc"),
+                           strip_accents=same_or("strip_accents", False),
+                           character_coverage=min(p.character_coverage for p in profiles),
+                           word_starts=same_or("word_starts", None))
+
+
+def resolve_sections(code: Any, corpus, vocab, datagen):
+    """(corpus, vocab, datagen) with every setting left ``None`` filled from the profile of ``code`` (one code or
+    the run's list: :func:`run_profile`)."""
+    p = run_profile(run_languages(code))
 
     def fill(section, **defaults):
         unset = {k: v for k, v in defaults.items() if getattr(section, k) is None}

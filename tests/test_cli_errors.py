@@ -144,6 +144,7 @@ def test_corrupt_model_safetensors(fails_cleanly, tmp_path):
 # -- unknown or out-of-range settings, before anything runs ------------------------------------------------------
 @pytest.mark.parametrize("setting,message", [
     ("model.size=albert-huge", "config model.size='albert-huge' is invalid"),
+    ("language=[en,xx]", "config language=['en', 'xx'] is invalid: 'xx' is not an ISO 639-1 code"),
     ("datagen.masked_lm_prob=1.5", "config datagen.masked_lm_prob=1.5 is invalid"),
     ("train.num_train_stepz=3", "unknown config key: train.num_train_stepz"),
 ])

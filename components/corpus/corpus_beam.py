@@ -23,8 +23,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from components.file_io import remove_tree
 from components.corpus.books import book_document_from_bytes
+from components.corpus.language_tags import UNLISTED_KEY, LanguageTagging
 from components.corpus.compression import MAGIC_BYTES, check_archive, decompress_bytes, open_decompressed, sniff
-from components.text.documents import Document, doc_fingerprint, to_text_block
+from components.text.documents import SHARD_GLOB, Document, doc_fingerprint, shard_file_name, to_text_block
 from components.text.corrupt_input import CorruptInputError
 from components.corpus.wiki import iter_pages, page_to_document, sniff_wikipedia_format
 from components.corpus.wikiextractor_output import extracted_to_document, iter_extracted
@@ -33,7 +34,6 @@ from config.schema import ConfigError
 from components.corpus.corpus_config import WIKIPEDIA_FORMATS
 
 LOG = logging.getLogger(__name__)
-SHARD_PATTERN = "documents-{:05d}-of-{:05d}.txt"
 COUNTS_FILE = "counts.json"
 # With ``record_sources`` (a corpus with a span pattern: CorpusGen), beside each shard: its documents' sources in file
 # order, as runs ``[[source, documents], ...]`` (the data gate's per-location statistics, docs/data.md). The shard
@@ -104,9 +104,11 @@ def wikipedia_file_format(path: str) -> str:
 
 def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallback: Optional[str],
                     skipped: Optional[Dict[str, int]] = None, wikipedia_format: str = "auto",
-                    splitter: str = "english") -> Iterator[Document]:
+                    splitter: str = "english", tagging: Optional[LanguageTagging] = None) -> Iterator[Document]:
     """One raw file → documents, sentences split by ``splitter`` (``corpus.sentence_splitter``). Corrupt input raises
-    :class:`CorruptInputError` naming the file.
+    :class:`CorruptInputError` naming the file. With ``tagging`` active each document carries its language and is
+    split by its language's splitter (:mod:`components.corpus.language_tags`); documents in no listed language are
+    yielded too (the caller drops and counts them).
 
     Dropped on purpose and counted in ``skipped`` (when given): an empty book file, 0 bytes or a compressed archive
     of nothing (``empty_files``), and pages/books that are empty or shorter than ``min_chars`` after cleaning
@@ -115,6 +117,11 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
     """
     kind, path, root = item
     skipped = {} if skipped is None else skipped
+
+    def tagged(own_language: Optional[str], make):
+        if tagging is None or not tagging.active:
+            return make(splitter)
+        return tagging.document(kind, own_language, make)
     if kind == "wikipedia":
         if wikipedia_format not in WIKIPEDIA_FORMATS:
             raise ValueError(f"wikipedia_format must be one of {'|'.join(WIKIPEDIA_FORMATS)}, got {wikipedia_format!r}")
@@ -128,9 +135,10 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
         _counter("wikipedia", f"files_{fmt}").inc()
         with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
             if fmt == "xml":
-                docs = (page_to_document(page, min_chars, splitter=splitter) for page in iter_pages(f, name=path))
+                docs = (tagged(page.site.language, lambda s, page=page: page_to_document(page, min_chars, splitter=s))
+                        for page in iter_pages(f, name=path))
             else:
-                docs = (extracted_to_document(doc, min_chars, splitter=splitter)
+                docs = (tagged(None, lambda s, doc=doc: extracted_to_document(doc, min_chars, splitter=s))
                         for doc in iter_extracted(f, name=path))
             for doc in docs:
                 if doc is None:
@@ -147,8 +155,8 @@ def read_input_file(item: Tuple[str, str, str], min_chars: int, encoding_fallbac
         skipped["empty_files"] = skipped.get("empty_files", 0) + 1
         return
     try:
-        doc = book_document_from_bytes(data, rel, encoding_fallback, min_chars, compressed=compressed or "",
-                                       splitter=splitter)
+        doc = tagged(None, lambda s: book_document_from_bytes(data, rel, encoding_fallback, min_chars,
+                                                              compressed=compressed or "", splitter=s))
     except CorruptInputError as exc:  # name the full path, not only the relative one
         raise CorruptInputError(path, exc.detail) from exc.__cause__
     if doc is None:
@@ -181,11 +189,14 @@ def _spill_path(spill_dir: str, shard: int, file_key: str) -> str:
 
 class _ReadFiles(beam.DoFn):
     """Writes each input file's documents to per-shard spill files; emits one small record per document
-    ``(fingerprint, (doc_id, file_key, source, shard, sentences, characters))`` as the main output and per-file
-    skip counts ({source: {key: n}}) on the "skipped" output."""
+    ``(fingerprint, (doc_id, file_key, source, shard, sentences, characters, language))`` as the main output and
+    per-file skip counts ({source: {key: n}}) on the "skipped" output. A tagged document in no listed language is
+    counted (``unlisted_language_documents``, and ``unlisted_language:<code>``) instead."""
 
     def __init__(self, min_chars: int, encoding_fallback: Optional[str], wikipedia_format: str = "auto",
-                 spill_dir: str = "", num_shards: int = 1, splitter: str = "english"):
+                 spill_dir: str = "", num_shards: int = 1, splitter: str = "english",
+                 tagging: Optional[LanguageTagging] = None):
+        self._tagging = tagging
         self._min_chars = min_chars
         self._splitter = splitter
         self._encoding_fallback = encoding_fallback
@@ -202,8 +213,12 @@ class _ReadFiles(beam.DoFn):
         records = []
         try:
             for doc in read_input_file(item, self._min_chars, self._encoding_fallback, skipped,
-                                       self._wikipedia_format, self._splitter):
+                                       self._wikipedia_format, self._splitter, self._tagging):
                 documents.inc()
+                if self._tagging is not None and self._tagging.active and not self._tagging.listed(doc):
+                    for key in (UNLISTED_KEY, f"unlisted_language:{doc.language}"):
+                        skipped[key] = skipped.get(key, 0) + 1
+                    continue
                 shard = shard_of(doc.doc_id, self._num_shards)
                 if shard not in spills:
                     spills[shard] = FileSystems.create(_spill_path(self._spill_dir, shard, file_key))
@@ -211,14 +226,15 @@ class _ReadFiles(beam.DoFn):
                 spills[shard].write(_SPILL_HEADER.format(doc_id=doc.doc_id, length=len(block)).encode("utf-8"))
                 spills[shard].write(block)
                 records.append((doc_fingerprint(doc), (doc.doc_id, file_key, source, shard, len(doc.sentences),
-                                                       doc.num_chars)))
+                                                       doc.num_chars, doc.language)))
         finally:
             for f in spills.values():
                 f.close()
         yield from records  # after the spills are closed: a record never names a spill still being written
         _counter(source, "files").inc()
         for key, n in skipped.items():
-            _counter(source, f"skipped_{key}").inc(n)
+            if ":" not in key:
+                _counter(source, f"skipped_{key}").inc(n)
         if skipped:
             yield beam.pvalue.TaggedOutput("skipped", {source: skipped})
 
@@ -241,51 +257,62 @@ def shard_of(doc_id: str, num_shards: int) -> int:
 
 class _WriteShard(beam.DoFn):
     """Writes one shard file from its spill files (the kept documents, sorted by id) and emits its per-source
-    counts."""
+    counts; in a run of several languages one file per language (``documents-<code>-NNNNN-of-NNNNN.txt``), and
+    with tagging its per-language counts under ``language:<code>``."""
 
-    def __init__(self, output_dir: str, num_shards: int, spill_dir: str, record_sources: bool = False):
+    def __init__(self, output_dir: str, num_shards: int, spill_dir: str, several: bool = False,
+                 record_sources: bool = False):
         self._output_dir = output_dir
         self._num_shards = num_shards
         self._spill_dir = spill_dir
+        self._several = several
         self._record_sources = record_sources
+
+    @staticmethod
+    def _write_sources(path: str, sources: List[str]) -> None:
+        """The sources of a shard file's documents, in file order, as runs (:data:`SOURCES_DIR`)."""
+        runs: List[List] = []
+        for source in sources:
+            if runs and runs[-1][0] == source:
+                runs[-1][1] += 1
+            else:
+                runs.append([source, 1])
+        with FileSystems.create(sources_path(path)) as f:
+            f.write(json.dumps(runs).encode("utf-8"))
 
     def process(self, element: Tuple[int, Iterable[Tuple]]) -> Iterator[Dict[str, Dict[str, int]]]:
         shard, records = element
         counts: Dict[str, Dict[str, int]] = {}
-        kept: Dict[str, set] = {}  # spill file key -> ids kept from it
+        kept: Dict[str, Dict[str, Optional[str]]] = {}  # spill file key -> ids kept from it -> their language
         sources: Dict[Tuple[str, str], str] = {}  # (doc id, spill file key) -> source
-        for doc_id, file_key, source, _, sentences, characters in records:
-            kept.setdefault(file_key, set()).add(doc_id)
+        for doc_id, file_key, source, _, sentences, characters, language in records:
+            kept.setdefault(file_key, {})[doc_id] = language
             sources[doc_id, file_key] = source
-            c = counts.setdefault(source, {"documents": 0, "sentences": 0, "characters": 0})
-            c["documents"] += 1
-            c["sentences"] += sentences
-            c["characters"] += characters
+            for key in (source,) + ((f"language:{language}",) if language is not None else ()):
+                c = counts.setdefault(key, {"documents": 0, "sentences": 0, "characters": 0})
+                c["documents"] += 1
+                c["sentences"] += sentences
+                c["characters"] += characters
         blocks = []
         for file_key in sorted(kept):
             ids = kept[file_key]
-            blocks.extend((doc_id, file_key, block) for doc_id, block in
+            blocks.extend((doc_id, file_key, block, ids[doc_id]) for doc_id, block in
                           read_spill(_spill_path(self._spill_dir, shard, file_key)) if doc_id in ids)
         blocks.sort(key=lambda b: (b[0], b[1]))  # by id; one id in two files (two dumps of a page): by file
-        path = posixpath.join(self._output_dir, SHARD_PATTERN.format(shard, self._num_shards))
-        with FileSystems.create(path) as f:
-            for _, _, block in blocks:
-                f.write(block)
-        if self._record_sources:
-            runs: List[List] = []
-            for doc_id, file_key, block in blocks:
-                if not block:
-                    continue  # a document without sentences has no block in the shard
-                source = sources[doc_id, file_key]
-                if runs and runs[-1][0] == source:
-                    runs[-1][1] += 1
-                else:
-                    runs.append([source, 1])
-            with FileSystems.create(sources_path(path)) as f:
-                f.write(json.dumps(runs).encode("utf-8"))
+        files: Dict[Optional[str], List[Tuple[str, str, bytes]]] = {}
+        for doc_id, file_key, block, language in blocks:
+            files.setdefault(language if self._several else None, []).append((doc_id, file_key, block))
+        for language, parts in sorted(files.items(), key=lambda kv: kv[0] or "") or [(None, [])]:
+            path = posixpath.join(self._output_dir, shard_file_name(shard, self._num_shards, language))
+            with FileSystems.create(path) as f:
+                for _, _, block in parts:
+                    f.write(block)
+            if self._record_sources:
+                self._write_sources(path, [sources[doc_id, file_key] for doc_id, file_key, block in parts if block])
         for source, c in counts.items():
-            for key, n in c.items():
-                _counter(source, key).inc(n)
+            if not source.startswith("language:"):
+                for key, n in c.items():
+                    _counter(source, key).inc(n)
         yield counts
 
 
@@ -319,12 +346,15 @@ def _dedupe(element: Tuple[str, Iterable[Tuple]]):
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
                  num_shards: int, min_chars: int, dedupe: bool = True,
                  encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto",
-                 sentence_splitter: Optional[str] = None, record_sources: bool = False) -> None:
+                 sentence_splitter: Optional[str] = None, tagging: Optional[LanguageTagging] = None,
+                 record_sources: bool = False) -> None:
     """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir`` (spill files
     under ``output_dir/.spill`` while it runs, deleted at the end). ``wikipedia_format``: one of
     :data:`components.corpus.corpus_config.WIKIPEDIA_FORMATS` (``auto``: per file, from its content); ``sentence_splitter``:
-    ``corpus.sentence_splitter`` (None: English's); ``record_sources``: write each shard's documents' sources beside it
-    (:data:`SOURCES_DIR`, :func:`shard_sources`)."""
+    ``corpus.sentence_splitter`` (None: English's); ``tagging``: documents tagged by language
+    (:class:`components.corpus.language_tags.LanguageTagging`, ``from_config``), None or inactive in a
+    single-language run; ``record_sources``: write each shard's documents' sources beside it (:data:`SOURCES_DIR`,
+    :func:`shard_sources`)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if wikipedia_format not in WIKIPEDIA_FORMATS:
@@ -335,7 +365,7 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         | "ListFiles" >> beam.Create(inputs)
         | "SpreadFiles" >> beam.Reshuffle()
         | "ReadFiles" >> beam.ParDo(_ReadFiles(min_chars, encoding_fallback, wikipedia_format, spill_dir,
-                                               num_shards, sentence_splitter or "english")
+                                               num_shards, sentence_splitter or "english", tagging)
                                     ).with_outputs("skipped", main="docs")
     )
     records, skipped_parts = read.docs, [read.skipped]
@@ -358,20 +388,25 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         records
         | "KeyByShard" >> beam.Map(lambda r: (r[3], r))
         | "GroupShards" >> beam.GroupByKey()
-        | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards, spill_dir, record_sources))
+        | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards, spill_dir,
+                                                  tagging is not None and tagging.several, record_sources))
         | "SumCounts" >> beam.CombineGlobally(_sum_counts)
     )
     sources = sorted({kind for kind, _, _ in inputs})
+    extra = (tagging,) if tagging is not None and tagging.active else ()
     _ = counts | "WriteCounts" >> beam.Map(_write_counts, output_dir, num_shards, len(inputs),
-                                           beam.pvalue.AsSingleton(skipped), sources)
+                                           beam.pvalue.AsSingleton(skipped), sources, *extra)
 
 
 def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards: int, num_inputs: int,
-                 skipped: Optional[Dict[str, Dict[str, int]]] = None, sources: Iterable[str] = ()) -> None:
+                 skipped: Optional[Dict[str, Dict[str, int]]] = None, sources: Iterable[str] = (),
+                 tagging: Optional[LanguageTagging] = None) -> None:
     total = _sum_counts([counts])
+    per_language = {key.split(":", 1)[1]: total.pop(key) for key in sorted(total) if key.startswith("language:")}
     skipped = _sum_counts([skipped or {}, {source: {} for source in sources}])
+    keys = SKIP_KEYS + ((UNLISTED_KEY,) if tagging is not None else ())
     summary = {
-        "skipped": {source: {k: c.get(k, 0) for k in SKIP_KEYS} for source, c in sorted(skipped.items())},
+        "skipped": {source: {k: c.get(k, 0) for k in keys} for source, c in sorted(skipped.items())},
         "per_source": total,
         "documents": sum(c["documents"] for c in total.values()),
         "sentences": sum(c["sentences"] for c in total.values()),
@@ -379,15 +414,26 @@ def _write_counts(counts: Dict[str, Dict[str, int]], output_dir: str, num_shards
         "num_shards": num_shards,
         "num_input_files": num_inputs,
     }
+    if tagging is not None:  # documents tagged by language: their counts, what was dropped, and the limit
+        unlisted: Dict[str, int] = {}
+        for c in skipped.values():
+            for key, n in c.items():
+                if key.startswith("unlisted_language:"):
+                    unlisted[key.split(":", 1)[1]] = unlisted.get(key.split(":", 1)[1], 0) + n
+        summary["per_language"] = {code: per_language.get(code, {"documents": 0, "sentences": 0, "characters": 0})
+                                   for code in tagging.languages}
+        summary["unlisted_languages"] = dict(sorted(unlisted.items()))
+        tagging.check_unlisted(sum(unlisted.values()), summary["documents"], output_dir)
     if summary["documents"] == 0:
         raise CorruptInputError(output_dir, "no documents survived ingestion (inputs empty or all too short; "
                                 f"skipped: {json.dumps(summary['skipped'], sort_keys=True)})")
     # Shards that received no document still exist (empty) so readers can rely on the full set.
     for shard in range(num_shards):
-        path = posixpath.join(output_dir, SHARD_PATTERN.format(shard, num_shards))
-        if not FileSystems.exists(path):
-            with FileSystems.create(path):
-                pass
+        for language in (tagging.languages if tagging is not None and tagging.several else (None,)):
+            path = posixpath.join(output_dir, shard_file_name(shard, num_shards, language))
+            if not FileSystems.exists(path):
+                with FileSystems.create(path):
+                    pass
     with FileSystems.create(posixpath.join(output_dir, COUNTS_FILE)) as f:
         f.write(json.dumps(summary, indent=2, sort_keys=True).encode("utf-8"))
     remove_tree(posixpath.join(output_dir, SPILL_DIR))  # the spill folder, gone from the output
@@ -400,7 +446,7 @@ def read_counts(output_dir: str) -> Dict:
 
 def document_shards(documents_dir: str) -> List[str]:
     """The shard files of a documents folder, in order."""
-    result = FileSystems.match([posixpath.join(documents_dir, "documents-*-of-*.txt")])[0]
+    result = FileSystems.match([posixpath.join(documents_dir, SHARD_GLOB)])[0]
     return sorted(m.path for m in result.metadata_list)
 
 

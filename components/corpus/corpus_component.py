@@ -13,6 +13,7 @@ from tfx.dsl.component.experimental.decorators import component
 from components import artifacts
 from components.corpus import corpus_beam
 from components.corpus.corpus_config import CorpusConfig
+from components.corpus.language_tags import LanguageTagging
 from components.file_io import publish
 from components.node_shell import record_counters, staged
 
@@ -45,6 +46,7 @@ def CorpusGen(
                                      dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback,
                                      wikipedia_format=cfg.wikipedia_format,
                                      sentence_splitter=cfg.sentence_splitter,
+                                     tagging=LanguageTagging.from_config(cfg),
                                      record_sources=any((s or {}).get("spans") for s in read.values()))
         record_counters(p, "albert.corpus", [documents])
         publish(staging, documents.uri, last=[corpus_beam.COUNTS_FILE])
@@ -62,6 +64,13 @@ def CorpusGen(
     for source, c in counts.get("skipped", {}).items():
         for key, value in c.items():
             documents.set_int_custom_property(f"{source}_{key}", value)
+    # Documents tagged by language (a run of several): language_<code>_<documents|sentences|characters>, and the
+    # documents dropped in no listed language, by the identified code: unlisted_language_<code>_documents.
+    for code, c in counts.get("per_language", {}).items():
+        for key, value in c.items():
+            documents.set_int_custom_property(f"language_{code}_{key}", value)
+    for code, value in counts.get("unlisted_languages", {}).items():
+        documents.set_int_custom_property(f"unlisted_language_{code}_documents", value)
 
 
 def _in_folders(snapshot, globs):

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from config.languages import SENTENCE_SPLITTERS, without_english
-from config.schema import Section, check
+from config.languages import ISO_639_1, SENTENCE_SPLITTERS, without_english
+from config.schema import Section, check, without_defaults
 
 # What CorpusGen and ``albert-pipeline ingest`` read under the folders unless told otherwise: both Wikipedia formats
 # (``pages-articles`` XML dumps and WikiExtractor's ``AA/wiki_NN`` files, each plain or compressed) and plain or
@@ -31,13 +31,25 @@ class CorpusConfig(Section):
     num_shards: int = 4
     # How paragraphs are cut into sentences (config/languages.py): english | multilingual; None: the language's.
     sentence_splitter: Optional[str] = None
+    # Documents tagged by language (components/corpus/language_tags.py). ``languages``: the run's languages, filled
+    # from ``language`` for a run of several (or when a source is marked below), never set by hand. A source's
+    # language: an ISO 639-1 code or ``auto`` (the language identifier per document); None: an XML dump's own, and
+    # ``auto`` for WikiExtractor output and books. A document in no listed language is dropped and counted; above
+    # this share of the tagged documents the run stops.
+    languages: Optional[List[str]] = None
+    wikipedia_language: Optional[str] = None
+    books_language: Optional[str] = None
+    max_unlisted_language_share: float = 0.05
 
     # The folders are the Importers' source URIs (their artifacts are CorpusGen's inputs), not parameters.
     INPUT_FIELDS = ("wikipedia_dir", "books_dir")
+    # Left out of the JSON at their defaults, so a run that tags nothing keeps its cache keys.
+    TAGGING_FIELDS = ("languages", "wikipedia_language", "books_language", "max_unlisted_language_share")
 
     def to_dict(self) -> Dict[str, Any]:
-        """Every field, less the language settings at English's values (English keeps its cache keys)."""
-        return without_english(self, "corpus", super().to_dict())
+        """Every field, less the language settings at English's values and the tagging settings at their defaults
+        (a single-language run keeps its cache keys)."""
+        return without_defaults(self, without_english(self, "corpus", super().to_dict()), self.TAGGING_FIELDS)
 
     def params(self) -> Dict[str, Any]:
         return {k: v for k, v in self.to_dict().items() if k not in self.INPUT_FIELDS}
@@ -56,6 +68,13 @@ class CorpusConfig(Section):
                       "a pattern relative to its folder, without '..' (lineage records only the folder)")
         check(self.sentence_splitter in (None,) + SENTENCE_SPLITTERS, "corpus.sentence_splitter",
               self.sentence_splitter, "|".join(SENTENCE_SPLITTERS))
+        for name in ("wikipedia_language", "books_language"):
+            value = getattr(self, name)
+            check(value in (None, "auto") or value in (self.languages or ISO_639_1), f"corpus.{name}", value,
+                  f"auto or one of the run's languages (language={list(self.languages or [])})"
+                  if self.languages else "auto or an ISO 639-1 code")
+        check(0 <= self.max_unlisted_language_share <= 1, "corpus.max_unlisted_language_share",
+              self.max_unlisted_language_share, "in [0, 1]")
         if self.book_encoding_fallback:
             import codecs  # lazy: on one branch (adds nothing)
 

@@ -23,6 +23,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from components import beam_options
 from components.corpus import corpus_beam
+from components.corpus.language_tags import LanguageTagging
 from components.file_io import publish, remove_tree
 from config.errors import MissingInputError, OutputExistsError
 from config.schema import ConfigError
@@ -53,7 +54,8 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
            wikipedia_format: Optional[str] = None, wikipedia_globs: Optional[Sequence[str]] = None,
            books_globs: Optional[Sequence[str]] = None, beam_args: Sequence[str] = (),
            counters: Optional[Dict[str, int]] = None) -> Dict:
-    """Run the ingestion job; returns ``counts.json`` (per-source documents, sentences, characters and skips).
+    """Run the ingestion job; returns ``counts.json`` (per-source documents, sentences, characters and skips; with
+    documents tagged by language, ``per_language`` and ``unlisted_languages`` too).
 
     ``corpus``: a :class:`config.CorpusConfig`, read as CorpusGen reads it (``min_doc_chars``, ``dedupe``,
     ``num_shards``, ``book_encoding_fallback``, ``wikipedia_format`` and the globs, whose defaults cover both
@@ -81,7 +83,8 @@ def ingest(wikipedia: Optional[str], books: Optional[str], output: str, corpus, 
         corpus_beam.build_corpus(p, inputs, staging, num_shards=corpus.num_shards, min_chars=corpus.min_doc_chars,
                                  dedupe=corpus.dedupe, encoding_fallback=corpus.book_encoding_fallback,
                                  wikipedia_format=wikipedia_format or corpus.wikipedia_format,
-                                 sentence_splitter=corpus.sentence_splitter)
+                                 sentence_splitter=corpus.sentence_splitter,
+                                 tagging=LanguageTagging.from_config(corpus))
         result = p.run()
         result.wait_until_finish()
         # All or nothing, counts.json (the mark of a complete output) last; a failure removes what was moved.

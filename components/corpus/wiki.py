@@ -177,7 +177,7 @@ def iter_pages(source: Source, *, articles_only: bool = True, name: Optional[str
         root = None
         prefix = ""
         page_tag = title_tag = namespace_tag = siteinfo_tag = ""
-        language, declared, site = "en", [], ENGLISH
+        language, declared, site, undeclared = "en", [], ENGLISH, False
         for event, elem in context:
             if root is None:
                 root = elem
@@ -189,12 +189,15 @@ def iter_pages(source: Source, *, articles_only: bool = True, name: Optional[str
                 page_tag, title_tag = prefix + "page", prefix + "title"
                 namespace_tag, siteinfo_tag = prefix + "namespace", prefix + "siteinfo"
                 language = elem.get(_XML_LANG) or "en"
+                undeclared = not elem.get(_XML_LANG)
                 site = site_info(language)
                 continue
             if event != "end":
                 continue
             if elem.tag == title_tag:
                 current_title = elem.text or ""
+            elif undeclared and elem.tag == prefix + "dbname":  # no xml:lang: the wiki's database name (zhwiki)
+                language = language_of_dbname(elem.text or "") or language
             elif elem.tag == namespace_tag:
                 declared.append(_namespace_from_element(elem, name))
             elif elem.tag == siteinfo_tag:
@@ -224,6 +227,13 @@ def iter_pages(source: Source, *, articles_only: bool = True, name: Optional[str
 
 
 _XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
+def language_of_dbname(dbname: str) -> Optional[str]:
+    """The ISO 639-1 code of a Wikipedia's database name (``zhwiki`` → ``zh``), None for any other name
+    (``simplewiki``, ``zh_yuewiki``, ``enwiktionary``)."""
+    match = re.fullmatch(r"([a-z]{2})wiki", dbname.strip())
+    return match.group(1) if match else None
 
 
 def _namespace_from_element(elem: ET.Element, name: str) -> Tuple[int, str]:

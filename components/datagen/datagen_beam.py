@@ -132,6 +132,7 @@ class _GenerateInstances(_Tokenizing):
         # FlatMap they were buffered whole whenever the runner did not fuse it with this side-input ParDo.)
         if pools_file is not None and pools_file != self._pools_file:  # loaded once per worker
             self._pools, self._pools_file = load_pools(pools_file), pools_file
+        self.vocab = self.vocab_of(path)  # its language's word starts in a run of several (datagen_beam_input.py)
         for doc_id, sentences in read_documents(path):
             split = self._split_rule(path, doc_id)
             pool = None if pools_file is None else self._pools.get(split, _EMPTY_POOL)
@@ -209,7 +210,7 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
                            output_dirs: Dict[str, str], stats_path: str, *, params: InstanceParams,
                            seed: int, dupe_factor: int, num_shards: int, eval_fraction: float,
                            compression: str = "GZIP", compression_level: int = 6,
-                           tokenizer_spec: Optional[TokenizerSpec] = None, word_starts: str = "official",
+                           tokenizer_spec: Optional[TokenizerSpec] = None, word_starts: Optional[str] = "official",
                            spill_dir: Optional[str] = None, random_pool_size: int = RANDOM_POOL_SIZE,
                            random_pool_max_chars: int = RANDOM_POOL_MAX_CHARS,
                            eval_document_files: Optional[List[str]] = None,
@@ -217,7 +218,8 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
     """Add the data-generation stages to ``pipeline``.
 
     ``vocab_path``: the vocabulary file (``spm.model`` or ``vocab.txt``), read with ``tokenizer_spec`` (default:
-    English's SentencePiece, lower-cased); ``word_starts``: ``datagen.word_starts`` (whole-word masking).
+    English's SentencePiece, lower-cased); ``word_starts``: ``datagen.word_starts`` (whole-word masking), None: each
+    file's language's (a run of several languages; ``official`` for a file whose name says none).
 
     ``output_dirs`` maps split name ("train"/"eval", and "train_long"/"eval_long" with ``long_params``) to its
     folder; ``stats_path`` receives the JSON statistics of every split. ``eval_fraction`` 0 puts every document

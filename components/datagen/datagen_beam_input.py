@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from typing import Iterable, Iterator, List, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from components.datagen.instances import VocabInfo
-from components.text.documents import parse_text_blocks
+from components.text.documents import file_language, parse_text_blocks
 from components.text.corrupt_input import CorruptInputError
 from components.text.tokenizers import load_tokenizer
+from config.languages import profile
 
 
 def _h64(*parts: object) -> int:
@@ -52,9 +53,10 @@ def _utf8_lines(f, path: str) -> Iterator[str]:
 class _Tokenizing(beam.DoFn):
     """Base for DoFns that need the tokenizer: loaded once per worker in ``setup`` from the vocabulary file at
     ``vocab_path`` with its :class:`components.text.tokenizers.TokenizerSpec`; ``word_starts`` is
-    ``datagen.word_starts``."""
+    ``datagen.word_starts``, or None in a run of several languages: each file's language's (:func:`word_starts_of`,
+    through :meth:`vocab_of`)."""
 
-    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: str = "official"):
+    def __init__(self, vocab_path: str, tokenizer_spec, word_starts: Optional[str] = "official"):
         self._vocab_path = vocab_path
         self._tokenizer_spec = tokenizer_spec
         self._word_starts = word_starts
@@ -62,7 +64,26 @@ class _Tokenizing(beam.DoFn):
     def setup(self):
         with FileSystems.open(self._vocab_path) as f:
             self.tokenizer = load_tokenizer(f.read(), self._tokenizer_spec, self._vocab_path)
-        self.vocab = VocabInfo.from_tokenizer(self.tokenizer, self._word_starts)
+        self._vocabs: Dict[str, VocabInfo] = {}
+        self.vocab = self.vocab_of("")
+
+    def vocab_of(self, path: str) -> VocabInfo:
+        """The :class:`VocabInfo` (its word starts) for the documents of the file at ``path``."""
+        rule = word_starts_of(path, self._word_starts)
+        if rule not in self._vocabs:
+            self._vocabs[rule] = VocabInfo.from_tokenizer(self.tokenizer, rule)
+        return self._vocabs[rule]
+
+
+# -- a run of several languages ------------------------------------------------------------------------------------
+def word_starts_of(path: str, word_starts: Optional[str]) -> str:
+    """The whole-word rule of the documents in ``path``: ``datagen.word_starts`` when set; else the profile's of the
+    language its name says (``documents-zh-…``: ``boundary``; components/text/documents.py ``file_language``),
+    and ``official`` for a file without one."""
+    if word_starts:
+        return word_starts
+    language = file_language(path)
+    return profile(language).word_starts if language else "official"
 
 
 class SplitRule:

@@ -77,7 +77,7 @@ def PretrainingDataGen(
                 posixpath.join(st_staging, STATS_FILE), params=datagen_beam.instance_params(d),
                 seed=seed, dupe_factor=d.dupe_factor, num_shards=d.num_shards, eval_fraction=d.eval_fraction,
                 compression=d.compression, compression_level=d.compression_level,
-                tokenizer_spec=spec, word_starts=d.word_starts or "official", random_pool_size=d.random_pool_documents,
+                tokenizer_spec=spec, word_starts=d.word_starts, random_pool_size=d.random_pool_documents,
                 random_pool_max_chars=d.random_pool_max_chars, eval_document_files=eval_files,
                 long_params=long_params)
         record_counters(p, "albert.datagen", [examples, statistics])

@@ -94,7 +94,7 @@ def make_pretraining_data(inputs: Sequence[str], vocab: str, output: str, config
             p, files, vocab, dirs, os.path.join(tmp, STATS_FILE),
             params=datagen_beam.instance_params(d), seed=config.seed, dupe_factor=d.dupe_factor,
             num_shards=d.num_shards, eval_fraction=d.eval_fraction, compression=d.compression,
-            compression_level=d.compression_level, tokenizer_spec=spec, word_starts=d.word_starts or "official",
+            compression_level=d.compression_level, tokenizer_spec=spec, word_starts=d.word_starts,
             random_pool_size=d.random_pool_documents, random_pool_max_chars=d.random_pool_max_chars,
             long_params=long_params)
         result = p.run()

@@ -53,9 +53,10 @@ def header(facts: Mapping[str, Any]) -> Dict[str, Any]:
     """The YAML metadata Hugging Face reads: license, language, datasets and the model-index (every task's dev
     score at full precision; ``name`` says which metrics make the score)."""
     b = facts["benchmarks"]
+    language = facts.get("language", "en")  # the run's code, or its list of codes (a run of several languages)
     return {
         "license": facts["license"],
-        "language": [facts.get("language", "en")],
+        "language": list(language) if isinstance(language, (list, tuple)) else [language],
         "library_name": "transformers",
         "tags": ["albert", "tfx", "pretraining"],
         "datasets": sorted(facts["corpus"]["sources"]),

@@ -67,10 +67,11 @@ def _score_metric(task: str) -> str:
 def card_facts(*, name: str, license: str, version: int, results: Mapping[str, Any], export_info: Mapping[str, Any],
                run_config: Mapping[str, Any], decision: Mapping[str, Any], documents: Mapping[str, int],
                artifacts: Mapping[str, Mapping[str, Any]], arm: str, hf_note: Optional[str],
-               source: Optional[Mapping[str, Any]] = None, language: str = "en") -> Dict[str, Any]:
+               source: Optional[Mapping[str, Any]] = None, language: Any = "en") -> Dict[str, Any]:
     """The facts the card shows, every one read from the inputs (nothing typed by hand). ``source``: a
     benchmark-only run's ``model_source.json`` (:func:`model_source`), None for a model this pipeline pretrained.
-    ``language``: the run's ``language`` (an ISO 639-1 code), which the Pusher receives with its settings."""
+    ``language``: the run's ``language`` (an ISO 639-1 code, or the list of a run of several languages), which the
+    Pusher receives with its settings."""
     summary = results.get("summary") or {}
     datagen = summary.get("datagen") or {}
     examples = run_config.get("examples") or {}

@@ -6,14 +6,18 @@ therefore survive every stage. Sentences keep their original case and accents: n
 (``preprocess_text``) happens once, at tokenization time, so a vocabulary trained with a different
 ``do_lower_case`` can reuse the same text.
 
-The on-disk format is the official one: one sentence per line, a blank line after each document.
+The on-disk format is the official one: one sentence per line, a blank line after each document. A documents folder
+holds shards ``documents-NNNNN-of-NNNNN.txt`` (:func:`shard_file_name`); in a run of several languages each file holds
+one language's documents and its name says which, ``documents-<code>-NNNNN-of-NNNNN.txt`` (:func:`file_language`
+reads it back), so a reader can treat each document by its own language without any tag inside the text. A
+single-language run's files keep the plain names and bytes.
 """
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List
+from typing import Iterable, Iterator, List, Optional
 
 from components.text.normalize import preprocess_text
 from components.text.sentences import SPLITTERS
@@ -24,16 +28,41 @@ MAX_SENTENCE_CHARS = 10_000
 # Control characters that are not whitespace (DOS EOF ^Z, NUL, escape...); whitespace ones are
 # handled by str.split().
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f\ufeff]")
+# A documents shard's file name; ``{language}-`` after ``documents-`` in a run of several languages.
+SHARD_GLOB = "documents-*-of-*.txt"
+_SHARD_NAME = re.compile(r"documents-(?:([a-z]{2})-)?(\d{5})-of-(\d{5})\.txt")
+
+
+def shard_file_name(shard: int, num_shards: int, language: Optional[str] = None) -> str:
+    """The file name of documents shard ``shard`` of ``num_shards``: ``documents-00000-of-00004.txt`` in a
+    single-language run (``language`` None), ``documents-zh-00000-of-00004.txt`` for one language's documents of
+    a run of several."""
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"shard {shard} is not in [0, {num_shards})")
+    if language is not None and not re.fullmatch(r"[a-z]{2}", language):
+        raise ValueError(f"language {language!r} is not a two-letter ISO 639-1 code")
+    prefix = f"documents-{language}-" if language is not None else "documents-"
+    return f"{prefix}{shard:05d}-of-{num_shards:05d}.txt"
+
+
+def file_language(path: str) -> Optional[str]:
+    """The language a documents file's name says (``…/documents-zh-00000-of-00004.txt`` → ``"zh"``); None for a
+    single-language run's shard (``documents-00000-of-00004.txt``) and for any other file name."""
+    match = _SHARD_NAME.fullmatch(path.replace("\\", "/").rsplit("/", 1)[-1])
+    return match.group(1) if match else None
 
 
 @dataclass(frozen=True)
 class Document:
-    """One document. ``doc_id`` is stable across runs ("wiki:<page_id>", "book:<relative path>")."""
+    """One document. ``doc_id`` is stable across runs ("wiki:<page_id>", "book:<relative path>"; in a run of several
+    languages prefixed by the language, "zh:wiki:<page_id>", since two Wikipedias share page ids). ``language``: its
+    tag (ISO 639-1) from its source or the language identifier, None where nothing tagged it."""
 
     doc_id: str
     source: str  # "wikipedia" | "books" | ...
     title: str
     sentences: List[str] = field(default_factory=list)
+    language: Optional[str] = None
 
     @property
     def num_chars(self) -> int:

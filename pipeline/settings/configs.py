@@ -32,7 +32,7 @@ from components.report.report_config import ReportConfig
 from components.vocab.vocab_config import VocabConfig
 from pipeline.settings.orchestration_config import DataConfig, TaskResources
 from trainer.trainer_config import ModelConfig, TrainConfig, VertexTrainingConfig
-from config.languages import DEFAULT_LANGUAGE, check_language, resolve_sections
+from config.languages import DEFAULT_LANGUAGE, language_value, resolve_sections, run_languages, tagged_languages
 from trainer.trainer_settings import trainer_settings
 
 from pipeline.settings import spans
@@ -87,8 +87,9 @@ class PipelineConfig(Section):
     # folder makes ModelImport run again.
     model_digest: Optional[str] = None
     seed: int = 12345
-    # ISO 639-1 code: the defaults of the language settings (config/languages.py); each is a setting of its own.
-    language: str = DEFAULT_LANGUAGE
+    # ISO 639-1 code, or a list of them for a run of several languages (kept as the code itself for one: [zh] is zh):
+    # the defaults of the language settings (config/languages.py); each is a setting of its own.
+    language: Any = DEFAULT_LANGUAGE
     pipeline_root: str = os.path.join("outputs", "pipeline_root")
     metadata_path: str = os.path.join("outputs", "metadata.sqlite")
     beam_args: List[str] = field(default_factory=lambda: ["--direct_running_mode=multi_processing", "--direct_num_workers=0"])
@@ -214,7 +215,7 @@ class PipelineConfig(Section):
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
         if self.gate.enabled:
             out[EXAMPLES_GATE_NODE] = {"config": (self.gate.examples_params(), "gate"),
-                                       "languages": (canonical_json(self.run_languages()), "language"),
+                                       "languages": (canonical_json(list(run_languages(self.language))), "language"),
                                        "seed": (self.seed, "seed")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
                   "checkpoint_root": self.checkpoint_root}
@@ -232,10 +233,6 @@ class PipelineConfig(Section):
                           "train_args": ({}, None), "run_fn": (TRAINER_RUN_FN, None)}
         return out
 
-    def run_languages(self) -> List[str]:
-        """The run's languages: ``language`` as a list (one code, or the codes of a multi-language run)."""
-        return [self.language] if isinstance(self.language, str) else list(self.language)
-
     @property
     def checkpoint_root(self) -> str:
         """Where the Trainer keeps its checkpoints: a folder of the pipeline root that outlives executions."""
@@ -243,10 +240,11 @@ class PipelineConfig(Section):
 
     def _pusher_config(self) -> Dict[str, Any]:
         """The Pusher's ``config``: the release's push settings, and the run's language for the card when it is not
-        English (so English's Pusher keeps its cache key)."""
+        English alone (so English's Pusher keeps its cache key): the code for one language, the list for several."""
         config = self.release.pusher_settings(self.push_destination, self.pipeline_name)
-        if self.language != DEFAULT_LANGUAGE:
-            config["language"] = self.language
+        language = language_value(self.language)
+        if language != DEFAULT_LANGUAGE:
+            config["language"] = language
         return config
 
     def _pusher_sources(self) -> Dict[str, str]:
@@ -271,7 +269,7 @@ class PipelineConfig(Section):
         check(bool(self.pipeline_name) and all(c.isalnum() or c in "-_." for c in self.pipeline_name),
               "pipeline_name", self.pipeline_name, "letters, digits, '-', '_' or '.'")
         check(self.mode in MODES, "mode", self.mode, "|".join(MODES))
-        check_language(self.language)
+        run_languages(self.language)
         check(self.mode == "benchmark" or self.model_digest is None, "model_digest", self.model_digest,
               "unset (resolved from train.init_from with mode=benchmark)")
         if self.mode == "benchmark":
@@ -533,6 +531,13 @@ def sample_zh_config() -> PipelineConfig:
     )
 
 
+def sample_multi_config() -> PipelineConfig:
+    """Five languages in one model on ``data/sample-multi`` (pipeline/settings/sample_multi.py)."""
+    from pipeline.settings.sample_multi import sample_multi_config as preset  # lazy: it imports this module (a cycle)
+
+    return preset()
+
+
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
     ``experiments/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
@@ -597,15 +602,18 @@ def small_config() -> PipelineConfig:
     )
 
 
-PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
+PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "sample-multi": sample_multi_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
            "paper-v2": paper_v2_config}
 
 
 def apply_language_profile(config: PipelineConfig) -> PipelineConfig:
     """The language settings left unset (``None``) filled from ``config.language``'s profile (config/languages.py);
-    an unknown code is a ConfigError naming ``language``."""
+    an unknown code is a ConfigError naming ``language``; ``corpus.languages`` filled when documents are tagged
+    (config/languages.py ``tagged_languages``)."""
     corpus, vocab, datagen = resolve_sections(config.language, config.corpus, config.vocab, config.datagen)
-    return dataclasses.replace(config, corpus=corpus, vocab=vocab, datagen=datagen)
+    corpus = dataclasses.replace(corpus, languages=tagged_languages(config.language, corpus))
+    return dataclasses.replace(config, language=language_value(config.language), corpus=corpus, vocab=vocab,
+                               datagen=datagen)
 
 
 def build_config(preset: str = "sample", config_file: Optional[str] = None,

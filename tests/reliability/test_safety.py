@@ -108,7 +108,7 @@ def test_image_build_context_excludes_credentials():
     assert "\nCOPY . .\n" in build
     copied = re.findall(r"^COPY (?!--from)(.+) \S+$", final, re.MULTILINE)
     sources = [s for line in copied for s in line.split()]
-    assert sources == ["infra/environments.yaml", "data/sample", "data/sample-zh"], sources
+    assert sources == ["infra/environments.yaml", "data/sample", "data/sample-zh", "data/sample-multi"], sources
     assert re.findall(r"^COPY --from=(\S+) (\S+)", final, re.MULTILINE) == [
         ("beam_sdk", "/opt/apache/beam"), ("build", "/opt/albert-tfx/.venv")]
     assert not re.search(r"^\s*(?:ENV|ARG)\s+\S*(?:KEY|TOKEN|SECRET|PASSWORD)\S*[ =]\S", dockerfile,
