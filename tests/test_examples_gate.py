@@ -1,7 +1,8 @@
 """The data gate's second stage (issue 63): the pretraining examples' statistics per language, checked before the
 Trainer (``ExamplesGate``, components/datagate/examples_stats.py). The core on the bundled text with the official
 English ``30k-clean.model``: English passes, Chinese, Japanese and Korean cannot be written by it; then through
-``run``: the Chinese sample with that model imported stops before the Trainer, one line naming zh and its rate.
+``run``: the multilingual sample with that model imported stops before the Trainer, one line per language it
+cannot write naming the language and its rate.
 """
 from __future__ import annotations
 
@@ -67,16 +68,24 @@ def test_padding_and_masked_shares_come_from_datagen_statistics():
 
 
 @pytest.mark.slow
-def test_an_english_vocabulary_imported_for_a_chinese_run_stops_before_the_trainer(cli, tmp_path):
+def test_an_english_vocabulary_imported_for_a_multilingual_run_stops_before_the_trainer(cli, tmp_path):
+    """The multilingual sample (en, zh, ja, ko, de; one documents file per language) with the English-only
+    30k-clean.model: the three languages it cannot write stop the run, a line each; English and German pass."""
     overrides = [f"vocab.import_model={MODEL}", "vocab.vocab_size=0", "benchmarks.glue_dir=null",
                  "benchmarks.squad_dir=null", "benchmarks.race_dir=null"]
-    result = cli("run", "--preset", "sample-zh", "--output-dir", tmp_path / "out",
+    result = cli("run", "--preset", "sample-multi", "--output-dir", tmp_path / "out",
                  *[a for o in overrides for a in ("--set", o)])
     code, err = result.returncode, result.stderr
-    assert code == 2
+    assert code == 2, err[-2000:]
     lines = err.splitlines()
-    assert any(line.startswith("albert-pipeline run: error: the examples gate stopped the run before the Trainer")
+    assert any(line.startswith("albert-pipeline run: error: the examples gate stopped the run before the Trainer: "
+                               "the vocabulary at ") and "cannot write 3 of the run's 5 languages" in line
                for line in lines), err[-2000:]
-    assert ("language zh: [UNK] rate 0.3844 (941 of 2,448 pieces in a sample of 8,223 characters), limit <= 0.05 "
-            "(gate.max_unk_rate): the vocabulary cannot write zh") in lines
+    assert [line for line in lines if line.startswith("language ")] == [
+        "language ja: [UNK] rate 0.1828 (187 of 1,023 pieces in a sample of 4,892 characters), limit <= 0.05 "
+        "(gate.max_unk_rate): the vocabulary cannot write ja",
+        "language ko: [UNK] rate 0.4712 (1,105 of 2,345 pieces in a sample of 4,703 characters), limit <= 0.05 "
+        "(gate.max_unk_rate): the vocabulary cannot write ko",
+        "language zh: [UNK] rate 0.29 (388 of 1,338 pieces in a sample of 4,605 characters), limit <= 0.05 "
+        "(gate.max_unk_rate): the vocabulary cannot write zh"]
     assert not (tmp_path / "out" / "pipeline_root" / "Trainer").exists()

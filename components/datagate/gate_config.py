@@ -71,9 +71,10 @@ class GateConfig(Section):
     # --- the examples (node ExamplesGate, after PretrainingDataGen, before the Trainer: examples_stats) ---
     # Share of a language's pieces that are [UNK], tokenized with the run's vocabulary. Measured
     # (benchmarks/results/data_gate/2026-11-28-examples.md): each sample's own vocabulary 0.0002 (English
-    # SentencePiece) and 0.0004 (Chinese WordPiece); the official English 30k-clean.model on the English sample
-    # 0.0002 (books) and 0.0020 (Wikipedia), on Chinese 0.28-0.50, Japanese 0.21, Korean 0.47. 0.05: 25 times the
-    # highest English rate, a quarter of the lowest rate of a language the vocabulary cannot write.
+    # SentencePiece) and 0.0004 (Chinese WordPiece); the official English 30k-clean.model on English 0.0002 (the
+    # sample's books), 0.0020 (its Wikipedia), 0.012 (data/sample-multi's), on German 0.041, on Chinese 0.28-0.50,
+    # Japanese 0.18-0.21, Korean 0.47. 0.05: above every language the vocabulary writes, a quarter of the lowest
+    # rate of one it cannot.
     max_unk_rate: float = 0.05
 
     NOT_LIMITS = ("enabled", "accept")
