@@ -263,9 +263,12 @@ def test_a_bad_span_stops_before_the_vocabulary_with_a_line_per_failed_check(tic
         f"Trainer: {len(failed)} of 17 checks failed; anomalies in {result['uri']}; --set gate.accept={span} lets it "
         "through knowingly (full traceback: ")
     checks = {c["name"]: c for c in summary["checks"]}
+    # A moved language mix names the language that moved most (every span here moves all of English away).
+    moved = {"max_language_mix_distance": "; en 1 -> 0 of the characters"}
     assert lines[start + 1:] == [
         f"span {span}: check {name} = {checks[name]['value']:.4g}, limit {'>=' if name.startswith('min_') else '<='} "
-        f"{checks[name]['limit']:.4g}: FAILED ({'absolute' if checks[name]['kind'] == 'absolute' else 'drift against span 1'})"
+        f"{checks[name]['limit']:.4g}: FAILED ({'absolute' if checks[name]['kind'] == 'absolute' else 'drift against span 1'}"
+        f"{moved.get(name, '')})"
         for name in failed]
 
 
@@ -275,7 +278,8 @@ def test_the_failed_checks_name_the_values_and_limits(ticks):
     assert lines["span 5"] == [
         "span 5: check max_previous_exact_duplicate_share = 1, limit <= 0.05: FAILED (drift against span 1)",
         "span 5: check max_previous_near_duplicate_share = 1, limit <= 0.1: FAILED (drift against span 1)"]
-    assert "span 2: check max_language_mix_distance = 1, limit <= 0.25: FAILED (drift against span 1)" in lines["span 2"]
+    assert ("span 2: check max_language_mix_distance = 1, limit <= 0.25: FAILED (drift against span 1; en 1 -> 0 of "
+            "the characters)") in lines["span 2"]
     assert "span 3: check max_duplicate_lines_share = 1, limit <= 0.1: FAILED (absolute)" in lines["span 3"]
     assert "span 4: check max_few_letters_share = 1, limit <= 0.05: FAILED (absolute)" in lines["span 4"]
 

@@ -407,3 +407,20 @@ def test_previous_span_checks_compare_each_location_with_its_own_and_skip_an_unp
     restored = statistics_from_proto(statistics_to_proto(again))  # the samples by location make the round trip
     assert sorted(restored.source_samples) == ["books", "wikipedia"]
     assert restored.source_samples["books"] == again.source_samples["books"]
+
+
+def test_a_moved_language_mix_names_the_language_that_moved_most():
+    from components.datagate.checks import moved_language
+
+    assert moved_language({"en": 600, "zh": 400}, {"en": 1000}) == "en 1 -> 0.6 of the characters"
+    assert moved_language({"en": 100, "zh": 900}, {"en": 500, "zh": 500}) == "en 0.5 -> 0.1 of the characters"
+    assert moved_language({"en": 5}, {"en": 7}) == ""
+
+
+def test_a_tagged_document_is_grouped_by_its_tag():
+    """A run of several languages: each documents file holds one language's, and the gate groups by that tag."""
+    tagged = dataclasses.replace(doc(["Ein kurzer deutscher Satz über die Sprache und den Text."] * 3, "d1"),
+                                 language="de")
+    untagged = doc(["The cat sat on the mat and then it went to the garden with the dog."] * 3, "d2")
+    stats = SpanStatsCombiner(1).compute([tagged, untagged])
+    assert sorted(stats.groups) == [("books", "de"), ("books", "en")]

@@ -94,6 +94,18 @@ def previous_duplicates(stats: SpanStats, baseline: SpanStats, jaccard: float,
     return out
 
 
+def moved_language(mix: Dict[str, int], before: Dict[str, int]) -> str:
+    """What a language mix's change names: the language whose share of the characters moved most, with its shares
+    before and now (``zh 0 -> 1 of the characters``); "" when nothing moved."""
+    total, total_before = sum(mix.values()), sum(before.values())
+    share = {k: mix.get(k, 0) / total if total else 0.0 for k in set(mix) | set(before)}
+    share_before = {k: before.get(k, 0) / total_before if total_before else 0.0 for k in share}
+    if not share or all(share[k] == share_before[k] for k in share):
+        return ""
+    language = max(sorted(share), key=lambda k: abs(share[k] - share_before[k]))
+    return f"{language} {_number(share_before[language])} -> {_number(share[language])} of the characters"
+
+
 def _worst(values: Dict[str, float]) -> Tuple[float, str]:
     """The largest value and its location ("" for the span as a whole; 0 and "" when there is none)."""
     if not values:
@@ -132,8 +144,8 @@ def located_quantities(stats: SpanStats, baseline: Optional[SpanStats], limits: 
         out["volume_ratio"] = (volume_ratio(read["characters"], baseline.read_counts()["characters"]), "")
         out["unigram_jsd"] = (jensen_shannon_divergence(*unigram_tables(stats.unigrams, baseline.unigrams,
                                                                         limits.unigram_top_tokens)), "")
-        out["language_mix_distance"] = (total_variation(stats.characters_by_language(),
-                                                        baseline.characters_by_language()), "")
+        mix, before = stats.characters_by_language(), baseline.characters_by_language()
+        out["language_mix_distance"] = (total_variation(mix, before), moved_language(mix, before))
         out["duplicate_share_increase"] = (stats.sample.duplicate_share() - baseline.sample.duplicate_share(), "")
         previous = previous_duplicates(stats, baseline, limits.near_duplicate_jaccard, patterned)
         one = len(stats.source_samples) <= 1  # a span of one location: its value is the span's, said as before
@@ -147,6 +159,13 @@ def located_quantities(stats: SpanStats, baseline: Optional[SpanStats], limits: 
 
 def _number(x: float) -> str:
     return f"{x:.4g}" if math.isfinite(x) else str(x)
+
+
+def _note(quantity: str, where: str) -> str:
+    """What a check's message adds to its context: the location its value is of, or the language that moved."""
+    if not where:
+        return ""
+    return f"; {where}" if quantity == "language_mix_distance" else f"; {where} location"
 
 
 def check_span(stats: SpanStats, baseline: Optional[SpanStats] = None, limits: GateLimits = GateLimits(),
@@ -170,8 +189,7 @@ def check_span(stats: SpanStats, baseline: Optional[SpanStats] = None, limits: G
         passed = margin >= 0
         sign = "<=" if check.bound == "max" else ">="
         message = (f"span {stats.span}: check {check.limit} = {_number(value)}, limit {sign} {_number(limit)}: "
-                   f"{'passed' if passed else 'FAILED'} ({context[check.kind]}"
-                   f"{f'; {location} location' if location else ''})")
+                   f"{'passed' if passed else 'FAILED'} ({context[check.kind]}{_note(check.quantity, location)})")
         out.append(CheckResult(check.limit, check.quantity, value, limit, check.bound, check.kind, passed, margin,
                                message))
     return out

@@ -34,18 +34,20 @@ from components.datagate.protos import (limits_to_schema, results_to_anomalies, 
 from components.datagen.datagen_beam_input import read_documents
 from components.evaluation.race.race_data import read_race
 from components.evaluation.squad.reading import load_squad_json
-from components.text.documents import Document
+from components.text.documents import Document, file_language
 
 CORPUS_SOURCE = UNKNOWN_SOURCE  # the source of a document whose shard records none
 
 
 def read_span_documents(path: str) -> Iterator[Document]:
     """The documents of one CorpusGen shard (ids ``<shard file>:<index>``), each with its source location when
-    CorpusGen recorded them (``corpus_beam.shard_sources``: a corpus with a span pattern), else :data:`CORPUS_SOURCE`."""
+    CorpusGen recorded them (``corpus_beam.shard_sources``: a corpus with a span pattern), else :data:`CORPUS_SOURCE`,
+    and the file's language in a run of several (``file_language``; the statistics group by it then)."""
     sources = corpus_beam.shard_sources(path) or []
+    language = file_language(path)  # a run of several languages: each file holds one's documents, tagged
     for i, (doc_id, sentences) in enumerate(read_documents(path)):
         source = sources[i] if i < len(sources) else CORPUS_SOURCE
-        yield Document(doc_id=doc_id, source=source, title=doc_id, sentences=sentences)
+        yield Document(doc_id=doc_id, source=source, title=doc_id, sentences=sentences, language=language)
 
 
 def patterned_locations(data_snapshot: Optional[str]) -> Dict[str, bool]:

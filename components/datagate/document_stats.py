@@ -490,7 +490,9 @@ class SpanStatsCombiner:
             return acc
         tokens = content_tokens(normalized_text(doc.sentences))
         m = measure_document(doc, tokens)
-        acc.groups.setdefault((doc.source, m.language), GroupStats()).add(m, flags(m, self.rules))
+        # A document tagged with its language (a run of several: its file's) is grouped by its tag; otherwise by the
+        # label its scripts give (text_units.language).
+        acc.groups.setdefault((doc.source, doc.language or m.language), GroupStats()).add(m, flags(m, self.rules))
         acc.unigrams.add_counts(Counter(tokens))
         if tokens:
             shingles = shingle_hashes(token_hashes(tokens), self.sketch.minhash.shingle_size)
