@@ -62,9 +62,7 @@ MODEL_IMPORT_NODE = "ModelImport"
 # that stops the run when it failed, and the resolver of its baseline (pipeline/pipeline.py; in a compiled spec a
 # task of that name, pipeline/tasks/gate_baseline_task.py).
 DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
-# The gate's second stage: the examples' statistics per language, after PretrainingDataGen, before the Trainer
-# (which depends on it; components/datagate/examples_stats.py).
-EXAMPLES_GATE_NODE = "ExamplesGate"
+EXAMPLES_GATE_NODE = "ExamplesGate"  # the gate's second stage, before the Trainer (components/datagate/examples_stats.py)
 # The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
 # GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).
 GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race")
