@@ -511,3 +511,22 @@ def test_the_baseline_is_the_newest_lower_span_through_the_gate_and_an_acceptanc
     assert select_inputs(snapshot(1, "a"), results) == {"span": 1, "baseline": None, "acceptance": None}
     unpatterned = json.dumps({"wikipedia": {"spans": [], "fingerprint": "x"}})
     assert select_inputs(unpatterned, results) == {"span": 0, "baseline": None, "acceptance": None}
+
+
+def test_contamination_counts_every_dev_example_of_the_glue_nodes_tasks():
+    """Issue 63: GLUE's (and CLUE's, and task specs') dev examples are passages too, one per example, read with the
+    GLUE node's readers; most GLUE sentences are short (no 13-gram). An RTE dev sentence in the corpus is found."""
+    from components.datagate import datagate_beam
+    from components.datagate.contamination import ContaminationCombiner, DevNgrams
+    from components.text.documents import make_document
+
+    glue = os.path.join(REPO, "data", "sample", "glue")
+    passages = datagate_beam.dev_passages(glue_dir=glue)
+    assert len(passages) == 400 and passages.files[3] == glue
+    assert passages[0] == ("glue:CoLA:dev:dev-0", "The sailors rode the breeze clear of the rocks.")
+    rte = dict(passages)["glue:RTE:dev:dev-0"]
+    assert rte.startswith("Dana Reeve, the widow of the actor Christopher Reeve, has died of lung cancer")
+    corpus = [make_document("d0", "books", "d0", ["Some news first.", rte.split(" Christopher Reeve had")[0]])]
+    result = ContaminationCombiner(DevNgrams(passages)).compute(corpus)
+    assert (result.passages, result.short, result.contaminated) == (283, 117, ("glue:RTE:dev:dev-0",))
+    assert [name for name, _ in result.benchmarks] == ["glue"]

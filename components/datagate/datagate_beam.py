@@ -63,7 +63,7 @@ class DevPassages(list):
     than their texts (:class:`_ContaminationFn`). A plain list of passages works as well, pickled whole."""
 
     def __init__(self, passages: Sequence[Tuple[str, str]] = (),
-                 files: Optional[Tuple[Tuple[str, ...], Optional[str], Tuple[str, ...]]] = None) -> None:
+                 files: Optional[tuple] = None) -> None:
         super().__init__(passages)
         self.files = files
 
@@ -72,13 +72,43 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
+def glue_dev_passages(glue_dir: str, specs: Optional[Dict[str, dict]] = None) -> List[Tuple[str, str]]:
+    """(passage id, text) of every dev example of the GLUE node's tasks found in ``glue_dir``: each sub-folder named
+    after a GLUE task, a CLUE classification task or a spec of ``benchmarks.tasks`` (``specs``, as the GLUE node's
+    parameters give them), read with the GLUE node's readers (``components.evaluation.glue.glue_tasks``); a folder
+    of no task, or a dev split without its file, is skipped. One passage per example, its sentence(s) joined (id
+    ``glue:<task>:<split>:<guid>``). GLUE's sentences are short: most have no 13-gram and count as ``short``."""
+    from components.evaluation.glue import glue_tasks  # lazy: the GLUE readers (only with GLUE data)
+    from components.evaluation.glue.task_spec_reader import specs_from_config  # lazy: as above
+    from config.errors import MissingInputError  # lazy: as above
+    from config.schema import ConfigError  # lazy: as above
+
+    parsed = specs_from_config(specs) if specs else {}
+    out: List[Tuple[str, str]] = []
+    for name in sorted(n.rstrip("/") for n in os.listdir(glue_dir) if os.path.isdir(os.path.join(glue_dir, n))):
+        try:
+            task = glue_tasks.resolve_task(name, parsed)
+        except ConfigError:
+            continue  # not a task's folder
+        for split in glue_tasks.dev_splits(task):
+            try:
+                examples = glue_tasks.read_split(task, split, glue_dir)
+            except MissingInputError:
+                continue
+            out.extend((f"glue:{name}:{split}:{ex.guid}", ex.text_a if ex.text_b is None else
+                        f"{ex.text_a} {ex.text_b}") for ex in examples)
+    return out
+
+
 def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None,
-                 squad2_files: Sequence[str] = ()) -> DevPassages:
+                 squad2_files: Sequence[str] = (), glue_dir: Optional[str] = None,
+                 glue_specs: Optional[Dict[str, dict]] = None) -> DevPassages:
     """(passage id, text) of the reading benchmarks' dev sets, local files: each SQuAD v1.1 (``squad_files``) and
     v2.0 (``squad2_files``) paragraph (its ``context``, id ``squad:<file>:<article>:<paragraph>``, ``squad2:…``)
     and each RACE dev article (id ``race:<file id>``, once however many questions it has). An id starts with its
     benchmark's data key (``contamination.benchmark_of``), so contamination is counted per benchmark. The list
-    names the files it came from (:class:`DevPassages`)."""
+    names the files it came from (:class:`DevPassages`). ``glue_dir``: the GLUE node's data, whose every task's dev
+    examples are passages too (:func:`glue_dev_passages`)."""
     out: List[Tuple[str, str]] = []
     for benchmark, files in (("squad", squad_files), ("squad2", squad2_files)):
         for path in files:
@@ -93,9 +123,12 @@ def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None
             if file_id not in seen:
                 seen.add(file_id)
                 out.append((f"race:{file_id}", ex.article))
+    if glue_dir is not None:
+        out.extend(glue_dev_passages(glue_dir, glue_specs))
     return DevPassages(out, files=(tuple(map(_absolute, squad_files)),
                                    None if race_dir is None else _absolute(race_dir),
-                                   tuple(map(_absolute, squad2_files))))
+                                   tuple(map(_absolute, squad2_files)),
+                                   None if glue_dir is None else _absolute(glue_dir), glue_specs))
 
 
 def passages_digest(passages: Sequence[Tuple[str, str]]) -> str:
@@ -170,11 +203,13 @@ class _ContaminationFn(beam.CombineFn):
             return self._passages
         if self._digest in _PASSAGES:
             return _PASSAGES[self._digest]
-        squad_files, race_dir, squad2_files = self._files
-        passages = dev_passages(squad_files, race_dir, squad2_files=squad2_files)
+        squad_files, race_dir, squad2_files, glue_dir, glue_specs = self._files
+        passages = dev_passages(squad_files, race_dir, squad2_files=squad2_files, glue_dir=glue_dir,
+                                glue_specs=glue_specs)
         if passages_digest(passages) != self._digest:
             raise ValueError("the dev passages changed since the data gate's pipeline was built: "
-                             f"SQuAD {list(squad_files)}, RACE {race_dir}, SQuAD 2.0 {list(squad2_files)}")
+                             f"SQuAD {list(squad_files)}, RACE {race_dir}, SQuAD 2.0 {list(squad2_files)}, "
+                             f"GLUE {glue_dir}")
         return passages
 
     def _get(self) -> ContaminationCombiner:

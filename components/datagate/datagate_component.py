@@ -42,6 +42,8 @@ def DataGate(
     squad_dev: InputArtifact[artifacts.RawCorpus] = None,
     squad2_dev: InputArtifact[artifacts.RawCorpus] = None,
     race_dev: InputArtifact[artifacts.RawCorpus] = None,
+    glue_dev: InputArtifact[artifacts.RawCorpus] = None,
+    glue_tasks: Parameter[str] = None,
     beam_pipeline: BeamComponentParameter[beam.Pipeline] = None,
 ) -> None:
     """Measure the span CorpusGen made, check it, and publish the result, whether it passed or not.
@@ -53,8 +55,9 @@ def DataGate(
     same raw data knowingly (``gate.accept``), so a span once accepted stays accepted. ``baseline_uris``: the two
     as URIs instead, ``{"baseline": URI or null, "acceptance": URI or null}`` (a compiled spec's, chosen by its
     ``DataGateBaseline`` task by the same rule: pipeline/tasks/gate_baseline_task.py). ``squad_dev`` /
-    ``squad2_dev`` / ``race_dev``: the reading benchmarks' data, whose dev passages are checked for 13-gram
-    contamination.
+    ``squad2_dev`` / ``race_dev`` / ``glue_dev``: the benchmarks' data, whose dev passages (the GLUE node's tasks'
+    dev examples too; ``glue_tasks``: its specs of ``benchmarks.tasks``, JSON, when it has any) are checked for
+    13-gram contamination.
 
     How a failed span stops the run: this node never fails on a bad span. It publishes its ``DataGateResult``
     (``passed`` 0, the failed checks in ``anomalies.pb``), so the anomalies are an artifact in MLMD, with lineage to
@@ -75,7 +78,8 @@ def DataGate(
     # The local copies of gs:// dev sets stay until the pipeline has run: a worker outside this process reads the
     # passages from their files (datagate_beam._ContaminationFn).
     with tempfile.TemporaryDirectory() as copies:
-        passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev, copies)
+        passages = _reading_dev_passages(squad_dev, squad2_dev, race_dev, copies, glue_dev,
+                                         json.loads(glue_tasks) if glue_tasks else None)
         with staged(result.uri) as staging:
             with beam_pipeline as p:
                 datagate_beam.build_gate(p, corpus_beam.document_shards(documents.uri), staging, span=span,
@@ -116,10 +120,10 @@ def DataGateCheck(result: InputArtifact[artifacts.DataGateResult]) -> None:
     (_LOG.warning if summary["accepted"] else _LOG.info)(line)
 
 
-def _reading_dev_passages(squad, squad2, race, tmp: str):
-    """The dev passages of the reading benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/``
-    articles): read where they are when local (an error names the file), from local copies under ``tmp`` on
-    ``gs://``."""
+def _reading_dev_passages(squad, squad2, race, tmp: str, glue=None, glue_specs=None):
+    """The dev passages of the benchmarks' data artifacts (SQuAD ``dev*.json`` paragraphs, RACE ``dev/`` articles,
+    the GLUE node's tasks' dev examples): read where they are when local (an error names the file), from local
+    copies under ``tmp`` on ``gs://``."""
     squad_files = {"squad": [], "squad2": []}
     for key, artifact in (("squad", squad), ("squad2", squad2)):
         if artifact is None:
@@ -139,7 +143,14 @@ def _reading_dev_passages(squad, squad2, race, tmp: str):
         if "://" in race_dir:
             race_dir = os.path.join(tmp, "race")
             copy_tree(posixpath.join(race.uri, "dev"), os.path.join(race_dir, "dev"))
-    return datagate_beam.dev_passages(squad_files["squad"], race_dir, squad2_files=squad_files["squad2"])
+    glue_dir = None
+    if glue is not None:
+        glue_dir = glue.uri
+        if "://" in glue_dir:
+            glue_dir = os.path.join(tmp, "glue")
+            copy_tree(glue.uri, glue_dir)
+    return datagate_beam.dev_passages(squad_files["squad"], race_dir, squad2_files=squad_files["squad2"],
+                                      glue_dir=glue_dir, glue_specs=glue_specs)
 
 
 @component

@@ -63,9 +63,9 @@ MODEL_IMPORT_NODE = "ModelImport"
 # task of that name, pipeline/tasks/gate_baseline_task.py).
 DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
 EXAMPLES_GATE_NODE = "ExamplesGate"  # the gate's second stage, before the Trainer (components/datagate/examples_stats.py)
-# The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
-# GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).
-GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race")
+# The benchmark data whose dev sets the gate checks for contamination (GPT-3's 13-grams): every benchmark's, the
+# GLUE node's tasks (GLUE, CLUE, task specs) too, though most GLUE sentences are shorter than 13 tokens.
+GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race", "glue")
 # ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a run starts
 # (:mod:`pipeline.settings.continuation`; in a compiled spec by its InitFrom task, :mod:`pipeline.tasks.init_from_task`);
 # ``mode=benchmark`` refuses it.
@@ -208,6 +208,9 @@ class PipelineConfig(Section):
         out["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
         if self.gate.enabled:
             out[DATA_GATE_NODE] = {"config": (self.gate.params(), "gate")}
+            specs = self.benchmarks.node_settings("glue", self.seed).get("tasks")  # benchmarks.tasks the GLUE node runs
+            if specs and "glue" in self.gate_contamination_inputs().values():
+                out[DATA_GATE_NODE]["glue_tasks"] = (canonical_json(specs), "benchmarks.tasks")
             out[GATE_CHECK_NODE] = {}
         out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}

@@ -30,6 +30,7 @@ from components.evaluation.finetune import fine_tune_seeds, predict, run_summary
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder, classification_loss, regression_loss
 from components.evaluation.metrics import GLUE_METRICS, glue_metrics, majority_baseline, majority_share, selection_metric
 from components.evaluation.glue.serving import TransformGraphs, export_glue_serving
+from components.evaluation.glue.glue_tasks import Task, dev_splits as _dev_splits, read_split as _read, resolve_task
 from components.evaluation.glue.task_spec_reader import ClassificationSpec, specs_from_config, task_file
 from config.errors import MissingInputError
 from config.schema import ConfigError
@@ -37,25 +38,6 @@ from config.schema import ConfigError
 __all__ = ["run_glue", "resolve_task", "serving_refusal"]
 
 log = logging.getLogger(__name__)
-
-Task = Union[glue_lib.GlueTask, ClassificationSpec]
-
-
-def resolve_task(name: str, specs: Optional[Dict[str, ClassificationSpec]] = None) -> Task:
-    """A task of ``benchmarks.glue_tasks``: a spec of ``benchmarks.tasks`` (``specs``) by that name, else a CLUE
-    classification task, else a GLUE task (a ConfigError naming the unknown name)."""
-    if specs and name in specs:
-        return specs[name]
-    if name in clue_lib.CLUE_TASKS:
-        return clue_lib.CLUE_TASKS[name]
-    return glue_lib.get_task(name)
-
-
-def _dev_splits(task: Task) -> List[str]:
-    if isinstance(task, glue_lib.GlueTask):
-        return ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
-    return [s for s in task.files if s.startswith("dev")]
-
 
 def _test_splits(task: Task) -> List[str]:
     return [s for s in (task.splits if isinstance(task, glue_lib.GlueTask) else task.files) if s.startswith("test")]
@@ -78,12 +60,6 @@ def _split_file(task: Task, split: str, data_dir: str) -> Optional[str]:
         return task_file(task, split, data_dir)
     except MissingInputError:
         return None
-
-
-def _read(task: Task, split: str, data_dir: str) -> List[glue_lib.GlueExample]:
-    if isinstance(task, glue_lib.GlueTask):
-        return glue_lib.read_glue(task.name, split, data_dir)
-    return clue_lib.read_classification(task, split, data_dir)
 
 
 def serving_refusal(task: Task, tokenizer) -> Optional[str]:
