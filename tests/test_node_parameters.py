@@ -106,7 +106,8 @@ benchmarks:
 def test_benchmarks_beyond_english_keep_english_parameters_and_reach_only_their_nodes(tmp_path):
     """The settings of CLUE / spec tasks (benchmarks.tasks, race_format, squad_metric) at their defaults are in no
     node's parameters nor the section's JSON, so English keeps every cache key; set, each reaches its node alone,
-    and a spec reaches the GLUE node only when glue_tasks names it."""
+    and a spec reaches the GLUE node only when glue_tasks names it (and the data gate, whose contamination reads its
+    dev set)."""
     base = build_config("sample")
     assert not {"tasks", "race_format", "squad_metric"} & set(base.benchmarks.to_dict())
     defaults = build_config("sample", overrides=["benchmarks.race_format=race", "benchmarks.squad_metric=official"])
@@ -116,7 +117,10 @@ def test_benchmarks_beyond_english_keep_english_parameters_and_reach_only_their_
     clue = build_config("sample", config_file=str(path))
     before, after = base.node_parameters(), clue.node_parameters()
     assert {n for n in set(before) | set(after) if before.get(n) != after.get(n)} == {
-        "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
+        "GlueBenchmark", "SquadBenchmark", "RaceBenchmark", "DataGate"}
+    # The gate measures the spec's dev set's contamination too: it is given the specs the GLUE node runs.
+    assert json.loads(after["DataGate"]["glue_tasks"]) == {"TOPICS": after["GlueBenchmark"]["config"]["tasks"]["TOPICS"]}
+    assert after["DataGate"]["config"] == before["DataGate"]["config"]
     glue, squad, race = (after[n]["config"] for n in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"))
     assert list(glue["tasks"]) == ["TOPICS"] and list(glue["hparams"]) == ["RTE", "AFQMC", "TOPICS"]
     assert (squad["squad_metric"], list(squad["hparams"])) == ("cmrc2018", ["CMRC2018"])

@@ -63,8 +63,7 @@ MODEL_IMPORT_NODE = "ModelImport"
 # task of that name, pipeline/tasks/gate_baseline_task.py).
 DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
 EXAMPLES_GATE_NODE = "ExamplesGate"  # the gate's second stage, before the Trainer (components/datagate/examples_stats.py)
-# The benchmark data whose dev sets the gate checks for contamination (GPT-3's 13-grams): every benchmark's, the
-# GLUE node's tasks (GLUE, CLUE, task specs) too, though most GLUE sentences are shorter than 13 tokens.
+# The benchmark data whose dev sets the gate checks for contamination (GPT-3's 13-grams): every benchmark's.
 GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race", "glue")
 # ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a run starts
 # (:mod:`pipeline.settings.continuation`; in a compiled spec by its InitFrom task, :mod:`pipeline.tasks.init_from_task`);
@@ -208,16 +207,15 @@ class PipelineConfig(Section):
         out["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
         if self.gate.enabled:
             out[DATA_GATE_NODE] = {"config": (self.gate.params(), "gate")}
-            specs = self.benchmarks.node_settings("glue", self.seed).get("tasks")  # benchmarks.tasks the GLUE node runs
-            if specs and "glue" in self.gate_contamination_inputs().values():
+            specs = self.benchmarks.node_settings("glue", self.seed).get("tasks")  # the GLUE node's: their dev sets
+            if specs and "glue" in self.gate_contamination_inputs().values():  # are checked for contamination too
                 out[DATA_GATE_NODE]["glue_tasks"] = (canonical_json(specs), "benchmarks.tasks")
             out[GATE_CHECK_NODE] = {}
         out["VocabGen"] = {"config": (self.vocab.to_dict(), "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
         if self.gate.enabled:
-            out[EXAMPLES_GATE_NODE] = {"config": (self.gate.examples_params(), "gate"),
-                                       "languages": (canonical_json(list(run_languages(self.language))), "language"),
-                                       "seed": (self.seed, "seed")}
+            out[EXAMPLES_GATE_NODE] = {"config": (self.gate.examples_params(), "gate"), "seed": (self.seed, "seed"),
+                                       "languages": (canonical_json(list(run_languages(self.language))), "language")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
                   "checkpoint_root": self.checkpoint_root}
         custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},
