@@ -94,3 +94,20 @@ def test_datagen_takes_each_files_language_word_starts_unless_set():
     assert word_starts_of("/d/documents-ko-00000-of-00001.txt", None) == "boundary"
     assert word_starts_of("/d/documents-00000-of-00001.txt", None) == "official"
     assert word_starts_of("/d/documents-ko-00000-of-00001.txt", "official") == "official"
+
+
+def test_the_report_languages_table_from_the_documents_properties():
+    from components.report.document import Document, to_markdown
+    from components.report.language_table import languages_from_properties, languages_section
+
+    props = {"num_documents": 3, "language_en_documents": 2, "language_en_sentences": 10, "language_en_characters": 300,
+             "language_zh_documents": 1, "language_zh_sentences": 5, "language_zh_characters": 100,
+             "unlisted_language_ru_documents": 1, "unlisted_language_und_documents": 2, "books_documents": 3}
+    languages = languages_from_properties(props)
+    assert languages == {"per_language": {"en": {"documents": 2, "sentences": 10, "characters": 300},
+                                          "zh": {"documents": 1, "sentences": 5, "characters": 100}},
+                         "unlisted": {"ru": 1, "und": 2}}
+    text = to_markdown(Document("t", [languages_section(languages, instances={"en": 30, "zh": 10})]))
+    assert "| en | 2 | 10 | 300 | 75.0% | 30 | 75.0% |" in text and "| zh | 1 | 5 | 100 | 25.0% | 10 | 25.0% |" in text
+    assert "Dropped in no listed language: 1 ru, 2 und document(s)" in text
+    assert languages_section(languages_from_properties({"num_documents": 3})) is None

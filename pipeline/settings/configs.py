@@ -37,6 +37,7 @@ from trainer.trainer_settings import trainer_settings
 
 from pipeline.settings import spans
 from pipeline.settings.home import PROJECT_HOME
+from pipeline.settings.sample_multi import sample_multi_settings
 
 SAMPLE_DATA = os.path.join(PROJECT_HOME, "data", "sample")
 SAMPLE_ZH_DATA = os.path.join(PROJECT_HOME, "data", "sample-zh")
@@ -532,9 +533,7 @@ def sample_zh_config() -> PipelineConfig:
 
 def sample_multi_config() -> PipelineConfig:
     """Five languages in one model on ``data/sample-multi`` (pipeline/settings/sample_multi.py)."""
-    from pipeline.settings.sample_multi import sample_multi_config as preset  # lazy: it imports this module (a cycle)
-
-    return preset()
+    return PipelineConfig(**sample_multi_settings())
 
 
 def small_config() -> PipelineConfig:

@@ -2,26 +2,28 @@
 from __future__ import annotations
 
 import os
+from typing import Any, Dict
 
 from components.corpus.corpus_config import CorpusConfig
 from components.datagen.datagen_config import DataGenConfig
 from components.evaluation.benchmark_config import BenchmarkConfig, FinetuneHParams
 from components.vocab.vocab_config import VocabConfig
-from pipeline.settings.configs import SAMPLE_DATA, PipelineConfig
 from pipeline.settings.home import PROJECT_HOME
 from trainer.trainer_config import ModelConfig, TrainConfig
 
 SAMPLE_MULTI_DATA = os.path.join(PROJECT_HOME, "data", "sample-multi")
+SAMPLE_GLUE = os.path.join(PROJECT_HOME, "data", "sample", "glue")
 
 
-def sample_multi_config() -> PipelineConfig:
+def sample_multi_settings() -> Dict[str, Any]:
     """One model for five languages on ``data/sample-multi`` (English, German, Chinese, Japanese, Korean): every
     book tagged by the language identifier (``corpus.books_language`` unset: ``auto``), split into sentences by its
     own language's splitter, one documents file per language; one SentencePiece vocabulary for the mix (coverage
     0.9995, the lowest of the five profiles; NFKC), masking by each file's language's word starts; albert-tiny for a
-    few dozen steps, and the English RTE sample fine-tuned for a few steps (a cross-lingual task is not bundled)."""
+    few dozen steps, and the English RTE sample fine-tuned for a few steps (a cross-lingual task is not bundled).
+    The preset's fields (``PipelineConfig(**sample_multi_settings())``, pipeline/settings/configs.py)."""
     tiny = dict(albert_dropout=0.0, classifier_dropout=0.1)
-    return PipelineConfig(
+    return dict(
         preset="sample-multi",
         pipeline_name="albert-tfx-sample-multi",
         language=["en", "zh", "ja", "ko", "de"],
@@ -37,7 +39,7 @@ def sample_multi_config() -> PipelineConfig:
             mixed_precision="float32",
         ),
         benchmarks=BenchmarkConfig(
-            glue_dir=os.path.join(SAMPLE_DATA, "glue"),
+            glue_dir=SAMPLE_GLUE,
             glue_tasks=["RTE"],
             squad_dir=None,
             race_dir=None,
