@@ -25,7 +25,7 @@ from tests.test_change_impact import BASE
 
 MULTILINGUAL = os.path.join(REPO, "tests", "fixtures", "multilingual")
 GATE = {"DataGate", "DataGateCheck"}
-AFTER_GATE = {"VocabGen", "PretrainingDataGen", "Trainer", "BenchmarkReport", "Blesser", "Pusher"}
+AFTER_GATE = {"VocabGen", "PretrainingDataGen", "ExamplesGate", "Trainer", "BenchmarkReport", "Blesser", "Pusher"}
 BENCHMARKS_OFF = ["benchmarks.glue_dir=null", "benchmarks.race_dir=null", "benchmarks.squad_dir=null"]
 
 
@@ -263,12 +263,14 @@ def test_a_bad_span_stops_before_the_vocabulary_with_a_line_per_failed_check(tic
         f"Trainer: {len(failed)} of 17 checks failed; anomalies in {result['uri']}; --set gate.accept={span} lets it "
         "through knowingly (full traceback: ")
     checks = {c["name"]: c for c in summary["checks"]}
-    # A moved language mix names the language that moved most (every span here moves all of English away).
-    moved = {"max_language_mix_distance": "; en 1 -> 0 of the characters"}
+    # A moved language mix names the language that moved most: English, all of it away in span 2 (Chinese, Japanese
+    # and Korean), about half in span 4 (garbage).
+    moved = {"max_language_mix_distance": {2: "; en 1 -> 0 of the characters",
+                                           4: "; en 1 -> 0.5177 of the characters"}.get(span)}
     assert lines[start + 1:] == [
         f"span {span}: check {name} = {checks[name]['value']:.4g}, limit {'>=' if name.startswith('min_') else '<='} "
         f"{checks[name]['limit']:.4g}: FAILED ({'absolute' if checks[name]['kind'] == 'absolute' else 'drift against span 1'}"
-        f"{moved.get(name, '')})"
+        f"{moved.get(name) or ''})"
         for name in failed]
 
 
