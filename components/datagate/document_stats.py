@@ -22,7 +22,8 @@ keep, per (source, language) group, the sums of those counts and the documents a
 plus a words-per-document histogram with fixed power-of-two buckets: all **exact**. Two sketches are span-wide:
 the unigram counts of content tokens (``sketches.TopCounter``: exact up to ``2 * unigram_capacity`` distinct
 tokens, then Misra–Gries-bounded) and the **sampled** bottom-k of documents with MinHash signatures
-(``near_duplicates.MinHashSample``: within-span and cross-span duplicate shares). Memory is flat in the span's
+(``near_duplicates.MinHashSample``: within-span and cross-span duplicate shares), and one such sample per source
+location when the documents name theirs (``SpanStats.source_samples``). Memory is flat in the span's
 size: groups x counts + ``2 * unigram_capacity`` tokens + ``sample_size`` signatures.
 
 **The measured sample.** Measuring a document costs about 1.4 µs of CPU per character (tokens, n-grams, scripts),
