@@ -424,3 +424,19 @@ def test_a_tagged_document_is_grouped_by_its_tag():
     untagged = doc(["The cat sat on the mat and then it went to the garden with the dog."] * 3, "d2")
     stats = SpanStatsCombiner(1).compute([tagged, untagged])
     assert sorted(stats.groups) == [("books", "de"), ("books", "en")]
+
+
+def test_absolute_shares_are_checked_per_tagged_language(sample_halves):
+    """A run of several languages: a small language of bad text is not diluted by a large clean one."""
+    english = [dataclasses.replace(d, language="en") for d in sample_halves[0]]
+    page = ["Home | About us | Contact | Subscribe to our newsletter", "### Latest news ### Top stories ###"]
+    german = [dataclasses.replace(doc(page * 20 + [f"Seite {i} hat ein paar eigene Worte."], f"g{i}"),
+                                  language="de") for i in range(3)]
+    span = SpanStatsCombiner(1).compute(english + german)
+    assert span.tagged == {"de", "en"}
+    whole = span.total().ratios()["flagged_character_share_duplicate_lines"]
+    results = {r.name: r for r in check_span(span)}
+    duplicate_lines = results["max_duplicate_lines_share"]
+    assert whole < 0.05 < duplicate_lines.value == 1.0 and not duplicate_lines.passed
+    assert duplicate_lines.message.endswith(
+        "FAILED (absolute; first span: no baseline, drift not checked; de language)")

@@ -126,19 +126,22 @@ def span_quantities(stats: SpanStats, baseline: Optional[SpanStats], limits: Gat
 def located_quantities(stats: SpanStats, baseline: Optional[SpanStats], limits: GateLimits,
                        contamination: Optional[ContaminationResult] = None,
                        patterned: Optional[Dict[str, bool]] = None) -> Dict[str, Tuple[float, str]]:
-    """Every quantity a check bounds, with the source location its value is of ("": the span as a whole). When the
-    documents name their source location (``SpanStats.by_source``; more than one), each flagged-character share is
-    the largest of the locations' (a location of bad files is not diluted by a larger good one), and the
+    """Every quantity a check bounds, with the group its value is of ("books location", "zh language"; "": the span
+    as a whole). When the documents name their source location (``SpanStats.by_source``; more than one), or carry
+    language tags (``SpanStats.tagged``: a run of several languages; more than one), each flagged-character share is
+    the largest of those groups' (a location or language of bad files is not diluted by a larger good one), and the
     previous-span duplicate shares are the largest of :func:`previous_duplicates`'s."""
     total = stats.total()
     read = stats.read_counts()  # every document, measured or not (document_stats: "The measured sample")
     out: Dict[str, Tuple[float, str]] = {"documents": (float(read["documents"]), "")}
     ratios = total.ratios()
-    locations = {source: group.ratios() for source, group in stats.by_source().items()
+    locations = {f"{source} location": group.ratios() for source, group in stats.by_source().items()
                  if source != UNKNOWN_SOURCE}
+    languages = {f"{language} language": group.ratios() for language, group in stats.by_tagged_language().items()}
+    groups = {**(locations if len(locations) > 1 else {}), **(languages if len(languages) > 1 else {})}
     for rule in RULES:
         name = f"flagged_character_share_{rule}"
-        out[name] = _worst({s: r[name] for s, r in locations.items()}) if len(locations) > 1 else (ratios[name], "")
+        out[name] = _worst({g: r[name] for g, r in groups.items()}) if groups else (ratios[name], "")
     out["duplicate_document_share"] = (stats.sample.duplicate_share(), "")
     if baseline is not None:
         out["volume_ratio"] = (volume_ratio(read["characters"], baseline.read_counts()["characters"]), "")
@@ -151,7 +154,7 @@ def located_quantities(stats: SpanStats, baseline: Optional[SpanStats], limits: 
         one = len(stats.source_samples) <= 1  # a span of one location: its value is the span's, said as before
         for name, share in (("previous_exact_duplicate_share", "exact"), ("previous_near_duplicate_share", "near")):
             value, location = _worst({k: getattr(p, share) for k, p in previous.items()})
-            out[name] = (value, "" if one else location)
+            out[name] = (value, "" if one or not location else f"{location} location")
     if contamination is not None:
         out["contaminated_share"] = (contamination.share, "")
     return out
@@ -162,10 +165,8 @@ def _number(x: float) -> str:
 
 
 def _note(quantity: str, where: str) -> str:
-    """What a check's message adds to its context: the location its value is of, or the language that moved."""
-    if not where:
-        return ""
-    return f"; {where}" if quantity == "language_mix_distance" else f"; {where} location"
+    """What a check's message adds to its context: the group its value is of, or the language that moved."""
+    return f"; {where}" if where else ""
 
 
 def check_span(stats: SpanStats, baseline: Optional[SpanStats] = None, limits: GateLimits = GateLimits(),

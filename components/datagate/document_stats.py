@@ -352,6 +352,9 @@ class SpanStats:
     # The MinHash sample of each source location's documents, when the documents name their source (not
     # UNKNOWN_SOURCE): the previous-span duplicate checks compare each location with its own last span (checks).
     source_samples: Dict[str, MinHashSample] = field(default_factory=dict)
+    # The languages whose groups are of documents tagged with them (a run of several: each file's), not of labels
+    # the scripts give; the current span's (the absolute checks per language), not kept in the statistics proto.
+    tagged: set = field(default_factory=set)
 
     def merge(self, other: "SpanStats") -> "SpanStats":
         """Add ``other`` (same span and settings) into self, in place; returns self."""
@@ -364,6 +367,7 @@ class SpanStats:
             self.groups.setdefault(key, GroupStats()).merge(group)
         self.unigrams.merge(other.unigrams)
         self.sample.merge(other.sample)
+        self.tagged |= other.tagged
         for source, sample in other.source_samples.items():
             if source in self.source_samples:
                 self.source_samples[source].merge(sample)
@@ -409,6 +413,14 @@ class SpanStats:
         out: Dict[str, GroupStats] = {}
         for (source, _), group in sorted(self.groups.items()):
             out.setdefault(source, GroupStats()).merge(group)
+        return out
+
+    def by_tagged_language(self) -> Dict[str, GroupStats]:
+        """Each tagged language's groups summed (its locations together): :attr:`tagged`'s."""
+        out: Dict[str, GroupStats] = {}
+        for (_, language), group in sorted(self.groups.items()):
+            if language in self.tagged:
+                out.setdefault(language, GroupStats()).merge(group)
         return out
 
     def summary(self) -> Dict[str, Any]:
@@ -494,6 +506,8 @@ class SpanStatsCombiner:
         # A document tagged with its language (a run of several: its file's) is grouped by its tag; otherwise by the
         # label its scripts give (text_units.language).
         acc.groups.setdefault((doc.source, doc.language or m.language), GroupStats()).add(m, flags(m, self.rules))
+        if doc.language:
+            acc.tagged.add(doc.language)
         acc.unigrams.add_counts(Counter(tokens))
         if tokens:
             shingles = shingle_hashes(token_hashes(tokens), self.sketch.minhash.shingle_size)
