@@ -60,7 +60,8 @@ def test_the_sample_is_seeded_and_about_its_budget():
 def test_padding_and_masked_shares_come_from_datagen_statistics():
     stats = {"params": {"max_seq_length": 64}, "splits": {"train": {"instances": 10, "tokens": 480,
                                                                     "masked_tokens": 72}},
-             "per_language": {"zh": {"instances": 4, "tokens": 128, "masked_tokens": 16}}}
+             "per_language": {"split": "train", "languages": {
+                 "zh": {"instances": 4, "tokens": 128, "masked_tokens": 16, "padding_tokens": 128}}}}
     assert instance_shares(stats) == {"padding_share": 0.25, "masked_share": 0.15}
     assert instance_shares(stats, "zh") == {"padding_share": 0.5, "masked_share": 0.125}
     assert instance_shares(stats, "ko") == {"padding_share": 0.25, "masked_share": 0.15}  # no block: the split's

@@ -99,16 +99,18 @@ def measure_language(language: str, sentences: Iterable[str], tokenizer) -> Lang
 
 
 def instance_shares(stats: Mapping[str, Any], language: Optional[str] = None) -> Dict[str, float]:
-    """``padding_share`` and ``masked_share`` from datagen's ``stats.json``: of ``language``'s instances when it has a
-    ``per_language`` block naming it, else of the train split. ``{}`` when it holds no instance."""
-    split = (stats.get("per_language") or {}).get(language) if language is not None else None
-    split = split or stats.get("splits", {}).get("train") or {}
+    """``padding_share`` and ``masked_share`` from datagen's ``stats.json``: of ``language``'s train instances when
+    its ``per_language`` block (a run of several languages: ``{"languages": {code: counts}}``) names it, else of the
+    train split. ``{}`` when it holds no instance."""
+    languages = (stats.get("per_language") or {}).get("languages") or {}
+    counts = (languages.get(language) if language is not None else None) or stats.get("splits", {}).get("train") or {}
     length = (stats.get("params") or {}).get("max_seq_length")
-    instances, tokens = split.get("instances", 0), split.get("tokens", 0)
+    instances, tokens = counts.get("instances", 0), counts.get("tokens", 0)
     if not instances or not length:
         return {}
-    return {"padding_share": 1.0 - tokens / (instances * length),
-            "masked_share": split.get("masked_tokens", 0) / tokens if tokens else 0.0}
+    padding = counts.get("padding_tokens", instances * length - tokens)
+    return {"padding_share": padding / (instances * length),
+            "masked_share": counts.get("masked_tokens", 0) / tokens if tokens else 0.0}
 
 
 class ExamplesGateError(UserError):
