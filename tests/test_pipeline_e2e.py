@@ -251,7 +251,8 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     # The data gate's baseline: a LatestArtifact resolver of its newest result and the DataGateBaseline task that
     # chooses from it when a run starts (pipeline/tasks/gate_baseline_task.py; Vertex AI compiles TFX's two built-in
     # resolvers alone).
-    tasks = NODES | resolver | {"DataSnapshot", "DataGateLatest", "DataGateBaseline", "DataGate", "DataGateCheck"}
+    tasks = NODES | resolver | {"DataSnapshot", "DataGateLatest", "DataGateBaseline", "DataGate", "DataGateCheck",
+                                "ExamplesGate"}
     assert set(summary["tasks"]) == tasks
     assert summary["tasks"]["DataSnapshot"] == [] and "DataSnapshot" in summary["tasks"]["CorpusGen"]
     deps = summary["tasks"]
@@ -260,10 +261,12 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     assert deps["VocabGen"] == ["CorpusGen", "DataGateCheck"]  # nothing expensive runs on a span the gate stopped
     assert deps["DataGateCheck"] == ["DataGate"]
     # Contamination: the dev passages; the baseline: the task's parameter.
-    assert deps["DataGate"] == ["CorpusGen", "DataGateBaseline", "RaceDataImporter", "SquadDataImporter"]
+    assert deps["DataGate"] == ["CorpusGen", "DataGateBaseline", "GlueDataImporter", "RaceDataImporter",
+                                "SquadDataImporter"]
     assert deps["DataGateBaseline"] == ["DataGateLatest", "DataSnapshot"]
     assert {"CorpusGen", "VocabGen"} <= set(deps["PretrainingDataGen"])
-    assert deps["Trainer"] == ["PretrainingDataGen"]
+    assert deps["Trainer"] == ["ExamplesGate", "PretrainingDataGen"]  # the examples gate's verdict first
+    assert deps["ExamplesGate"] == ["CorpusGen", "PretrainingDataGen", "VocabGen"]
     assert {"Trainer", "GlueDataImporter"} <= set(deps["GlueBenchmark"])
     assert {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark", "Trainer", "PretrainingDataGen"} <= set(
         deps["BenchmarkReport"])

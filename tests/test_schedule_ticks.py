@@ -27,11 +27,11 @@ import shutil
 import pytest
 
 from tests.conftest import REPO
-from tests.test_change_impact import BASE, GATE, IMPORTERS, RELEASE, RESOLVERS, _last_run
+from tests.test_change_impact import BASE, EXAMPLES, GATE, IMPORTERS, RELEASE, RESOLVERS, _last_run
 
 SAMPLE = os.path.join(REPO, "data", "sample")
 CORPUS_DOWN = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "BenchmarkReport"} | RELEASE \
-    | GATE
+    | GATE | EXAMPLES
 # Span 2 is span 1 less an article, so 18 of its 19 documents repeat span 1's: the data gate stops such a span
 # (tests/test_data_gate.py). These ticks are about what reruns, so they let it through.
 RESENT_SPAN = ["gate.max_previous_exact_duplicate_share=1", "gate.max_previous_near_duplicate_share=1"]
