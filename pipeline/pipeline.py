@@ -12,7 +12,8 @@ Between CorpusGen and VocabGen sits the data gate (``gate.enabled``, docs/data.m
 resolver, pipeline/tasks/gate_baseline_task.py) → ``DataGate`` (measures and checks the span, always publishes its result)
 → ``DataGateCheck`` (fails the run on a span that failed and was not accepted).
 VocabGen depends on the check without taking an artifact from it (``add_upstream_node``): no cache key moves, and
-nothing after the gate runs on a broken span.
+nothing after the gate runs on a broken span. The gate's second stage, ``ExamplesGate`` (the examples' statistics per
+language), sits between PretrainingDataGen and the Trainer, which depends on it the same way.
 
 Raw inputs enter through Importers, so MLMD lineage runs from every score back to the raw files. The release
 is TFX's pattern: a ``LatestBlessedModelStrategy`` resolver finds the last blessed model, ``Blesser`` decides
@@ -46,7 +47,7 @@ from tfx.types import Channel, standard_artifacts
 from components import artifacts
 from components.datagate import datagate_result
 from components.corpus.corpus_component import CorpusGen
-from components.datagate.datagate_component import DataGate, DataGateCheck
+from components.datagate.datagate_component import DataGate, DataGateCheck, ExamplesGate
 from components.datagen.datagen_component import PretrainingDataGen
 from components.evaluation.benchmark_component import BenchmarkEval
 from components.model_import.model_import_component import ModelImport
@@ -55,8 +56,9 @@ from components.report.report_component import BenchmarkReport
 from components.vocab.vocab_component import VocabGen
 from config import canonical_json
 from pipeline.tasks import gate_baseline_task
-from pipeline.settings.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, GATE_BASELINE_NODE, GATE_CHECK_NODE,
-                              IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE, PipelineConfig)
+from pipeline.settings.configs import (BENCHMARK_NODE_IDS, DATA_GATE_NODE, EXAMPLES_GATE_NODE, GATE_BASELINE_NODE,
+                                       GATE_CHECK_NODE, IMPORTER_OUTPUT_KEY, IMPORTERS, MODEL_IMPORT_NODE,
+                                       PipelineConfig)
 from trainer.trainer_component import create_trainer
 
 # Pipeline runtime parameter → (config key it overrides, type).
@@ -147,6 +149,14 @@ def create_pipeline(config: PipelineConfig, *, metadata_connection_config=None, 
         # both publish the final eval metrics as properties of the model_run/model artifacts in MLMD.
         trainer = create_trainer(args("Trainer"), datagen.outputs["examples"]).with_id("Trainer")
         nodes += [corpus, vocab, datagen, trainer]
+        if config.gate.enabled:
+            # The gate's second stage: the examples' statistics per language. The Trainer starts only after it
+            # succeeded (a dependency without artifacts: no node's inputs and no cache key move).
+            examples_gate = ExamplesGate(documents=corpus.outputs["documents"], vocab=vocab.outputs["vocab"],
+                                         statistics=datagen.outputs["statistics"],
+                                         **args(EXAMPLES_GATE_NODE)).with_id(EXAMPLES_GATE_NODE)
+            trainer.add_upstream_node(examples_gate)
+            nodes.append(examples_gate)
         model = trainer.outputs["model"]
         pretraining = {"model_run": trainer.outputs["model_run"], "statistics": datagen.outputs["statistics"],
                        "documents": corpus.outputs["documents"]}

@@ -18,7 +18,9 @@ import pytest
 
 RELEASE = {"Blesser", "Pusher"}
 GATE = {"DataGate", "DataGateCheck"}  # the data gate (tests/test_data_gate.py): its corpus's span is checked
-ALL = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "BenchmarkReport"} | RELEASE | GATE
+EXAMPLES = {"ExamplesGate"}  # the gate's second stage: after PretrainingDataGen, before the Trainer
+ALL = {"CorpusGen", "VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "BenchmarkReport"} | RELEASE | GATE \
+    | EXAMPLES
 BENCH = {"GlueBenchmark", "BenchmarkReport"} | RELEASE
 FROM_TRAINER = {"Trainer"} | BENCH
 IMPORTERS = {"WikipediaImporter", "GlueDataImporter", "RaceDataImporter"}
@@ -36,7 +38,7 @@ CHANGES = {
     # changes that train another model: once one is blessed, every later run's release decides again against it.
     "gate.max_unigram_jsd=0.4": GATE | {"BenchmarkReport"} | RELEASE,
     "train.num_train_steps=6": FROM_TRAINER,
-    "datagen.dupe_factor=2": {"PretrainingDataGen"} | FROM_TRAINER,
+    "datagen.dupe_factor=2": {"PretrainingDataGen"} | EXAMPLES | FROM_TRAINER,
     "vocab.vocab_size=900": ALL - {"CorpusGen"} - GATE,
     "corpus.min_doc_chars=300": ALL,
 }

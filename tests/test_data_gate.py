@@ -25,7 +25,7 @@ from tests.test_change_impact import BASE
 
 MULTILINGUAL = os.path.join(REPO, "tests", "fixtures", "multilingual")
 GATE = {"DataGate", "DataGateCheck"}
-AFTER_GATE = {"VocabGen", "PretrainingDataGen", "Trainer", "BenchmarkReport", "Blesser", "Pusher"}
+AFTER_GATE = {"VocabGen", "PretrainingDataGen", "ExamplesGate", "Trainer", "BenchmarkReport", "Blesser", "Pusher"}
 BENCHMARKS_OFF = ["benchmarks.glue_dir=null", "benchmarks.race_dir=null", "benchmarks.squad_dir=null"]
 
 
@@ -222,7 +222,7 @@ def test_span_1_is_checked_against_the_absolute_limits_alone_passes_and_trains(t
     assert summary["checks"][0]["message"] == ("span 1: check min_documents = 19, limit >= 1: passed (absolute; "
                                                "first span: no baseline, drift not checked)")
     assert (summary["baseline"], summary["documents"], summary["characters"]) == (None, 19, 234715)
-    assert [d.name for d in statistics.datasets] == ["span-1", "span-1/corpus/en"]
+    assert [d.name for d in statistics.datasets] == ["span-1", "span-1/wikipedia/en"]  # its location recorded
     assert statistics.datasets[0].num_examples == 19
     assert schema == limits_to_schema(GateLimits())
     assert anomalies.baseline == schema and not anomalies.anomaly_info  # the limits checked against; nothing failed
@@ -263,9 +263,14 @@ def test_a_bad_span_stops_before_the_vocabulary_with_a_line_per_failed_check(tic
         f"Trainer: {len(failed)} of 17 checks failed; anomalies in {result['uri']}; --set gate.accept={span} lets it "
         "through knowingly (full traceback: ")
     checks = {c["name"]: c for c in summary["checks"]}
+    # A moved language mix names the language that moved most: English, all of it away in span 2 (Chinese, Japanese
+    # and Korean), about half in span 4 (garbage).
+    moved = {"max_language_mix_distance": {2: "; en 1 -> 0 of the characters",
+                                           4: "; en 1 -> 0.5177 of the characters"}.get(span)}
     assert lines[start + 1:] == [
         f"span {span}: check {name} = {checks[name]['value']:.4g}, limit {'>=' if name.startswith('min_') else '<='} "
-        f"{checks[name]['limit']:.4g}: FAILED ({'absolute' if checks[name]['kind'] == 'absolute' else 'drift against span 1'})"
+        f"{checks[name]['limit']:.4g}: FAILED ({'absolute' if checks[name]['kind'] == 'absolute' else 'drift against span 1'}"
+        f"{moved.get(name) or ''})"
         for name in failed]
 
 
@@ -275,7 +280,8 @@ def test_the_failed_checks_name_the_values_and_limits(ticks):
     assert lines["span 5"] == [
         "span 5: check max_previous_exact_duplicate_share = 1, limit <= 0.05: FAILED (drift against span 1)",
         "span 5: check max_previous_near_duplicate_share = 1, limit <= 0.1: FAILED (drift against span 1)"]
-    assert "span 2: check max_language_mix_distance = 1, limit <= 0.25: FAILED (drift against span 1)" in lines["span 2"]
+    assert ("span 2: check max_language_mix_distance = 1, limit <= 0.25: FAILED (drift against span 1; en 1 -> 0 of "
+            "the characters)") in lines["span 2"]
     assert "span 3: check max_duplicate_lines_share = 1, limit <= 0.1: FAILED (absolute)" in lines["span 3"]
     assert "span 4: check max_few_letters_share = 1, limit <= 0.05: FAILED (absolute)" in lines["span 4"]
 
@@ -449,7 +455,7 @@ def test_the_gate_section_holds_gate_limits_under_the_same_names_and_defaults():
 def test_the_gate_moves_no_other_nodes_cache_key():
     """The DAG with the gate and without (``gate.enabled=false``: the DAG as before the gate): every other node's
     compiled IR is the same but for its list of upstream / downstream nodes, which no cache key reads (VocabGen
-    waits for DataGateCheck), and the report's one more input, the gate's result (its "Data gate" section); so a
+    waits for DataGateCheck, the Trainer for ExamplesGate), and the report's one more input, the gate's result (its "Data gate" section); so a
     store made before the gate serves every node but the gate's and the report's from its cache (and without the
     gate, the report's too: its optional input left out, its IR and executor are as before)."""
     from tfx.dsl.compiler import compiler
@@ -462,9 +468,11 @@ def test_the_gate_moves_no_other_nodes_cache_key():
         return ir, {n.pipeline_node.node_info.id: n.pipeline_node for n in ir.nodes}
 
     (on_ir, on), (off_ir, off) = nodes([]), nodes(["gate.enabled=false"])
-    assert set(on) - set(off) == {"DataGateBaseline", "DataGate", "DataGateCheck"} and set(off) <= set(on)
+    assert set(on) - set(off) == {"DataGateBaseline", "DataGate", "DataGateCheck", "ExamplesGate"}
+    assert set(off) <= set(on)
     assert on_ir.pipeline_info == off_ir.pipeline_info
     assert list(on["VocabGen"].upstream_nodes) == ["CorpusGen", "DataGateCheck"]
+    assert sorted(on["Trainer"].upstream_nodes) == ["ExamplesGate", "PretrainingDataGen"]
     assert on["BenchmarkReport"].inputs.inputs["data_gate"].channels[0].producer_node_query.id == "DataGate"
     assert "data_gate" not in off["BenchmarkReport"].inputs.inputs
     for node_id, node in off.items():
@@ -477,7 +485,7 @@ def test_the_gate_moves_no_other_nodes_cache_key():
             del pn.downstream_nodes[:]
         assert with_gate == node, node_id
     on_specs, off_specs = _executor_specs(on_ir), _executor_specs(off_ir)  # the executor spec is in the key too
-    assert set(on_specs) - set(off_specs) == {"DataGate", "DataGateCheck"}
+    assert set(on_specs) - set(off_specs) == {"DataGate", "DataGateCheck", "ExamplesGate"}
     assert all(on_specs[k] == spec for k, spec in off_specs.items())
 
 
@@ -505,3 +513,22 @@ def test_the_baseline_is_the_newest_lower_span_through_the_gate_and_an_acceptanc
     assert select_inputs(snapshot(1, "a"), results) == {"span": 1, "baseline": None, "acceptance": None}
     unpatterned = json.dumps({"wikipedia": {"spans": [], "fingerprint": "x"}})
     assert select_inputs(unpatterned, results) == {"span": 0, "baseline": None, "acceptance": None}
+
+
+def test_contamination_counts_every_dev_example_of_the_glue_nodes_tasks():
+    """Issue 63: GLUE's (and CLUE's, and task specs') dev examples are passages too, one per example, read with the
+    GLUE node's readers; most GLUE sentences are short (no 13-gram). An RTE dev sentence in the corpus is found."""
+    from components.datagate import datagate_beam
+    from components.datagate.contamination import ContaminationCombiner, DevNgrams
+    from components.text.documents import make_document
+
+    glue = os.path.join(REPO, "data", "sample", "glue")
+    passages = datagate_beam.dev_passages(glue_dir=glue)
+    assert len(passages) == 400 and passages.files[3] == glue
+    assert passages[0] == ("glue:CoLA:dev:dev-0", "The sailors rode the breeze clear of the rocks.")
+    rte = dict(passages)["glue:RTE:dev:dev-0"]
+    assert rte.startswith("Dana Reeve, the widow of the actor Christopher Reeve, has died of lung cancer")
+    corpus = [make_document("d0", "books", "d0", ["Some news first.", rte.split(" Christopher Reeve had")[0]])]
+    result = ContaminationCombiner(DevNgrams(passages)).compute(corpus)
+    assert (result.passages, result.short, result.contaminated) == (283, 117, ("glue:RTE:dev:dev-0",))
+    assert [name for name, _ in result.benchmarks] == ["glue"]

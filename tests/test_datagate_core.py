@@ -384,3 +384,59 @@ def test_the_sample_key_is_uniform_whatever_the_length_and_keeps_copies_and_near
     # A near copy (one line of 200 edited) has the same key unless the edited line was the one with the least CRC.
     same = sum(document_key(text[:i] + ["edited."] + text[i + 1:]) == document_key(text) for i in range(200))
     assert same == 199
+
+
+def test_previous_span_checks_compare_each_location_with_its_own_and_skip_an_unpatterned_one(sample_halves, baseline):
+    """Issue 63: the same Wikipedia articles beside a new book (the sample's Wikipedia read whole every tick, its
+    books by span). Compared as a whole the span repeats its Wikipedia half; by location the book is new."""
+    from components.datagate.checks import previous_duplicates
+
+    wiki = sample_halves[0][1:]
+    span = SpanStatsCombiner(2).compute([sample_halves[1][0]] + wiki)
+    patterned = {"wikipedia": False, "books": True}
+    shares = previous_duplicates(span, baseline, 0.8, patterned)
+    assert list(shares) == ["books"] and (shares["books"].exact, shares["books"].near) == (0.0, 0.0)
+    assert failing(check_span(span, baseline, patterned=patterned)) == []
+    everything = previous_duplicates(span, baseline, 0.8)  # every location compared: Wikipedia repeats itself
+    assert everything["wikipedia"].exact == 1.0 and everything["books"].exact == 0.0
+    again = SpanStatsCombiner(2).compute(sample_halves[0])  # the last span's book again
+    results = check_span(again, baseline, patterned=patterned)
+    assert failing(results) == ["max_previous_exact_duplicate_share", "max_previous_near_duplicate_share"]
+    assert failed(results)[0].message == ("span 2: check max_previous_exact_duplicate_share = 1, limit <= 0.05: "
+                                          "FAILED (drift against span 1; books location)")
+    restored = statistics_from_proto(statistics_to_proto(again))  # the samples by location make the round trip
+    assert sorted(restored.source_samples) == ["books", "wikipedia"]
+    assert restored.source_samples["books"] == again.source_samples["books"]
+
+
+def test_a_moved_language_mix_names_the_language_that_moved_most():
+    from components.datagate.checks import moved_language
+
+    assert moved_language({"en": 600, "zh": 400}, {"en": 1000}) == "en 1 -> 0.6 of the characters"
+    assert moved_language({"en": 100, "zh": 900}, {"en": 500, "zh": 500}) == "en 0.5 -> 0.1 of the characters"
+    assert moved_language({"en": 5}, {"en": 7}) == ""
+
+
+def test_a_tagged_document_is_grouped_by_its_tag():
+    """A run of several languages: each documents file holds one language's, and the gate groups by that tag."""
+    tagged = dataclasses.replace(doc(["Ein kurzer deutscher Satz über die Sprache und den Text."] * 3, "d1"),
+                                 language="de")
+    untagged = doc(["The cat sat on the mat and then it went to the garden with the dog."] * 3, "d2")
+    stats = SpanStatsCombiner(1).compute([tagged, untagged])
+    assert sorted(stats.groups) == [("books", "de"), ("books", "en")]
+
+
+def test_absolute_shares_are_checked_per_tagged_language(sample_halves):
+    """A run of several languages: a small language of bad text is not diluted by a large clean one."""
+    english = [dataclasses.replace(d, language="en") for d in sample_halves[0]]
+    page = ["Home | About us | Contact | Subscribe to our newsletter", "### Latest news ### Top stories ###"]
+    german = [dataclasses.replace(doc(page * 20 + [f"Seite {i} hat ein paar eigene Worte."], f"g{i}"),
+                                  language="de") for i in range(3)]
+    span = SpanStatsCombiner(1).compute(english + german)
+    assert span.tagged == {"de", "en"}
+    whole = span.total().ratios()["flagged_character_share_duplicate_lines"]
+    results = {r.name: r for r in check_span(span)}
+    duplicate_lines = results["max_duplicate_lines_share"]
+    assert whole < 0.05 < duplicate_lines.value == 1.0 and not duplicate_lines.passed
+    assert duplicate_lines.message.endswith(
+        "FAILED (absolute; first span: no baseline, drift not checked; de language)")

@@ -438,7 +438,7 @@ def test_a_bad_span_stops_the_rehearsal_at_the_data_gate_check(image_ticks):
     pushed."""
     _, out, summaries, _, _, (code, stderr) = image_ticks
     assert code == 1, stderr[-3000:]
-    done = re.findall(r"\[\d+/19\] ([\w-]+): \w+ (.*) in ", stderr)
+    done = re.findall(r"\[\d+/20\] ([\w-]+): \w+ (.*) in ", stderr)
     assert ("DataGate", "cache miss, ran") in done and ("InitFrom", "ran") in done
     assert not {"DataGateCheck", "VocabGen", "PretrainingDataGen", "Trainer"} & {name for name, _ in done}
     (run,) = set(os.listdir(os.path.join(out, "pipeline_root"))) - {s["run_id"] for s in summaries} - {"_checkpoints"}
@@ -484,12 +484,12 @@ def test_the_first_tick_runs_every_task_as_the_backends_start_it_and_equals_the_
     _, out, summaries, logs, local, _ = image_ticks
     first = summaries[0]
     assert first["python"] == image_env.python and first["schema_version"] == "2.1.0"
-    order = re.findall(r"\[\d+/19\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
+    order = re.findall(r"\[\d+/20\] ([\w-]+): ", logs[0])  # the progress lines, in the order the tasks ran
     assert order == ["DataGateLatest", "DataSnapshot", "LatestBlessedModel-model-blessing-resolver",
                      "BooksImporter", "DataGateBaseline", "GlueDataImporter", "LatestBlessedModel-model-resolver",
                      "WikipediaImporter",
                      "CorpusGen", "InitFrom", "DataGate", "DataGateCheck", "VocabGen", "PretrainingDataGen",
-                     "Trainer", "GlueBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
+                     "ExamplesGate", "Trainer", "GlueBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
     assert sorted(first["tasks"]) == sorted(order)
     assert {t["kind"] for t in first["tasks"].values()} == {"importer", "resolver", "container"}
     # The Beam steps ran on FnApiRunner as Beam's default, never trying to download PrismRunner.

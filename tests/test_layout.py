@@ -13,11 +13,13 @@ PRODUCT = ("config", "trainer", "components", "pipeline", "albert_tfx")
 # Each node's component (the function or class that makes it) and its settings section, by node id. The benchmark
 # nodes are one component, a node per family.
 COMPONENTS = {"CorpusGen": "CorpusGen", "DataGate": "DataGate", "DataGateCheck": "DataGateCheck",
+              "ExamplesGate": "ExamplesGate",
               "VocabGen": "VocabGen", "PretrainingDataGen": "PretrainingDataGen", "Trainer": "AlbertTrainer",
               "ModelImport": "ModelImport", "GlueBenchmark": "BenchmarkEval", "SquadBenchmark": "BenchmarkEval",
               "Squad2Benchmark": "BenchmarkEval", "RaceBenchmark": "BenchmarkEval",
               "BenchmarkReport": "BenchmarkReport", "Blesser": "Blesser", "Pusher": "Pusher"}
 SETTINGS = {"CorpusGen": "CorpusConfig", "DataGate": "GateConfig", "DataGateCheck": "GateConfig",
+            "ExamplesGate": "GateConfig",
             "VocabGen": "VocabConfig", "PretrainingDataGen": "DataGenConfig", "Trainer": "TrainConfig",
             "ModelImport": "TrainConfig", "GlueBenchmark": "BenchmarkConfig", "SquadBenchmark": "BenchmarkConfig",
             "Squad2Benchmark": "BenchmarkConfig", "RaceBenchmark": "BenchmarkConfig",

@@ -41,7 +41,8 @@ def _changed_nodes(override):
     ("corpus.min_doc_chars=10", {"CorpusGen"}),
     ("corpus.wikipedia_format=wikiextractor", {"CorpusGen"}),
     ("corpus.books_glob=**/*.txt", {"CorpusGen"}),
-    ("seed=1", {"VocabGen", "PretrainingDataGen", "Trainer", "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
+    ("seed=1", {"VocabGen", "PretrainingDataGen", "ExamplesGate", "Trainer", "GlueBenchmark", "SquadBenchmark",
+                "RaceBenchmark"}),
     # The Trainer keeps its checkpoints under the pipeline root (custom_config.checkpoint_root).
     ("pipeline_root=/elsewhere", {"Trainer", "Blesser", "Pusher"}),  # checkpoints; the default push destination
     ("beam_args=--direct_num_workers=2", set()),
@@ -52,7 +53,8 @@ def _changed_nodes(override):
     # The data gate's limits and accept reach the gate alone; off, its nodes are gone and nothing else moves.
     ("gate.max_unigram_jsd=0.4", {"DataGate"}),
     ("gate.accept=3", {"DataGate"}),
-    ("gate.enabled=false", {"DataGate", "DataGateCheck"}),
+    ("gate.enabled=false", {"DataGate", "DataGateCheck", "ExamplesGate"}),
+    ("gate.max_unk_rate=0.1", {"ExamplesGate"}),
 ])
 def test_a_setting_reaches_only_the_nodes_it_determines(override, nodes):
     assert _changed_nodes(override) == nodes
@@ -104,7 +106,8 @@ benchmarks:
 def test_benchmarks_beyond_english_keep_english_parameters_and_reach_only_their_nodes(tmp_path):
     """The settings of CLUE / spec tasks (benchmarks.tasks, race_format, squad_metric) at their defaults are in no
     node's parameters nor the section's JSON, so English keeps every cache key; set, each reaches its node alone,
-    and a spec reaches the GLUE node only when glue_tasks names it."""
+    and a spec reaches the GLUE node only when glue_tasks names it (and the data gate, whose contamination reads its
+    dev set)."""
     base = build_config("sample")
     assert not {"tasks", "race_format", "squad_metric"} & set(base.benchmarks.to_dict())
     defaults = build_config("sample", overrides=["benchmarks.race_format=race", "benchmarks.squad_metric=official"])
@@ -114,7 +117,10 @@ def test_benchmarks_beyond_english_keep_english_parameters_and_reach_only_their_
     clue = build_config("sample", config_file=str(path))
     before, after = base.node_parameters(), clue.node_parameters()
     assert {n for n in set(before) | set(after) if before.get(n) != after.get(n)} == {
-        "GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}
+        "GlueBenchmark", "SquadBenchmark", "RaceBenchmark", "DataGate"}
+    # The gate measures the spec's dev set's contamination too: it is given the specs the GLUE node runs.
+    assert json.loads(after["DataGate"]["glue_tasks"]) == {"TOPICS": after["GlueBenchmark"]["config"]["tasks"]["TOPICS"]}
+    assert after["DataGate"]["config"] == before["DataGate"]["config"]
     glue, squad, race = (after[n]["config"] for n in ("GlueBenchmark", "SquadBenchmark", "RaceBenchmark"))
     assert list(glue["tasks"]) == ["TOPICS"] and list(glue["hparams"]) == ["RTE", "AFQMC", "TOPICS"]
     assert (squad["squad_metric"], list(squad["hparams"])) == ("cmrc2018", ["CMRC2018"])

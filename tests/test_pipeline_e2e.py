@@ -284,7 +284,8 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     # The data gate's baseline: a LatestArtifact resolver of its newest result and the DataGateBaseline task that
     # chooses from it when a run starts (pipeline/tasks/gate_baseline_task.py; Vertex AI compiles TFX's two built-in
     # resolvers alone).
-    tasks = NODES | resolver | {"DataSnapshot", "DataGateLatest", "DataGateBaseline", "DataGate", "DataGateCheck"}
+    tasks = NODES | resolver | {"DataSnapshot", "DataGateLatest", "DataGateBaseline", "DataGate", "DataGateCheck",
+                                "ExamplesGate"}
     assert set(summary["tasks"]) == tasks
     assert summary["tasks"]["DataSnapshot"] == [] and "DataSnapshot" in summary["tasks"]["CorpusGen"]
     deps = summary["tasks"]
@@ -293,10 +294,12 @@ def test_compile_kubeflow_v2_spec_and_load_as_vertex_job(tmp_path):
     assert deps["VocabGen"] == ["CorpusGen", "DataGateCheck"]  # nothing expensive runs on a span the gate stopped
     assert deps["DataGateCheck"] == ["DataGate"]
     # Contamination: the dev passages; the baseline: the task's parameter.
-    assert deps["DataGate"] == ["CorpusGen", "DataGateBaseline", "RaceDataImporter", "SquadDataImporter"]
+    assert deps["DataGate"] == ["CorpusGen", "DataGateBaseline", "GlueDataImporter", "RaceDataImporter",
+                                "SquadDataImporter"]
     assert deps["DataGateBaseline"] == ["DataGateLatest", "DataSnapshot"]
     assert {"CorpusGen", "VocabGen"} <= set(deps["PretrainingDataGen"])
-    assert deps["Trainer"] == ["PretrainingDataGen"]
+    assert deps["Trainer"] == ["ExamplesGate", "PretrainingDataGen"]  # the examples gate's verdict first
+    assert deps["ExamplesGate"] == ["CorpusGen", "PretrainingDataGen", "VocabGen"]
     assert {"Trainer", "GlueDataImporter"} <= set(deps["GlueBenchmark"])
     assert {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark", "Trainer", "PretrainingDataGen"} <= set(
         deps["BenchmarkReport"])
@@ -354,7 +357,7 @@ def _expected_contamination(documents_dir, sample_dir):
             for block in f.read().split("\n\n"):
                 if block.strip():
                     corpus.update(int(h) for h in passage_ngrams(block.strip().split("\n")))
-    passages = {"squad": {}, "race": {}}
+    passages = {"squad": {}, "race": {}, "glue": {}}
     for path in sorted(glob.glob(os.path.join(sample_dir, "squad", "dev*.json"))):
         with open(path, encoding="utf-8") as f:
             for i, article in enumerate(json.load(f)["data"]):
@@ -363,6 +366,18 @@ def _expected_contamination(documents_dir, sample_dir):
     for path in sorted(glob.glob(os.path.join(sample_dir, "race", "dev", "*", "*.txt"))):
         with open(path, encoding="utf-8") as f:
             passages["race"][os.path.relpath(path, sample_dir)] = json.load(f)["article"]
+    for path in sorted(glob.glob(os.path.join(sample_dir, "glue", "*", "dev.tsv"))):  # one passage per example
+        task = os.path.basename(os.path.dirname(path))
+        with open(path, encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f]
+        if task == "CoLA":  # no header; the sentence is the 4th column, the row number the guid
+            texts = {f"dev-{i}": row[3] for i, row in enumerate(rows)}
+        else:  # a header; the sentence columns before the label (SST-2: one; MRPC: its two strings; RTE: two)
+            columns = {"SST-2": [0], "MRPC": [3, 4], "RTE": [1, 2]}[task]
+            index = {"SST-2": None, "MRPC": None, "RTE": 0}[task]
+            texts = {f"dev-{row[index] if index is not None else i}": " ".join(row[c] for c in columns)
+                     for i, row in enumerate(rows[1:])}
+        passages["glue"].update({f"glue:{task}:dev:{guid}": text for guid, text in texts.items()})
     out = {}
     for benchmark, texts in passages.items():
         grams = {pid: {int(h) for h in passage_ngrams(text)} for pid, text in texts.items()}
@@ -414,7 +429,7 @@ def _rerun_node(store, node, replaced, outputs, **parameters):
 
 
 # The dev passages planted whole or in part in a copy of the sample run's corpus (:func:`planted`), by the gate's ids.
-PLANTED = {"race": ["race:high98.txt"],
+PLANTED = {"glue": ["glue:RTE:dev:dev-0"], "race": ["race:high98.txt"],
            "squad": ["squad:dev-v1.1-sample.json:0:1", "squad:dev-v1.1-sample.json:2:3"]}
 
 
@@ -422,8 +437,9 @@ PLANTED = {"race": ["race:high98.txt"],
 def planted(store, sample_dir, tmp_path_factory):
     """The sample run's DataGate, BenchmarkReport and Pusher run again on its own documents with dev passages
     planted in them (:data:`PLANTED`): SQuAD paragraph 0:1 and RACE article high/98 whole, SQuAD paragraph 2:3 as
-    40 of its words quoted inside a text of its own; RACE article middle/9's first 8 words (fewer than 13 tokens,
-    so no 13-gram) are planted too and count for nothing. Everything else is the sample run's: its model, results,
+    40 of its words quoted inside a text of its own, RTE dev example 0's first sentence after a line of its own;
+    RACE article middle/9's first 8 words (fewer than 13 tokens, so no 13-gram) are planted too and count for
+    nothing. Everything else is the sample run's: its model, results,
     blessing, the gate's and the report's settings. Returns the folders of the planted documents, the gate's result,
     the report and the release."""
     import shutil
@@ -446,10 +462,13 @@ def planted(store, sample_dir, tmp_path_factory):
             return json.load(f)["article"]
 
     quoted = articles[2]["paragraphs"][3]["context"].split()[10:50]
+    with open(os.path.join(sample_dir, "glue", "RTE", "dev.tsv"), encoding="utf-8") as f:
+        rte = f.read().split("\n")[1].split("\t")[1]  # RTE dev example 0's first sentence (22 tokens)
     texts = [articles[0]["paragraphs"][1]["context"],
              "A reader wrote to us about a page she had kept. " + " ".join(quoted) + " That was all of it.",
              race_article("high", "98.txt"),
-             "An unrelated letter begins: " + " ".join(race_article("middle", "9.txt").split()[:8]) + " and ends."]
+             "An unrelated letter begins: " + " ".join(race_article("middle", "9.txt").split()[:8]) + " and ends.",
+             "The news in brief. " + rte]
     shard = sorted(glob.glob(str(root / "documents" / "documents-*-of-*.txt")))[-1]
     with open(shard, "a", encoding="utf-8") as f:
         f.write("".join(to_text_block(make_document(f"planted-{i}", "corpus", f"planted-{i}", [text]))
@@ -472,7 +491,7 @@ def _contamination_table(expected, contaminated):
     """The contamination table as the report and the card must show it: per benchmark, (dev passages with a
     13-gram, too short, ids found) from ``expected`` (:func:`_expected_contamination`), ``contaminated`` of them."""
     rows, total = [], [0, 0, 0]
-    for benchmark in ("race", "squad"):
+    for benchmark in ("glue", "race", "squad"):
         n, short, _ = expected[benchmark]
         found = len(contaminated[benchmark])
         share = f"{100 * found / n:.2f}%"
@@ -495,8 +514,8 @@ def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamina
     [gate_result] = store.get_artifacts_by_type("albert_tfx.DataGateResult")
     expected = _expected_contamination(documents.uri, sample_dir)
     # The bundled numbers (docs/data.md, "Data gate"): none of data/sample's dev passages is in its corpus.
-    assert {b: (n, short, len(found)) for b, (n, short, found) in expected.items()} == {"race": (8, 0, 0),
-                                                                                         "squad": (12, 0, 0)}
+    assert {b: (n, short, len(found)) for b, (n, short, found) in expected.items()} == {
+        "glue": (283, 117, 0), "race": (8, 0, 0), "squad": (12, 0, 0)}
     report = json.loads(sample_run.first.stdout)["report"]
     with open(report, encoding="utf-8") as f:
         section = _gate_section(f.read())
@@ -510,11 +529,11 @@ def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamina
     assert gate_result.custom_properties["passed"].int_value == 1 and gate["span"] == 0
     assert "![Data gate: document lengths and token frequencies, this span over its baseline](data_gate.png)" \
         in section and os.path.isfile(os.path.join(os.path.dirname(report), "data_gate.png"))
-    for benchmark in ("race", "squad"):
+    for benchmark in ("glue", "race", "squad"):
         n, short, _ = expected[benchmark]
         c = gate["contamination"]["benchmarks"][benchmark]
         assert (c["passages"], c["short"], c["contaminated"], c["total"]) == (n, short, [], [])
-    table, share = _contamination_table(expected, {"race": [], "squad": []})
+    table, share = _contamination_table(expected, {"glue": [], "race": [], "squad": []})
     assert table in section
     assert gate_result.custom_properties["contaminated_share"].double_value == share == 0
     # The card of version 1 says the same: the verdict and the contamination table.
@@ -524,18 +543,19 @@ def test_the_report_and_the_card_show_the_data_gate_and_the_benchmarks_contamina
     # The planted copy: the passages are in the corpus (the core's n-grams alone, on the files themselves, find
     # them and nothing else), and the gate, the report and the card count exactly them.
     found = _expected_contamination(planted["documents"], sample_dir)
-    assert {b: (n, short) for b, (n, short, _) in found.items()} == {"race": (8, 0), "squad": (12, 0)}
-    assert found["squad"][2] == PLANTED["squad"]
+    assert {b: (n, short) for b, (n, short, _) in found.items()} == {"glue": (283, 117), "race": (8, 0),
+                                                                      "squad": (12, 0)}
+    assert found["squad"][2] == PLANTED["squad"] and found["glue"][2] == PLANTED["glue"]
     assert [f"race:{p.split(os.sep)[-2]}{p.split(os.sep)[-1]}" for p in found["race"][2]] == PLANTED["race"]
     summary = planted["summary"]
     assert summary["documents"] == documents.custom_properties["num_documents"].int_value + planted["planted_documents"]
-    for benchmark in ("race", "squad"):
+    for benchmark in ("glue", "race", "squad"):
         c = summary["contamination"]["benchmarks"][benchmark]
         assert (c["passages"], c["contaminated"], c["total"]) == (expected[benchmark][0], PLANTED[benchmark],
                                                                    PLANTED[benchmark])
-    assert summary["contamination"]["contaminated"] == sorted(PLANTED["race"] + PLANTED["squad"])
+    assert summary["contamination"]["contaminated"] == sorted(PLANTED["glue"] + PLANTED["race"] + PLANTED["squad"])
     table, share = _contamination_table(expected, PLANTED)
-    assert share == 3 / 20 and planted["gate"].get_float_custom_property("contaminated_share") == share
+    assert share == 4 / 303 and planted["gate"].get_float_custom_property("contaminated_share") == share
     with open(os.path.join(planted["report"], "report.md"), encoding="utf-8") as f:
         section = _gate_section(f.read())
     assert section.startswith(f"{verdict}\n\n| statistic | span 0 |\n|---|---|\n| documents | "

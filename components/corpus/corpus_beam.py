@@ -35,6 +35,10 @@ from components.corpus.corpus_config import WIKIPEDIA_FORMATS
 
 LOG = logging.getLogger(__name__)
 COUNTS_FILE = "counts.json"
+# With ``record_sources`` (a corpus with a span pattern: CorpusGen), beside each shard: its documents' sources in file
+# order, as runs ``[[source, documents], ...]`` (the data gate's per-location statistics, docs/data.md). The shard
+# format itself keeps no source; a corpus without span patterns writes none, so its files are what they were.
+SOURCES_DIR = "sources"
 
 
 Globs = Union[str, Sequence[str]]
@@ -256,18 +260,34 @@ class _WriteShard(beam.DoFn):
     counts; in a run of several languages one file per language (``documents-<code>-NNNNN-of-NNNNN.txt``), and
     with tagging its per-language counts under ``language:<code>``."""
 
-    def __init__(self, output_dir: str, num_shards: int, spill_dir: str, several: bool = False):
+    def __init__(self, output_dir: str, num_shards: int, spill_dir: str, several: bool = False,
+                 record_sources: bool = False):
         self._output_dir = output_dir
         self._num_shards = num_shards
         self._spill_dir = spill_dir
         self._several = several
+        self._record_sources = record_sources
+
+    @staticmethod
+    def _write_sources(path: str, sources: List[str]) -> None:
+        """The sources of a shard file's documents, in file order, as runs (:data:`SOURCES_DIR`)."""
+        runs: List[List] = []
+        for source in sources:
+            if runs and runs[-1][0] == source:
+                runs[-1][1] += 1
+            else:
+                runs.append([source, 1])
+        with FileSystems.create(sources_path(path)) as f:
+            f.write(json.dumps(runs).encode("utf-8"))
 
     def process(self, element: Tuple[int, Iterable[Tuple]]) -> Iterator[Dict[str, Dict[str, int]]]:
         shard, records = element
         counts: Dict[str, Dict[str, int]] = {}
         kept: Dict[str, Dict[str, Optional[str]]] = {}  # spill file key -> ids kept from it -> their language
+        sources: Dict[Tuple[str, str], str] = {}  # (doc id, spill file key) -> source
         for doc_id, file_key, source, _, sentences, characters, language in records:
             kept.setdefault(file_key, {})[doc_id] = language
+            sources[doc_id, file_key] = source
             for key in (source,) + ((f"language:{language}",) if language is not None else ()):
                 c = counts.setdefault(key, {"documents": 0, "sentences": 0, "characters": 0})
                 c["documents"] += 1
@@ -279,14 +299,16 @@ class _WriteShard(beam.DoFn):
             blocks.extend((doc_id, file_key, block, ids[doc_id]) for doc_id, block in
                           read_spill(_spill_path(self._spill_dir, shard, file_key)) if doc_id in ids)
         blocks.sort(key=lambda b: (b[0], b[1]))  # by id; one id in two files (two dumps of a page): by file
-        files: Dict[Optional[str], List[bytes]] = {}
-        for _, _, block, language in blocks:
-            files.setdefault(language if self._several else None, []).append(block)
+        files: Dict[Optional[str], List[Tuple[str, str, bytes]]] = {}
+        for doc_id, file_key, block, language in blocks:
+            files.setdefault(language if self._several else None, []).append((doc_id, file_key, block))
         for language, parts in sorted(files.items(), key=lambda kv: kv[0] or "") or [(None, [])]:
             path = posixpath.join(self._output_dir, shard_file_name(shard, self._num_shards, language))
             with FileSystems.create(path) as f:
-                for block in parts:
+                for _, _, block in parts:
                     f.write(block)
+            if self._record_sources:
+                self._write_sources(path, [sources[doc_id, file_key] for doc_id, file_key, block in parts if block])
         for source, c in counts.items():
             if not source.startswith("language:"):
                 for key, n in c.items():
@@ -324,13 +346,15 @@ def _dedupe(element: Tuple[str, Iterable[Tuple]]):
 def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], output_dir: str, *,
                  num_shards: int, min_chars: int, dedupe: bool = True,
                  encoding_fallback: Optional[str] = None, wikipedia_format: str = "auto",
-                 sentence_splitter: Optional[str] = None, tagging: Optional[LanguageTagging] = None) -> None:
+                 sentence_splitter: Optional[str] = None, tagging: Optional[LanguageTagging] = None,
+                 record_sources: bool = False) -> None:
     """Add the ingestion stages to ``pipeline``; writes shards and ``counts.json`` under ``output_dir`` (spill files
     under ``output_dir/.spill`` while it runs, deleted at the end). ``wikipedia_format``: one of
     :data:`components.corpus.corpus_config.WIKIPEDIA_FORMATS` (``auto``: per file, from its content); ``sentence_splitter``:
     ``corpus.sentence_splitter`` (None: English's); ``tagging``: documents tagged by language
     (:class:`components.corpus.language_tags.LanguageTagging`, ``from_config``), None or inactive in a
-    single-language run."""
+    single-language run; ``record_sources``: write each shard's documents' sources beside it (:data:`SOURCES_DIR`,
+    :func:`shard_sources`)."""
     if num_shards < 1:
         raise ValueError(f"num_shards must be >= 1, got {num_shards}")
     if wikipedia_format not in WIKIPEDIA_FORMATS:
@@ -365,7 +389,7 @@ def build_corpus(pipeline: beam.Pipeline, inputs: List[Tuple[str, str, str]], ou
         | "KeyByShard" >> beam.Map(lambda r: (r[3], r))
         | "GroupShards" >> beam.GroupByKey()
         | "WriteShards" >> beam.ParDo(_WriteShard(output_dir, num_shards, spill_dir,
-                                                  tagging is not None and tagging.several))
+                                                  tagging is not None and tagging.several, record_sources))
         | "SumCounts" >> beam.CombineGlobally(_sum_counts)
     )
     sources = sorted({kind for kind, _, _ in inputs})
@@ -424,3 +448,20 @@ def document_shards(documents_dir: str) -> List[str]:
     """The shard files of a documents folder, in order."""
     result = FileSystems.match([posixpath.join(documents_dir, SHARD_GLOB)])[0]
     return sorted(m.path for m in result.metadata_list)
+
+
+def sources_path(shard_path: str) -> str:
+    """Where the sources of a shard's documents are written (:data:`SOURCES_DIR`)."""
+    folder, name = posixpath.split(shard_path)
+    return posixpath.join(folder, SOURCES_DIR, posixpath.splitext(name)[0] + ".json")
+
+
+def shard_sources(shard_path: str) -> Optional[List[str]]:
+    """The source of each document of a shard, in file order; None when the corpus recorded none (no span pattern,
+    or a folder written before sources were recorded)."""
+    path = sources_path(shard_path)
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        runs = json.loads(f.read().decode("utf-8"))
+    return [source for source, n in runs for _ in range(n)]

@@ -32,7 +32,9 @@ def CorpusGen(
     """Wikipedia dumps + book folders → clean, deduplicated, sharded documents (one sentence per line).
 
     ``data_snapshot``: what the run resolved each input location to when it started (``pipeline/settings/spans.py``), whose
-    ``folders`` (a window of spans under the Importer's URI) are the folders read."""
+    ``folders`` (a window of spans under the Importer's URI) are the folders read. A corpus with a span pattern also
+    records each shard's documents' sources (``corpus_beam.SOURCES_DIR``), which the data gate compares location by
+    location; one without (the sample presets) writes its files as before."""
     cfg = CorpusConfig.from_json(config, "corpus.")
     read = json.loads(data_snapshot) if data_snapshot else {}
     inputs = corpus_beam.list_inputs(
@@ -44,7 +46,8 @@ def CorpusGen(
                                      dedupe=cfg.dedupe, encoding_fallback=cfg.book_encoding_fallback,
                                      wikipedia_format=cfg.wikipedia_format,
                                      sentence_splitter=cfg.sentence_splitter,
-                                     tagging=LanguageTagging.from_config(cfg))
+                                     tagging=LanguageTagging.from_config(cfg),
+                                     record_sources=any((s or {}).get("spans") for s in read.values()))
         record_counters(p, "albert.corpus", [documents])
         publish(staging, documents.uri, last=[corpus_beam.COUNTS_FILE])
     counts = corpus_beam.read_counts(documents.uri)

@@ -12,6 +12,8 @@ Modules:
 * ``document_stats``: per-document measures and the mergeable span statistics (``SpanStatsCombiner``);
 * ``drift``: Jensen–Shannon divergence, volume ratio, mix distance;
 * ``contamination``: GPT-3's 13-gram overlap between benchmark dev passages and the corpus;
-* ``checks``: ``GateLimits`` and ``check_span``;
+* ``checks``: ``GateLimits`` and ``check_span`` (per source location where the documents name theirs);
+* ``examples_stats``: the second stage, the pretraining examples per language (``[UNK]`` rate, pieces per
+  character, vocabulary coverage, padding and masked shares), node ``ExamplesGate``;
 * ``protos``: statistics / schema / anomalies protos.
 """

@@ -5,8 +5,9 @@ shards, runs the core's combiners as ``beam.CombineGlobally`` (a CombineFn's acc
 the span's statistics are the same on one worker or many), compares with the baseline and writes the result's files
 (:mod:`components.datagate.datagate_result`): ``statistics.pb``, ``schema.pb``, ``anomalies.pb`` and ``gate.json``.
 
-CorpusGen's format (one sentence per line, a blank line between documents) keeps no source per document, so the
-statistics' groups are ``corpus/<language>``. :func:`gate_documents` runs the same graph on a documents folder
+CorpusGen's format (one sentence per line, a blank line between documents) keeps no source per document; a corpus
+with a span pattern records them beside its shards (``corpus_beam.shard_sources``), and the statistics' groups are
+``<location>/<language>`` (``books/en``), else ``corpus/<language>``. :func:`gate_documents` runs the same graph on a documents folder
 outside TFX (what the ``DataGate`` node runs inside its Beam pipeline).
 """
 from __future__ import annotations
@@ -26,21 +27,34 @@ from components.corpus import corpus_beam
 from components.datagate import datagate_result
 from components.datagate.checks import GateLimits, check_span
 from components.datagate.contamination import ContaminationCombiner, DevNgrams
-from components.datagate.document_stats import SketchSettings, SpanStats, SpanStatsCombiner, sample_rate
+from components.datagate.document_stats import (UNKNOWN_SOURCE, SketchSettings, SpanStats, SpanStatsCombiner,
+                                                sample_rate)
 from components.datagate.protos import (limits_to_schema, results_to_anomalies, statistics_from_proto,
                                         statistics_to_proto)
 from components.datagen.datagen_beam_input import read_documents
 from components.evaluation.race.race_data import read_race
 from components.evaluation.squad.reading import load_squad_json
-from components.text.documents import Document
+from components.text.documents import Document, file_language
 
-CORPUS_SOURCE = "corpus"  # the source of every document: CorpusGen's shards do not record one
+CORPUS_SOURCE = UNKNOWN_SOURCE  # the source of a document whose shard records none
 
 
 def read_span_documents(path: str) -> Iterator[Document]:
-    """The documents of one CorpusGen shard (ids ``<shard file>:<index>``)."""
-    for doc_id, sentences in read_documents(path):
-        yield Document(doc_id=doc_id, source=CORPUS_SOURCE, title=doc_id, sentences=sentences)
+    """The documents of one CorpusGen shard (ids ``<shard file>:<index>``), each with its source location when
+    CorpusGen recorded them (``corpus_beam.shard_sources``: a corpus with a span pattern), else :data:`CORPUS_SOURCE`,
+    and the file's language in a run of several (``file_language``; the statistics group by it then)."""
+    sources = corpus_beam.shard_sources(path) or []
+    language = file_language(path)  # a run of several languages: each file holds one's documents, tagged
+    for i, (doc_id, sentences) in enumerate(read_documents(path)):
+        source = sources[i] if i < len(sources) else CORPUS_SOURCE
+        yield Document(doc_id=doc_id, source=source, title=doc_id, sentences=sentences, language=language)
+
+
+def patterned_locations(data_snapshot: Optional[str]) -> Dict[str, bool]:
+    """Each corpus location of a ``data_snapshot`` (data key, the documents' source) → whether it was read with a
+    span pattern."""
+    return {key: bool((summary or {}).get("spans"))
+            for key, summary in (json.loads(data_snapshot) if data_snapshot else {}).items()}
 
 
 class DevPassages(list):
@@ -49,7 +63,7 @@ class DevPassages(list):
     than their texts (:class:`_ContaminationFn`). A plain list of passages works as well, pickled whole."""
 
     def __init__(self, passages: Sequence[Tuple[str, str]] = (),
-                 files: Optional[Tuple[Tuple[str, ...], Optional[str], Tuple[str, ...]]] = None) -> None:
+                 files: Optional[tuple] = None) -> None:
         super().__init__(passages)
         self.files = files
 
@@ -58,13 +72,43 @@ def _absolute(path: str) -> str:
     return path if "://" in path else os.path.abspath(path)
 
 
+def glue_dev_passages(glue_dir: str, specs: Optional[Dict[str, dict]] = None) -> List[Tuple[str, str]]:
+    """(passage id, text) of every dev example of the GLUE node's tasks found in ``glue_dir``: each sub-folder named
+    after a GLUE task, a CLUE classification task or a spec of ``benchmarks.tasks`` (``specs``, as the GLUE node's
+    parameters give them), read with the GLUE node's readers (``components.evaluation.glue.glue_tasks``); a folder
+    of no task, or a dev split without its file, is skipped. One passage per example, its sentence(s) joined (id
+    ``glue:<task>:<split>:<guid>``). GLUE's sentences are short: most have no 13-gram and count as ``short``."""
+    from components.evaluation.glue import glue_tasks  # lazy: the GLUE readers (only with GLUE data)
+    from components.evaluation.glue.task_spec_reader import specs_from_config  # lazy: as above
+    from config.errors import MissingInputError  # lazy: as above
+    from config.schema import ConfigError  # lazy: as above
+
+    parsed = specs_from_config(specs) if specs else {}
+    out: List[Tuple[str, str]] = []
+    for name in sorted(n.rstrip("/") for n in os.listdir(glue_dir) if os.path.isdir(os.path.join(glue_dir, n))):
+        try:
+            task = glue_tasks.resolve_task(name, parsed)
+        except ConfigError:
+            continue  # not a task's folder
+        for split in glue_tasks.dev_splits(task):
+            try:
+                examples = glue_tasks.read_split(task, split, glue_dir)
+            except MissingInputError:
+                continue
+            out.extend((f"glue:{name}:{split}:{ex.guid}", ex.text_a if ex.text_b is None else
+                        f"{ex.text_a} {ex.text_b}") for ex in examples)
+    return out
+
+
 def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None,
-                 squad2_files: Sequence[str] = ()) -> DevPassages:
+                 squad2_files: Sequence[str] = (), glue_dir: Optional[str] = None,
+                 glue_specs: Optional[Dict[str, dict]] = None) -> DevPassages:
     """(passage id, text) of the reading benchmarks' dev sets, local files: each SQuAD v1.1 (``squad_files``) and
     v2.0 (``squad2_files``) paragraph (its ``context``, id ``squad:<file>:<article>:<paragraph>``, ``squad2:…``)
     and each RACE dev article (id ``race:<file id>``, once however many questions it has). An id starts with its
     benchmark's data key (``contamination.benchmark_of``), so contamination is counted per benchmark. The list
-    names the files it came from (:class:`DevPassages`)."""
+    names the files it came from (:class:`DevPassages`). ``glue_dir``: the GLUE node's data, whose every task's dev
+    examples are passages too (:func:`glue_dev_passages`)."""
     out: List[Tuple[str, str]] = []
     for benchmark, files in (("squad", squad_files), ("squad2", squad2_files)):
         for path in files:
@@ -79,9 +123,12 @@ def dev_passages(squad_files: Sequence[str] = (), race_dir: Optional[str] = None
             if file_id not in seen:
                 seen.add(file_id)
                 out.append((f"race:{file_id}", ex.article))
+    if glue_dir is not None:
+        out.extend(glue_dev_passages(glue_dir, glue_specs))
     return DevPassages(out, files=(tuple(map(_absolute, squad_files)),
                                    None if race_dir is None else _absolute(race_dir),
-                                   tuple(map(_absolute, squad2_files))))
+                                   tuple(map(_absolute, squad2_files)),
+                                   None if glue_dir is None else _absolute(glue_dir), glue_specs))
 
 
 def passages_digest(passages: Sequence[Tuple[str, str]]) -> str:
@@ -156,11 +203,13 @@ class _ContaminationFn(beam.CombineFn):
             return self._passages
         if self._digest in _PASSAGES:
             return _PASSAGES[self._digest]
-        squad_files, race_dir, squad2_files = self._files
-        passages = dev_passages(squad_files, race_dir, squad2_files=squad2_files)
+        squad_files, race_dir, squad2_files, glue_dir, glue_specs = self._files
+        passages = dev_passages(squad_files, race_dir, squad2_files=squad2_files, glue_dir=glue_dir,
+                                glue_specs=glue_specs)
         if passages_digest(passages) != self._digest:
             raise ValueError("the dev passages changed since the data gate's pipeline was built: "
-                             f"SQuAD {list(squad_files)}, RACE {race_dir}, SQuAD 2.0 {list(squad2_files)}")
+                             f"SQuAD {list(squad_files)}, RACE {race_dir}, SQuAD 2.0 {list(squad2_files)}, "
+                             f"GLUE {glue_dir}")
         return passages
 
     def _get(self) -> ContaminationCombiner:
@@ -192,11 +241,11 @@ def _write(path: str, data: bytes) -> None:
 
 def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline: Optional[SpanStats],
                  accept: Optional[int], contamination=None, accepted_before: Optional[str] = None,
-                 earlier_spans: Sequence[int] = ()) -> dict:
+                 earlier_spans: Sequence[int] = (), patterned: Optional[Dict[str, bool]] = None) -> dict:
     """Check ``stats`` (against ``baseline``, None: absolute limits only) and write the result's four files under
     ``output_dir``; returns the summary (``gate.json``; ``accept``, ``accepted_before`` and ``earlier_spans`` as
-    :func:`components.datagate.datagate_result.summarize` takes them)."""
-    results = check_span(stats, baseline, limits, contamination)
+    :func:`components.datagate.datagate_result.summarize` takes them; ``patterned`` as ``check_span``)."""
+    results = check_span(stats, baseline, limits, contamination, patterned)
     total = stats.read_counts()  # every document, measured or not
     summary = datagate_result.summarize(
         stats.span, results, documents=total["documents"], characters=total["characters"], accept=accept,
@@ -216,10 +265,10 @@ def write_result(output_dir: str, stats: SpanStats, limits: GateLimits, baseline
 def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, *, span: int, limits: GateLimits,
                baseline: Optional[SpanStats] = None, passages: Sequence[Tuple[str, str]] = (),
                accept: Optional[int] = None, accepted_before: Optional[str] = None,
-               baseline_summary: Optional[dict] = None) -> None:
+               baseline_summary: Optional[dict] = None, patterned: Optional[Dict[str, bool]] = None) -> None:
     """Add the gate's stages to ``pipeline``: statistics of the documents in ``shards`` (and, with dev
     ``passages``, their contamination, its total carried forward from ``baseline_summary``, the baseline's
-    ``gate.json``), then :func:`write_result` under ``output_dir``."""
+    ``gate.json``), then :func:`write_result` under ``output_dir`` (``patterned``: :func:`patterned_locations`)."""
     earlier_ids, earlier_spans = datagate_result.carried_contamination(baseline_summary)
     docs = (pipeline
             | "ListShards" >> beam.Create(list(shards))
@@ -230,7 +279,7 @@ def build_gate(pipeline: beam.Pipeline, shards: Sequence[str], output_dir: str, 
         contamination = beam.pvalue.AsSingleton(
             docs | "Contamination" >> beam.CombineGlobally(_ContaminationFn(passages, earlier_ids)))
     _ = stats | "WriteResult" >> beam.Map(_write_span_result, output_dir, limits, baseline, accept, contamination,
-                                          accepted_before, earlier_spans)
+                                          accepted_before, earlier_spans, patterned)
 
 
 def measured_rate(shards: Sequence[str], measured_characters: int = SketchSettings().measured_characters) -> float:
@@ -241,8 +290,9 @@ def measured_rate(shards: Sequence[str], measured_characters: int = SketchSettin
 
 
 def _write_span_result(stats, output_dir, limits, baseline, accept, contamination, accepted_before,
-                       earlier_spans) -> None:
-    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before, earlier_spans)
+                       earlier_spans, patterned) -> None:
+    write_result(output_dir, stats, limits, baseline, accept, contamination, accepted_before, earlier_spans,
+                 patterned)
 
 
 def read_summary(result_dir: str) -> dict:

@@ -22,7 +22,8 @@ keep, per (source, language) group, the sums of those counts and the documents a
 plus a words-per-document histogram with fixed power-of-two buckets: all **exact**. Two sketches are span-wide:
 the unigram counts of content tokens (``sketches.TopCounter``: exact up to ``2 * unigram_capacity`` distinct
 tokens, then Misra–Gries-bounded) and the **sampled** bottom-k of documents with MinHash signatures
-(``near_duplicates.MinHashSample``: within-span and cross-span duplicate shares). Memory is flat in the span's
+(``near_duplicates.MinHashSample``: within-span and cross-span duplicate shares), and one such sample per source
+location when the documents name theirs (``SpanStats.source_samples``). Memory is flat in the span's
 size: groups x counts + ``2 * unigram_capacity`` tokens + ``sample_size`` signatures.
 
 **The measured sample.** Measuring a document costs about 1.4 µs of CPU per character (tokens, n-grams, scripts),
@@ -63,6 +64,9 @@ DUPLICATE_NGRAM_SIZES = (5, 6, 7, 8, 9, 10)
 WORD_BUCKET_EDGES = (0,) + tuple(2**i for i in range(25))
 # SpanStats.summary() keeps the content tokens' rank-frequency curve at this many ranks per decade (and the last).
 RANKS_PER_DECADE = 10
+# The source of a document whose location is not known (CorpusGen records sources only for a corpus with a span
+# pattern: components/corpus/corpus_beam.py SOURCES_DIR); its statistics are the span's as a whole.
+UNKNOWN_SOURCE = "corpus"
 
 
 @dataclass(frozen=True)
@@ -345,6 +349,12 @@ class SpanStats:
     # Every document read, measured or not: {"documents": n, "characters": n}; None: the measured ones (rate 1).
     read: Optional[Dict[str, int]] = None
     sample_rate: float = 1.0  # the share of documents measured (module docstring, "The measured sample")
+    # The MinHash sample of each source location's documents, when the documents name their source (not
+    # UNKNOWN_SOURCE): the previous-span duplicate checks compare each location with its own last span (checks).
+    source_samples: Dict[str, MinHashSample] = field(default_factory=dict)
+    # The languages whose groups are of documents tagged with them (a run of several: each file's), not of labels
+    # the scripts give; the current span's (the absolute checks per language), not kept in the statistics proto.
+    tagged: set = field(default_factory=set)
 
     def merge(self, other: "SpanStats") -> "SpanStats":
         """Add ``other`` (same span and settings) into self, in place; returns self."""
@@ -357,6 +367,12 @@ class SpanStats:
             self.groups.setdefault(key, GroupStats()).merge(group)
         self.unigrams.merge(other.unigrams)
         self.sample.merge(other.sample)
+        self.tagged |= other.tagged
+        for source, sample in other.source_samples.items():
+            if source in self.source_samples:
+                self.source_samples[source].merge(sample)
+            else:
+                self.source_samples[source] = sample
         return self
 
     def total(self) -> GroupStats:
@@ -384,6 +400,29 @@ class SpanStats:
             out = {lang: int(round(chars * read / measured)) for lang, chars in out.items()}
         return out
 
+    def characters_by_source(self) -> Dict[str, int]:
+        """Characters per source location of the measured documents (one entry, UNKNOWN_SOURCE, when the documents
+        do not name theirs)."""
+        out: Dict[str, int] = {}
+        for (source, _), group in sorted(self.groups.items()):
+            out[source] = out.get(source, 0) + group.counts["characters"]
+        return out
+
+    def by_source(self) -> Dict[str, GroupStats]:
+        """Each source location's groups summed (its languages together)."""
+        out: Dict[str, GroupStats] = {}
+        for (source, _), group in sorted(self.groups.items()):
+            out.setdefault(source, GroupStats()).merge(group)
+        return out
+
+    def by_tagged_language(self) -> Dict[str, GroupStats]:
+        """Each tagged language's groups summed (its locations together): :attr:`tagged`'s."""
+        out: Dict[str, GroupStats] = {}
+        for (_, language), group in sorted(self.groups.items()):
+            if language in self.tagged:
+                out.setdefault(language, GroupStats()).merge(group)
+        return out
+
     def summary(self) -> Dict[str, Any]:
         """The span's statistics in brief, as JSON (the data gate's ``gate.json``, which the report and the model card
         read): the whole span's sizes, every ratio of :meth:`GroupStats.ratios` under its name, the sample's
@@ -408,9 +447,26 @@ class SpanStats:
             "ratios": total.ratios(),
             "duplicate_document_share": self.sample.duplicate_share(),
             "characters_by_language": self.characters_by_language(),
+            **({"by_source": {source: {"measured_documents": g.counts["documents"],
+                                       "measured_characters": g.counts["characters"],
+                                       "flagged_character_share_any": g.share("flagged_characters_any", "characters")}
+                              for source, g in self.by_source().items()}}
+               if set(self.characters_by_source()) - {UNKNOWN_SOURCE} else {}),
             "words_histogram": {"edges": list(WORD_BUCKET_EDGES), "documents": list(total.words_histogram)},
             "token_ranks": [[rank, counts[rank - 1]] for rank in ranks if rank <= len(counts)],
         }
+
+
+class _Once:
+    """A signature computed on the first call and kept (the span's sample and its location's may both want it)."""
+
+    def __init__(self, make):
+        self._make, self._value = make, None
+
+    def __call__(self):
+        if self._value is None:
+            self._value = self._make()
+        return self._value
 
 
 class SpanStatsCombiner:
@@ -447,12 +503,21 @@ class SpanStatsCombiner:
             return acc
         tokens = content_tokens(normalized_text(doc.sentences))
         m = measure_document(doc, tokens)
-        acc.groups.setdefault((doc.source, m.language), GroupStats()).add(m, flags(m, self.rules))
+        # A document tagged with its language (a run of several: its file's) is grouped by its tag; otherwise by the
+        # label its scripts give (text_units.language).
+        acc.groups.setdefault((doc.source, doc.language or m.language), GroupStats()).add(m, flags(m, self.rules))
+        if doc.language:
+            acc.tagged.add(doc.language)
         acc.unigrams.add_counts(Counter(tokens))
         if tokens:
             shingles = shingle_hashes(token_hashes(tokens), self.sketch.minhash.shingle_size)
             key = sort_key(self.hasher.sample_key(shingles), doc_fingerprint(doc))
-            acc.sample.add(key, lambda: self.hasher.signature(shingles))
+            signature = _Once(lambda: self.hasher.signature(shingles))
+            acc.sample.add(key, signature)
+            if doc.source != UNKNOWN_SOURCE:
+                if doc.source not in acc.source_samples:
+                    acc.source_samples[doc.source] = MinHashSample(self.sketch.minhash.sample_size)
+                acc.source_samples[doc.source].add(key, signature)
         return acc
 
     def merge_accumulators(self, accumulators: Iterable[SpanStats]) -> SpanStats:

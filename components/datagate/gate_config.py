@@ -68,11 +68,26 @@ class GateConfig(Section):
     # from the corpus's sources.
     max_contaminated_share: float = 1.0
 
+    # --- the examples (node ExamplesGate, after PretrainingDataGen, before the Trainer: examples_stats) ---
+    # Share of a language's pieces that are [UNK], tokenized with the run's vocabulary. Measured
+    # (benchmarks/results/data_gate/2026-11-28-examples.md): each sample's own vocabulary 0.0002 (English
+    # SentencePiece) and 0.0004 (Chinese WordPiece); the official English 30k-clean.model on English 0.0002 (the
+    # sample's books), 0.0020 (its Wikipedia), 0.012 (data/sample-multi's), on German 0.041, on Chinese 0.28-0.50,
+    # Japanese 0.18-0.21, Korean 0.47. 0.05: above every language the vocabulary writes, a quarter of the lowest
+    # rate of one it cannot.
+    max_unk_rate: float = 0.05
+
     NOT_LIMITS = ("enabled", "accept")
+    EXAMPLES_LIMITS = ("max_unk_rate",)  # the ExamplesGate node's, not DataGate's
 
     def limits(self) -> Dict[str, Any]:
-        """The limits, as ``GateLimits(**limits())`` takes them."""
-        return {k: v for k, v in self.to_dict().items() if k not in self.NOT_LIMITS}
+        """The limits, as ``GateLimits(**limits())`` takes them (the span's: the examples' are
+        :meth:`examples_params`)."""
+        return {k: v for k, v in self.to_dict().items() if k not in self.NOT_LIMITS + self.EXAMPLES_LIMITS}
+
+    def examples_params(self) -> Dict[str, Any]:
+        """Node ``ExamplesGate``'s ``config``: the examples' limits."""
+        return {k: getattr(self, k) for k in self.EXAMPLES_LIMITS}
 
     def params(self) -> Dict[str, Any]:
         """Node ``DataGate``'s ``config``: the limits, and ``accept`` when set (``enabled`` decides whether the node
@@ -95,6 +110,7 @@ class GateConfig(Section):
         check(self.unigram_top_tokens >= 1, "gate.unigram_top_tokens", self.unigram_top_tokens, ">= 1")
         check(0 <= self.max_language_mix_distance <= 1, "gate.max_language_mix_distance",
               self.max_language_mix_distance, "in [0, 1]")
+        check(0 <= self.max_unk_rate <= 1, "gate.max_unk_rate", self.max_unk_rate, "in [0, 1]")
         check(0 < self.near_duplicate_jaccard <= 1, "gate.near_duplicate_jaccard", self.near_duplicate_jaccard,
               "in (0, 1]")
         return self

@@ -11,7 +11,8 @@
   the features are of the measured documents). Dataset 0
   also has the feature ``tokens`` (``string_stats.rank_histogram``: the kept unigram counts, largest first; custom
   stats ``total_tokens`` and ``capacity``) and, on ``document``, the span number, the settings (JSON) and the
-  document sample (``minhash_sample``: JSON with base64 signatures), so the statistics of the last span that
+  document sample (``minhash_sample``: JSON with base64 signatures; ``minhash_sample:<source>`` each source
+  location's, when the documents name theirs), so the statistics of the last span that
   passed are the complete baseline of the next.
 * :func:`limits_to_schema` / :func:`limits_from_schema`: ``GateLimits`` as a ``Schema``: ``min_documents`` is
   ``dataset_constraints.min_examples_count`` (TFDV's own), every other limit the ``float_domain`` min or max of a
@@ -100,8 +101,11 @@ def _settings_from_json(text: str) -> Tuple[DocumentRules, SketchSettings]:
     return rules, SketchSettings(**sketch)
 
 
-def _sample_json(stats: SpanStats) -> str:
-    entries = sample_entries(stats.sample)
+SOURCE_SAMPLE_PREFIX = "minhash_sample:"  # + a source location: its own sample (SpanStats.source_samples)
+
+
+def _sample_json(sample) -> str:
+    entries = sample_entries(sample)
     signatures = np.stack([s for _, _, s in entries]).astype("<u4") if entries else np.zeros((0, 0), "<u4")
     return json.dumps({"keys": [str(k) for k, _, _ in entries], "counts": [c for _, c, _ in entries],
                        "signatures": base64.b64encode(signatures.tobytes()).decode("ascii")})
@@ -128,7 +132,9 @@ def statistics_to_proto(stats: SpanStats) -> statistics_pb2.DatasetFeatureStatis
     document.custom_stats.add(name="sample_rate", num=stats.sample_rate)
     document.custom_stats.add(name="span", num=stats.span)
     document.custom_stats.add(name="settings", str=_settings_json(stats))
-    document.custom_stats.add(name="minhash_sample", str=_sample_json(stats))
+    document.custom_stats.add(name="minhash_sample", str=_sample_json(stats.sample))
+    for source, sample in sorted(stats.source_samples.items()):
+        document.custom_stats.add(name=SOURCE_SAMPLE_PREFIX + source, str=_sample_json(sample))
     tokens = _feature(whole, "tokens", _FEATURE.STRING)
     tokens.string_stats.common_stats.num_non_missing = whole.num_examples
     tokens.string_stats.unique = len(stats.unigrams.counts)
@@ -160,7 +166,9 @@ def statistics_from_proto(proto: statistics_pb2.DatasetFeatureStatisticsList) ->
             if "read_documents" in custom else None)  # None: statistics written before the measured sample
     return SpanStats(span=int(custom["span"].num), rules=rules, sketch=sketch, groups=groups, unigrams=unigrams,
                      sample=_sample_from_json(custom["minhash_sample"].str, sketch.minhash), read=read,
-                     sample_rate=float(custom["sample_rate"].num) if "sample_rate" in custom else 1.0)
+                     sample_rate=float(custom["sample_rate"].num) if "sample_rate" in custom else 1.0,
+                     source_samples={name[len(SOURCE_SAMPLE_PREFIX):]: _sample_from_json(c.str, sketch.minhash)
+                                     for name, c in custom.items() if name.startswith(SOURCE_SAMPLE_PREFIX)})
 
 
 def limits_to_schema(limits: GateLimits) -> schema_pb2.Schema:

@@ -21,7 +21,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from config import schema
+from config import canonical_json, schema
 from config.schema import ConfigError, Section, check, deep_merge, plain_data
 from components.corpus.corpus_config import CorpusConfig
 from components.datagate.gate_config import GateConfig
@@ -63,9 +63,9 @@ MODEL_IMPORT_NODE = "ModelImport"
 # that stops the run when it failed, and the resolver of its baseline (pipeline/pipeline.py; in a compiled spec a
 # task of that name, pipeline/tasks/gate_baseline_task.py).
 DATA_GATE_NODE, GATE_CHECK_NODE, GATE_BASELINE_NODE = "DataGate", "DataGateCheck", "DataGateBaseline"
-# The benchmark data whose dev passages the gate checks for contamination: reading passages (GPT-3's 13-grams; a
-# GLUE example is mostly shorter than 13 tokens, and the gate would rerun whenever GLUE data changed).
-GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race")
+EXAMPLES_GATE_NODE = "ExamplesGate"  # the gate's second stage, before the Trainer (components/datagate/examples_stats.py)
+# The benchmark data whose dev sets the gate checks for contamination (GPT-3's 13-grams): every benchmark's.
+GATE_CONTAMINATION_KEYS = ("squad", "squad2", "race", "glue")
 # ``train.init_from=latest_blessed``: the pipeline's last blessed model, resolved when a run starts
 # (:mod:`pipeline.settings.continuation`; in a compiled spec by its InitFrom task, :mod:`pipeline.tasks.init_from_task`);
 # ``mode=benchmark`` refuses it.
@@ -208,6 +208,9 @@ class PipelineConfig(Section):
         out["CorpusGen"] = {"config": (self.corpus.params(), "corpus")}
         if self.gate.enabled:
             out[DATA_GATE_NODE] = {"config": (self.gate.params(), "gate")}
+            specs = self.benchmarks.node_settings("glue", self.seed).get("tasks")  # the GLUE node's: their dev sets
+            if specs and "glue" in self.gate_contamination_inputs().values():  # are checked for contamination too
+                out[DATA_GATE_NODE]["glue_tasks"] = (canonical_json(specs), "benchmarks.tasks")
             out[GATE_CHECK_NODE] = {}
         vocab = self.vocab.to_dict()
         if len(run_languages(self.language)) > 1 and not self.vocab.import_model:
@@ -215,6 +218,9 @@ class PipelineConfig(Section):
             vocab["language_sampling"] = self.datagen.sampling_rule().describe()
         out["VocabGen"] = {"config": (vocab, "vocab"), "seed": (self.seed, "seed")}
         out["PretrainingDataGen"] = {"config": (self.datagen.to_dict(), "datagen"), "seed": (self.seed, "seed")}
+        if self.gate.enabled:
+            out[EXAMPLES_GATE_NODE] = {"config": (self.gate.examples_params(), "gate"), "seed": (self.seed, "seed"),
+                                       "languages": (canonical_json(list(run_languages(self.language))), "language")}
         custom = {"albert": trainer_settings(self.model, self.train, self.seed),
                   "checkpoint_root": self.checkpoint_root}
         custom_sources = {"albert": {"model": "model", "train": "train", "seed": "seed"},

@@ -25,14 +25,14 @@ import json
 import logging
 import os
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional
 
-from components.evaluation.glue import clue as clue_lib
 from components.evaluation.glue import glue_data as glue_lib
 from components.evaluation.finetune import fine_tune_seeds, predict, run_summary, runs_record, single_class_runs
 from components.evaluation.heads import FEATURE_KEYS, ClassifierModel, build_encoder, classification_loss, regression_loss
 from components.evaluation.metrics import GLUE_METRICS, glue_metrics, majority_baseline, majority_share, selection_metric
 from components.evaluation.glue.serving import TransformGraphs, export_glue_serving
+from components.evaluation.glue.glue_tasks import Task, dev_splits as _dev_splits, read_split as _read, resolve_task
 from components.evaluation.glue.task_spec_reader import ClassificationSpec, specs_from_config, task_file
 from config.errors import MissingInputError
 from config.schema import ConfigError
@@ -40,25 +40,6 @@ from config.schema import ConfigError
 __all__ = ["run_glue", "resolve_task", "serving_route"]
 
 log = logging.getLogger(__name__)
-
-Task = Union[glue_lib.GlueTask, ClassificationSpec]
-
-
-def resolve_task(name: str, specs: Optional[Dict[str, ClassificationSpec]] = None) -> Task:
-    """A task of ``benchmarks.glue_tasks``: a spec of ``benchmarks.tasks`` (``specs``) by that name, else a CLUE
-    classification task, else a GLUE task (a ConfigError naming the unknown name)."""
-    if specs and name in specs:
-        return specs[name]
-    if name in clue_lib.CLUE_TASKS:
-        return clue_lib.CLUE_TASKS[name]
-    return glue_lib.get_task(name)
-
-
-def _dev_splits(task: Task) -> List[str]:
-    if isinstance(task, glue_lib.GlueTask):
-        return ["dev_matched", "dev_mismatched"] if task.name == "MNLI" else ["dev"]
-    return [ls for s in task.files if s.startswith("dev") for ls in task.language_splits(s)]
-
 
 def _test_splits(task: Task) -> List[str]:
     if isinstance(task, glue_lib.GlueTask):
@@ -91,12 +72,6 @@ def _split_file(task: Task, split: str, data_dir: str) -> Optional[str]:
         return task_file(task, split, data_dir)
     except MissingInputError:
         return None
-
-
-def _read(task: Task, split: str, data_dir: str) -> List[glue_lib.GlueExample]:
-    if isinstance(task, glue_lib.GlueTask):
-        return glue_lib.read_glue(task.name, split, data_dir)
-    return clue_lib.read_classification(task, split, data_dir)
 
 
 def serving_route(task: Task, tokenizer) -> str:
