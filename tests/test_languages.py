@@ -29,8 +29,8 @@ SPM_MODEL = os.path.join(ROOT, "data", "sample", "vocab", "30k-clean.model")
 def test_english_sections_keep_their_json_and_node_parameters():
     """English's node parameters, and so its cache keys, are those of the commit before language profiles existed
     (3ad0338^, tests/fixtures/fingerprints/english_before_languages.json, made by tests/fingerprints.py at that
-    commit): every node it had, in every English preset. The data gate came later (its own fingerprint:
-    tests/test_fingerprints.py)."""
+    commit): every node it had, in every English preset. The data gate and the examples gate came later (their own
+    fingerprints: tests/test_fingerprints.py)."""
     from tests import fingerprints
 
     config = build_config("sample")
@@ -42,7 +42,7 @@ def test_english_sections_keep_their_json_and_node_parameters():
     assert sorted(before) == ["paper", "paper-v2", "sample", "small"]
     for name, nodes in before.items():
         assert {node: now[name][node] for node in nodes} == nodes, name
-        assert set(now[name]) - set(nodes) == {"DataGate", "DataGateCheck"}
+        assert set(now[name]) - set(nodes) == {"DataGate", "DataGateCheck", "ExamplesGate"}
 
 
 def test_a_profile_is_only_defaults_and_an_explicit_setting_wins():

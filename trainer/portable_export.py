@@ -67,7 +67,8 @@ def require_extra(kind: str) -> None:
         except ImportError:
             missing.append(name)
     if missing:
-        raise MissingExtraError(f"convert {kind} needs {', '.join(missing)}: pip install albert-tfx[export]")
+        raise MissingExtraError(f"convert {kind} needs {', '.join(missing)}: pip install albert-tfx[export] "
+                                "(the export extra of pyproject.toml)")
 
 
 def find_albert_dir(src: str) -> str:

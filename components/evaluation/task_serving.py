@@ -31,7 +31,6 @@ on the dev rows, how many of the served predictions equal the benchmark's own (`
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -46,31 +45,18 @@ from components.evaluation.glue import glue_data as glue_lib
 from components.evaluation.glue.serving import INFO_FILE, SERVING_DIR, ServingExportError, write_serving_info
 from components.evaluation.glue.transform import _whitespace_class as whitespace_class
 from components.evaluation.heads import FEATURE_KEYS
-from config.tokenizer_spec import TokenizerSpec
+from components.text.graph_tokenizer import twin_of
 from trainer.export import Untracked
 
 log = logging.getLogger(__name__)
 
-__all__ = ["INFO_FILE", "SERVE_BATCH", "graph_tokenizer", "classify_module", "answer_module", "choose_module",
+__all__ = ["INFO_FILE", "SERVE_BATCH", "classify_module", "answer_module", "choose_module",
            "export_task_serving", "serve_rows", "write_serving_info", "restore_head", "export_classify",
            "export_answer", "export_choose"]
 
 SERVE_BATCH = 32  # examples per call when the export is checked on the dev rows
 _STAGING_PREFIX = ".serving-staging-"
 _STRINGS = tf.TensorSpec([None], tf.string)
-
-
-def graph_tokenizer(tokenizer):
-    """The in-graph twin of a project tokenizer (:class:`~components.text.tokenization.AlbertTokenizer` or
-    :class:`~components.text.wordpiece.WordPieceTokenizer`): its vocabulary file read with its spec."""
-    from components.text.graph_tokenizer import GraphTokenizer  # lazy: tensorflow_text (export only)
-
-    kind = getattr(tokenizer, "kind", "sentencepiece")
-    path = tokenizer.model_path if kind == "sentencepiece" else tokenizer.vocab_path
-    spec = TokenizerSpec(kind=kind, do_lower_case=bool(tokenizer.do_lower_case),
-                         normalization=getattr(tokenizer, "normalization", "none"),
-                         strip_accents=bool(getattr(tokenizer, "strip_accents", False)))
-    return GraphTokenizer(path, spec)
 
 
 def restore_head(make_head: Callable, encoder, seed: int, weights, features: Dict[str, np.ndarray]):
@@ -252,7 +238,7 @@ def export_classify(task, hp, encoder, make_head, tokenizer, res, dev_examples, 
 
     def build():
         model = restore_head(make_head, encoder, res["seed"], res["weights"], dev_arrays)
-        return classify_module(graph_tokenizer(tokenizer), model, hp.max_seq_length, labels, pair, task.is_regression)
+        return classify_module(twin_of(tokenizer), model, hp.max_seq_length, labels, pair, task.is_regression)
 
     def check(serve):
         feeds = {"text_a": [e.text_a for e in dev_examples]}
@@ -275,7 +261,7 @@ def export_answer(name: str, hp, settings, encoder, make_head, tokenizer, res, d
 
     def build():
         model = restore_head(make_head, encoder, res["seed"], res["weights"], dev_arrays)
-        return answer_module(graph_tokenizer(tokenizer), model, hp.max_seq_length, settings.doc_stride,
+        return answer_module(twin_of(tokenizer), model, hp.max_seq_length, settings.doc_stride,
                              settings.max_query_length, settings.n_best_size, settings.max_answer_length,
                              null_threshold)
 
@@ -301,7 +287,7 @@ def export_choose(name: str, hp, max_qa_length: int, encoder, make_head, tokeniz
 
     def build():
         model = restore_head(make_head, encoder, res["seed"], res["weights"], dev_arrays)
-        return choose_module(graph_tokenizer(tokenizer), model, hp.max_seq_length, max_qa_length)
+        return choose_module(twin_of(tokenizer), model, hp.max_seq_length, max_qa_length)
 
     def check(serve):
         out = serve_rows(serve, {"context": [e.article for e in dev_examples],

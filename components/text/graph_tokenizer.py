@@ -444,3 +444,14 @@ def _head(ragged: tf.RaggedTensor, keep) -> tf.RaggedTensor:
     """The first ``keep[i]`` values of each row ``i``."""
     pos = tf.ragged.range(ragged.row_lengths())
     return tf.ragged.boolean_mask(ragged, pos < tf.cast(keep, pos.dtype)[:, None])
+
+
+def twin_of(tokenizer) -> GraphTokenizer:
+    """The in-graph twin of a project tokenizer (:class:`~components.text.tokenization.AlbertTokenizer` or
+    :class:`~components.text.wordpiece.WordPieceTokenizer`): its vocabulary file read with its spec."""
+    kind = getattr(tokenizer, "kind", "sentencepiece")
+    path = tokenizer.model_path if kind == "sentencepiece" else tokenizer.vocab_path
+    spec = TokenizerSpec(kind=kind, do_lower_case=bool(tokenizer.do_lower_case),
+                         normalization=getattr(tokenizer, "normalization", "none"),
+                         strip_accents=bool(getattr(tokenizer, "strip_accents", False)))
+    return GraphTokenizer(path, spec)

@@ -538,11 +538,6 @@ def sample_zh_config() -> PipelineConfig:
     )
 
 
-def sample_multi_config() -> PipelineConfig:
-    """Five languages in one model on ``data/sample-multi`` (pipeline/settings/sample_multi.py)."""
-    return PipelineConfig(**sample_multi_settings())
-
-
 def small_config() -> PipelineConfig:
     """A CPU-scale recipe that learns something real on a 2-core machine within 90 minutes for the whole DAG:
     ``experiments/learning_recipe.py`` runs it and adds ``--data-dir`` (Wikipedia dumps, books, GLUE, SQuAD/RACE
@@ -597,8 +592,7 @@ def small_config() -> PipelineConfig:
             checkpoint_selection="last",
             doc_stride=64,
             max_query_length=32,
-            # The serving export and TFMA are deployment artifacts (the sample preset exercises them); here the
-            # budget goes to training.
+            # The serving export and TFMA are deployment artifacts (the sample preset exercises them): train instead.
             export_serving_model=False,
             tfma=False,
             baselines=["random_init"],
@@ -607,14 +601,15 @@ def small_config() -> PipelineConfig:
     )
 
 
-PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config, "sample-multi": sample_multi_config, "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config,
-           "paper-v2": paper_v2_config}
+PRESETS = {"sample": sample_config, "sample-zh": sample_zh_config,
+           # five languages in one model on data/sample-multi (pipeline/settings/sample_multi.py)
+           "sample-multi": lambda: PipelineConfig(**sample_multi_settings()),
+           "small": small_config, "paper": paper_config, "paper-v1": paper_v1_config, "paper-v2": paper_v2_config}
 
 
 def apply_language_profile(config: PipelineConfig) -> PipelineConfig:
-    """The language settings left unset (``None``) filled from ``config.language``'s profile (config/languages.py);
-    an unknown code is a ConfigError naming ``language``; ``corpus.languages`` filled when documents are tagged
-    (config/languages.py ``tagged_languages``)."""
+    """The language settings left unset filled from ``config.language``'s profile, and ``corpus.languages`` when
+    documents are tagged (config/languages.py); an unknown code is a ConfigError naming ``language``."""
     corpus, vocab, datagen = resolve_sections(config.language, config.corpus, config.vocab, config.datagen)
     corpus = dataclasses.replace(corpus, languages=tagged_languages(config.language, corpus))
     return dataclasses.replace(config, language=language_value(config.language), corpus=corpus, vocab=vocab,
@@ -640,10 +635,9 @@ def build_config(preset: str = "sample", config_file: Optional[str] = None,
     if overrides:
         config = apply_overrides(config, list(overrides))
     config = apply_language_profile(config)
-    placement: Dict[str, Any] = {}
-    if output_dir:
-        placement.update(pipeline_root=os.path.join(output_dir, "pipeline_root"),
-                         metadata_path=os.path.join(output_dir, "metadata.sqlite"))
+    placement: Dict[str, Any] = {} if not output_dir else {
+        "pipeline_root": os.path.join(output_dir, "pipeline_root"),
+        "metadata_path": os.path.join(output_dir, "metadata.sqlite")}
     if pipeline_root:
         placement["pipeline_root"] = pipeline_root
     if beam_args is not None:

@@ -197,10 +197,10 @@ def _export_and_check(task: glue_lib.GlueTask, hp, albert_dir: str, tokenizer, r
     model.set_weights(res["weights"])
     in_memory = predict(model, first_arrays)["logits"]
     labels = [] if task.num_labels == 1 else list(task.labels)
-    from components.evaluation.task_serving import graph_tokenizer  # lazy: tensorflow_text (the export only)
+    from components.text.graph_tokenizer import twin_of  # lazy: tensorflow_text (the export only)
 
     transform_lib.export_serving_model(model, transform_dir, serving_dir, has_b, task.num_labels, labels,
-                                       tokenizer=graph_tokenizer(tokenizer))
+                                       tokenizer=twin_of(tokenizer))
     del model, encoder
     serve = tf.saved_model.load(serving_dir).signatures["serving_default"]
     write_serving_info(os.path.join(staging, INFO_FILE), "classify", serve, hp.max_seq_length,
