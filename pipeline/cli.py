@@ -496,9 +496,10 @@ _USER_ERROR_NAMES = frozenset({
     "CorruptInputError",
     "SpecialIdError", "VocabSizeMismatchError", "RaceFormatError", "SquadFormatError", "CheckpointMismatchError",
     "ClusterError", "CloudConfigError", "CloudAuthError", "EnvironmentConfigError", "SpecError", "RehearsalError",
-    "RegistryAuthError", "RunInProgressError", "VocabularyError", "DataGateError"})  # RegistryAuthError,
-# RunInProgressError: components/release/registry.py, pipeline/local/run_lock.py; VocabularyError:
-# components/text/vocab_files.py; DataGateError: components/datagate/datagate_result.py
+    "RegistryAuthError", "RunInProgressError", "VocabularyError", "DataGateError", "ExamplesGateError",
+    "SegmenterError"})  # RegistryAuthError, RunInProgressError: components/release/registry.py,
+# pipeline/local/run_lock.py; VocabularyError: components/text/vocab_files.py; DataGateError, ExamplesGateError:
+# components/datagate/datagate_result.py, examples_stats.py; SegmenterError: components/text/segmenters.py
 
 
 _BEAM_STEP = re.compile(r" \[while running '[^']*'\]")

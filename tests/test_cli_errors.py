@@ -172,6 +172,8 @@ FAMILY = {
     "pipeline.rehearsal.rehearsal": ["RehearsalError"],
     "pipeline.local.run_lock": ["RunInProgressError"],
     "components.datagate.datagate_result": ["DataGateError"],
+    "components.datagate.examples_stats": ["ExamplesGateError"],
+    "components.text.segmenters": ["SegmenterError"],
 }
 NAMES = {name for names in FAMILY.values() for name in names}
 

@@ -126,7 +126,7 @@ def test_compile_wires_the_newest_result_through_the_task_into_the_data_gate(com
         "taskOutputParameter": {"producerTask": "DataGateBaseline", "outputParameterKey": "baseline_uris"}}
     assert "DataGateBaseline" in tasks["DataGate"]["dependentTasks"]
     # No resolver artifact among DataGate's inputs, the artifacts of its cache key.
-    assert sorted(tasks["DataGate"]["inputs"]["artifacts"]) == ["documents", "race_dev", "squad_dev"]
+    assert sorted(tasks["DataGate"]["inputs"]["artifacts"]) == ["documents", "glue_dev", "race_dev", "squad_dev"]
     executors = compiled["deploymentSpec"]["executors"]
     # The resolver's query names the result's own schema title (TFX compiles "tfx.Artifact" for a custom type).
     assert executors["DataGateLatest_executor"] == {"resolver": {"outputArtifactQueries": {

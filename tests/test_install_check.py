@@ -327,8 +327,11 @@ def test_each_tick_runs_the_tasks_the_local_dag_runs_and_hits_the_cache_for_the_
 
     _, _, summaries, _, _, _ = image_ticks
     assert len(summaries) == len(TICK_RUNS) == 4
+    # Tick 4 (the GLUE folder changed in place): the backend's importer reuses the artifact of the same URI, and
+    # DataGate has no data_snapshot parameter (the benchmark has), so on a backend the gate is a cache hit there.
+    image_runs = TICK_RUNS[:3] + [TICK_RUNS[3] - {"DataGate", "DataGateCheck"}]
     last_ran = {}  # task → the run id of the tick that last ran it
-    for tick, (summary, expected) in enumerate(zip(summaries, TICK_RUNS), 1):
+    for tick, (summary, expected) in enumerate(zip(summaries, image_runs), 1):
         outcomes = _outcomes(summary)
         assert {name: outcomes[name] for name in UNCACHED} == {name: "ran" for name in UNCACHED}, tick
         ran = {name for name, outcome in outcomes.items() if outcome == "cache miss, ran"}
@@ -417,13 +420,13 @@ def test_the_data_gate_compares_each_span_with_the_last_one_that_went_through(im
     assert results[1] == results[0] and results[3] == results[2] != results[0]
     assert [_gate_baseline(s["run_id"], out) for s in summaries] == [None, None, results[0], results[0]]
     first, third = _gate_summary(results[0]), _gate_summary(results[2])
-    assert (first["span"], first["baseline"], first["passed"], len(first["checks"])) == (1, None, True, 10)
+    assert (first["span"], first["baseline"], first["passed"], len(first["checks"])) == (1, None, True, 11)
     assert first["baseline_note"] == "no baseline: first span through the gate, so only the absolute limits apply"
-    assert (third["span"], third["baseline"]["span"], third["passed"], len(third["checks"])) == (2, 1, True, 17)
+    assert (third["span"], third["baseline"]["span"], third["passed"], len(third["checks"])) == (2, 1, True, 18)
     assert third["baseline_note"] == "drift checked against span 1, the last span that went through the gate"
     with open(os.path.join(out, "pipeline_root", summaries[2]["run_id"], "DataGateCheck", "log.txt"),
               errors="replace") as f:
-        assert ("data gate: span 2 passed all 17 checks (drift checked against span 1, the last span that went "
+        assert ("data gate: span 2 passed all 18 checks (drift checked against span 1, the last span that went "
                 "through the gate)") in f.read()
     artifacts = {a["name"]: a["metadata"] for a in _store(summaries)["artifacts"]}
     recorded = artifacts[summaries[2]["tasks"]["DataGate"]["artifacts"]["result"]]
@@ -453,7 +456,7 @@ def test_a_bad_span_stops_the_rehearsal_at_the_data_gate_check(image_ticks):
     (failed,) = [line for line in stderr.splitlines() if "failed: task " in line]
     assert failed.startswith(
         "albert-pipeline rehearse: failed: task DataGateCheck failed (exit 1): components.datagate.datagate_result."
-        "DataGateError: the data gate stopped span 3 before the vocabulary, pretraining data and Trainer: 3 of 17 "
+        "DataGateError: the data gate stopped span 3 before the vocabulary, pretraining data and Trainer: 3 of 18 "
         f"checks failed; anomalies in {os.path.join(run_dir, 'DataGate', 'result')}; --set gate.accept=3 lets it"), \
         failed
     with open(os.path.join(run_dir, "DataGateCheck", "log.txt"), errors="replace") as f:
@@ -555,7 +558,7 @@ def test_the_data_snapshot_task_resolves_the_span_when_each_run_starts(image_tic
     # … and the benchmark's result what it read: the GLUE folder changed in place has a new fingerprint, though the
     # Importer reused the artifact of that URI.
     before, after = (metadata(s, "GlueBenchmark", "result")["dataset"] for s in (summaries[0], summaries[3]))
-    assert before["uri"] == after["uri"] == str(root / "data" / "glue") and before["files"] == after["files"] == 8
+    assert before["uri"] == after["uri"] == str(root / "data" / "glue") and before["files"] == after["files"] == 16
     assert before["fingerprint"] != after["fingerprint"]
     documents = metadata(summaries[2], "CorpusGen", "documents")["wikipedia"]
     assert documents["spans"] == [2] and documents["fingerprint"] == imported["fingerprint"]

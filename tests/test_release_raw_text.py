@@ -31,3 +31,19 @@ def test_the_sample_version_serves_raw_text_as_its_ids_path(sample_run, tmp_path
     assert scores == sorted(scores, reverse=True) and 0 < sum(scores) <= 1.0 + 1e-6
     # The pair signature: [CLS] a [SEP] b [SEP], segment 1 from b on.
     assert answer["pair_type_ids"][3][:2] == [0, 0] and 1 in answer["pair_type_ids"][3]
+
+
+def test_predict_fill_mask_and_embed_on_the_sample_version(sample_run, cli):
+    """`albert-pipeline predict` on the pushed version (its text_model/ graph): top-k tokens for a masked English
+    sentence; a text longer than the model's sequence exits 2 naming it, and --truncate cuts it as training does."""
+    version = os.path.join(sample_run.pipeline_root, "releases", "1")
+    done = cli("predict", "fill-mask", "--model", version, "The capital of France is [MASK].")
+    assert done.returncode == 0, done.stderr
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(row["tokens"]) == 1 and len(row["tokens"][0]) == TOP_K and all(row["tokens"][0])
+    assert row["scores"][0] == sorted(row["scores"][0], reverse=True) and "path" not in row
+    long_text = "the cat sat on the mat " * 200
+    done = cli("predict", "embed", "--model", version, long_text)
+    assert done.returncode == 2 and "do not fit the model's sequence" in done.stderr, done.stderr
+    done = cli("predict", "embed", "--truncate", "--model", version, long_text)
+    assert done.returncode == 0 and len(json.loads(done.stdout)["pooled_output"]) > 0, done.stderr

@@ -105,7 +105,7 @@ ZH_TEXTS = ["中文分词测试，我们的模型。", "Debian 是一个自由�
 ZH_MASKED = ["床前明月[MASK]，疑是地上霜。", "没有掩码", "[MASK][MASK]是自由的操作系统"]
 
 
-def test_the_chinese_version_serves_raw_text_as_its_ids_path(zh_run, tmp_path):
+def test_the_chinese_version_serves_raw_text_as_its_ids_path(zh_run, tmp_path, cli):
     """TF Hub's pair of the WordPiece model, in a process that imports only tensorflow and tensorflow_text: the
     in-graph ids are BERT's FullTokenizer's, preprocess → encoder gives the ids path's pooled_output, fill_mask gives
     K tokens for a masked Chinese sentence (tests/raw_text_probe.py)."""
@@ -117,6 +117,11 @@ def test_the_chinese_version_serves_raw_text_as_its_ids_path(zh_run, tmp_path):
     filled = answer["fill_mask"]
     assert filled["mask_count"] == [1, 0, 2]
     assert all(len(m) == TOP_K and all(m) for m in filled["tokens"][0][:1] + filled["tokens"][2])
+    # `albert-pipeline predict fill-mask` on the same version: the top-k tokens of a masked Chinese sentence.
+    done = cli("predict", "fill-mask", "--model", summary["release"]["path"], ZH_MASKED[0])
+    assert done.returncode == 0, done.stderr[-2000:]
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(row["tokens"]) == 1 and len(row["tokens"][0]) == TOP_K and all(row["tokens"][0])
 
 
 def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_clue(zh_run, tmp_path):

@@ -223,6 +223,9 @@ def test_predict_choose_takes_the_options_after_context_and_question(models, cli
     ("nomodel", ["embed", "--model", "{nomodel}", "x"],
      "--model {nomodel} holds neither the ids SavedModel (saved_model.pb) nor text_model/"),
     ("missing", ["embed", "--model", "{missing}", "x"], "--model {missing} is not a folder"),
+    ("long", ["embed", "--model", "{en}", "the cat sat on the mat " * 4],
+     "predict embed --model {en}: TEXT 1 (text): 26 pieces (with 2 special tokens) do not fit the model's sequence "
+     "of 16; shorten the text, or serve/predict with --truncate"),
     ("options", ["choose", "--model", "{choose}", "context", "question"],
      "predict choose: 2 texts given, but --model {choose} takes 3: CONTEXT, QUESTION, OPTIONS"),
 ])

@@ -175,6 +175,13 @@ class TextModel(tf.Module):
                 "mask_count": tf.cast(positions.row_lengths(), tf.int32)}
 
 
+class EncoderTextModel(TextModel):
+    """A model imported without its MLM head (encoder only): ``embed`` alone (``tf.saved_model.save`` traces every
+    tf.function a module holds, so ``fill_mask`` must not be one)."""
+
+    fill_mask = None
+
+
 def build(albert_dir: str, out: str, seq_length: Optional[int] = None, do_lower_case: bool = True) -> List[str]:
     """Write ``preprocess/``, ``encoder/`` and ``text_model/`` into ``out`` (a version's staging folder) from the
     albert folder; returns the folders written. ``seq_length``: the model's pretraining ``max_seq_length``
@@ -191,7 +198,7 @@ def build(albert_dir: str, out: str, seq_length: Optional[int] = None, do_lower_
     encoder = model.albert if isinstance(model, AlbertForPreTraining) else model
     enc = Encoder(encoder)
     tf.saved_model.save(enc, posixpath.join(out, ENCODER_DIR), signatures={"serving_default": enc.serve})
-    text = TextModel(tokenizer, model, length)
+    text = (TextModel if isinstance(model, AlbertForPreTraining) else EncoderTextModel)(tokenizer, model, length)
     signatures = {"embed": text.embed}
     if text.has_mlm:
         signatures["fill_mask"] = text.fill_mask

@@ -1,8 +1,8 @@
 #!/bin/bash
 # OUT: the folder of `python -m benchmarks.language_sampling_inputs OUT` (OUT/docs, OUT/vocab); OUT/en holds a copy of
 # OUT/docs/documents-en-00000-of-00001.txt named documents-00000-of-00001.txt (English alone, a single-language run),
-# OUT/zh the same of the Chinese file. main: /work/main, its own .venv, read-only (PYTHONDONTWRITEBYTECODE=1).
-# Final language-sampling measurements (run from /work/wt-sampling); CPU seconds of the process tree by /usr/bin/time.
+# OUT/zh the same of the Chinese file. main: a checkout of main (MAIN), its own .venv, read-only (PYTHONDONTWRITEBYTECODE=1).
+# Final language-sampling measurements (run from the branch's checkout); CPU seconds of the process tree by /usr/bin/time.
 T=OUT/final-times.txt; : > $T
 C="--set datagen.max_seq_length=128 --set datagen.max_predictions_per_seq=20"
 M="--input OUT/docs --vocab OUT/vocab/spm.model --set language=[en,zh,ja,ko]"
@@ -13,7 +13,7 @@ run unimax $M $C --set datagen.language_sampling=unimax --set datagen.language_m
 for i in 1 2; do
   run multi-$i $M $C --set datagen.dupe_factor=4
   run en-$i --input OUT/en --vocab data/sample/vocab/30k-clean.model $C --set datagen.dupe_factor=4
-  rm -rf OUT/f-main-$i; (cd /work/main && PYTHONDONTWRITEBYTECODE=1 /usr/bin/time -f "main-$i cpu %U %S wall %e" .venv/bin/albert-pipeline make-pretraining-data --input OUT/en --vocab data/sample/vocab/30k-clean.model $C --set datagen.dupe_factor=4 --output OUT/f-main-$i >/dev/null 2>>$T)
+  rm -rf OUT/f-main-$i; (cd "$MAIN" && PYTHONDONTWRITEBYTECODE=1 /usr/bin/time -f "main-$i cpu %U %S wall %e" .venv/bin/albert-pipeline make-pretraining-data --input OUT/en --vocab data/sample/vocab/30k-clean.model $C --set datagen.dupe_factor=4 --output OUT/f-main-$i >/dev/null 2>>$T)
 done
 Z="--input OUT/zh --vocab OUT/vocab/spm.model --set language=zh --set datagen.sop_mode=pure"
 for i in 1 2; do
