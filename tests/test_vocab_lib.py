@@ -67,3 +67,18 @@ def test_import_rejects_size_mismatch_and_garbage(tmp_path, spm_model_path):
     junk.write_bytes(b"not a model")
     with pytest.raises(ValueError, match="junk.model is not a SentencePiece model"):
         vocab_lib.import_sentencepiece(str(junk), str(tmp_path / "o2"))
+
+
+def test_a_vocabulary_smaller_than_its_characters_is_a_config_error_naming_the_setting(tmp_path):
+    """SentencePiece refuses a vocab_size below the characters the coverage keeps (a run of several scripts meets
+    it first): one line naming vocab.vocab_size and vocab.character_coverage, not SentencePiece's internal error."""
+    from components.vocab.vocab_lib import train_sentencepiece
+    from config.schema import ConfigError
+
+    sentences = ["".join(chr(0x4E00 + i + j) for j in range(20)) for i in range(0, 400, 20)]
+    with pytest.raises(ConfigError) as info:
+        train_sentencepiece(sentences, str(tmp_path), vocab_size=50, character_coverage=1.0)
+    assert str(info.value) == ("config vocab.vocab_size=50 is too small: the sampled sentences need 414 characters "
+                               "at vocab.character_coverage=1.0 (raise vocab.vocab_size or lower "
+                               "vocab.character_coverage)")
+    assert not os.listdir(tmp_path)

@@ -22,6 +22,7 @@ import logging
 import os
 import posixpath
 import random
+import re
 import time
 from collections import Counter
 from typing import Iterable, Iterator, List, Optional, Tuple
@@ -35,6 +36,7 @@ from components.text.tokenizers import SPEC_FILE, TokenizerSpec
 from components.text.vocab_files import VocabularyError, vocabulary_kind
 from config.errors import InputError, MissingInputError, UserError
 from config.languages import ENGLISH
+from config.schema import ConfigError
 from trainer.files import SPM_FILE as MODEL_FILE
 from trainer.files import WORDPIECE_FILE
 
@@ -119,6 +121,24 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
     spm.set_random_generator_seed(seed)
     # From an iterator into memory: the model proto then records no temporary paths, so the same
     # sentences and seed give byte-identical files.
+    try:
+        _train_unigram(normalized, model, vocab_size, character_coverage, num_threads)
+    except RuntimeError as exc:  # SentencePiece's own check, as a setting the user can change
+        needed = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(exc))
+        if not needed:
+            raise
+        raise ConfigError(f"config vocab.vocab_size={vocab_size} is too small: the sampled sentences need "
+                          f"{int(needed.group(2)):,} characters at vocab.character_coverage={character_coverage} "
+                          "(raise vocab.vocab_size or lower vocab.character_coverage)") from None
+    model_path = os.path.join(output_dir, MODEL_FILE)
+    _write_model(model.getvalue(), output_dir)
+    validate_model(model_path)
+    log.info("vocab: %s written, %.1f s in all", model_path, time.monotonic() - start)
+    return model_path
+
+
+def _train_unigram(normalized: List[str], model: io.BytesIO, vocab_size: int, character_coverage: float,
+                   num_threads: int) -> None:
     spm.SentencePieceTrainer.train(
         sentence_iterator=_drain(normalized),
         model_writer=model,
@@ -133,11 +153,6 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
         num_threads=num_threads,
         minloglevel=2,
     )
-    model_path = os.path.join(output_dir, MODEL_FILE)
-    _write_model(model.getvalue(), output_dir)
-    validate_model(model_path)
-    log.info("vocab: %s written, %.1f s in all", model_path, time.monotonic() - start)
-    return model_path
 
 
 # BERT's special tokens, first in a trained vocab.txt ([PAD] at 0, as in BERT's and the official Chinese models').
