@@ -78,7 +78,7 @@ def test_a_vocabulary_smaller_than_its_characters_is_a_config_error_naming_the_s
     sentences = ["".join(chr(0x4E00 + i + j) for j in range(20)) for i in range(0, 400, 20)]
     with pytest.raises(ConfigError) as info:
         train_sentencepiece(sentences, str(tmp_path), vocab_size=50, character_coverage=1.0)
-    assert str(info.value) == ("config vocab.vocab_size=50 is too small: the sampled sentences need 414 characters "
-                               "at vocab.character_coverage=1.0 (raise vocab.vocab_size or lower "
+    assert str(info.value) == ("config vocab.vocab_size=50 is too small: its special pieces and the characters "
+                               "vocab.character_coverage=1.0 keeps need 414 (raise vocab.vocab_size or lower "
                                "vocab.character_coverage)")
     assert not os.listdir(tmp_path)

@@ -127,8 +127,9 @@ def train_sentencepiece(sentences: Iterable[str], output_dir: str, *, vocab_size
         needed = re.search(r"smaller than required_chars\. (\d+) vs (\d+)", str(exc))
         if not needed:
             raise
-        raise ConfigError(f"config vocab.vocab_size={vocab_size} is too small: the sampled sentences need "
-                          f"{int(needed.group(2)):,} characters at vocab.character_coverage={character_coverage} "
+        raise ConfigError(f"config vocab.vocab_size={vocab_size} is too small: its special pieces and the "
+                          f"characters vocab.character_coverage={character_coverage} keeps need "
+                          f"{int(needed.group(2)):,} "
                           "(raise vocab.vocab_size or lower vocab.character_coverage)") from None
     model_path = os.path.join(output_dir, MODEL_FILE)
     _write_model(model.getvalue(), output_dir)
