@@ -130,3 +130,11 @@ def test_pair_truncation_is_the_glue_featurisations():
     single = graph.bert_pack_inputs([a], 5)
     assert single["input_word_ids"].numpy().tolist() == [[2, 10, 11, 12, 3], [2, 20, 3, 0, 0]]
     assert single["input_mask"].numpy().tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
+
+
+def test_the_stored_unicode_ranges_are_this_pythons_computation():
+    """components/text/unicode_ranges.json (read instead of walking every code point in each process that builds a
+    text graph) equals what this Python's unicodedata gives; stale: `python -m components.text.graph_tokenizer`."""
+    from components.text import graph_tokenizer
+
+    assert graph_tokenizer.stored_ranges() == graph_tokenizer.compute_ranges()

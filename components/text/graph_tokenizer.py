@@ -28,9 +28,11 @@ whole word's span. SentencePiece's word-initial "▁" carries no bytes of its ow
 from __future__ import annotations
 
 import functools
+import json
+import os
 import sys
 import unicodedata
-from typing import Dict, Iterable, List, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
@@ -64,9 +66,36 @@ def _char_class(ranges: List[List[int]]) -> str:
     return "".join(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges)
 
 
+# The code point ranges of :func:`compute_ranges`, stored for the Unicode version (and build width) they were computed
+# with: computing them walks every code point (2.5 s of CPU), once per process that builds a text graph (every push,
+# every benchmark node's task exports). Rewritten by ``python -m components.text.graph_tokenizer``;
+# tests/test_graph_tokenizer.py checks the file equals the computation.
+RANGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unicode_ranges.json")
+
+
 @functools.lru_cache(maxsize=None)
 def _classes() -> Dict[str, str]:
-    """Every character class the graph uses, from this Python's ``unicodedata`` (built once, ~1 s)."""
+    """Every character class the graph uses: the stored ranges where they are this Python's, else computed."""
+    ranges = stored_ranges() or compute_ranges()
+    return {name: (r, _char_class(r)) for name, r in ranges.items()}
+
+
+def _version() -> Dict[str, object]:
+    return {"unidata_version": unicodedata.unidata_version, "maxunicode": sys.maxunicode}
+
+
+def stored_ranges() -> Optional[Dict[str, List[List[int]]]]:
+    """The ranges of :data:`RANGES_FILE` when it was written for this Python's Unicode data, else None."""
+    try:
+        with open(RANGES_FILE, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data["ranges"] if {k: data.get(k) for k in _version()} == _version() else None
+
+
+def compute_ranges() -> Dict[str, List[List[int]]]:
+    """Every character class the graph uses, as code point ranges, from this Python's ``unicodedata``."""
     space, digit, mn, control, punct = [], [], [], [], []
     for cp in range(sys.maxunicode + 1):
         ch = chr(cp)
@@ -93,7 +122,7 @@ def _classes() -> Dict[str, str]:
         "punct": _ranges(punct),
         "cjk": _ranges(cjk),
     }
-    return {name: (r, _char_class(r)) for name, r in ranges.items()}
+    return ranges
 
 
 def _in_ranges(cps, ranges: List[List[int]]):
@@ -455,3 +484,9 @@ def twin_of(tokenizer) -> GraphTokenizer:
                          normalization=getattr(tokenizer, "normalization", "none"),
                          strip_accents=bool(getattr(tokenizer, "strip_accents", False)))
     return GraphTokenizer(path, spec)
+
+
+if __name__ == "__main__":  # rewrite RANGES_FILE for this Python's Unicode data
+    with open(RANGES_FILE, "w", encoding="utf-8") as f:
+        json.dump({**_version(), "ranges": compute_ranges()}, f, separators=(",", ":"), sort_keys=True)
+        f.write("\n")
