@@ -26,7 +26,7 @@ from typing import List, Optional
 
 import tensorflow as tf
 
-from components.text.graph_tokenizer import GraphTokenizer, pack_inputs
+from components.text.graph_tokenizer import GraphTokenizer, pack_inputs, shared_tokenizer
 from config.tokenizer_spec import TokenizerSpec
 from trainer.convert import load_albert_dir
 from trainer.export import Untracked
@@ -102,7 +102,7 @@ class Encoder(tf.Module):
 
     @tf.function(autograph=False, input_signature=[_ENCODER_INPUTS])
     def __call__(self, inputs):
-        return self.outputs(inputs)
+        return self.serve(**inputs)  # a call of serve's graph: the model is traced once
 
     @tf.function(autograph=False, input_signature=[_ENCODER_INPUTS["input_word_ids"], _ENCODER_INPUTS["input_mask"],
                                                    _ENCODER_INPUTS["input_type_ids"]])
@@ -112,11 +112,14 @@ class Encoder(tf.Module):
 
 
 class TextModel(tf.Module):
-    """Raw text → the encoder's pooled output (``embed``) and masked-token predictions (``fill_mask``)."""
+    """Raw text → the encoder's pooled output (``embed``) and masked-token predictions (``fill_mask``), both on
+    ``encoder``'s graph (:class:`Encoder`: the model is traced once for the whole version), ``fill_mask`` with the MLM
+    head of ``model`` on the gathered mask positions."""
 
-    def __init__(self, tokenizer: GraphTokenizer, model, seq_length: int, top_k: int = TOP_K):
+    def __init__(self, tokenizer: GraphTokenizer, model, encoder: "Encoder", seq_length: int, top_k: int = TOP_K):
         super().__init__(name="text_model")
         self.tokenizer = tokenizer
+        self.encoder = encoder
         self.model_variables = list(model.variables)
         self._model = Untracked(model)
         self._length, self._k = seq_length, top_k
@@ -128,16 +131,9 @@ class TextModel(tf.Module):
         t = self.tokenizer
         return pack_inputs([ids], self._length, t.cls_id, t.sep_id, t.pad_id)
 
-    def _encoder(self):
-        model = self._model.model
-        return model.albert if isinstance(model, AlbertForPreTraining) else model
-
     @tf.function(autograph=False, input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def embed(self, text):
-        packed = self._pack(self.tokenizer.tokenize(text))
-        out = self._encoder()({"input_ids": packed["input_word_ids"], "input_mask": packed["input_mask"],
-                               "segment_ids": packed["input_type_ids"]}, training=False)
-        return {"pooled_output": tf.cast(out["pooled_output"], tf.float32)}
+        return {"pooled_output": self.encoder.serve(**self._pack(self.tokenizer.tokenize(text)))["pooled_output"]}
 
     def mask_ids(self, text):
         """Ids of ``text`` with each mask token one ``mask_id``: the parts between mask tokens tokenized alone."""
@@ -163,10 +159,10 @@ class TextModel(tf.Module):
                                                       validate=False)
         valid = tf.ones_like(positions, tf.bool).to_tensor(False)
         dense_positions = positions.to_tensor(0)
-        out = self._model.model({"input_ids": word_ids, "input_mask": packed["input_mask"],
-                                 "segment_ids": packed["input_type_ids"],
-                                 "masked_lm_positions": dense_positions}, training=False)
-        probs = tf.nn.softmax(tf.cast(out["mlm_logits"], tf.float32), axis=-1)  # [B, M, V]
+        sequence = self.encoder.serve(**packed)["sequence_output"]
+        gathered = tf.gather(sequence, dense_positions, batch_dims=1)  # [B, M, H], as AlbertForPreTraining.call
+        logits = self._model.model.predictions(gathered)
+        probs = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)  # [B, M, V]
         scores, ids = tf.math.top_k(probs, k=self._k)
         keep = valid[:, :, None]
         ids = tf.where(keep, ids, -tf.ones_like(ids))
@@ -189,7 +185,7 @@ def build(albert_dir: str, out: str, seq_length: Optional[int] = None, do_lower_
     model = load_albert_dir(albert_dir)
     length = min(int(seq_length or DEFAULT_SEQ_LENGTH), int(model.config.max_position_embeddings))
     vocab = vocabulary_file(albert_dir)
-    tokenizer = GraphTokenizer(vocab, folder_spec(albert_dir, do_lower_case))
+    tokenizer = shared_tokenizer(vocab, folder_spec(albert_dir, do_lower_case))
     pre = Preprocess(tokenizer, length)
     pre.bert_pack_inputs.get_concrete_function([_RAGGED], tf.TensorSpec([], tf.int32, name="seq_length"))
     pre.bert_pack_inputs.get_concrete_function([_RAGGED, _RAGGED], tf.TensorSpec([], tf.int32, name="seq_length"))
@@ -198,7 +194,7 @@ def build(albert_dir: str, out: str, seq_length: Optional[int] = None, do_lower_
     encoder = model.albert if isinstance(model, AlbertForPreTraining) else model
     enc = Encoder(encoder)
     tf.saved_model.save(enc, posixpath.join(out, ENCODER_DIR), signatures={"serving_default": enc.serve})
-    text = (TextModel if isinstance(model, AlbertForPreTraining) else EncoderTextModel)(tokenizer, model, length)
+    text = (TextModel if isinstance(model, AlbertForPreTraining) else EncoderTextModel)(tokenizer, model, enc, length)
     signatures = {"embed": text.embed}
     if text.has_mlm:
         signatures["fill_mask"] = text.fill_mask

@@ -27,10 +27,13 @@ whole word's span. SentencePiece's word-initial "▁" carries no bytes of its ow
 """
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import json
 import os
 import sys
+import threading
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence
 
@@ -433,34 +436,46 @@ def truncated_lengths(len_a, len_b, budget):
 
 def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: int, sep_id: int,
                 pad_id: int) -> Dict[str, tf.Tensor]:
-    """GraphTokenizer.bert_pack_inputs with the special ids given."""
+    """GraphTokenizer.bert_pack_inputs with the special ids given.
+
+    Built from flat (dense) ops: each kept piece is scattered to its position in a ``[batch, seq_length]`` tensor
+    filled with ``pad_id``. (Ragged masking and concatenation give the same values, but their shape checks and
+    broadcasting make the graph several times larger and slower to trace: each export traces this a few times.)"""
     if not 1 <= len(segments) <= 2:
         raise ValueError(f"bert_pack_inputs takes one or two segments, got {len(segments)}")
     if isinstance(seq_length, int) and seq_length < 3:
         raise ValueError(f"seq_length must be >= 3, got {seq_length}")
     segs = [tf.cast(s, tf.int32) for s in segments]
-    lengths = [s.row_lengths() for s in segs]
-    budget = tf.cast(seq_length, tf.int64) - 1 - len(segs)  # [CLS] and a [SEP] after each segment
+    lengths = [tf.cast(s.row_lengths(), tf.int32) for s in segs]
+    length = tf.cast(seq_length, tf.int32)
+    budget = length - 1 - len(segs)  # [CLS] and a [SEP] after each segment
     if len(segs) == 1:
-        parts = [_head(segs[0], tf.minimum(lengths[0], budget))]
+        keep = [tf.minimum(lengths[0], budget)]
     else:
-        ka, kb = truncated_lengths(lengths[0], lengths[1], budget)
-        parts = [_head(segs[0], ka), _head(segs[1], kb)]
-    batch = segs[0].nrows()
-    cls = tf.fill([batch, 1], cls_id)
-    sep = tf.fill([batch, 1], sep_id)
-    word_ids, type_ids = [cls], [tf.zeros([batch, 1], tf.int32)]
-    for t, part in enumerate(parts):
-        word_ids += [part, sep]
-        type_ids += [tf.ones_like(part) * t, tf.fill([batch, 1], t)]
-    ids = tf.concat(word_ids, axis=1)
-    seg = tf.concat(type_ids, axis=1)
-    shape = tf.stack([batch, tf.cast(seq_length, tf.int64)])
-    return {
-        "input_word_ids": ids.to_tensor(default_value=pad_id, shape=shape),
-        "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
-        "input_type_ids": seg.to_tensor(default_value=0, shape=shape),
-    }
+        keep = list(truncated_lengths(lengths[0], lengths[1], budget))
+    batch = tf.shape(lengths[0])[0]
+    rows = tf.range(batch)
+    indices, updates = [tf.stack([rows, tf.zeros_like(rows)], 1)], [tf.fill([batch], tf.cast(cls_id, tf.int32))]
+    start = tf.ones_like(rows)  # where each row's current segment starts
+    for seg, kept in zip(segs, keep):
+        row = tf.cast(seg.value_rowids(), tf.int32)
+        col = tf.range(tf.size(row)) - tf.gather(tf.cast(seg.row_starts(), tf.int32), row)  # index in its row
+        take = col < tf.gather(kept, row)
+        indices.append(tf.boolean_mask(tf.stack([row, tf.gather(start, row) + col], 1), take))
+        updates.append(tf.boolean_mask(seg.flat_values, take))
+        start = start + kept
+        indices.append(tf.stack([rows, start], 1))
+        updates.append(tf.fill([batch], tf.cast(sep_id, tf.int32)))
+        start = start + 1
+    shape = tf.stack([batch, length])
+    ids = tf.tensor_scatter_nd_update(tf.fill(shape, tf.cast(pad_id, tf.int32)), tf.concat(indices, 0),
+                                      tf.concat(updates, 0))
+    positions = tf.range(length)[None, :]
+    mask = tf.cast(positions < start[:, None], tf.int32)
+    types = tf.zeros(shape, tf.int32)
+    if len(segs) == 2:  # the second segment and its [SEP]
+        types = tf.cast(positions >= (2 + keep[0])[:, None], tf.int32) * mask
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
 
 
 def _substr(strings, pos, length):
@@ -469,21 +484,38 @@ def _substr(strings, pos, length):
     return tf.strings.substr(strings, tf.broadcast_to(pos, shape), tf.broadcast_to(length, shape))
 
 
-def _head(ragged: tf.RaggedTensor, keep) -> tf.RaggedTensor:
-    """The first ``keep[i]`` values of each row ``i``."""
-    pos = tf.ragged.range(ragged.row_lengths())
-    return tf.ragged.boolean_mask(ragged, pos < tf.cast(keep, pos.dtype)[:, None])
+# One GraphTokenizer per vocabulary (its bytes) and spec in a process: its tf.functions are traced once and every
+# SavedModel that holds it (a push's three folders, each task's serving model) reuses the traces instead of tracing
+# the tokenizer anew (2-4 CPU s each).
+_SHARED: "collections.OrderedDict[tuple, GraphTokenizer]" = collections.OrderedDict()
+_SHARED_MAX = 4
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_tokenizer(vocab_path: str, spec: TokenizerSpec) -> GraphTokenizer:
+    """The process's :class:`GraphTokenizer` of the vocabulary file at ``vocab_path`` (keyed by its bytes, so a
+    file replaced at the same path gets its own) with ``spec``; the :data:`_SHARED_MAX` latest are kept."""
+    key = (hashlib.sha256(_read(vocab_path)).hexdigest(), spec)
+    with _SHARED_LOCK:
+        if key in _SHARED:
+            _SHARED.move_to_end(key)
+            return _SHARED[key]
+        tokenizer = _SHARED[key] = GraphTokenizer(vocab_path, spec)
+        while len(_SHARED) > _SHARED_MAX:
+            _SHARED.popitem(last=False)
+        return tokenizer
 
 
 def twin_of(tokenizer) -> GraphTokenizer:
     """The in-graph twin of a project tokenizer (:class:`~components.text.tokenization.AlbertTokenizer` or
-    :class:`~components.text.wordpiece.WordPieceTokenizer`): its vocabulary file read with its spec."""
+    :class:`~components.text.wordpiece.WordPieceTokenizer`): its vocabulary file read with its spec (the process's
+    shared one, :func:`shared_tokenizer`)."""
     kind = getattr(tokenizer, "kind", "sentencepiece")
     path = tokenizer.model_path if kind == "sentencepiece" else tokenizer.vocab_path
     spec = TokenizerSpec(kind=kind, do_lower_case=bool(tokenizer.do_lower_case),
                          normalization=getattr(tokenizer, "normalization", "none"),
                          strip_accents=bool(getattr(tokenizer, "strip_accents", False)))
-    return GraphTokenizer(path, spec)
+    return shared_tokenizer(path, spec)
 
 
 if __name__ == "__main__":  # rewrite RANGES_FILE for this Python's Unicode data
