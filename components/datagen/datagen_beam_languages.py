@@ -21,8 +21,8 @@ from components.datagen.datagen_beam_input import _Tokenizing, read_documents
 from components.datagen.datagen_beam_pools import load_pools
 from components.datagen.generate import tokenize_document
 from components.datagen.instances import InstanceParams, create_instances_from_document, document_seed
-from components.datagen.language_sampling import (SamplingRule, in_size_sample, passes_to_count, plan_languages,
-                                                  realised_shares, scaled_counts, size_sample)
+from components.datagen.language_sampling import (SIZE_ROUNDS, SamplingRule, in_size_sample, passes_to_count,
+                                                  plan_languages, realised_shares, scaled_counts, size_sample)
 from components.text.documents import file_language
 
 # Per language and split, what the generating stage counts (summed by a CombinePerKey).
@@ -57,8 +57,8 @@ def _sum_pass_counts(rows):
 
 class _CountPasses(_Tokenizing):
     """One file → (language, (characters, instances of each counted pass)) of its documents in the language's size
-    sample: passes 0 … dupe_factor-1 without ``plan``; with the first ``plan``, passes dupe_factor … its
-    ``counted_passes``-1 (nothing for a language that needs no more)."""
+    sample: passes 0 … dupe_factor-1 without ``plan``; with an intermediate ``plan``, its language's passes
+    ``counted_passes`` … ``count_to``-1 (nothing for a language that needs no more)."""
 
     def __init__(self, vocab_path, tokenizer_spec, word_starts, segmenters, params: InstanceParams, seed: int,
                  dupe_factor: int):
@@ -79,7 +79,7 @@ class _CountPasses(_Tokenizing):
             return
         first, stop = 0, self._dupe_factor
         if plan is not None:
-            first, stop = self._dupe_factor, int(plan[language]["counted_passes"])
+            first, stop = int(plan[language]["counted_passes"]), int(plan[language]["count_to"])
             if stop <= first:
                 return
         if pools_file is not None and pools_file != self._pools_file:
@@ -125,25 +125,30 @@ def language_plan(files: beam.PCollection, vocab_path: str, tokenizer_spec, word
                 | f"{stage}Sum" >> beam.CombinePerKey(_sum_pass_counts)
                 | f"{stage}Dict" >> beam.combiners.ToDict())
 
+    # The first dupe_factor passes; then up to SIZE_ROUNDS rounds, each counting the further passes the plan so far
+    # places its partial pass in (a first plan from few passes of few documents can be short of the passes needed).
     first = count("LanguageSizeSample")
-    first_plan = first | "LanguageFirstPlan" >> beam.Map(build_plan, beam.pvalue.AsSingleton(characters), rule,
-                                                          dupe_factor)
-    more = count("LanguageMorePasses", plan=beam.pvalue.AsSingleton(first_plan))
-    return first | "LanguagePlan" >> beam.Map(build_plan, beam.pvalue.AsSingleton(characters), rule, dupe_factor,
-                                              beam.pvalue.AsSingleton(more))
+    more = []
+    plan = first | "LanguagePlan0" >> beam.Map(build_plan, beam.pvalue.AsSingleton(characters), rule, dupe_factor)
+    for r in range(1, SIZE_ROUNDS + 1):
+        more.append(count(f"LanguageMorePasses{r}", plan=beam.pvalue.AsSingleton(plan)))
+        plan = first | f"LanguagePlan{r}" >> beam.Map(build_plan, beam.pvalue.AsSingleton(characters), rule,
+                                                       dupe_factor, *[beam.pvalue.AsSingleton(m) for m in more])
+    return plan
 
 
 def build_plan(samples: Dict[str, Tuple[int, Tuple[int, ...]]], characters: Dict[str, Tuple[int, int]],
                rule: SamplingRule, dupe_factor: int,
-               more: Optional[Dict[str, Tuple[int, Tuple[int, ...]]]] = None) -> Dict[str, Dict[str, object]]:
+               *more) -> Dict[str, Dict[str, object]]:
     """The plan from the per-language sums (plain data: it is a side input and goes into the statistics):
-    ``samples`` the counts of the first ``dupe_factor`` passes, ``more`` those of the passes counted after the first
-    plan (None: the first plan, whose ``counted_passes`` says how many passes to count in all)."""
+    ``samples`` the counts of the first ``dupe_factor`` passes, ``more`` those of each round of further passes so far.
+    Before the last round a row's ``count_to`` says up to which pass to count next (:func:`passes_to_count`)."""
     counts, exact = {}, {}
     for language in sorted(characters):
         chars = characters[language][0]
         sample_chars, passes = samples.get(language, (0, (0,) * dupe_factor))
-        passes = tuple(passes) + tuple((more or {}).get(language, (0, ()))[1])
+        for extra in more:
+            passes = tuple(passes) + tuple(extra.get(language, (0, ()))[1])
         counts[language] = scaled_counts(chars, sample_chars, passes)
         exact[language] = sample_chars == chars
     plans = plan_languages(rule, counts, dupe_factor)
@@ -151,8 +156,8 @@ def build_plan(samples: Dict[str, Tuple[int, Tuple[int, ...]]], characters: Dict
     for language in sorted(characters):
         row = {"characters": characters[language][0], "documents": characters[language][1],
                "size_exact": exact[language], **plans[language], "counted_passes": len(counts[language])}
-        if more is None:  # the first plan: how many passes its language needs counted
-            row["counted_passes"] = passes_to_count(row["passes"], len(counts[language]))
+        if len(more) < SIZE_ROUNDS:  # a plan between rounds: the passes its language needs counted next
+            row["count_to"] = passes_to_count(row["passes"], len(counts[language]))
         out[language] = row
     return out
 def per_language_block(counts: Dict[Tuple[str, str], Tuple[int, ...]], plan: Dict[str, Dict[str, object]],

@@ -160,11 +160,13 @@ def realised_shares(counts: Mapping[str, int]) -> Dict[str, float]:
 # exact); a larger one on a seeded sample of about SIZE_BUDGET_SHARE × Σ characters / languages characters (a quarter
 # of the run's own generation, spread over the languages), when that is more. Its first dupe_factor passes are
 # counted; a language the plan up-samples past them has its further passes counted too, SIZE_PASS_MARGIN × its
-# estimated passes (at most SIZE_MAX_PASSES; beyond, the mean of the counted passes).
+# estimated passes (at most SIZE_MAX_PASSES; beyond, the mean of the counted passes), in up to SIZE_ROUNDS rounds
+# (each plans on what the rounds before counted).
 SIZE_WHOLE_CHARS = 30_000_000
 SIZE_BUDGET_SHARE = 0.25
 SIZE_PASS_MARGIN = 1.25
 SIZE_MAX_PASSES = 64
+SIZE_ROUNDS = 2  # rounds of further passes: a plan placed on two passes of one document can be short by a third
 
 
 def size_sample(characters: Mapping[str, int]) -> Dict[str, float]:
