@@ -166,8 +166,9 @@ def ExamplesGate(
     language's sentences tokenized with the run's vocabulary (``[UNK]`` rate, pieces per character, vocabulary
     coverage) and datagen's padding and masked shares, logged one line per language; raises
     :class:`~components.datagate.examples_stats.ExamplesGateError` when one of the run's languages has no training
-    instance (``check_instances``) or a language's ``[UNK]`` rate is above ``gate.max_unk_rate``. The ``Trainer`` depends on this node (a dependency without artifacts: no cache key moves),
-    so it never trains on a vocabulary that cannot write one of the run's languages.
+    instance (``check_instances``) or a language's ``[UNK]`` rate is above ``gate.max_unk_rate``. The ``Trainer``
+    depends on this node (a dependency without artifacts: no cache key moves), so it never trains on a vocabulary
+    that cannot write one of the run's languages, nor without one of them.
 
     ``config``: ``GateConfig.examples_params``; ``languages``: the run's languages (JSON list). With one, every
     document is of it; with several, each documents file holds one language's (``file_language`` of

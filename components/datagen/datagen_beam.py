@@ -238,9 +238,10 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
 
     ``output_dirs`` maps split name ("train"/"eval", and "train_long"/"eval_long" with ``long_params``) to its
     folder; ``stats_path`` receives the JSON statistics of every split. ``eval_fraction`` 0 puts every document
-    in "train". ``spill_dir``: where
-    unsorted records wait for their shard's sort, and the random-document pool for the generators (default
-    ``.datagen-spill`` next to the train folder; removed at the end). ``random_pool_size`` /
+    in "train"; in a run of several languages each tagged file's first document trains
+    (``SplitRule.first_trains``). ``spill_dir``: where unsorted records wait for their shard's sort, and the
+    random-document pool for the generators (default ``.datagen-spill`` next to the train folder; removed at the
+    end). ``random_pool_size`` /
     ``random_pool_max_chars``: at most this many documents and characters in each split's random-document pool
     (official/nsp modes). ``eval_document_files``: documents (same format) that form the eval split instead of
     the held-out ``eval_fraction`` (which is then ignored: every corpus document trains), e.g. the SQuAD/RACE

@@ -1,11 +1,11 @@
 """Language sampling in the Beam graph of ``components/datagen/datagen_beam.py`` (runs of several languages only: each
 documents file holds one language's documents, :func:`components.text.documents.file_language`).
 
-Three small stages before generation measure each language's instances pass by pass
+Small stages before generation measure each language's instances pass by pass
 (:mod:`components.datagen.language_sampling`): a read that counts each language's training characters; a count of
 the instances of its first ``dupe_factor`` passes (all of a language up to ``SIZE_WHOLE_CHARS``, else a seeded
 sample of its documents), which gives n_L, the target shares and a first plan; and, for a language that plan
-up-samples past the counted passes, a count of its further passes. Only per-language sums (characters and a short
+up-samples past the counted passes, up to ``SIZE_ROUNDS`` counts of its further passes, each followed by a plan. Only per-language sums (characters and a short
 list of per-pass counts) travel through Beam; the plan ({language: passes, target share, …}) is a side input of the
 generating stage. After generation, the per-language counts of the train split become the ``per_language`` block of
 ``stats.json``.
@@ -160,6 +160,8 @@ def build_plan(samples: Dict[str, Tuple[int, Tuple[int, ...]]], characters: Dict
             row["count_to"] = passes_to_count(row["passes"], len(counts[language]))
         out[language] = row
     return out
+
+
 def per_language_block(counts: Dict[Tuple[str, str], Tuple[int, ...]], plan: Dict[str, Dict[str, object]],
                        rule: SamplingRule, split: str = "train") -> Dict[str, object]:
     """``stats.json``'s ``per_language``: the sampling rule and, per language, the plan and the ``split``'s counts
