@@ -94,8 +94,8 @@ def test_an_english_vocabulary_imported_for_a_multilingual_run_stops_before_the_
 
 def test_a_listed_language_without_training_instances_stops_the_run(tmp_path):
     """ExamplesGate itself (its function, before it reads documents or the vocabulary): datagen's statistics of a
-    run of [en, zh, ja] where ja has no training instance and zh no row at all stop it, a line each naming the
-    settings; a single-language run is left to datagen's own check."""
+    run of [en, zh, ja] where ja has no training instance and zh no row at all stop it: a first line naming the
+    settings, then a line per language; a single-language run is left to datagen's own check."""
     import json
 
     from components import artifacts
@@ -115,10 +115,9 @@ def test_a_listed_language_without_training_instances_stops_the_run(tmp_path):
         ExamplesGate.EXECUTOR_SPEC.executor_class._FUNCTION(
             **args, config=json.dumps({"max_unk_rate": 0.05}), languages='["en", "zh", "ja"]', seed=1)
     assert str(caught.value).splitlines() == [
-        "the examples gate stopped the run before the Trainer: language zh: no training instance (0 training "
-        "documents): its documents are in the eval split (datagen.eval_fraction), too short for "
-        "datagen.max_seq_length, or missing from the corpus; add zh documents or remove zh from the language list "
-        "(language)",
+        "the examples gate stopped the run before the Trainer: 2 of the run's 3 languages have no training instance "
+        "(lower datagen.eval_fraction, add their documents, or remove them from the language setting)",
+        "language zh: no training instance (0 training documents): its documents are in the eval split "
+        "(datagen.eval_fraction), too short for datagen.max_seq_length, or missing from the corpus",
         "language ja: no training instance (0 training documents): its documents are in the eval split "
-        "(datagen.eval_fraction), too short for datagen.max_seq_length, or missing from the corpus; add ja documents "
-        "or remove ja from the language list (language)"]
+        "(datagen.eval_fraction), too short for datagen.max_seq_length, or missing from the corpus"]

@@ -180,7 +180,9 @@ def ExamplesGate(
     missing = examples_stats.check_instances(stats, run_languages)
     if missing:  # a listed language would not be trained at all
         raise examples_stats.ExamplesGateError(
-            "the examples gate stopped the run before the Trainer: " + "\n".join(missing))
+            f"the examples gate stopped the run before the Trainer: {len(missing)} of the run's {len(run_languages)} "
+            f"languages have no training instance (lower datagen.eval_fraction, add their documents, or remove them "
+            f"from the language setting)\n" + "\n".join(missing))
     do_lower_case = (bool(vocab.get_int_custom_property("do_lower_case"))
                      if vocab.has_custom_property("do_lower_case") else True)
     spec = vocab_folder_spec(vocab.uri, do_lower_case)

@@ -138,7 +138,6 @@ def check_instances(stats: Mapping[str, Any], run_languages: List[str]) -> List[
     rows = (stats.get("per_language") or {}).get("languages") or {}
     return [f"language {language}: no training instance ({int((rows.get(language) or {}).get('documents', 0))} "
             f"training documents): its documents are in the eval split (datagen.eval_fraction), too short for "
-            f"datagen.max_seq_length, or missing from the corpus; add {language} documents or remove {language} "
-            f"from the language list (language)"
+            f"datagen.max_seq_length, or missing from the corpus"
             for language in run_languages if not (rows.get(language) or {}).get("instances")]
 
