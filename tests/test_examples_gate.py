@@ -90,3 +90,34 @@ def test_an_english_vocabulary_imported_for_a_multilingual_run_stops_before_the_
         "language zh: [UNK] rate 0.29 (388 of 1,338 pieces in a sample of 4,605 characters), limit <= 0.05 "
         "(gate.max_unk_rate): the vocabulary cannot write zh"]
     assert not (tmp_path / "out" / "pipeline_root" / "Trainer").exists()
+
+
+def test_a_listed_language_without_training_instances_stops_the_run(tmp_path):
+    """ExamplesGate itself (its function, before it reads documents or the vocabulary): datagen's statistics of a
+    run of [en, zh, ja] where ja has no training instance and zh no row at all stop it: a first line naming the
+    settings, then a line per language; a single-language run is left to datagen's own check."""
+    import json
+
+    from components import artifacts
+    from components.datagate.datagate_component import ExamplesGate
+    from components.datagate.examples_stats import ExamplesGateError, check_instances
+
+    stats = {"per_language": {"languages": {"en": {"instances": 40, "documents": 3},
+                                            "ja": {"instances": 0, "documents": 0}}}}
+    assert check_instances(stats, ["en"]) == [] and check_instances(stats, ["en", "ja", "zh"])[1].startswith(
+        "language zh: no training instance (0 training documents)")
+    (tmp_path / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    args = {name: kind() for name, kind in (("documents", artifacts.Documents),
+                                            ("vocab", artifacts.SentencePieceModel),
+                                            ("statistics", artifacts.DataGenStatistics))}
+    args["statistics"].uri = str(tmp_path)
+    with pytest.raises(ExamplesGateError) as caught:
+        ExamplesGate.EXECUTOR_SPEC.executor_class._FUNCTION(
+            **args, config=json.dumps({"max_unk_rate": 0.05}), languages='["en", "zh", "ja"]', seed=1)
+    assert str(caught.value).splitlines() == [
+        "the examples gate stopped the run before the Trainer: 2 of the run's 3 languages have no training instance "
+        "(lower datagen.eval_fraction, add their documents, or remove them from the language setting)",
+        "language zh: no training instance (0 training documents): its documents are in the eval split "
+        "(datagen.eval_fraction), too short for datagen.max_seq_length, or missing from the corpus",
+        "language ja: no training instance (0 training documents): its documents are in the eval split "
+        "(datagen.eval_fraction), too short for datagen.max_seq_length, or missing from the corpus"]

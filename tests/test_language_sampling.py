@@ -8,8 +8,8 @@ import pytest
 from components.datagen.datagen_config import DataGenConfig
 from components.datagen.generate import generate_for_document
 from components.datagen.instances import InstanceParams, VocabInfo
-from components.datagen.language_sampling import (SamplingRule, estimated_size, keep_instance, pass_plan,
-                                                  unimax_budgets)
+from components.datagen.language_sampling import (SamplingRule, keep_instance, kept_indices, pass_plan, place,
+                                                  plan_languages, passes_to_count, scaled_counts, unimax_budgets)
 from config.schema import ConfigError
 
 
@@ -29,14 +29,39 @@ def test_exponent_shares_are_the_formula():
 def test_passes_keep_the_total_and_give_each_language_its_share():
     sizes = {"en": 900, "zh": 90, "ja": 10}
     rule = SamplingRule(alpha=0.3)
-    passes = rule.passes(sizes, dupe_factor=4)
+    plan = plan_languages(rule, {k: [n] * 4 for k, n in sizes.items()}, dupe_factor=4)  # every pass alike
     q = rule.target_shares(sizes)
-    written = {k: passes[k] * sizes[k] for k in sizes}
+    written = {k: plan[k]["passes"] * sizes[k] for k in sizes}
     assert sum(written.values()) == pytest.approx(4 * 1000)
     for k in sizes:
         assert written[k] / 4000 == pytest.approx(q[k])
-    assert SamplingRule("none").passes(sizes, 4) == {"en": 4.0, "zh": 4.0, "ja": 4.0}
+        assert plan[k]["target_instances"] == pytest.approx(q[k] * 4000) and plan[k]["size_instances"] == sizes[k]
+    assert {k: r["passes"] for k, r in plan_languages(SamplingRule("none"), {k: [n] * 4 for k, n in sizes.items()},
+                                                      4).items()} == {"en": 4.0, "zh": 4.0, "ja": 4.0}
     assert pass_plan(2.25) == (2, 0.25) and pass_plan(3.0) == (3, 0.0)
+
+
+def test_the_target_is_placed_on_the_counted_passes():
+    # pass 0 gives 100, pass 1 300, pass 2 100: 250 instances are pass 0 whole and half of pass 1
+    assert place(250, [100, 300, 100]) == 1.5
+    assert place(0, [100, 300]) == 0.0 and place(100, [100, 300]) == 1.0 and place(450, [100, 300, 100]) == 2.5
+    # beyond the counted passes, each the mean (200): 700 = 100 + 300 + 200 + half of the next
+    assert place(700, [100, 300]) == 3.5
+    assert place(50, [0, 100]) == 1.5  # an empty pass is passed over
+    # two passes counted (dupe_factor 2): n = (100 + 300) / 2 = 200 and 100 (per pass 100, 100), T = 600
+    plan = plan_languages(SamplingRule(alpha=1.0), {"a": [100, 300, 100, 100], "b": [100, 100]}, dupe_factor=2)
+    assert plan["a"] == {"size_instances": 200.0, "target_share": pytest.approx(2 / 3),
+                         "target_instances": pytest.approx(400), "passes": pytest.approx(2.0)}
+    assert plan["b"]["passes"] == pytest.approx(2.0) and plan["b"]["target_instances"] == pytest.approx(200)
+    # α = 0.5: q ∝ √(2/3), √(1/3) → b gets 600 · 0.4142 = 248.5: passes 0, 1 whole and 0.485 of pass 2 (the mean, 100)
+    plan = plan_languages(SamplingRule(alpha=0.5), {"a": [100, 300], "b": [100, 100]}, dupe_factor=2)
+    qb = math.sqrt(1 / 3) / (math.sqrt(2 / 3) + math.sqrt(1 / 3))
+    assert plan["b"]["passes"] == pytest.approx(2 + (600 * qb - 200) / 100)
+    assert plan["a"]["passes"] == pytest.approx(1 + (600 * (1 - qb) - 100) / 300)
+    # more passes are counted when the partial pass is past the counted ones: 1.25 × 2.49 + 1 → 5
+    assert passes_to_count(plan["b"]["passes"], 2) == 5 and passes_to_count(plan["a"]["passes"], 2) == 2
+    assert passes_to_count(1000.0, 2) == 64  # SIZE_MAX_PASSES
+    assert scaled_counts(1000, 1000, [17, 3]) == [17.0, 3.0] and scaled_counts(1000, 250, [10, 5]) == [40.0, 20.0]
 
 
 def test_unimax_is_uniform_up_to_its_cap_and_redistributes():
@@ -47,8 +72,8 @@ def test_unimax_is_uniform_up_to_its_cap_and_redistributes():
     assert q == pytest.approx({"en": 0.8, "zh": 0.18, "ja": 0.02})
     assert unimax_budgets({"a": 5, "b": 5}, 10, 1) == {"a": 5, "b": 5}
     # no language more than max_epochs times its unsampled amount
-    passes = SamplingRule("unimax", max_epochs=3).passes({"en": 10_000, "zh": 7, "ja": 3}, dupe_factor=5)
-    assert passes["zh"] == pytest.approx(15) and passes["ja"] == pytest.approx(15)
+    plan = plan_languages(SamplingRule("unimax", max_epochs=3), {"en": [10_000] * 5, "zh": [7] * 5, "ja": [3] * 5}, 5)
+    assert plan["zh"]["passes"] == pytest.approx(15) and plan["ja"]["passes"] == pytest.approx(15)
 
 
 def test_keep_decision_is_seeded_and_takes_its_fraction():
@@ -57,7 +82,12 @@ def test_keep_decision_is_seeded_and_takes_its_fraction():
     assert abs(sum(kept) / 20_000 - 0.3) < 0.01
     assert not any(keep_instance(7, "d", 0, i, 0.0) for i in range(100))
     assert all(keep_instance(7, "d", 0, i, 1.0) for i in range(100))
-    assert estimated_size(1000, 1000, 17) == 17.0 and estimated_size(1000, 250, 10) == 40.0
+    # a partial pass: ⌊f·m + u⌋ of a document's m instances, those of the smallest hashes
+    kept = kept_indices(7, "doc:3", 2, 10, 0.35)
+    assert kept == [1, 7, 9] == kept_indices(7, "doc:3", 2, 10, 0.35)  # ⌊3.5 + u⌋ = 3 of 10 for this document
+    total = sum(len(kept_indices(7, f"doc:{d}", 2, 10, 0.35)) for d in range(2000))
+    assert total == 6992  # 0.35 × 20,000 = 7,000 expected: unbiased over documents, each off by under one
+    assert kept_indices(7, "d", 0, 5, 1.0) == [0, 1, 2, 3, 4] and kept_indices(7, "d", 0, 5, 0.0) == []
 
 
 def _doc(rng, n_sent=40):
@@ -75,11 +105,11 @@ def test_passes_in_generation_whole_and_partial():
     four = [b for b, _ in generate_for_document("d:0", doc, 1, 4, params, vocab)]
     three = [b for b, _ in generate_for_document("d:0", doc, 1, 3, params, vocab)]
     fourth = four[len(three):]  # pass 3: a fresh seed; half its instances kept, by their own hash
-    kept = [b for i, b in enumerate(fourth) if keep_instance(1, "d:0", 3, i, 0.5)]
-    assert 0 < len(kept) < len(fourth)
+    kept = [fourth[i] for i in kept_indices(1, "d:0", 3, len(fourth), 0.5)]
+    assert 0 < len(kept) < len(fourth) and abs(len(kept) - len(fourth) / 2) < 1
     assert [b for b, _ in generate_for_document("d:0", doc, 1, 2, params, vocab, passes=3.5)] == three + kept
     assert [b for b, _ in generate_for_document("d:0", doc, 1, 2, params, vocab, passes=0.5)] == \
-        [b for i, b in enumerate(one) if keep_instance(1, "d:0", 0, i, 0.5)]
+        [one[i] for i in kept_indices(1, "d:0", 0, len(one), 0.5)]
 
 
 @pytest.mark.parametrize("over, setting", [({"language_alpha": 1.5}, "datagen.language_alpha"),
@@ -116,12 +146,27 @@ def test_vocab_sentence_sample_follows_the_rule(tmp_path):
     assert len(sample_by_language(paths, 1000, 3, SamplingRule("none"))) == 100
 
 
-def test_size_sample_is_bounded_by_the_run():
-    from components.datagen.language_sampling import SIZE_MAX_PASSES, size_sample
+def test_size_sample_counts_a_small_language_whole():
+    from components.datagen.language_sampling import SIZE_WHOLE_CHARS, size_sample
 
-    plan = size_sample({"en": 40_000_000, "zh": 100_000}, dupe_factor=4)
-    # budget 0.25 × 4 × 40.1 M / 2 = 20.05 M characters-passes each: en sampled at half, one pass; zh whole, 32 passes
-    assert plan["en"] == (pytest.approx(20_050_000 / 40_000_000), 1)
-    assert plan["zh"] == (1.0, SIZE_MAX_PASSES)
-    assert size_sample({"en": 300_000, "zh": 100_000}, dupe_factor=1) == {"en": (pytest.approx(2 / 3), 1),
-                                                                         "zh": (1.0, 2)}  # at least 200,000
+    # up to 30 M characters counted whole; above, the larger of that and a quarter of Σ / languages
+    assert size_sample({"en": 7_000_000, "zh": 100_000}) == {"en": 1.0, "zh": 1.0}
+    assert size_sample({"en": 60_000_000, "zh": 100_000}) == {"en": 0.5, "zh": 1.0}
+    assert SIZE_WHOLE_CHARS == 30_000_000
+    big = size_sample({"en": 1_000_000_000, "zh": 200_000_000})  # budget 0.25 × 1.2 G / 2 = 150 M
+    assert big == {"en": pytest.approx(0.15), "zh": pytest.approx(0.75)}
+
+
+def test_a_tagged_files_first_document_trains_in_a_run_of_several_languages():
+    from components.datagen.datagen_beam_input import SplitRule, split_of
+
+    name = "documents-ja-00000-of-00001.txt"
+    seed = next(s for s in range(100) if split_of(f"{name}:0", s, 0.3) == "eval")
+    assert SplitRule(seed, 0.3)(f"/c/{name}", f"{name}:0") == "eval"  # a single-language run: the hash alone
+    assert SplitRule(seed, 0.3, first_trains=True)(f"/c/{name}", f"{name}:0") == "train"
+    untagged = "documents-00000-of-00001.txt"
+    seed = next(s for s in range(100) if split_of(f"{untagged}:0", s, 0.3) == "eval")
+    assert SplitRule(seed, 0.3, first_trains=True)(f"/c/{untagged}", f"{untagged}:0") == "eval"
+    # the other documents keep the hash
+    assert [SplitRule(3, 0.3, first_trains=True)(name, f"{name}:{i}") for i in range(1, 40)] == \
+        [split_of(f"{name}:{i}", 3, 0.3) for i in range(1, 40)]

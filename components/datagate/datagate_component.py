@@ -165,15 +165,24 @@ def ExamplesGate(
     """The examples' statistics per language (:mod:`components.datagate.examples_stats`): a seeded sample of each
     language's sentences tokenized with the run's vocabulary (``[UNK]`` rate, pieces per character, vocabulary
     coverage) and datagen's padding and masked shares, logged one line per language; raises
-    :class:`~components.datagate.examples_stats.ExamplesGateError` when a language's ``[UNK]`` rate is above
-    ``gate.max_unk_rate``. The ``Trainer`` depends on this node (a dependency without artifacts: no cache key moves),
-    so it never trains on a vocabulary that cannot write one of the run's languages.
+    :class:`~components.datagate.examples_stats.ExamplesGateError` when one of the run's languages has no training
+    instance (``check_instances``) or a language's ``[UNK]`` rate is above ``gate.max_unk_rate``. The ``Trainer``
+    depends on this node (a dependency without artifacts: no cache key moves), so it never trains on a vocabulary
+    that cannot write one of the run's languages, nor without one of them.
 
     ``config``: ``GateConfig.examples_params``; ``languages``: the run's languages (JSON list). With one, every
     document is of it; with several, each documents file holds one language's (``file_language`` of
     :mod:`components.text.documents`), and a file of none is not measured."""
     limits = json.loads(config)
     run_languages = json.loads(languages)
+    with tf.io.gfile.GFile(posixpath.join(statistics.uri, STATS_FILE)) as f:
+        stats = json.load(f)
+    missing = examples_stats.check_instances(stats, run_languages)
+    if missing:  # a listed language would not be trained at all
+        raise examples_stats.ExamplesGateError(
+            f"the examples gate stopped the run before the Trainer: {len(missing)} of the run's {len(run_languages)} "
+            f"languages have no training instance (lower datagen.eval_fraction, add their documents, or remove them "
+            f"from the language setting)\n" + "\n".join(missing))
     do_lower_case = (bool(vocab.get_int_custom_property("do_lower_case"))
                      if vocab.has_custom_property("do_lower_case") else True)
     spec = vocab_folder_spec(vocab.uri, do_lower_case)
@@ -185,8 +194,6 @@ def ExamplesGate(
         language = run_languages[0] if len(run_languages) == 1 else text_documents.file_language(shard)
         if language in run_languages:
             files.setdefault(language, []).append(shard)
-    with tf.io.gfile.GFile(posixpath.join(statistics.uri, STATS_FILE)) as f:
-        stats = json.load(f)
     measures = {}
     for language, shards in sorted(files.items()):
         size = sum(tf.io.gfile.stat(s).length for s in shards)

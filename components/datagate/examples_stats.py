@@ -126,3 +126,18 @@ def check_examples(measures: Mapping[str, LanguageExamples], max_unk_rate: float
             f"sample of {m.characters:,} characters), limit <= {max_unk_rate:g} (gate.max_unk_rate): the vocabulary "
             f"cannot write {m.language}"
             for _, m in sorted(measures.items()) if m.pieces and m.unk_rate > max_unk_rate]
+
+
+def check_instances(stats: Mapping[str, Any], run_languages: List[str]) -> List[str]:
+    """One line per language of a run of several (``run_languages``) that has no training instance in datagen's
+    ``stats.json`` (its ``per_language`` block; a language it does not name has none): its documents are all in the
+    eval split, too short for the sequence length, or missing. A single-language run: none (datagen itself stops a
+    run without training instances)."""
+    if len(run_languages) < 2:
+        return []
+    rows = (stats.get("per_language") or {}).get("languages") or {}
+    return [f"language {language}: no training instance ({int((rows.get(language) or {}).get('documents', 0))} "
+            f"training documents): its documents are in the eval split (datagen.eval_fraction), too short for "
+            f"datagen.max_seq_length, or missing from the corpus"
+            for language in run_languages if not (rows.get(language) or {}).get("instances")]
+

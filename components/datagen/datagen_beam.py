@@ -238,9 +238,10 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
 
     ``output_dirs`` maps split name ("train"/"eval", and "train_long"/"eval_long" with ``long_params``) to its
     folder; ``stats_path`` receives the JSON statistics of every split. ``eval_fraction`` 0 puts every document
-    in "train". ``spill_dir``: where
-    unsorted records wait for their shard's sort, and the random-document pool for the generators (default
-    ``.datagen-spill`` next to the train folder; removed at the end). ``random_pool_size`` /
+    in "train"; in a run of several languages each tagged file's first document trains
+    (``SplitRule.first_trains``). ``spill_dir``: where unsorted records wait for their shard's sort, and the
+    random-document pool for the generators (default ``.datagen-spill`` next to the train folder; removed at the
+    end). ``random_pool_size`` /
     ``random_pool_max_chars``: at most this many documents and characters in each split's random-document pool
     (official/nsp modes). ``eval_document_files``: documents (same format) that form the eval split instead of
     the held-out ``eval_fraction`` (which is then ignored: every corpus document trains), e.g. the SQuAD/RACE
@@ -271,7 +272,9 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
         by_name[name] = path
     if spill_dir is None:
         spill_dir = posixpath.join(posixpath.dirname(output_dirs["train"].rstrip("/")), ".datagen-spill")
-    split_rule = SplitRule(seed, eval_fraction, eval_document_files)
+    languages = {file_language(path) for path in document_files} - {None}
+    # a run of several languages: each tagged file's first document trains (no language all in the eval split)
+    split_rule = SplitRule(seed, eval_fraction, eval_document_files, first_trains=len(languages) >= 2)
     splits = [s for s in SPLITS if s == "train" or eval_fraction > 0 or eval_document_files]
     shards = {"train": num_shards, "eval": max(1, min(num_shards, 4))}
     if long_params is not None:
@@ -290,7 +293,6 @@ def build_pretraining_data(pipeline: beam.Pipeline, document_files: List[str], v
         pools_file = split_document_pools(files, vocab_path, tokenizer_spec, word_starts, seed, random_pool_size,
                                           random_pool_max_chars, split_rule, spill_dir)
         side["pools_file"] = beam.pvalue.AsSingleton(pools_file)
-    languages = {file_language(path) for path in document_files} - {None}
     if segmenters and not languages:  # a single-language run: untagged files, the run's language's segmenter
         segmenters = {None: name for name in segmenters.values()} if len(segmenters) == 1 else None
     plan = None

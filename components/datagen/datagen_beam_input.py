@@ -103,16 +103,23 @@ def word_starts_of(path: str, word_starts: Optional[str]) -> str:
 
 class SplitRule:
     """Which split a document belongs to: every document of an ``eval_files`` file is "eval"; otherwise the
-    held-out ``eval_fraction`` by hash (none when eval files are given or the fraction is 0)."""
+    held-out ``eval_fraction`` by hash (none when eval files are given or the fraction is 0).
 
-    def __init__(self, seed: int, eval_fraction: float, eval_files: Iterable[str] = ()):
+    ``first_trains`` (a run of several languages): the first document of each language-tagged documents file
+    (``file_language``; id ``<name>:0``) always trains, so a language of one or a few documents cannot lose all of
+    them to the eval split. A single-language run's files are untagged: its split is unchanged."""
+
+    def __init__(self, seed: int, eval_fraction: float, eval_files: Iterable[str] = (), first_trains: bool = False):
         self.seed = seed
         self.eval_files = frozenset(eval_files)
         self.eval_fraction = 0.0 if self.eval_files else float(eval_fraction)
+        self.first_trains = bool(first_trains)
 
     def __call__(self, path: str, doc_id: str) -> str:
         if path in self.eval_files:
             return "eval"
+        if self.first_trains and doc_id.endswith(":0") and file_language(path) is not None:
+            return "train"
         return split_of(doc_id, self.seed, self.eval_fraction) if self.eval_fraction > 0 else "train"
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from components.datagen.features import serialize_instance
 from components.datagen.instances import (Instance, InstanceParams, RandomDocument, TokenizedDocument, VocabInfo,
                                           create_instances_from_document, document_seed)
-from components.datagen.language_sampling import keep_instance, pass_plan
+from components.datagen.language_sampling import kept_indices, pass_plan
 from components.text.tokenization import AlbertTokenizer
 
 _ALBERT_NORMALIZE = AlbertTokenizer.normalize  # the shortcut mirrors exactly this method
@@ -128,7 +128,7 @@ def generate_for_document(doc_id: str, sentences_ids: Sequence[np.ndarray], glob
     (for a given NumPy version: ``Generator`` streams are stable per version, not guaranteed across).
 
     ``passes`` (language sampling, :mod:`components.datagen.language_sampling`; default ``dupe_factor``): e passes,
-    the first ⌊e⌋ whole and of pass ⌊e⌋ the instances that :func:`keep_instance` keeps.
+    the first ⌊e⌋ whole and of pass ⌊e⌋ the instances that :func:`kept_indices` keeps.
     """
     if not isinstance(dupe_factor, (int, np.integer)) or dupe_factor < 1:
         raise ValueError(f"dupe_factor must be an int >= 1, got {dupe_factor!r}")
@@ -136,8 +136,8 @@ def generate_for_document(doc_id: str, sentences_ids: Sequence[np.ndarray], glob
     whole, fraction = (int(dupe_factor), 0.0) if passes is None else pass_plan(passes)
     for pass_index in range(whole + (fraction > 0)):
         rng = np.random.default_rng(document_seed(global_seed, doc_id, pass_index))
-        for i, inst in enumerate(create_instances_from_document(sentences_ids, 0, rng, params, vocab,
-                                                                random_document)):
-            if pass_index == whole and not keep_instance(global_seed, doc_id, pass_index, i, fraction):
-                continue
+        instances = create_instances_from_document(sentences_ids, 0, rng, params, vocab, random_document)
+        if pass_index == whole:  # the partial pass
+            instances = [instances[i] for i in kept_indices(global_seed, doc_id, pass_index, len(instances), fraction)]
+        for inst in instances:
             yield serialize_instance(inst, params.max_seq_length, params.max_predictions_per_seq), inst

@@ -8,30 +8,37 @@ sentences or tokens and IndicBERT lines, all units that are the thing they then 
 realised shares equal the formula's (a character or token count would not: a Chinese instance holds about three times
 fewer characters than an English one, and a short document gives a short instance).
 
-Counting every language's instances would cost a second generation pass; instead each language's characters are
-counted (a read, no tokenizing) and its instances per pass measured on a seeded sample of its training documents
-(:func:`size_sample`: all of a small language, averaged over several passes): n_L = instances per pass of the sample ×
-characters of L / characters of the sample (:func:`estimated_size`).
+**Counted pass by pass.** ALBERT draws one target length per document and pass (``short_seq_prob``), and a short draw
+gives several times the instances of that document in that pass: with few large documents one pass differs from the
+next by tens of percent, so a mean per pass does not say what the passes actually generated will give. The size stage
+therefore counts each pass p = 0, 1, … of a language separately (c_L[p], summed over its documents, with the very
+seeds generation uses): a language of up to ``SIZE_WHOLE_CHARS`` training characters (or its share of the budget,
+:func:`size_sample`) is counted whole, exactly; a larger one on a seeded sample of its documents, scaled by its
+characters over the sample's. n_L = (c_L[0] + … + c_L[D-1]) / D, D = ``dupe_factor``.
 
 **The exponent** (mBERT and IndicBERT α = 0.7, XLM-R and mT5 α = 0.3): p_L = n_L / Σ n, q_L = p_L^α / Σ_k p_k^α. The
-total stays what the run writes without sampling (``dupe_factor`` passes of every language), so the largest
-language is down-sampled and the small ones are up-sampled.
+total T = D · Σ n stays what the run writes without sampling (``dupe_factor`` passes of every language), so the
+largest language is down-sampled and the small ones are up-sampled.
 
 **UniMax** (Chung et al., ICLR 2023): the same total spent as uniformly over languages as possible, smallest language
 first, none repeated more than ``max_epochs`` times its unsampled amount (one epoch = the ``dupe_factor`` passes a
 language gets without sampling); what a capped language cannot take is shared among the larger ones.
 
-**Passes.** Language L gets e_L = q_L · T / n_L passes (T = dupe_factor · Σ n): the first ⌊e_L⌋ passes whole, each
-with a masking seed of its own (pass p ≥ dupe_factor is a fresh seed, as passes are), and in pass ⌊e_L⌋ each
-instance kept when its own hash of (seed, document, pass, index) falls under the fraction e_L − ⌊e_L⌋: a decision that
-depends on nothing but those, so any worker count writes the same bytes, and no state is held.
+**Passes** (:func:`place`). Language L's target is C_L = q_L · T instances: W whole passes, W such that
+cum[W] ≤ C_L < cum[W+1] (cum[k] = c_L[0] + … + c_L[k-1]; passes beyond the counted ones taken at their mean), each
+with a masking seed of its own (pass p ≥ dupe_factor is a fresh seed, as passes are), and in pass W the share
+f = (C_L − cum[W]) / c_L[W] of its instances, so a language counted whole realises C_L up to the rounding of the
+partial pass. The plan's ``passes`` is W + f. In pass W each document keeps ⌊f · m + u⌋ of its m instances (u a
+seeded hash of the document: unbiased, off by less than one instance per document), those whose own hash of (seed,
+document, pass, index) is smallest (:func:`kept_indices`): a decision that depends on nothing but those, so any worker
+count writes the same bytes, and no state is held.
 """
 from __future__ import annotations
 
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 METHODS = ("exponent", "unimax", "none")
 DEFAULT_METHOD = "exponent"
@@ -87,14 +94,6 @@ class SamplingRule:
         total = sum(alloc.values())
         return {k: (alloc[k] / total if k in alloc else 0.0) for k in sizes}
 
-    def passes(self, sizes: Mapping[str, float], dupe_factor: int) -> Dict[str, float]:
-        """e_L: the passes over language L's documents that give it its target share of dupe_factor · Σ n instances
-        (``dupe_factor`` for every language with ``none``; a language of size 0 keeps ``dupe_factor``)."""
-        shares = self.target_shares(sizes)
-        total = float(dupe_factor) * sum(float(v) for v in sizes.values() if v > 0)
-        return {k: (shares[k] * total / float(n) if n > 0 and self.method != "none" else float(dupe_factor))
-                for k, n in sizes.items()}
-
 
 def exponent_weights(sizes: Mapping[str, float], alpha: float) -> Dict[str, float]:
     """p_L^α for p_L = n_L / Σ n (unnormalised: :meth:`SamplingRule.target_shares` divides by their sum)."""
@@ -121,9 +120,15 @@ def pass_plan(passes: float) -> Tuple[int, float]:
     return whole, float(passes - whole)
 
 
+def _unit(*parts: object) -> float:
+    """A uniform number in [0, 1) from a SHA-1 of ``parts`` (the same on every worker and platform)."""
+    h = hashlib.sha1("\x1f".join(["lang-sample"] + [str(p) for p in parts]).encode("utf-8"))
+    return (int.from_bytes(h.digest()[:8], "big") >> 11) / float(1 << 53)
+
+
 def keep_instance(seed: int, doc_id: str, pass_index: int, index: int, fraction: float) -> bool:
-    """The seeded per-instance decision of a partial pass: True for a share ``fraction`` of instances, decided by a
-    SHA-1 of (seed, document, pass, index) alone (the same on every worker and platform)."""
+    """A seeded yes/no for a share ``fraction`` (the size sample's choice of documents, :func:`in_size_sample`),
+    decided by a SHA-1 of (seed, document, pass, index) alone."""
     if fraction >= 1.0:
         return True
     if fraction <= 0.0:
@@ -132,34 +137,46 @@ def keep_instance(seed: int, doc_id: str, pass_index: int, index: int, fraction:
     return (int.from_bytes(h.digest()[:8], "big") >> 11) < int(fraction * (1 << 53))
 
 
+def kept_indices(seed: int, doc_id: str, pass_index: int, count: int, fraction: float) -> List[int]:
+    """The instances a document keeps of its ``count`` in a partial pass (in order): ⌊fraction · count + u⌋ of them,
+    u a seeded uniform of (seed, document, pass) (so the expectation is fraction · count and the error under one),
+    those whose hash of (seed, document, pass, index) is smallest."""
+    if fraction >= 1.0:
+        return list(range(count))
+    if fraction <= 0.0 or count <= 0:
+        return []
+    keep = min(count, int(math.floor(fraction * count + _unit(int(seed), doc_id, int(pass_index), "round"))))
+    ranked = sorted(range(count), key=lambda i: _unit(int(seed), doc_id, int(pass_index), i))
+    return sorted(ranked[:keep])
+
+
 def realised_shares(counts: Mapping[str, int]) -> Dict[str, float]:
     """Each language's share of ``counts`` (0 for all when there are none)."""
     total = sum(counts.values())
     return {k: (v / total if total else 0.0) for k, v in counts.items()}
 
 
-# The size sample's cost: each language may count instances of about this share of the run's own generation (its
-# characters × passes, spread evenly over the languages), at least SIZE_MIN_CHARS, at most SIZE_MAX_PASSES passes.
+# The size stage's cost. A language of up to SIZE_WHOLE_CHARS training characters is counted whole (its shares then
+# exact); a larger one on a seeded sample of about SIZE_BUDGET_SHARE × Σ characters / languages characters (a quarter
+# of the run's own generation, spread over the languages), when that is more. Its first dupe_factor passes are
+# counted; a language the plan up-samples past them has its further passes counted too, SIZE_PASS_MARGIN × its
+# estimated passes (at most SIZE_MAX_PASSES; beyond, the mean of the counted passes), in up to SIZE_ROUNDS rounds
+# (each plans on what the rounds before counted).
+SIZE_WHOLE_CHARS = 30_000_000
 SIZE_BUDGET_SHARE = 0.25
-SIZE_MIN_CHARS = 200_000
-SIZE_MAX_PASSES = 32
+SIZE_PASS_MARGIN = 1.25
+SIZE_MAX_PASSES = 64
+SIZE_ROUNDS = 2  # rounds of further passes: a plan placed on two passes of one document can be short by a third
 
 
-def size_sample(characters: Mapping[str, int], dupe_factor: int) -> Dict[str, Tuple[float, int]]:
-    """Per language, (share of its documents drawn into its size sample, passes counted over them): a budget of
-    ``SIZE_BUDGET_SHARE`` × dupe_factor × Σ characters / languages characters-passes each (at least
-    ``SIZE_MIN_CHARS``); a language larger than its budget is sampled at one pass, a smaller one counted whole over
-    as many passes as fit (at most ``SIZE_MAX_PASSES``, which averages out how much one short-target draw moves a
-    pass)."""
+def size_sample(characters: Mapping[str, int]) -> Dict[str, float]:
+    """Per language, the share of its training documents drawn into its size sample: 1 (counted whole) up to
+    max(``SIZE_WHOLE_CHARS``, ``SIZE_BUDGET_SHARE`` × Σ characters / languages) characters, that over its characters
+    above."""
     if not characters:
         return {}
-    budget = max(SIZE_MIN_CHARS, SIZE_BUDGET_SHARE * dupe_factor * sum(characters.values()) / len(characters))
-    out = {}
-    for language, chars in characters.items():
-        sampled = min(float(chars), budget)
-        rate = 1.0 if chars <= budget else budget / float(chars)
-        out[language] = (rate, max(1, min(SIZE_MAX_PASSES, int(budget // max(sampled, 1.0)))))
-    return out
+    budget = max(float(SIZE_WHOLE_CHARS), SIZE_BUDGET_SHARE * sum(characters.values()) / len(characters))
+    return {language: (1.0 if chars <= budget else budget / float(chars)) for language, chars in characters.items()}
 
 
 def in_size_sample(seed: int, doc_id: str, rate: float) -> bool:
@@ -167,11 +184,56 @@ def in_size_sample(seed: int, doc_id: str, rate: float) -> bool:
     return keep_instance(seed, "size-sample\x1f" + doc_id, 0, 0, rate)
 
 
-def estimated_size(characters: int, sample_characters: int, sample_instances: int) -> float:
-    """n_L in instances: the sample's instances scaled by the language's characters over the sample's (exact when the
-    sample is the whole language)."""
+def scaled_counts(characters: int, sample_characters: int, counts: Sequence[float]) -> List[float]:
+    """A language's instances per pass: its sample's ``counts`` scaled by its characters over the sample's (as they
+    are when the sample is the whole language)."""
     if sample_characters <= 0:
-        return 0.0
+        return [0.0] * len(counts)
     if sample_characters == characters:
-        return float(sample_instances)
-    return sample_instances * float(characters) / float(sample_characters)
+        return [float(c) for c in counts]
+    return [c * float(characters) / float(sample_characters) for c in counts]
+
+
+def place(target: float, counts: Sequence[float]) -> float:
+    """W + f passes that give ``target`` instances from the per-pass ``counts`` (module docstring): W whole passes with
+    cum[W] ≤ target < cum[W+1], f = (target − cum[W]) / counts[W]; a pass beyond ``counts`` gives their mean.
+    ``[100, 300, 100]`` and 250 → 1.5."""
+    done = 0.0
+    mean = sum(counts) / len(counts) if counts else 0.0
+    p = 0
+    while True:
+        c = float(counts[p]) if p < len(counts) else mean
+        if c <= 0 and p >= len(counts):  # nothing more to take
+            return float(p)
+        if done + c > target:
+            return p + (target - done) / c
+        done += c
+        p += 1
+        if done == target:
+            return float(p)
+
+
+def plan_languages(rule: "SamplingRule", counts: Mapping[str, Sequence[float]], dupe_factor: int
+                   ) -> Dict[str, Dict[str, float]]:
+    """Per language, from its per-pass instance ``counts`` (at least ``dupe_factor`` of them): ``size_instances``
+    (n_L), ``target_share`` (q_L), ``target_instances`` (C_L = q_L · D · Σ n) and ``passes`` (W + f,
+    :func:`place`; ``dupe_factor`` with ``none`` and for a language without instances)."""
+    d = int(dupe_factor)
+    sizes = {k: float(sum(c[:d])) / d for k, c in counts.items()}
+    shares = rule.target_shares(sizes)
+    total = float(sum(sum(c[:d]) for c in counts.values()))
+    out = {}
+    for k in counts:
+        target = shares[k] * total
+        passes = float(d) if rule.method == "none" or sizes[k] <= 0 else place(target, counts[k])
+        out[k] = {"size_instances": sizes[k], "target_share": shares[k], "target_instances": target,
+                  "passes": passes}
+    return out
+
+
+def passes_to_count(passes: float, counted: int) -> int:
+    """How many passes to count in all for a plan of ``passes`` placed on ``counted`` counted ones: none more when its
+    partial pass is among them, else ``SIZE_PASS_MARGIN`` × passes + 1 (at most ``SIZE_MAX_PASSES``)."""
+    if int(math.floor(passes)) < counted:
+        return counted
+    return max(counted, min(SIZE_MAX_PASSES, int(math.ceil(SIZE_PASS_MARGIN * passes)) + 1))
