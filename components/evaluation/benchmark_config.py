@@ -88,8 +88,9 @@ class BenchmarkConfig(Section):
     max_query_length: int = 64
     max_answer_length: int = 30
     n_best_size: int = 20
-    # GLUE node: <TASK>/serving_model, raw text in (tf.Transform route, or components/evaluation/task_serving.py). The
-    # SQuAD / RACE nodes always export (their parameters do not carry this field, so their cache keys stay).
+    # Every benchmark node: <TASK>/serving_model, raw text in (GLUE's tf.Transform route, or
+    # components/evaluation/task_serving.py). The SQuAD / RACE nodes receive it only when off, so with the default
+    # their parameters and cache keys stay.
     export_serving_model: bool = True
     tfma: bool = True  # GLUE classification: TFMA metrics on the exported model, under "tfma" in metrics.json
     # Extra arms fine-tuned with the same hparams, seeds and protocol: "random_init" = the same architecture
@@ -152,6 +153,8 @@ class BenchmarkConfig(Section):
             out["race_format"] = self.race_format
         if node == "squad" and self.squad_metric != "official":
             out["squad_metric"] = self.squad_metric
+        if kind != "glue" and not self.export_serving_model:
+            out["export_serving_model"] = False
         out["hparams"] = {t: self.hparams[t].to_dict() for t in self.node_tasks(node) if t in self.hparams}
         out["seed"] = pipeline_seed if self.seed is None else self.seed
         if self.mixed_precision != "float32":
