@@ -56,6 +56,9 @@ BASE = [
     "datagen.dupe_factor=1", "train.num_train_steps=4", "train.num_warmup_steps=1", "train.checkpoint_every=2",
     "train.eval_every=4", "train.eval_steps=1", "train.log_every=2", "train.train_batch_size=8",
     "train.eval_batch_size=8", "train.shuffle_buffer=64",
+    # The raw-text folders are pushed and served in tests/test_release_raw_text.py, tests/test_sample_zh.py and the
+    # image's ticks (tests/test_install_check.py); the small DAG's pushes leave them out (docs/release.md).
+    "release.raw_text_serving=false",
 ]
 
 

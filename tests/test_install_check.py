@@ -215,7 +215,9 @@ def _tick_overrides(root):
     from tests.test_change_impact import BASE
     from tests.test_schedule_ticks import RESENT_SPAN
 
-    with_books = [o for o in BASE if o != "corpus.books_dir=null"]  # the preset's books: the image's bundled copy
+    # The preset's books (the image's bundled copy), and the raw-text folders pushed: the Pusher's whole product path
+    # in the image's environment.
+    with_books = [o for o in BASE if o not in ("corpus.books_dir=null", "release.raw_text_serving=false")]
     # Span 2 re-sends most of span 1: the gate, comparing it with span 1, lets it through as the local ticks do.
     return with_books + RESENT_SPAN + RELEASE + [
         f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}",

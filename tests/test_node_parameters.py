@@ -24,6 +24,10 @@ def _changed_nodes(override):
     ("benchmarks.hparams.SQuAD1.1.batch_size=4", {"SquadBenchmark"}),
     ("benchmarks.doc_stride=32", {"SquadBenchmark"}),
     ("benchmarks.tfma=false", {"GlueBenchmark"}),
+    # On by default, and then not in the SQuAD / RACE nodes' parameters (their cache keys stay); off, in every node's
+    ("benchmarks.export_serving_model=false", {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
+    ("release.raw_text_serving=false", {"Pusher"}),
+    ("release.raw_text_serving=true", set()),
     ("benchmarks.seeds=3", {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
     ("benchmarks.seed=99", {"GlueBenchmark", "SquadBenchmark", "RaceBenchmark"}),
     ("report.title=x", {"BenchmarkReport"}),

@@ -69,6 +69,11 @@ def test_the_first_run_pushes_version_1_blessed_with_no_criteria(first):
                  "huggingface/config.json", "huggingface/model.safetensors", "huggingface/spiece.model",
                  "huggingface/README.md", "vocab/spm.model", "model_card.md", "release.json"):
         assert os.path.isfile(os.path.join(path, name)), name
+    # release.raw_text_serving=false (BASE): no raw-text folder, and the card says why
+    assert not {"preprocess", "encoder", "text_model"} & set(os.listdir(path))
+    card = open(os.path.join(path, "model_card.md"), encoding="utf-8").read()
+    assert "and no raw-text folders (pushed with `release.raw_text_serving=false`)" in card
+    assert json.load(open(os.path.join(path, "model_card.json")))["raw_text_serving"] is False
     # The record lists every file but itself, with its size and digest: nothing was dropped on the way.
     import hashlib
 

@@ -233,10 +233,12 @@ def render(facts: Mapping[str, Any]) -> str:
                "the TF SavedModel at the top of this folder (`serving_default`: token ids in; sequence and pooled "
                "output, MLM and sentence-order logits out), ")
             + "`checkpoint/` (the TF2 checkpoints and official-key `albert_config.json`), `huggingface/` "
-            "(`AlbertModel.from_pretrained`), `vocab/` (the vocabulary it was trained with), and for raw text in "
-            "TF Hub's pair `preprocess/` (strings to `input_word_ids`, `input_mask`, `input_type_ids`, tokenized "
-            "in the graph with TF Text) and `encoder/` (`pooled_output`, `sequence_output`), and `text_model/` "
-            "(`embed`, and `fill_mask` when the model has its MLM head).",
+            "(`AlbertModel.from_pretrained`), `vocab/` (the vocabulary it was trained with)"
+            + (", and no raw-text folders (pushed with `release.raw_text_serving=false`): a client tokenizes with "
+               "`vocab/`." if facts.get("raw_text_serving", True) is False else
+               ", and for raw text in TF Hub's pair `preprocess/` (strings to `input_word_ids`, `input_mask`, "
+               "`input_type_ids`, tokenized in the graph with TF Text) and `encoder/` (`pooled_output`, "
+               "`sequence_output`), and `text_model/` (`embed`, and `fill_mask` when the model has its MLM head)."),
             Table(["setting", "value"], _rows(facts["albert_config"]))]),
         *_pretraining_sections(facts),
         *_data_gate_section(facts),

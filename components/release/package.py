@@ -156,12 +156,13 @@ def serving_seq_length(export_info: Mapping[str, Any], run_config: Mapping[str, 
     return int(length) if length else None
 
 
-def build(model_uri: str, export_info: Mapping[str, Any], out: str, seq_length: Optional[int] = None
-          ) -> Optional[str]:
+def build(model_uri: str, export_info: Mapping[str, Any], out: str, seq_length: Optional[int] = None,
+          raw_text_serving: bool = True) -> Optional[str]:
     """Fill the local folder ``out`` with the model's files (all but the card and the record); ``export_info`` is
     the model's ``export_info.json``; ``seq_length``: the raw-text models' length (:func:`serving_seq_length`;
-    None: TF Hub's 128). Returns why the Hugging Face folder is missing (a sharing layout transformers cannot
-    express), or None."""
+    None: TF Hub's 128); ``raw_text_serving`` (``release.raw_text_serving``): write the raw-text folders
+    (:mod:`components.release.raw_text`). Returns why the Hugging Face folder is missing (a sharing layout
+    transformers cannot express), or None."""
     albert = posixpath.join(model_uri, ALBERT_DIR)
     if tf.io.gfile.isdir(posixpath.join(model_uri, SERVING_DIR)):  # an imported encoder-only model has none
         copy_tree(posixpath.join(model_uri, SERVING_DIR), out)
@@ -171,7 +172,8 @@ def build(model_uri: str, export_info: Mapping[str, Any], out: str, seq_length: 
     tf.io.gfile.makedirs(posixpath.join(out, VOCAB_DIR))
     for path in vocabulary_files(albert):
         tf.io.gfile.copy(path, posixpath.join(out, VOCAB_DIR, posixpath.basename(path)), overwrite=True)
-    raw_text.build(albert, out, seq_length, do_lower_case=bool(export_info.get("do_lower_case", True)))
+    if raw_text_serving:
+        raw_text.build(albert, out, seq_length, do_lower_case=bool(export_info.get("do_lower_case", True)))
     sharing = (export_info.get("albert_config") or {}).get("sharing")
     if sharing not in ("all", "groups", "none"):
         return (f"No Hugging Face folder: sharing={sharing!r} has no transformers layout (whole-layer groups "

@@ -129,8 +129,9 @@ def Pusher(
         documents_facts = int_facts(documents) if documents is not None else {}
         with tempfile.TemporaryDirectory() as built:
             run_settings = package.run_config(model_run.uri) if model_run else {}
+            raw_text_serving = bool(settings.get("raw_text_serving", True))
             hf_note = package.build(model.uri, export_info, built,
-                                    package.serving_seq_length(export_info, run_settings))
+                                    package.serving_seq_length(export_info, run_settings), raw_text_serving)
 
             def finish(number: int) -> dict:
                 facts = package.card_facts(
@@ -141,6 +142,8 @@ def Pusher(
                     language=settings.get("language", "en"))
                 # each task's family and metrics, which the card's model-index files it by (model_card.task_records)
                 facts["benchmarks"]["tasks"] = model_card.task_records(results)
+                if not raw_text_serving:  # the card says the raw-text folders are not there
+                    facts["raw_text_serving"] = False
                 package.write_card(built, facts)
                 return {"version": number, "model": ids["model"], "model_key": model_key, "blessed": True,
                         "forced": decision["forced"],

@@ -37,6 +37,10 @@ class ReleaseConfig(Section):
     license: str = "apache-2.0"  # the model card's license (the official ALBERT release's)
     # The serving container Vertex AI runs the SavedModel in (a prebuilt TensorFlow CPU image).
     vertex_serving_image: str = "us-docker.pkg.dev/vertex-ai/prediction/tf2-cpu.2-15:latest"
+    # Push the raw-text folders (TF Hub's preprocess/ + encoder/, and text_model/). Off: a version holds the ids
+    # SavedModel, checkpoint/, huggingface/ and vocab/ only, two copies of the weights fewer (docs/release.md). The
+    # Pusher receives it only when off, so the default keeps its parameters and cache key.
+    raw_text_serving: bool = True
 
     BLESSER_FIELDS = ("min_scores", "min_tasks_beating_arm", "baseline_arm", "max_regression", "force_bless")
 
@@ -50,6 +54,8 @@ class ReleaseConfig(Section):
         its card and registry entry carry (the pipeline's)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in self.BLESSER_FIELDS}
         out.update(push_destination=destination, model_name=model_name)
+        if self.raw_text_serving:
+            del out["raw_text_serving"]
         return out
 
     def validate(self) -> "ReleaseConfig":
