@@ -10,8 +10,8 @@ import os
 
 import pytest
 
-from components.datagate.examples_stats import (check_examples, instance_shares, measure_language, sample_rate,
-                                                sampled)
+from components.datagate.examples_stats import (LanguageExamples, check_examples, instance_shares,
+                                                measure_language, sample_rate, sampled, summary_line)
 from tests.conftest import REPO, SAMPLE
 
 MODEL = os.path.join(SAMPLE, "vocab", "30k-clean.model")
@@ -66,6 +66,15 @@ def test_padding_and_masked_shares_come_from_datagen_statistics():
     assert instance_shares(stats, "zh") == {"padding_share": 0.5, "masked_share": 0.125}
     assert instance_shares(stats, "ko") == {"padding_share": 0.25, "masked_share": 0.15}  # no block: the split's
     assert instance_shares({"splits": {}}) == {}
+
+
+def test_the_terminal_line_names_each_measure():
+    measure = LanguageExamples("zh", vocab_size=1000, sentences=1536, characters=2000, pieces=500, unk_pieces=1,
+                               used=set(range(250)))
+    assert summary_line(measure, {"padding_share": 0.5, "masked_share": 0.125}) == (
+        "zh: 1,536 sentences sampled, [UNK] rate 0.0020, 0.250 pieces per character, 25.0% of the vocabulary used; "
+        "training instances: 50.0% padding, 12.5% of their tokens masked")
+    assert summary_line(measure, {}).endswith("25.0% of the vocabulary used")
 
 
 @pytest.mark.slow

@@ -201,8 +201,7 @@ def ExamplesGate(
         measures[language] = examples_stats.measure_language(
             language, examples_stats.sampled(sentences, examples_stats.sample_rate(size), seed), tokenizer)
         shares = examples_stats.instance_shares(stats, language if len(run_languages) > 1 else None)
-        _LOG.info("examples gate: %s", json.dumps({"language": language, **measures[language].to_dict(), **shares},
-                                                  sort_keys=True))
+        _LOG.info("examples gate: %s", examples_stats.summary_line(measures[language], shares))
     lines = examples_stats.check_examples(measures, float(limits["max_unk_rate"]))
     if lines:
         raise examples_stats.ExamplesGateError(

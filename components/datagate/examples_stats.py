@@ -113,6 +113,17 @@ def instance_shares(stats: Mapping[str, Any], language: Optional[str] = None) ->
             "masked_share": counts.get("masked_tokens", 0) / tokens if tokens else 0.0}
 
 
+def summary_line(measure: LanguageExamples, shares: Mapping[str, float]) -> str:
+    """The terminal's line of one language's measures (and its :func:`instance_shares`)."""
+    line = (f"{measure.language}: {measure.sentences:,} sentences sampled, [UNK] rate {measure.unk_rate:.4f}, "
+            f"{measure.pieces_per_character:.3f} pieces per character, {100 * measure.vocabulary_coverage:.1f}% of "
+            f"the vocabulary used")
+    if shares:
+        line += (f"; training instances: {100 * shares['padding_share']:.1f}% padding, "
+                 f"{100 * shares['masked_share']:.1f}% of their tokens masked")
+    return line
+
+
 class ExamplesGateError(UserError):
     """The run's vocabulary cannot write one of its languages: a first line saying the run stopped before the
     Trainer, then one line per language (:func:`check_examples`); the CLI prints every line, exit 2."""
