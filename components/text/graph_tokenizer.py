@@ -39,6 +39,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops import regex_split_ops
 
 from components.text import normalize, wordpiece
 from components.text.vocab_files import CLS, MASK, PAD, SEP, read_wordpiece_vocab
@@ -338,28 +339,34 @@ class GraphTokenizer(tf.Module):
 
     def _wordpiece(self, strings):
         c = self._classes
-        words, w_start, w_end = split_words(strings, c["wp_space"][0], c["cjk"][0])
-        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop'][1]}]", "")
+        words, w_start, w_end, _, w_splits = split_words(strings, c["wp_space"][0], c["cjk"][0])
+        norm = tf.strings.regex_replace(words, f"[{c['wp_drop'][1]}]", "")
         if self.spec.do_lower_case:
             norm = _lower(norm)
             norm = tf_text.normalize_utf8(norm, "NFD")
             norm = tf.strings.regex_replace(norm, f"[{c['mn'][1]}]", "")
         # Punctuation becomes a word of its own; whitespace (none unless lower-casing made some) splits too.
-        parts, p_start, _ = tf_text.regex_split_with_offsets(
-            norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
-        ids, i_start, i_end = self._wp.tokenize_with_offsets(parts.flat_values)
-        ids, i_start, i_end = _unk_long_words(parts.flat_values, ids, i_start, i_end, self.unk_id)
+        parts, p_start, p_splits = _regex_split(norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
+        ids, i_start, i_end = self._wp.tokenize_with_offsets(parts)
+        ids, i_start, i_end, i_splits = _unk_long_words(parts, ids.flat_values, i_start.flat_values,
+                                                        i_end.flat_values, ids.row_splits, self.unk_id)
         # Offsets inside the normalised word: the part's start plus the piece's offset inside the part.
-        part_start = tf.cast(tf.repeat(p_start.flat_values, ids.row_lengths()), tf.int32)
-        start = tf.cast(i_start.flat_values, tf.int32) + part_start
-        end = tf.cast(i_end.flat_values, tf.int32) + part_start
-        word_pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.repeat(parts.value_rowids(), ids.row_lengths()), nrows=parts.nrows(), validate=False)
-        nested = words.with_flat_values(word_pieces)  # [batch, words, pieces]
-        flat_ids = nested.merge_dims(1, 2)
-        norm_words = words.with_flat_values(norm)
-        o_start, o_end = _word_local_to_original(norm_words, w_start, w_end, nested, start, end)
-        return flat_ids, flat_ids.with_flat_values(o_start), flat_ids.with_flat_values(o_end)
+        part = _rows_of(i_splits, tf.size(ids, out_type=tf.int64))  # the part of each piece
+        part_start = tf.cast(tf.gather(p_start, part), tf.int32)
+        start = tf.cast(i_start, tf.int32) + part_start
+        end = tf.cast(i_end, tf.int32) + part_start
+        word = tf.gather(_rows_of(p_splits, tf.size(parts, out_type=tf.int64)), part)  # the word of each piece
+        o_start, o_end = _word_local_to_original(norm, w_start, w_end, word, start, end)
+        splits = tf.gather(i_splits, tf.gather(p_splits, w_splits))  # the pieces' row splits
+        return tuple(tf.RaggedTensor.from_row_splits(v, splits, validate=False) for v in (ids, o_start, o_end))
+
+
+def _regex_split(strings, delim: str, keep_delim: str):
+    """tf_text.regex_split_with_offsets of 1-D ``strings``, flat: (parts, start int64, row splits int64). Its op
+    called directly: the public function builds its RaggedTensors with validation asserts (some 200 ops)."""
+    parts, start, _, splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
+        strings, f"({delim})".encode("utf-8"), f"({keep_delim})".encode("utf-8"))
+    return parts, start, splits
 
 
 def _lower(strings):
@@ -374,36 +381,36 @@ def _lower(strings):
     return tf.strings.unsorted_segment_join(lowered, row, tf.size(strings))
 
 
-def _unk_long_words(parts, ids, start, end, unk_id: int):
-    """A word over BERT's 200 characters is one [UNK] spanning it (ragged [parts, (pieces)] in and out)."""
+def _unk_long_words(parts, ids, start, end, splits, unk_id: int):
+    """A word over BERT's 200 characters is one [UNK] spanning it. Flat pieces (ids, start, end) of ``parts`` with
+    their row ``splits`` (int64) in, the same out; each piece scattered to its place."""
     too_long = tf.strings.length(parts, unit="UTF8_CHAR") > wordpiece.MAX_WORD_CHARS
-    n = tf.shape(too_long, out_type=tf.int64)[0]
-    old = ids.row_lengths()
-    new = tf.where(too_long, tf.ones([n], tf.int64), old)
-    kept = tf.repeat(tf.logical_not(too_long), old)
-    first = tf.cumsum(new, exclusive=True)  # where each part's pieces start in the result
+    new = tf.where(too_long, tf.constant(1, tf.int64), splits[1:] - splits[:-1])
+    new_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(new)], 0)
+    total = new_splits[-1]
+    n = tf.size(ids, out_type=tf.int64)
+    part = _rows_of(splits, n)
+    # A long part's pieces, with nowhere to go, land on one slot past the end; its [UNK] at its first place.
+    at = tf.concat([tf.where(tf.gather(too_long, part), total, tf.gather(new_splits, part) + tf.range(n) -
+                             tf.gather(splits, part)),
+                    tf.where(too_long, new_splits[:-1], total)], 0)[:, None]
 
-    def fix(values, long_value):
-        total = tf.reduce_sum(new)
-        short_rows = tf.boolean_mask(tf.repeat(first, old) + tf.ragged.range(old).flat_values, kept)
-        out = tf.scatter_nd(short_rows[:, None], tf.boolean_mask(values.flat_values, kept), [total])
-        long_rows = tf.boolean_mask(first, too_long)
-        out = tf.tensor_scatter_nd_update(out, long_rows[:, None], tf.boolean_mask(long_value, too_long))
-        return tf.RaggedTensor.from_row_lengths(out, new, validate=False)
+    def place(values, long_value):
+        return tf.scatter_nd(at, tf.concat([values, long_value], 0), tf.expand_dims(total + 1, 0))[:-1]
 
-    part_len = tf.strings.length(parts)
-    return (fix(ids, tf.fill([n], tf.constant(unk_id, ids.dtype))), fix(start, tf.zeros([n], start.dtype)),
-            fix(end, tf.cast(part_len, end.dtype)))
+    unk = tf.fill(tf.shape(too_long), tf.constant(unk_id, ids.dtype))
+    return (place(ids, unk), place(start, tf.zeros(tf.shape(too_long), start.dtype)),
+            place(end, tf.cast(tf.strings.length(parts), end.dtype)), new_splits)
 
 
-def _word_local_to_original(norm_words, w_start, w_end, nested, start, end):
+def _word_local_to_original(norm, w_start, w_end, word, start, end):
     """Offsets inside each normalised word → byte offsets in the original string (exact where the word kept its
-    byte length, the word's span otherwise). ``nested``: ids [batch, words, pieces]; ``start``/``end``: flat."""
-    word_index = nested.values.value_rowids()  # the flat word of each piece
-    o_start = tf.cast(tf.gather(w_start.flat_values, word_index), tf.int32)
-    o_end = tf.cast(tf.gather(w_end.flat_values, word_index), tf.int32)
+    byte length, the word's span otherwise). Flat: ``norm``/``w_start``/``w_end`` the words; ``word`` (the word of
+    each piece), ``start``/``end`` the pieces."""
+    o_start = tf.cast(tf.gather(w_start, word), tf.int32)
+    o_end = tf.cast(tf.gather(w_end, word), tf.int32)
     o_len = o_end - o_start
-    n_len = tf.gather(tf.strings.length(norm_words.flat_values), word_index)
+    n_len = tf.gather(tf.strings.length(norm), word)
     same = tf.equal(o_len, n_len)
     s = tf.where(same, o_start + tf.clip_by_value(start, 0, o_len), o_start)
     e = tf.where(same, o_start + tf.clip_by_value(end, 0, o_len), o_end)
