@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, REPO)
 
 from trainer.precision import cpu_model  # noqa: E402  (imports no TensorFlow)
 
