@@ -144,11 +144,6 @@ def _rows_of(splits, n):
                                             out_type=splits.dtype), 0) - 1
 
 
-def _mask(values, mask):
-    """tf.boolean_mask of 1-D ``values`` in fewer ops."""
-    return tf.gather(values, tf.where(mask)[:, 0])
-
-
 def split_words(strings, space: List[List[int]], single: List[List[int]] = ()):
     """strings [batch] → (words, start, end, row, splits), flat over the batch: the runs of characters outside
     ``space``, each character in ``single`` a word of its own; their byte offsets (int64), the row of each and the
@@ -480,11 +475,12 @@ def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: in
     indices, updates = [tf.stack([rows, tf.zeros_like(rows)], 1)], [tf.fill([batch], tf.cast(cls_id, tf.int32))]
     start = tf.ones_like(rows)  # where each row's current segment starts
     for seg, kept in zip(segs, keep):
-        row = tf.cast(seg.value_rowids(), tf.int32)
+        row = tf.cast(_rows_of(seg.row_splits, tf.size(seg.values, out_type=seg.row_splits.dtype)), tf.int32)
         col = tf.range(tf.size(row)) - tf.gather(tf.cast(seg.row_starts(), tf.int32), row)  # index in its row
         take = col < tf.gather(kept, row)
-        indices.append(tf.boolean_mask(tf.stack([row, tf.gather(start, row) + col], 1), take))
-        updates.append(tf.boolean_mask(seg.flat_values, take))
+        taken = tf.where(take)[:, 0]
+        indices.append(tf.gather(tf.stack([row, tf.gather(start, row) + col], 1), taken))
+        updates.append(tf.gather(seg.flat_values, taken))
         start = start + kept
         indices.append(tf.stack([rows, start], 1))
         updates.append(tf.fill([batch], tf.cast(sep_id, tf.int32)))
