@@ -137,8 +137,8 @@ def _in_ranges(cps, ranges: List[List[int]]):
 
 
 def _rows_of(splits, n):
-    """The row of each of the ``n`` values that row ``splits`` (int64) partition: RaggedTensor.value_rowids in a
-    handful of ops (the ragged method builds some seventy)."""
+    """The row of each of the ``n`` values that row ``splits`` partition, in the splits' dtype:
+    RaggedTensor.value_rowids in a handful of ops (the ragged method builds some seventy)."""
     pos = tf.expand_dims(tf.range(n, dtype=splits.dtype), 0)
     return tf.squeeze(tf.raw_ops.UpperBound(sorted_inputs=tf.expand_dims(splits, 0), values=pos,
                                             out_type=splits.dtype), 0) - 1
