@@ -39,6 +39,7 @@ from typing import Dict, Iterable, List, Optional, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
+from tensorflow_text.python.ops import regex_split_ops
 
 from components.text import normalize, wordpiece
 from components.text.vocab_files import CLS, MASK, PAD, SEP, read_wordpiece_vocab
@@ -135,36 +136,51 @@ def _in_ranges(cps, ranges: List[List[int]]):
     return tf.logical_and(i >= 0, cps <= tf.gather(table[:, 1], tf.maximum(i, 0)))
 
 
+def _rows_of(splits, n):
+    """The row of each of the ``n`` values that row ``splits`` partition, in the splits' dtype:
+    RaggedTensor.value_rowids in a handful of ops (the ragged method builds some seventy)."""
+    pos = tf.expand_dims(tf.range(n, dtype=splits.dtype), 0)
+    return tf.squeeze(tf.raw_ops.UpperBound(sorted_inputs=tf.expand_dims(splits, 0), values=pos,
+                                            out_type=splits.dtype), 0) - 1
+
+
 def split_words(strings, space: List[List[int]], single: List[List[int]] = ()):
-    """strings [batch] → (words, start, end) ragged [batch, (words)]: the runs of characters outside ``space``,
-    each character in ``single`` a word of its own; byte offsets. Unlike TF Text's regex_split it reads past NUL."""
-    cps, starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8")
-    cp, start = cps.flat_values, starts.flat_values
-    row = cps.value_rowids()
-    n = tf.shape(cp, out_type=tf.int64)[0]
+    """strings [batch] → (words, start, end, row, splits), flat over the batch: the runs of characters outside
+    ``space``, each character in ``single`` a word of its own; their byte offsets (int64), the row of each and the
+    words' row splits ([batch + 1], int64). Unlike TF Text's regex_split it reads past NUL."""
+    # The op of tf.strings.unicode_decode_with_offsets (its defaults), without building a RaggedTensor.
+    splits, cp, start = tf.raw_ops.UnicodeDecodeWithOffsets(
+        input=strings, input_encoding="UTF-8", errors="replace", replacement_char=0xFFFD,
+        replace_control_characters=False, Tsplits=tf.int64)
+    n = tf.size(cp, out_type=tf.int64)
+    row = _rows_of(splits, n)
     pos = tf.range(n)
-    is_first = tf.equal(pos, tf.gather(cps.row_starts(), row))
-    is_last = tf.equal(pos, tf.gather(cps.row_limits(), row) - 1)
+    is_first = tf.equal(pos, tf.gather(splits, row))
+    is_last = tf.equal(pos, tf.gather(splits[1:], row) - 1)
     str_len = tf.gather(tf.cast(tf.strings.length(strings), tf.int64), row)
     char_end = tf.where(is_last, str_len, tf.concat([start[1:], tf.zeros([1], tf.int64)], 0)[:n])
     is_space = _in_ranges(cp, space)
-    is_single = _in_ranges(cp, single) if single else tf.zeros_like(is_space)
-    prev_breaks = tf.concat([[True], tf.logical_or(is_space, is_single)[:-1]], 0)[:n]
-    begins = tf.logical_and(tf.logical_not(is_space),
-                            tf.reduce_any(tf.stack([is_first, prev_breaks, is_single]), axis=0))
     inside = tf.logical_not(is_space)
-    word_of_char = tf.boolean_mask(tf.cumsum(tf.cast(begins, tf.int64)) - 1, inside)
-    w_start = tf.boolean_mask(start, begins)
-    w_end = tf.math.unsorted_segment_max(tf.boolean_mask(char_end, inside), word_of_char,
-                                         tf.shape(w_start, out_type=tf.int64)[0])
-    w_row = tf.boolean_mask(row, begins)
+    if single:
+        is_single = _in_ranges(cp, single)
+        breaks = tf.logical_or(is_space, is_single)
+    else:
+        is_single, breaks = None, is_space
+    prev_breaks = tf.concat([[True], breaks[:-1]], 0)[:n]
+    begins = tf.logical_or(is_first, prev_breaks)
+    if single:
+        begins = tf.logical_or(begins, is_single)
+    begins = tf.logical_and(inside, begins)
+    words_before = tf.cumsum(tf.cast(begins, tf.int64))  # the words begun up to each character
+    first_char = tf.where(begins)[:, 0]
+    w_start = tf.gather(start, first_char)
+    # Characters outside every word (spaces) get segment -1, which unsorted_segment_max leaves out.
+    word_of_char = tf.where(inside, words_before - 1, tf.constant(-1, tf.int64))
+    w_end = tf.math.unsorted_segment_max(char_end, word_of_char, tf.size(first_char, out_type=tf.int64))
+    w_row = tf.gather(row, first_char)
+    w_splits = tf.gather(tf.concat([tf.zeros([1], tf.int64), words_before], 0), splits)
     words = tf.strings.substr(tf.gather(strings, w_row), tf.cast(w_start, tf.int32), tf.cast(w_end - w_start, tf.int32))
-    nrows = tf.shape(strings, out_type=tf.int64)[0]
-
-    def rag(values):
-        return tf.RaggedTensor.from_value_rowids(values, w_row, nrows=nrows, validate=False)
-
-    return rag(words), rag(w_start), rag(w_end)
+    return words, w_start, w_end, w_row, w_splits
 
 
 def _read(path: str) -> bytes:
@@ -242,14 +258,15 @@ class GraphTokenizer(tf.Module):
 
     def _sentencepiece(self, strings):
         c = self._classes
-        words, w_start, w_end = split_words(strings, c["space"][0])
-        norm = self._sp_normalize(words.flat_values)
-        norm_words = words.with_flat_values(norm)
-        joined = tf.strings.reduce_join(norm_words, axis=1, separator=" ")
+        words, w_start, w_end, w_row, w_splits = split_words(strings, c["space"][0])
+        norm = self._sp_normalize(words)
+        joined = tf.strings.unsorted_segment_join(norm, w_row, tf.size(strings), separator=" ")
         ids, start, end = self._sp.tokenize_with_offsets(joined)
-        start, end = tf.cast(start, tf.int32), tf.cast(end, tf.int32)
-        ids, start, end = self._digits_comma(ids, start, end)
-        return (ids,) + _to_original(norm_words, w_start, w_end, start, end, separator=1)
+        ids, start, end, splits = self._digits_comma(ids.flat_values, tf.cast(start.flat_values, tf.int32),
+                                                     tf.cast(end.flat_values, tf.int32), ids.row_splits)
+        start, end = _to_original(norm, w_start, w_end, w_splits, _rows_of(splits, tf.size(ids, out_type=tf.int64)),
+                                  start, end, separator=1)
+        return tuple(tf.RaggedTensor.from_row_splits(v, splits, validate=False) for v in (ids, start, end))
 
     def _sp_normalize(self, words):
         """normalize.normalize_text on words (whitespace already collapsed by the split)."""
@@ -268,157 +285,157 @@ class GraphTokenizer(tf.Module):
             words = _lower(words)
         return words
 
-    def _digits_comma(self, ids, start, end):
+    def _digits_comma(self, ids, start, end, splits):
         """ALBERT's encode_pieces: a piece of digits ending in "," is re-encoded without the comma (and "▁"), "," a
-        piece of its own (AlbertTokenizer.tokenize)."""
-        flat = ids.flat_values
-        pieces = tf.gather(self.pieces, flat)
+        piece of its own (AlbertTokenizer.tokenize). Flat pieces (ids, start, end) with their row ``splits`` (int64)
+        in, the same out: each piece's output count is exclusive-cumsummed to its first output position and every
+        value scattered there (ragged concatenation and merging build several times the graph)."""
+        pieces = tf.gather(self.pieces, ids)
         cand = tf.strings.regex_full_match(pieces, f"(?s).*[{self._classes['digit'][1]}],")
         cand_idx = tf.where(cand)[:, 0]
-        other_idx = tf.where(tf.logical_not(cand))[:, 0]
         c_pieces = tf.gather(pieces, cand_idx)
-        c_end = tf.gather(end.flat_values, cand_idx)
+        c_end = tf.gather(end, cand_idx)
         sub_text = tf.strings.regex_replace(
             _substr(c_pieces, 0, tf.strings.length(c_pieces) - 1), SPIECE_UNDERLINE, "")
-        sub_ids, sub_start, sub_end = self._sp.tokenize_with_offsets(sub_text)
-        sub_start, sub_end = tf.cast(sub_start, tf.int32), tf.cast(sub_end, tf.int32)
+        sub, sub_start, sub_end = self._sp.tokenize_with_offsets(sub_text)
+        sub_splits, sub_ids = sub.row_splits, sub.flat_values
+        n_sub = tf.size(sub_ids, out_type=tf.int64)
+        row = _rows_of(sub_splits, n_sub)  # the candidate of each re-encoded piece
+        local = tf.range(n_sub) - tf.gather(sub_splits, row)  # its index in the candidate's re-encoding
         # A piece without "▁" whose re-encoding starts with one loses it: "▁" alone is dropped, "▁1" becomes "1".
-        lengths = sub_ids.row_lengths()
-        first_pos = sub_ids.row_starts()
-        has_first = lengths > 0
-        first_pos_safe = tf.where(has_first, first_pos, tf.zeros_like(first_pos))
-        first_id = tf.gather(sub_ids.flat_values, tf.boolean_mask(first_pos_safe, has_first))
-        first_str = tf.gather(self.pieces, first_id)
-        lead_u = _substr(first_str, 0, 3) == SPIECE_UNDERLINE
-        piece_u = tf.boolean_mask(_substr(c_pieces, 0, 3) == SPIECE_UNDERLINE, has_first)
-        fix = tf.logical_and(lead_u, tf.logical_not(piece_u))
-        drop = tf.logical_and(fix, first_str == SPIECE_UNDERLINE)
-        rest = _substr(first_str, 3, tf.strings.length(first_str) - 3)
-        new_first = tf.where(tf.logical_and(fix, tf.logical_not(drop)), self._sp.string_to_id(rest), first_id)
-        pos = tf.boolean_mask(first_pos_safe, has_first)[:, None]
-        values = tf.tensor_scatter_nd_update(sub_ids.flat_values, pos, new_first)
-        keep = tf.tensor_scatter_nd_update(tf.ones_like(values, tf.bool), pos, tf.logical_not(drop))
-        base = c_end - 1 - tf.strings.length(sub_text)
-        row_of = sub_ids.value_rowids()
-        s_values = sub_start.flat_values + tf.gather(base, row_of)
-        e_values = sub_end.flat_values + tf.gather(base, row_of)
-        kept_rows = tf.boolean_mask(row_of, keep)
-        n_cand = tf.shape(cand_idx, out_type=tf.int64)[0]
+        sub_str = tf.gather(self.pieces, sub_ids)
+        piece_u = tf.strings.substr(c_pieces, 0, 3) == SPIECE_UNDERLINE
+        fix = tf.logical_and(tf.logical_and(tf.equal(local, 0), tf.strings.substr(sub_str, 0, 3) == SPIECE_UNDERLINE),
+                             tf.logical_not(tf.gather(piece_u, row)))
+        drop = tf.logical_and(fix, sub_str == SPIECE_UNDERLINE)
+        rest = tf.strings.regex_replace(sub_str, f"^{SPIECE_UNDERLINE}", "", replace_global=False)
+        sub_ids = tf.where(tf.logical_and(fix, tf.logical_not(drop)), self._sp.string_to_id(rest), sub_ids)
+        n_cand = tf.size(cand_idx, out_type=tf.int64)
+        dropped = tf.math.unsorted_segment_sum(tf.cast(drop, tf.int64), row, n_cand)  # 0 or 1 a candidate
+        kept = sub_splits[1:] - sub_splits[:-1] - dropped
+        # Output positions: a piece takes 1, a candidate its kept re-encoded pieces and the comma.
+        count = tf.tensor_scatter_nd_update(tf.ones_like(ids, tf.int64), cand_idx[:, None], kept + 1)
+        ends = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(count)], 0)
+        total = ends[-1]
+        c_first = tf.gather(ends, cand_idx)
+        # Values with nowhere to go (the candidates themselves, the dropped "▁") land on one slot past the end.
+        at = tf.concat([tf.where(cand, total, ends[:-1]),
+                        tf.where(drop, total, tf.gather(c_first, row) + local - tf.gather(dropped, row)),
+                        c_first + kept], 0)[:, None]
+        base = tf.gather(c_end - 1 - tf.strings.length(sub_text), row)
 
-        def rows(v):
-            return tf.RaggedTensor.from_value_rowids(tf.boolean_mask(v, keep), kept_rows, nrows=n_cand, validate=False)
+        def place(flat, sub_values, comma):
+            return tf.scatter_nd(at, tf.concat([flat, sub_values, comma], 0), tf.expand_dims(total + 1, 0))[:-1]
 
-        comma = tf.fill(tf.shape(c_end), tf.constant(self.comma_id, tf.int32))[:, None]
-        c_ids = tf.concat([rows(values), comma], axis=1)
-        c_start = tf.concat([rows(s_values), (c_end - 1)[:, None]], axis=1)
-        c_stop = tf.concat([rows(e_values), c_end[:, None]], axis=1)
-        inverse = tf.math.invert_permutation(tf.concat([other_idx, cand_idx], axis=0))
-
-        def merge(flat_values, c_rows, like):
-            single = tf.RaggedTensor.from_tensor(tf.gather(flat_values, other_idx)[:, None])
-            per_piece = tf.gather(tf.concat([single, c_rows], axis=0), inverse)
-            return tf.RaggedTensor.from_row_splits(per_piece, like.row_splits, validate=False).merge_dims(1, 2)
-
-        return merge(flat, c_ids, ids), merge(start.flat_values, c_start, ids), merge(end.flat_values, c_stop, ids)
+        return (place(ids, sub_ids, tf.fill(tf.shape(c_end), tf.constant(self.comma_id, tf.int32))),
+                place(start, tf.cast(sub_start.flat_values, tf.int32) + base, c_end - 1),
+                place(end, tf.cast(sub_end.flat_values, tf.int32) + base, c_end),
+                tf.gather(ends, splits))
 
     def _wordpiece(self, strings):
         c = self._classes
-        words, w_start, w_end = split_words(strings, c["wp_space"][0], c["cjk"][0])
-        norm = tf.strings.regex_replace(words.flat_values, f"[{c['wp_drop'][1]}]", "")
+        words, w_start, w_end, _, w_splits = split_words(strings, c["wp_space"][0], c["cjk"][0])
+        norm = tf.strings.regex_replace(words, f"[{c['wp_drop'][1]}]", "")
         if self.spec.do_lower_case:
             norm = _lower(norm)
             norm = tf_text.normalize_utf8(norm, "NFD")
             norm = tf.strings.regex_replace(norm, f"[{c['mn'][1]}]", "")
         # Punctuation becomes a word of its own; whitespace (none unless lower-casing made some) splits too.
-        parts, p_start, _ = tf_text.regex_split_with_offsets(
-            norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
-        ids, i_start, i_end = self._wp.tokenize_with_offsets(parts.flat_values)
-        ids, i_start, i_end = _unk_long_words(parts.flat_values, ids, i_start, i_end, self.unk_id)
+        parts, p_start, p_splits = _regex_split(norm, f"[{c['punct'][1]}]|[{c['space'][1]}]+", f"[{c['punct'][1]}]")
+        ids, i_start, i_end = self._wp.tokenize_with_offsets(parts)
+        ids, i_start, i_end, i_splits = _unk_long_words(parts, ids.flat_values, i_start.flat_values,
+                                                        i_end.flat_values, ids.row_splits, self.unk_id)
         # Offsets inside the normalised word: the part's start plus the piece's offset inside the part.
-        part_start = tf.cast(tf.repeat(p_start.flat_values, ids.row_lengths()), tf.int32)
-        start = tf.cast(i_start.flat_values, tf.int32) + part_start
-        end = tf.cast(i_end.flat_values, tf.int32) + part_start
-        word_pieces = tf.RaggedTensor.from_value_rowids(
-            ids.flat_values, tf.repeat(parts.value_rowids(), ids.row_lengths()), nrows=parts.nrows(), validate=False)
-        nested = words.with_flat_values(word_pieces)  # [batch, words, pieces]
-        flat_ids = nested.merge_dims(1, 2)
-        norm_words = words.with_flat_values(norm)
-        o_start, o_end = _word_local_to_original(norm_words, w_start, w_end, nested, start, end)
-        return flat_ids, flat_ids.with_flat_values(o_start), flat_ids.with_flat_values(o_end)
+        part = _rows_of(i_splits, tf.size(ids, out_type=tf.int64))  # the part of each piece
+        part_start = tf.cast(tf.gather(p_start, part), tf.int32)
+        start = tf.cast(i_start, tf.int32) + part_start
+        end = tf.cast(i_end, tf.int32) + part_start
+        word = tf.gather(_rows_of(p_splits, tf.size(parts, out_type=tf.int64)), part)  # the word of each piece
+        o_start, o_end = _word_local_to_original(norm, w_start, w_end, word, start, end)
+        splits = tf.gather(i_splits, tf.gather(p_splits, w_splits))  # the pieces' row splits
+        return tuple(tf.RaggedTensor.from_row_splits(v, splits, validate=False) for v in (ids, o_start, o_end))
+
+
+def _regex_split(strings, delim: str, keep_delim: str):
+    """tf_text.regex_split_with_offsets of 1-D ``strings``, flat: (parts, start int64, row splits int64). Its op
+    called directly: the public function builds its RaggedTensors with validation asserts (some 200 ops)."""
+    parts, start, _, splits = regex_split_ops.gen_regex_split_ops.regex_split_with_offsets(
+        strings, f"({delim})".encode("utf-8"), f"({keep_delim})".encode("utf-8"))
+    return parts, start, splits
 
 
 def _lower(strings):
     """``str.lower`` of UTF-8 strings: ICU's full lower-casing (tf.strings.lower), which stops at a NUL, applied to
     the NUL-separated parts (NUL breaks the final-sigma context just as in Python)."""
-    parts = tf.strings.split(strings, "\x00")
-    last = tf.equal(tf.range(tf.shape(parts.flat_values, out_type=tf.int64)[0]),
-                    tf.gather(parts.row_limits(), parts.value_rowids()) - 1)
-    nul = tf.where(last, tf.constant(""), tf.constant("\x00"))
-    lowered = tf.strings.join([tf.strings.lower(parts.flat_values, encoding="utf-8"), nul])
-    return tf.strings.reduce_join(parts.with_flat_values(lowered), axis=1)
+    # The ops of tf.strings.split and a reduce_join of its parts, without building a RaggedTensor.
+    indices, parts, _ = tf.raw_ops.StringSplitV2(input=strings, sep="\x00", maxsplit=-1)
+    row = indices[:, 0]
+    last = tf.not_equal(row, tf.concat([row[1:], [-1]], 0))  # a string's last part (parts come in order)
+    nul = tf.where(last, tf.constant(""), tf.constant("\x00"))  # (a NUL separator attribute would be cut off)
+    lowered = tf.strings.join([tf.strings.lower(parts, encoding="utf-8"), nul])
+    return tf.strings.unsorted_segment_join(lowered, row, tf.size(strings))
 
 
-def _unk_long_words(parts, ids, start, end, unk_id: int):
-    """A word over BERT's 200 characters is one [UNK] spanning it (ragged [parts, (pieces)] in and out)."""
+def _unk_long_words(parts, ids, start, end, splits, unk_id: int):
+    """A word over BERT's 200 characters is one [UNK] spanning it. Flat pieces (ids, start, end) of ``parts`` with
+    their row ``splits`` (int64) in, the same out; each piece scattered to its place."""
     too_long = tf.strings.length(parts, unit="UTF8_CHAR") > wordpiece.MAX_WORD_CHARS
-    n = tf.shape(too_long, out_type=tf.int64)[0]
-    old = ids.row_lengths()
-    new = tf.where(too_long, tf.ones([n], tf.int64), old)
-    kept = tf.repeat(tf.logical_not(too_long), old)
-    first = tf.cumsum(new, exclusive=True)  # where each part's pieces start in the result
+    new = tf.where(too_long, tf.constant(1, tf.int64), splits[1:] - splits[:-1])
+    new_splits = tf.concat([tf.zeros([1], tf.int64), tf.cumsum(new)], 0)
+    total = new_splits[-1]
+    n = tf.size(ids, out_type=tf.int64)
+    part = _rows_of(splits, n)
+    # A long part's pieces, with nowhere to go, land on one slot past the end; its [UNK] at its first place.
+    at = tf.concat([tf.where(tf.gather(too_long, part), total, tf.gather(new_splits, part) + tf.range(n) -
+                             tf.gather(splits, part)),
+                    tf.where(too_long, new_splits[:-1], total)], 0)[:, None]
 
-    def fix(values, long_value):
-        total = tf.reduce_sum(new)
-        short_rows = tf.boolean_mask(tf.repeat(first, old) + tf.ragged.range(old).flat_values, kept)
-        out = tf.scatter_nd(short_rows[:, None], tf.boolean_mask(values.flat_values, kept), [total])
-        long_rows = tf.boolean_mask(first, too_long)
-        out = tf.tensor_scatter_nd_update(out, long_rows[:, None], tf.boolean_mask(long_value, too_long))
-        return tf.RaggedTensor.from_row_lengths(out, new, validate=False)
+    def place(values, long_value):
+        return tf.scatter_nd(at, tf.concat([values, long_value], 0), tf.expand_dims(total + 1, 0))[:-1]
 
-    part_len = tf.strings.length(parts)
-    return (fix(ids, tf.fill([n], tf.constant(unk_id, ids.dtype))), fix(start, tf.zeros([n], start.dtype)),
-            fix(end, tf.cast(part_len, end.dtype)))
+    unk = tf.fill(tf.shape(too_long), tf.constant(unk_id, ids.dtype))
+    return (place(ids, unk), place(start, tf.zeros(tf.shape(too_long), start.dtype)),
+            place(end, tf.cast(tf.strings.length(parts), end.dtype)), new_splits)
 
 
-def _word_local_to_original(norm_words, w_start, w_end, nested, start, end):
+def _word_local_to_original(norm, w_start, w_end, word, start, end):
     """Offsets inside each normalised word → byte offsets in the original string (exact where the word kept its
-    byte length, the word's span otherwise). ``nested``: ids [batch, words, pieces]; ``start``/``end``: flat."""
-    word_index = nested.values.value_rowids()  # the flat word of each piece
-    o_start = tf.cast(tf.gather(w_start.flat_values, word_index), tf.int32)
-    o_end = tf.cast(tf.gather(w_end.flat_values, word_index), tf.int32)
+    byte length, the word's span otherwise). Flat: ``norm``/``w_start``/``w_end`` the words; ``word`` (the word of
+    each piece), ``start``/``end`` the pieces."""
+    o_start = tf.cast(tf.gather(w_start, word), tf.int32)
+    o_end = tf.cast(tf.gather(w_end, word), tf.int32)
     o_len = o_end - o_start
-    n_len = tf.gather(tf.strings.length(norm_words.flat_values), word_index)
+    n_len = tf.gather(tf.strings.length(norm), word)
     same = tf.equal(o_len, n_len)
     s = tf.where(same, o_start + tf.clip_by_value(start, 0, o_len), o_start)
     e = tf.where(same, o_start + tf.clip_by_value(end, 0, o_len), o_end)
     return s, e
 
 
-def _to_original(norm_words, w_start, w_end, start, end, separator: int):
-    """Offsets in the joined normalised text (words joined by ``separator`` bytes) → original byte offsets."""
-    n_len = tf.strings.length(norm_words.flat_values)
-    lens = norm_words.with_flat_values(n_len + separator)
-    ends_excl = tf.math.cumsum(lens, axis=1) - separator  # normalised end of each word (before its separator)
-    dense_end = ends_excl.to_tensor(default_value=tf.int32.max)
-    nwords = tf.cast(norm_words.row_lengths(), tf.int32)
+def _to_original(norm, w_start, w_end, w_splits, row, start, end, separator: int):
+    """Offsets in each row's joined normalised text (its words joined by ``separator`` bytes) → original byte
+    offsets. Flat: ``norm``/``w_start``/``w_end`` the words with row splits ``w_splits``; ``row``/``start``/``end``
+    the pieces (int32 offsets)."""
+    n_len = tf.strings.length(norm)
+    # The batch's rows joined in one line: a word's normalised end (before its separator), and where a row starts.
+    line_end = tf.cumsum(n_len + separator)
+    ends = line_end - separator
+    row_base = tf.gather(tf.concat([tf.zeros([1], tf.int32), line_end], 0), w_splits)
+    at = start + tf.gather(row_base, row)
     # The word of a piece: the first whose normalised end is past the piece's start (a "▁" space goes with the
-    # word after it).
-    dense_start = start.to_tensor(default_value=0)
-    idx = tf.searchsorted(dense_end, dense_start, side="right", out_type=tf.int32)
-    idx = tf.minimum(idx, tf.maximum(nwords[:, None] - 1, 0))
-    word_in_row = tf.RaggedTensor.from_tensor(idx, lengths=start.row_lengths()).flat_values
-    row_first = tf.cast(norm_words.row_starts(), tf.int32)
-    word = tf.gather(row_first, start.value_rowids()) + word_in_row
-    n_end = tf.gather(ends_excl.flat_values, word)
-    n_start = n_end - tf.gather(n_len, word)
-    o_start = tf.cast(tf.gather(w_start.flat_values, word), tf.int32)
-    o_end = tf.cast(tf.gather(w_end.flat_values, word), tf.int32)
+    # word after it), at most its row's last.
+    word = tf.squeeze(tf.raw_ops.UpperBound(sorted_inputs=tf.expand_dims(ends, 0), values=tf.expand_dims(at, 0),
+                                            out_type=tf.int64), 0)
+    word = tf.minimum(word, tf.gather(w_splits[1:], row) - 1)
+    w_len = tf.gather(n_len, word)
+    n_start = tf.gather(ends, word) - w_len
+    o_start = tf.cast(tf.gather(w_start, word), tf.int32)
+    o_end = tf.cast(tf.gather(w_end, word), tf.int32)
     o_len = o_end - o_start
-    same = tf.equal(o_len, tf.gather(n_len, word))
-    s_local, e_local = start.flat_values - n_start, end.flat_values - n_start
-    s = tf.where(same, o_start + tf.clip_by_value(s_local, 0, o_len), o_start)
-    e = tf.where(same, o_start + tf.clip_by_value(e_local, 0, o_len), o_end)
-    return start.with_flat_values(s), start.with_flat_values(e)
+    same = tf.equal(o_len, w_len)
+    s = tf.where(same, o_start + tf.clip_by_value(at - n_start, 0, o_len), o_start)
+    e = tf.where(same, o_start + tf.clip_by_value(end + (at - start) - n_start, 0, o_len), o_end)
+    return s, e
 
 
 def truncated_lengths(len_a, len_b, budget):
@@ -458,11 +475,12 @@ def pack_inputs(segments: Sequence[tf.RaggedTensor], seq_length: int, cls_id: in
     indices, updates = [tf.stack([rows, tf.zeros_like(rows)], 1)], [tf.fill([batch], tf.cast(cls_id, tf.int32))]
     start = tf.ones_like(rows)  # where each row's current segment starts
     for seg, kept in zip(segs, keep):
-        row = tf.cast(seg.value_rowids(), tf.int32)
+        row = tf.cast(_rows_of(seg.row_splits, tf.size(seg.values, out_type=seg.row_splits.dtype)), tf.int32)
         col = tf.range(tf.size(row)) - tf.gather(tf.cast(seg.row_starts(), tf.int32), row)  # index in its row
         take = col < tf.gather(kept, row)
-        indices.append(tf.boolean_mask(tf.stack([row, tf.gather(start, row) + col], 1), take))
-        updates.append(tf.boolean_mask(seg.flat_values, take))
+        taken = tf.where(take)[:, 0]
+        indices.append(tf.gather(tf.stack([row, tf.gather(start, row) + col], 1), taken))
+        updates.append(tf.gather(seg.flat_values, taken))
         start = start + kept
         indices.append(tf.stack([rows, start], 1))
         updates.append(tf.fill([batch], tf.cast(sep_id, tf.int32)))
