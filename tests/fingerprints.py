@@ -12,6 +12,8 @@ Three kinds, each a JSON file under ``tests/fixtures/fingerprints/``:
   commands) must stay byte for byte.
 - ``sample_outputs.json``: SHA-256 of every file of the sample run's data artifacts (documents, vocabulary,
   examples, datagen statistics), by artifact type and relative path.
+- ``sample_zh_outputs.json``: the same of ``run --preset sample-zh`` made by commit f8c4e63, the last before runs of
+  several languages (issue 63): :func:`sample_outputs` of that run's store (tests/test_sample_zh.py compares).
 
 Written by ``python -m tests.fingerprints write`` (run it only when a change is *meant* to move them, and say so in
 the commit); read by tests/test_fingerprints.py and tests/reliability/test_crash_rerun_bytes.py.

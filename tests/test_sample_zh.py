@@ -85,6 +85,19 @@ def test_every_chinese_task_model_serves_raw_text_as_the_benchmark_predicts(zh_r
     assert seen == kinds
 
 
+def test_the_chinese_samples_data_is_the_bytes_the_code_wrote_before_runs_of_several_languages(zh_run):
+    """Documents, WordPiece vocabulary, examples and datagen statistics, file by file, are those commit f8c4e63 (the
+    last before issue 63) wrote for the same command (tests/fixtures/fingerprints/sample_zh_outputs.json)."""
+    from tests import fingerprints
+
+    out, _, _ = zh_run
+    now = fingerprints.sample_outputs(str(out / "metadata.sqlite"))
+    committed = fingerprints.load("sample_zh_outputs.json")
+    assert sorted(now) == sorted(committed)
+    for type_name in committed:
+        assert now[type_name] == committed[type_name], type_name
+
+
 def test_the_chinese_release_carries_its_wordpiece_vocabulary(zh_run):
     _, summary, _ = zh_run
     release = summary["release"]["path"]
