@@ -146,14 +146,19 @@ def test_vocab_sentence_sample_follows_the_rule(tmp_path):
     assert len(sample_by_language(paths, 1000, 3, SamplingRule("none"))) == 100
 
 
-def test_size_sample_counts_a_small_language_whole():
-    from components.datagen.language_sampling import SIZE_WHOLE_CHARS, size_sample
+def test_size_sample_counts_a_small_language_or_one_of_few_documents_whole():
+    from components.datagen.language_sampling import (SIZE_MIN_SAMPLE_CHARS, SIZE_WHOLE_CHARS, SIZE_WHOLE_DOCUMENTS,
+                                                      size_sample)
 
-    # up to 30 M characters counted whole; above, the larger of that and a quarter of Σ / languages
-    assert size_sample({"en": 7_000_000, "zh": 100_000}) == {"en": 1.0, "zh": 1.0}
-    assert size_sample({"en": 60_000_000, "zh": 100_000}) == {"en": 0.5, "zh": 1.0}
-    assert SIZE_WHOLE_CHARS == 30_000_000
-    big = size_sample({"en": 1_000_000_000, "zh": 200_000_000})  # budget 0.25 × 1.2 G / 2 = 150 M
+    assert (SIZE_MIN_SAMPLE_CHARS, SIZE_WHOLE_DOCUMENTS, SIZE_WHOLE_CHARS) == (1_000_000, 256, 30_000_000)
+    # ../shared/data's run: English is 99 documents (13 books), counted whole; so is every language of 1 M or less
+    assert size_sample({"en": 7_000_000, "zh": 100_000}, {"en": 99, "zh": 3}) == {"en": 1.0, "zh": 1.0}
+    # many documents: a sample of the budget, max(1 M, 0.25 × 7.1 M / 2 = 0.8875 M) characters
+    assert size_sample({"en": 7_000_000, "zh": 100_000}, {"en": 960, "zh": 3}) == {"en": 1 / 7, "zh": 1.0}
+    # few documents but over 30 M characters: sampled too (budget 0.25 × 60.1 M / 2)
+    assert size_sample({"en": 60_000_000, "zh": 100_000}, {"en": 99, "zh": 3}) == {
+        "en": pytest.approx(7_512_500 / 60_000_000), "zh": 1.0}
+    big = size_sample({"en": 1_000_000_000, "zh": 200_000_000}, {"en": 10**6, "zh": 10**5})  # budget 150 M
     assert big == {"en": pytest.approx(0.15), "zh": pytest.approx(0.75)}
 
 

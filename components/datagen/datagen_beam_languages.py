@@ -2,11 +2,11 @@
 documents file holds one language's documents, :func:`components.text.documents.file_language`).
 
 Small stages before generation measure each language's instances pass by pass
-(:mod:`components.datagen.language_sampling`): a read that counts each language's training characters; a count of
-the instances of its first ``dupe_factor`` passes (all of a language up to ``SIZE_WHOLE_CHARS``, else a seeded
-sample of its documents), which gives n_L, the target shares and a first plan; and, for a language that plan
-up-samples past the counted passes, up to ``SIZE_ROUNDS`` counts of its further passes, each followed by a plan. Only per-language sums (characters and a short
-list of per-pass counts) travel through Beam; the plan ({language: passes, target share, …}) is a side input of the
+(:mod:`components.datagen.language_sampling`): a read that counts each language's training characters and documents;
+a count of the instances of its first ``dupe_factor`` passes (all of a small language or one of few documents, else a
+seeded sample of its documents: ``size_sample``), which gives n_L, the target shares and a first plan; and, for a
+language that plan up-samples past the counted passes, up to ``SIZE_ROUNDS`` counts of its further passes, each
+followed by a plan. Only per-language sums (characters and a short list of per-pass counts) travel through Beam; the plan ({language: passes, target share, …}) is a side input of the
 generating stage. After generation, the per-language counts of the train split become the ``per_language`` block of
 ``stats.json``.
 """
@@ -84,7 +84,7 @@ class _CountPasses(_Tokenizing):
                 return
         if pools_file is not None and pools_file != self._pools_file:
             self._pools, self._pools_file = load_pools(pools_file), pools_file
-        rate = size_sample({k: v[0] for k, v in characters.items()})[language]
+        rate = size_sample({k: v[0] for k, v in characters.items()}, {k: v[1] for k, v in characters.items()})[language]
         self.vocab = self.vocab_of(path)  # its language's word starts
         segmenter = self.segmenter_for(path)
         chars, counts = 0, [0] * (stop - first)

@@ -12,9 +12,9 @@ fewer characters than an English one, and a short document gives a short instanc
 gives several times the instances of that document in that pass: with few large documents one pass differs from the
 next by tens of percent, so a mean per pass does not say what the passes actually generated will give. The size stage
 therefore counts each pass p = 0, 1, … of a language separately (c_L[p], summed over its documents, with the very
-seeds generation uses): a language of up to ``SIZE_WHOLE_CHARS`` training characters (or its share of the budget,
-:func:`size_sample`) is counted whole, exactly; a larger one on a seeded sample of its documents, scaled by its
-characters over the sample's. n_L = (c_L[0] + … + c_L[D-1]) / D, D = ``dupe_factor``.
+seeds generation uses): a language within the size stage's budget, or of few documents (:func:`size_sample`), is
+counted whole, exactly; a larger one on a seeded sample of its documents, scaled by its characters over the
+sample's. n_L = (c_L[0] + … + c_L[D-1]) / D, D = ``dupe_factor``.
 
 **The exponent** (mBERT and IndicBERT α = 0.7, XLM-R and mT5 α = 0.3): p_L = n_L / Σ n, q_L = p_L^α / Σ_k p_k^α. The
 total T = D · Σ n stays what the run writes without sampling (``dupe_factor`` passes of every language), so the
@@ -156,12 +156,17 @@ def realised_shares(counts: Mapping[str, int]) -> Dict[str, float]:
     return {k: (v / total if total else 0.0) for k, v in counts.items()}
 
 
-# The size stage's cost. A language of up to SIZE_WHOLE_CHARS training characters is counted whole (its shares then
-# exact); a larger one on a seeded sample of about SIZE_BUDGET_SHARE × Σ characters / languages characters (a quarter
-# of the run's own generation, spread over the languages), when that is more. Its first dupe_factor passes are
-# counted; a language the plan up-samples past them has its further passes counted too, SIZE_PASS_MARGIN × its
+# The size stage's cost. A language is counted on a seeded sample of its documents of about the budget's characters,
+# max(SIZE_MIN_SAMPLE_CHARS, SIZE_BUDGET_SHARE × Σ characters / languages) (a quarter of the run's own generation,
+# spread over the languages); whole (its shares then exact) when it is no larger than that, or when it has at most
+# SIZE_WHOLE_DOCUMENTS training documents and SIZE_WHOLE_CHARS characters: a pass of a few documents moves by tens of
+# percent with each document's short-target draw, which a sample of them cannot predict, while a pass of many
+# documents varies by a few percent and a sample of a few hundred of them estimates it. Its first dupe_factor passes
+# are counted; a language the plan up-samples past them has its further passes counted too, SIZE_PASS_MARGIN × its
 # estimated passes (at most SIZE_MAX_PASSES; beyond, the mean of the counted passes), in up to SIZE_ROUNDS rounds
 # (each plans on what the rounds before counted).
+SIZE_MIN_SAMPLE_CHARS = 1_000_000
+SIZE_WHOLE_DOCUMENTS = 256
 SIZE_WHOLE_CHARS = 30_000_000
 SIZE_BUDGET_SHARE = 0.25
 SIZE_PASS_MARGIN = 1.25
@@ -169,14 +174,17 @@ SIZE_MAX_PASSES = 64
 SIZE_ROUNDS = 2  # rounds of further passes: a plan placed on two passes of one document can be short by a third
 
 
-def size_sample(characters: Mapping[str, int]) -> Dict[str, float]:
-    """Per language, the share of its training documents drawn into its size sample: 1 (counted whole) up to
-    max(``SIZE_WHOLE_CHARS``, ``SIZE_BUDGET_SHARE`` × Σ characters / languages) characters, that over its characters
-    above."""
+def size_sample(characters: Mapping[str, int], documents: Mapping[str, int]) -> Dict[str, float]:
+    """Per language, the share of its training documents drawn into its size sample (``characters`` and
+    ``documents``: its training characters and documents): 1 (counted whole) up to the budget's characters, or with at
+    most ``SIZE_WHOLE_DOCUMENTS`` documents and ``SIZE_WHOLE_CHARS`` characters; else the budget over its
+    characters (the comment above)."""
     if not characters:
         return {}
-    budget = max(float(SIZE_WHOLE_CHARS), SIZE_BUDGET_SHARE * sum(characters.values()) / len(characters))
-    return {language: (1.0 if chars <= budget else budget / float(chars)) for language, chars in characters.items()}
+    budget = max(float(SIZE_MIN_SAMPLE_CHARS), SIZE_BUDGET_SHARE * sum(characters.values()) / len(characters))
+    return {language: (1.0 if chars <= budget or (documents.get(language, 0) <= SIZE_WHOLE_DOCUMENTS
+                                                  and chars <= SIZE_WHOLE_CHARS) else budget / float(chars))
+            for language, chars in characters.items()}
 
 
 def in_size_sample(seed: int, doc_id: str, rate: float) -> bool:
