@@ -24,7 +24,7 @@ from tests.reliability import fixtures, mlmd
 # The run is killed after the first checkpoint (step CHECKPOINT_EVERY) and resumed from it to STEPS.
 STEPS, CHECKPOINT_EVERY = 30, 10
 OVERRIDES = [f"train.num_train_steps={STEPS}", f"train.checkpoint_every={CHECKPOINT_EVERY}", "benchmarks.glue_dir=none",
-             "benchmarks.squad_dir=none", "benchmarks.race_dir=none"]
+             "benchmarks.squad_dir=none", "benchmarks.race_dir=none", "release.raw_text_serving=false"]
 TWO_WORKERS = "beam_args=--direct_running_mode=multi_processing,--direct_num_workers=2"
 DATA_NODES = ("CorpusGen", "VocabGen", "PretrainingDataGen")
 

@@ -70,7 +70,7 @@ def test_a_failure_while_publishing_removes_what_was_moved_and_the_staging(tmp_p
 SMALL = ["corpus.books_dir=none", "benchmarks.glue_dir=none", "benchmarks.squad_dir=none",
          "benchmarks.race_dir=none", "vocab.vocab_size=1000", "datagen.dupe_factor=1", "train.num_train_steps=2",
          "train.num_warmup_steps=0", "train.eval_steps=1", "train.eval_every=0", "train.checkpoint_every=0",
-         "train.train_batch_size=8", "train.eval_batch_size=8"]
+         "train.train_batch_size=8", "train.eval_batch_size=8", "release.raw_text_serving=false"]
 
 
 @pytest.mark.slow
