@@ -84,6 +84,12 @@ def _classes() -> Dict[str, str]:
     return {name: (r, _char_class(r)) for name, r in ranges.items()}
 
 
+def char_class(name: str) -> str:
+    """The RE2 character class ``[...]`` of one of :func:`compute_ranges`' classes (``space``, ``digit``,
+    ``combining``, ...)."""
+    return "[" + _classes()[name][1] + "]"
+
+
 def _version() -> Dict[str, object]:
     return {"unidata_version": unicodedata.unidata_version, "maxunicode": sys.maxunicode}
 

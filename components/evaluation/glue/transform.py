@@ -12,8 +12,10 @@ the TF graph, so a model exported with the Transform graph in front of it
    drop combining characters, lowercase (``tf.strings.lower(encoding="utf-8")``).
    "Combining" is Python's ``unicodedata.combining(c) != 0`` (canonical combining class), *not*
    ``\\p{Mn}``: the two differ on a few hundred code points (e.g. U+034F is Mn with class 0), so the
-   character class is generated from ``unicodedata`` when the graph is built. Likewise the digit
-   class of step 3 is generated from ``str.isdigit``.
+   character class is built from ``unicodedata``'s, as the in-graph tokenizer's classes are
+   (:func:`components.text.graph_tokenizer.char_class`: stored in ``unicode_ranges.json``, checked equal to
+   ``unicodedata``). Likewise the whitespace class (``str.isspace``) and the digit class of step 3
+   (``str.isdigit``).
 2. ``tensorflow_text.SentencepieceTokenizer`` built from the bytes of ``spm.model`` (the model's own
    normalizer runs inside the op, as in the Python library).
 3. ALBERT's digits-comma split (official ``encode_pieces``): a piece longer than one character
@@ -34,9 +36,7 @@ needs nothing but text.
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
-import unicodedata
 from functools import lru_cache
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -48,6 +48,7 @@ import tensorflow_text as tf_text
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components.beam_options import LOCAL_RUNNER
+from components.text.graph_tokenizer import char_class
 from trainer.export import Untracked
 
 __all__ = [
@@ -73,37 +74,22 @@ CLS_ID, SEP_ID = 2, 3  # checked against the model by AlbertTokenizer.check_spec
 
 
 # ---------------------------------------------------------------------------------------------
-# Character classes generated from Python's unicodedata (exact agreement with preprocess_text)
-
-
-def _ranges_class(predicate: Callable[[str], bool]) -> str:
-    """An RE2 character class ``[...]`` of every code point for which ``predicate(chr(cp))``."""
-    ranges: List[List[int]] = []
-    for cp in range(sys.maxunicode + 1):
-        if 0xD800 <= cp <= 0xDFFF:
-            continue
-        if predicate(chr(cp)):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1][1] = cp
-            else:
-                ranges.append([cp, cp])
-    parts = [f"\\x{{{a:X}}}" if a == b else f"\\x{{{a:X}}}-\\x{{{b:X}}}" for a, b in ranges]
-    return "[" + "".join(parts) + "]"
+# Character classes: the in-graph tokenizer's (exact agreement with preprocess_text)
 
 
 @lru_cache(maxsize=None)
 def _combining_class() -> str:
-    return _ranges_class(lambda c: unicodedata.combining(c) != 0)
+    return char_class("combining")  # unicodedata.combining(c) != 0
 
 
 @lru_cache(maxsize=None)
 def _whitespace_class() -> str:
-    return _ranges_class(str.isspace)
+    return char_class("space")  # str.isspace
 
 
 @lru_cache(maxsize=None)
 def _digit_class() -> str:
-    return _ranges_class(str.isdigit)
+    return char_class("digit")  # str.isdigit
 
 
 def normalize_text(text: tf.Tensor, lower: bool = True) -> tf.Tensor:
