@@ -165,7 +165,8 @@ def export_untrained_albert(d, seed, **overrides):
 
 def tiny_benchmark_config(steps, batch, seq, **bench):
     """The sample config with every fine-tuning row made tiny (lr 1e-3, 1 warm-up step); ``bench`` sets
-    ``benchmarks.*`` fields. The raw-text export and TFMA (Beam pipelines) run only where a test asks for them."""
+    ``benchmarks.*`` fields. The raw-text export, TFMA (Beam pipelines) and the sample's random-init arm (a second
+    fine-tuning of every task: tests/test_eval_baselines.py) run only where a test asks for them."""
     from pipeline.settings.configs import FinetuneHParams, sample_config
 
     cfg = sample_config()
@@ -173,6 +174,7 @@ def tiny_benchmark_config(steps, batch, seq, **bench):
     cfg.benchmarks.hparams = {name: hp for name in cfg.benchmarks.hparams}
     bench.setdefault("export_serving_model", False)
     bench.setdefault("tfma", False)
+    bench.setdefault("baselines", [])
     for key, value in bench.items():
         setattr(cfg.benchmarks, key, value)
     return cfg
