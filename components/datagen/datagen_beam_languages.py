@@ -6,9 +6,9 @@ Small stages before generation measure each language's instances pass by pass
 a count of the instances of its first ``dupe_factor`` passes (all of a small language or one of few documents, else a
 seeded sample of its documents: ``size_sample``), which gives n_L, the target shares and a first plan; and, for a
 language that plan up-samples past the counted passes, up to ``SIZE_ROUNDS`` counts of its further passes, each
-followed by a plan. Only per-language sums (characters and a short list of per-pass counts) travel through Beam; the plan ({language: passes, target share, …}) is a side input of the
-generating stage. After generation, the per-language counts of the train split become the ``per_language`` block of
-``stats.json``.
+followed by a plan. Only per-language sums (characters and a short list of per-pass counts) travel through Beam; the
+plan ({language: passes, target share, …}) is a side input of the generating stage. After generation, the
+per-language counts of the train split become the ``per_language`` block of ``stats.json``.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ class _CountPasses(_Tokenizing):
             ids = tokenize_document(self.tokenizer, sentences, self.vocab, segmenter)
             if not ids:
                 continue
-            pool = self._pools.get(split_rule(path, doc_id)) if pools_file is not None else None
+            pool = self._pools.get("train") if pools_file is not None else None  # a counted document trains
             random_document = pool.sampler(doc_id, alone=ids) if pool is not None else None
             for p in range(first, stop):  # the very generators of generation's passes
                 rng = np.random.default_rng(document_seed(self._seed, doc_id, p))

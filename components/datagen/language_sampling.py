@@ -120,10 +120,15 @@ def pass_plan(passes: float) -> Tuple[int, float]:
     return whole, float(passes - whole)
 
 
-def _unit(*parts: object) -> float:
-    """A uniform number in [0, 1) from a SHA-1 of ``parts`` (the same on every worker and platform)."""
+def _hash53(*parts: object) -> int:
+    """53 bits of a SHA-1 of ``parts`` (the same on every worker and platform)."""
     h = hashlib.sha1("\x1f".join(["lang-sample"] + [str(p) for p in parts]).encode("utf-8"))
-    return (int.from_bytes(h.digest()[:8], "big") >> 11) / float(1 << 53)
+    return int.from_bytes(h.digest()[:8], "big") >> 11
+
+
+def _unit(*parts: object) -> float:
+    """A uniform number in [0, 1) from :func:`_hash53` of ``parts``."""
+    return _hash53(*parts) / float(1 << 53)
 
 
 def keep_instance(seed: int, doc_id: str, pass_index: int, index: int, fraction: float) -> bool:
@@ -133,8 +138,7 @@ def keep_instance(seed: int, doc_id: str, pass_index: int, index: int, fraction:
         return True
     if fraction <= 0.0:
         return False
-    h = hashlib.sha1(f"lang-sample\x1f{int(seed)}\x1f{doc_id}\x1f{int(pass_index)}\x1f{int(index)}".encode("utf-8"))
-    return (int.from_bytes(h.digest()[:8], "big") >> 11) < int(fraction * (1 << 53))
+    return _hash53(int(seed), doc_id, int(pass_index), int(index)) < int(fraction * (1 << 53))
 
 
 def kept_indices(seed: int, doc_id: str, pass_index: int, count: int, fraction: float) -> List[int]:

@@ -43,9 +43,8 @@ import tensorflow as tf
 from components.evaluation import serving_graphs as graphs
 from components.evaluation.glue import glue_data as glue_lib
 from components.evaluation.glue.serving import INFO_FILE, SERVING_DIR, ServingExportError, write_serving_info
-from components.evaluation.glue.transform import _whitespace_class as whitespace_class
 from components.evaluation.heads import FEATURE_KEYS
-from components.text.graph_tokenizer import twin_of
+from components.text.graph_tokenizer import char_class, twin_of
 from trainer.export import Untracked
 
 log = logging.getLogger(__name__)
@@ -115,7 +114,7 @@ def answer_module(tokenizer, model, max_seq_length: int, doc_stride: int, max_qu
     threshold the benchmark tuned on dev) v2.0's beam head, unanswered questions getting ""."""
     graphs.check_squad_lengths(max_seq_length, max_query_length)
     module = _TaskModule(tokenizer, model)
-    ws = whitespace_class()
+    ws = char_class("space")
 
     def serve(question, context):
         batch = tf.size(question, out_type=tf.int64)

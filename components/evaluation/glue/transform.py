@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from functools import lru_cache
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
@@ -73,32 +72,13 @@ SPIECE_UNDERLINE = "\u2581"
 CLS_ID, SEP_ID = 2, 3  # checked against the model by AlbertTokenizer.check_special_ids
 
 
-# ---------------------------------------------------------------------------------------------
-# Character classes: the in-graph tokenizer's (exact agreement with preprocess_text)
-
-
-@lru_cache(maxsize=None)
-def _combining_class() -> str:
-    return char_class("combining")  # unicodedata.combining(c) != 0
-
-
-@lru_cache(maxsize=None)
-def _whitespace_class() -> str:
-    return char_class("space")  # str.isspace
-
-
-@lru_cache(maxsize=None)
-def _digit_class() -> str:
-    return char_class("digit")  # str.isdigit
-
-
 def normalize_text(text: tf.Tensor, lower: bool = True) -> tf.Tensor:
     """``components.text.normalize.preprocess_text`` (remove_space, no accents) in TF string ops."""
-    ws = _whitespace_class()
+    ws = char_class("space")  # str.isspace
     text = tf.strings.regex_replace(text, f"^{ws}+|{ws}+$", "")
     text = tf.strings.regex_replace(text, f"{ws}+", " ")
     text = tf_text.normalize_utf8(text, "NFKD")
-    text = tf.strings.regex_replace(text, _combining_class(), "")
+    text = tf.strings.regex_replace(text, char_class("combining"), "")  # unicodedata.combining != 0
     if lower:
         text = tf.strings.lower(text, encoding="utf-8")
     return text
@@ -133,7 +113,7 @@ class AlbertTfTokenizer:
         n = tf.size(flat, out_type=tf.int64)
         # Digits-comma split: len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit().
         quirk = tf.logical_and(tf.strings.length(flat, unit="UTF8_CHAR") > 1,
-                               tf.strings.regex_full_match(flat, f"(?s).*{_digit_class()},"))
+                               tf.strings.regex_full_match(flat, f"(?s).*{char_class('digit')},"))
         quirk_at = tf.reshape(tf.where(quirk), [-1])  # [Q] piece index of each quirk piece, in order
         quirk_pieces = tf.gather(flat, quirk_at)
         q = tf.size(quirk_at, out_type=tf.int64)
