@@ -133,8 +133,9 @@ def test_pair_truncation_is_the_glue_featurisations():
 
 
 def test_the_stored_unicode_ranges_are_this_pythons_computation():
-    """components/text/unicode_ranges.json (read instead of walking every code point in each process that builds a
-    text graph) equals what this Python's unicodedata gives; stale: `python -m components.text.graph_tokenizer`."""
-    from components.text import graph_tokenizer
+    """components/text/unicode_ranges.json (read instead of walking every code point in each process that normalises
+    text, measures documents or builds a text graph) equals what this Python's unicodedata gives; stale:
+    `python -m components.text.unicode_ranges`."""
+    from components.text import unicode_ranges
 
-    assert graph_tokenizer.stored_ranges() == graph_tokenizer.compute_ranges()
+    assert unicode_ranges.stored() == unicode_ranges.compute()

@@ -32,12 +32,12 @@ import functools
 import hashlib
 import re
 import string
-import sys
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from components.text import unicode_ranges
 from components.text.normalize import _drop_combining, preprocess_text
 
 # Character ranges of the unspaced scripts (see the module docstring).
@@ -118,16 +118,10 @@ def count_non_space(text: str) -> int:
 def _no_letter_word() -> re.Pattern:
     """A word (see :func:`words`) without a letter: a run of characters that are neither whitespace, nor of an
     unspaced script, nor letters, between whitespace, unspaced characters or the ends of the text. The letter class
-    lists every code point ``str.isalpha`` accepts (648 ranges, built once per process in ~0.2 s)."""
-    ranges, start = [], None
-    for cp in range(sys.maxunicode + 2):
-        alpha = cp <= sys.maxunicode and chr(cp).isalpha()
-        if alpha and start is None:
-            start = cp
-        elif not alpha and start is not None:
-            ranges.append(re.escape(chr(start)) + ("" if cp - 1 == start else "-" + re.escape(chr(cp - 1))))
-            start = None
-    letters, edge = "".join(ranges), f"[^\\s{UNSPACED_CHARS}]"
+    lists every code point ``str.isalpha`` accepts (the stored ranges of :mod:`components.text.unicode_ranges`)."""
+    letters = "".join(re.escape(chr(lo)) + ("" if lo == hi else "-" + re.escape(chr(hi)))
+                      for lo, hi in unicode_ranges.ranges("alpha"))
+    edge = f"[^\\s{UNSPACED_CHARS}]"
     return re.compile(f"(?<!{edge})[^\\s{UNSPACED_CHARS}{letters}]+(?!{edge})")
 
 

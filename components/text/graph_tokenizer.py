@@ -6,8 +6,9 @@
 give in Python: the same steps, in the same order, as TF ops.
 
 - Every character class (Python's ``str.isspace``, the combining marks, ``str.isdigit``, BERT's controls,
-  punctuation and CJK ideographs, category Mn) is enumerated from this Python's ``unicodedata`` when the graph is
-  built, so the graph and the Python tokenizer agree on them character for character.
+  punctuation and CJK ideographs, category Mn) is this Python's ``unicodedata``'s
+  (:mod:`components.text.unicode_ranges`), so the graph and the Python tokenizer agree on them character for
+  character.
 - Unicode forms (NFKD/NFKC/NFC/NFD) are TF Text's ``normalize_utf8`` and lower-casing is ``tf.strings.lower`` with
   ``utf-8`` (both ICU, full case mapping with Greek final sigma, as ``str.lower``). Where ICU's Unicode version and
   Python's differ, characters assigned between the two versions may normalise differently.
@@ -30,18 +31,14 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
-import json
-import os
-import sys
 import threading
-import unicodedata
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, List, Sequence
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import regex_split_ops
 
-from components.text import normalize, wordpiece
+from components.text import unicode_ranges, wordpiece
 from components.text.vocab_files import CLS, MASK, PAD, SEP, read_wordpiece_vocab
 from config.tokenizer_spec import TokenizerSpec
 
@@ -53,86 +50,21 @@ WP_SPECIALS = {"pad": PAD, "cls": CLS, "sep": SEP, "mask": MASK}
 _MAX_WORD_BYTES = 4 * wordpiece.MAX_WORD_CHARS
 
 
-def _ranges(chars: Iterable[int]) -> List[List[int]]:
-    """The code points ``chars`` (surrogates left out) as sorted inclusive ranges ``[lo, hi]``."""
-    cps = sorted(set(c for c in chars if not 0xD800 <= c <= 0xDFFF))
-    out: List[List[int]] = []
-    for cp in cps:
-        if out and out[-1][1] == cp - 1:
-            out[-1][1] = cp
-        else:
-            out.append([cp, cp])
-    return out
-
-
 def _char_class(ranges: List[List[int]]) -> str:
     """An RE2 character class (without brackets) of ``ranges``."""
     return "".join(f"\\x{{{lo:X}}}" if lo == hi else f"\\x{{{lo:X}}}-\\x{{{hi:X}}}" for lo, hi in ranges)
 
 
-# The code point ranges of :func:`compute_ranges`, stored for the Unicode version (and build width) they were computed
-# with: computing them walks every code point (2.5 s of CPU), once per process that builds a text graph (every push,
-# every benchmark node's task exports). Rewritten by ``python -m components.text.graph_tokenizer``;
-# tests/test_graph_tokenizer.py checks the file equals the computation.
-RANGES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "unicode_ranges.json")
-
-
 @functools.lru_cache(maxsize=None)
 def _classes() -> Dict[str, str]:
-    """Every character class the graph uses: the stored ranges where they are this Python's, else computed."""
-    ranges = stored_ranges() or compute_ranges()
-    return {name: (r, _char_class(r)) for name, r in ranges.items()}
+    """Every character class the graph uses (:mod:`components.text.unicode_ranges`): its ranges and RE2 class."""
+    return {name: (r, _char_class(r)) for name, r in unicode_ranges.all_ranges().items()}
 
 
 def char_class(name: str) -> str:
-    """The RE2 character class ``[...]`` of one of :func:`compute_ranges`' classes (``space``, ``digit``,
-    ``combining``, ...)."""
+    """The RE2 character class ``[...]`` of one of :func:`components.text.unicode_ranges.compute`'s classes
+    (``space``, ``digit``, ``combining``, ...)."""
     return "[" + _classes()[name][1] + "]"
-
-
-def _version() -> Dict[str, object]:
-    return {"unidata_version": unicodedata.unidata_version, "maxunicode": sys.maxunicode}
-
-
-def stored_ranges() -> Optional[Dict[str, List[List[int]]]]:
-    """The ranges of :data:`RANGES_FILE` when it was written for this Python's Unicode data, else None."""
-    try:
-        with open(RANGES_FILE, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return data["ranges"] if {k: data.get(k) for k in _version()} == _version() else None
-
-
-def compute_ranges() -> Dict[str, List[List[int]]]:
-    """Every character class the graph uses, as code point ranges, from this Python's ``unicodedata``."""
-    space, digit, mn, control, punct = [], [], [], [], []
-    for cp in range(sys.maxunicode + 1):
-        ch = chr(cp)
-        if ch.isspace():
-            space.append(cp)
-        if ch.isdigit():
-            digit.append(cp)
-        cat = unicodedata.category(ch)
-        if cat == "Mn":
-            mn.append(cp)
-        if cat in ("Cc", "Cf") and ch not in "\t\n\r":
-            control.append(cp)
-        if wordpiece.is_punctuation(ch):
-            punct.append(cp)
-    splitting = {ord(c) for c in wordpiece.SPLITTING_CONTROLS}
-    cjk = [cp for lo, hi in wordpiece.CJK_RANGES for cp in range(lo, hi + 1)]
-    ranges = {
-        "space": _ranges(space),  # str.isspace (str.split's separators)
-        "wp_space": _ranges(c for c in space if c not in splitting),  # what BERT turns into a space
-        "combining": _ranges(normalize._drop_combining().keys()),  # nonzero canonical combining class
-        "digit": _ranges(digit),
-        "mn": _ranges(mn),
-        "wp_drop": _ranges(control + [0xFFFD]),  # BERT's _clean_text drops these (NUL is Cc)
-        "punct": _ranges(punct),
-        "cjk": _ranges(cjk),
-    }
-    return ranges
 
 
 def _in_ranges(cps, ranges: List[List[int]]):
@@ -540,9 +472,3 @@ def twin_of(tokenizer) -> GraphTokenizer:
                          normalization=getattr(tokenizer, "normalization", "none"),
                          strip_accents=bool(getattr(tokenizer, "strip_accents", False)))
     return shared_tokenizer(path, spec)
-
-
-if __name__ == "__main__":  # rewrite RANGES_FILE for this Python's Unicode data
-    with open(RANGES_FILE, "w", encoding="utf-8") as f:
-        json.dump({**_version(), "ranges": compute_ranges()}, f, separators=(",", ":"), sort_keys=True)
-        f.write("\n")

@@ -11,15 +11,17 @@ rewrite (two backquotes or two apostrophes → ``"``) comes from XLNet's preproc
 only available as the non-default ``latex_quotes=True``.
 """
 import functools
-import sys
 import unicodedata
+
+from components.text import unicode_ranges
 
 
 @functools.lru_cache(maxsize=1)
 def _drop_combining() -> dict:
-    """``str.translate`` table deleting every code point with a nonzero canonical combining class (built once per
-    process, ~0.1 s; C-speed per character afterwards, unlike a Python loop over ``unicodedata.combining``)."""
-    return {cp: None for cp in range(0x300, sys.maxunicode + 1) if unicodedata.combining(chr(cp))}
+    """``str.translate`` table deleting every code point with a nonzero canonical combining class (from the stored
+    ranges of :mod:`components.text.unicode_ranges`, once per process; C-speed per character afterwards, unlike a
+    Python loop over ``unicodedata.combining``)."""
+    return dict.fromkeys(unicode_ranges.code_points("combining"))
 
 
 def preprocess_text(text: str, lower: bool = True, remove_space: bool = True, keep_accents: bool = False,
