@@ -2,7 +2,7 @@
 
 The same real run (the resume test's masked examples, albert-tiny, 12 steps of batch 8, checkpoints every 5) as:
 
-* one process on the default device (the reference);
+* on the default device (the reference, run in the test's own process: the command's work without its start-up);
 * ``mirrored`` over 2 logical CPU devices (the CPU twin of a multi-GPU VM) with 2 gradient accumulation steps
   (``train.grad_accum_steps``: 2 micro-batches of 2 per replica and step), SIGKILLed after step 6 and rerun with 4
   steps per device loop (``train.steps_per_loop``, the TPU's loop): the killed and resumed run with accumulation;
@@ -75,12 +75,15 @@ def examples(resume_examples):
 
 @pytest.fixture(scope="module")
 def reference(examples, tmp_path_factory):
-    """The default-device run."""
+    """The default-device run: what ``albert-pipeline pretrain`` with ``train.strategy=cpu`` does, in this process
+    (each run it is compared with is a process of its own)."""
+    from pipeline.settings.configs import build_config
+    from pipeline.settings.resolve import resolve_config
+    from trainer.task import pretrain_from_examples
+
     out = str(tmp_path_factory.mktemp("reference") / "run")
-    done = subprocess.run(_cmd(examples, out, "train.strategy=cpu"), env=_env(), capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout)["final_step"] == STEPS
+    config = resolve_config(build_config("sample", overrides=DATA + TRAIN + ["train.strategy=cpu"]), local=False)
+    assert pretrain_from_examples(examples, out, config)["final_step"] == STEPS
     return out
 
 

@@ -137,10 +137,11 @@ def test_the_chinese_version_serves_raw_text_as_its_ids_path(zh_run, tmp_path, c
     assert len(row["tokens"]) == 1 and len(row["tokens"][0]) == TOP_K and all(row["tokens"][0])
 
 
-def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_clue(zh_run, tmp_path):
+def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_clue(zh_run, tmp_path, cli):
     """The released model written the way the official Chinese models ship (TF1 variables under the official names,
     albert_config.json, vocab_chinese.txt), then `convert tf1-to-albert`, then `run --set mode=benchmark` on it: the
-    three kinds of CLUE tasks are scored and a version naming the source is pushed."""
+    three kinds of CLUE tasks are scored and a version naming the source is pushed. Both commands run in this process
+    (the ``cli`` fixture): zh_run is the real process of this file."""
     from trainer.checkpoint_interop import save_tf1_checkpoint
     from trainer.convert import load_albert_dir
 
@@ -152,17 +153,14 @@ def test_an_official_format_chinese_checkpoint_converts_and_is_benchmarked_on_cl
     with open(os.path.join(release, "vocab", "vocab.txt"), "rb") as f:
         (official / "vocab_chinese.txt").write_bytes(f.read())
     converted = tmp_path / "converted"
-    done = subprocess.run([CLI, "convert", "tf1-to-albert", str(official), str(converted)], cwd=REPO,
-                          capture_output=True, text=True, env=cli_env())
+    done = cli("convert", "tf1-to-albert", official, converted)
     assert done.returncode == 0, done.stderr[-2000:]
     files = set(os.listdir(converted))
     assert {"tokenizer.json", "vocab.txt"} <= files and "spm.model" not in files
     # The task models' raw-text exports are zh_run's (test_every_chinese_task_model_serves_raw_text_as_the_benchmark_
     # predicts): here the conversion, the scores and the version's raw-text pair are what is checked.
-    done = subprocess.run([CLI, "run", "--preset", "sample-zh", "--output-dir", str(tmp_path / "bench"),
-                           "--set", "mode=benchmark", "--set", f"train.init_from={converted}",
-                           "--set", "benchmarks.export_serving_model=false"], cwd=REPO,
-                          capture_output=True, text=True, env=cli_env(), timeout=1200)
+    done = cli("run", "--preset", "sample-zh", "--output-dir", tmp_path / "bench", "--set", "mode=benchmark",
+               "--set", f"train.init_from={converted}", "--set", "benchmarks.export_serving_model=false")
     assert done.returncode == 0, done.stderr[-3000:]
     bench = json.loads(done.stdout)
     with open(bench["report"], encoding="utf-8") as f:
