@@ -16,16 +16,23 @@ import os
 import numpy as np
 import pytest
 
+import trainer  # noqa: F401
+import tf_keras
+
+from components.text.tokenization import AlbertTokenizer
 from tests.conftest import hf_peer
+from trainer.checkpoint_interop import load_hf_pretrained, save_hf_pretrained
+from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining
 
-torch, transformers = hf_peer()
+# The test-only packages, imported when this module's first test runs (or its tests skip): at collection every
+# pytest-xdist worker would import them (4 s of CPU), and one runs this file.
+torch = transformers = None
 
-import trainer  # noqa: E402,F401
-import tf_keras  # noqa: E402
 
-from components.text.tokenization import AlbertTokenizer  # noqa: E402
-from trainer.checkpoint_interop import load_hf_pretrained, save_hf_pretrained  # noqa: E402
-from trainer.modeling_albert import AlbertConfig, AlbertForPreTraining  # noqa: E402
+@pytest.fixture(scope="module", autouse=True)
+def _hf_peer():
+    global torch, transformers
+    torch, transformers = hf_peer()
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "datagen_text.txt")
 TOL = 1e-4
