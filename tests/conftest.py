@@ -307,6 +307,35 @@ def cli(capsys, monkeypatch, tmp_path):
     logging.captureWarnings(False)
 
 
+def cli_in_process(argv, log_dir) -> subprocess.CompletedProcess:
+    """``albert-pipeline ARGV`` in this process, as the ``cli`` fixture runs it, for a module fixture: its exit code,
+    stdout and stderr; logs go to ``log_dir``, and the CLI's logging set-up is undone afterwards."""
+    import contextlib
+    import io
+    import logging
+
+    from pipeline import cli as cli_module
+    from pipeline.local import logs
+
+    root, out, err = logging.getLogger(), io.StringIO(), io.StringIO()
+    level, old = root.level, os.environ.get(logs.LOG_DIR_VAR)
+    os.environ[logs.LOG_DIR_VAR] = str(log_dir)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            code = cli_module.run_cli([str(a) for a in argv])
+    finally:
+        for handler in [h for h in root.handlers if getattr(h, "_albert_tfx", False)]:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+        logging.captureWarnings(False)
+        if old is None:
+            os.environ.pop(logs.LOG_DIR_VAR)
+        else:
+            os.environ[logs.LOG_DIR_VAR] = old
+    return subprocess.CompletedProcess([str(a) for a in argv], code, out.getvalue(), err.getvalue())
+
+
 # ------------------------------------------------------------------------------------------ the shared sample run
 CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
 # What `make sample` runs (tests/test_docs.py checks the recipe), with the output folder given.

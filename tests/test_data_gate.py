@@ -20,7 +20,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, cli_in_process
 from tests.test_change_impact import BASE
 
 MULTILINGUAL = os.path.join(REPO, "tests", "fixtures", "multilingual")
@@ -85,35 +85,6 @@ SPANS = {2: other_language_docs, 3: boilerplate_docs, 4: garbage_docs}
 
 # -- the ticks -------------------------------------------------------------------------------------------------
 
-def _cli(argv, log_dir):
-    """``albert-pipeline ARGV`` in this process (as tests/conftest.py's ``cli`` fixture, for a module fixture):
-    (exit code, stderr)."""
-    import contextlib
-    import io
-    import logging
-
-    from pipeline import cli as cli_module
-    from pipeline.local import logs
-
-    root, err = logging.getLogger(), io.StringIO()
-    level, old = root.level, os.environ.get(logs.LOG_DIR_VAR)
-    os.environ[logs.LOG_DIR_VAR] = str(log_dir)
-    try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = cli_module.run_cli([str(a) for a in argv])
-    finally:
-        for handler in [h for h in root.handlers if getattr(h, "_albert_tfx", False)]:
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
-        logging.captureWarnings(False)
-        if old is None:
-            os.environ.pop(logs.LOG_DIR_VAR)
-        else:
-            os.environ[logs.LOG_DIR_VAR] = old
-    return code, err.getvalue()
-
-
 def _overrides(root, extra=()):
     return BASE + BENCHMARKS_OFF + [f"corpus.wikipedia_dir={root / 'data' / 'wiki' / 'span-{SPAN}'}", *extra]
 
@@ -161,7 +132,8 @@ def ticks(tmp_path_factory):
         rows = plan(resolve_config(build_config("sample", output_dir=str(root / "out"), overrides=overrides),
                                    local=True))
         argv = ["run", "--preset", "sample", "--output-dir", root / "out"]
-        code, stderr = _cli(argv + [a for o in overrides for a in ("--set", o)], root / "logs")
+        done = cli_in_process(argv + [a for o in overrides for a in ("--set", o)], root / "logs")
+        code, stderr = done.returncode, done.stderr
         out[name] = (code, stderr, *_newest_run(str(root / "out" / "metadata.sqlite")), rows)
 
     tick("span 1")

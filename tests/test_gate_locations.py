@@ -15,9 +15,9 @@ import shutil
 
 import pytest
 
-from tests.conftest import SAMPLE
+from tests.conftest import SAMPLE, cli_in_process
 from tests.test_change_impact import BASE
-from tests.test_data_gate import AFTER_GATE, BENCHMARKS_OFF, GATE, _cli, _files, _newest_run, _ran
+from tests.test_data_gate import AFTER_GATE, BENCHMARKS_OFF, GATE, _files, _newest_run, _ran
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,8 @@ def ticks(tmp_path_factory):
             (books / f"span-{span}").mkdir(parents=True)
             shutil.copy(os.path.join(BOOKS, book), books / f"span-{span}" / book)
         argv = ["run", "--preset", "sample", "--output-dir", root / "out"]
-        code, stderr = _cli(argv + [a for o in overrides for a in ("--set", o)], root / "logs")
+        done = cli_in_process(argv + [a for o in overrides for a in ("--set", o)], root / "logs")
+        code, stderr = done.returncode, done.stderr
         out[span] = (code, stderr, *_newest_run(str(root / "out" / "metadata.sqlite")))
     return out
 

@@ -1,16 +1,15 @@
 """The whole DAG in Chinese (issue 54): ``albert-pipeline run --preset sample-zh`` on the bundled ``data/sample-zh``
-through the real CLI: CorpusGen cuts the Chinese books at 。！？, VocabGen learns a WordPiece vocab.txt, datagen masks
+through the CLI: CorpusGen cuts the Chinese books at 。！？, VocabGen learns a WordPiece vocab.txt, datagen masks
 whole words at "##", the Trainer pretrains albert-tiny, the three kinds of CLUE tasks are fine-tuned and scored
 (AFQMC and TNEWS, CMRC2018, C3), and the release carries the vocab.txt and a Hugging Face folder that declares
 BertTokenizer."""
 import glob
 import json
 import os
-import subprocess
 
 import pytest
 
-from tests.conftest import CLI, REPO, cli_env
+from tests.conftest import cli_in_process
 
 
 pytestmark = pytest.mark.slow
@@ -18,9 +17,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def zh_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("zh") / "run"
-    done = subprocess.run([CLI, "run", "--preset", "sample-zh", "--output-dir", str(out)], cwd=REPO,
-                          capture_output=True, text=True, env=cli_env(), timeout=1200)
+    """``albert-pipeline run --preset sample-zh``, in this process (tests/conftest.py's ``cli_in_process``; the CLI as
+    a process of its own is the shared sample run's, tests/test_cli_run.py's and tests/test_pipeline_e2e.py's)."""
+    base = tmp_path_factory.mktemp("zh")
+    out = base / "run"
+    done = cli_in_process(["run", "--preset", "sample-zh", "--output-dir", out], base / "logs")
     assert done.returncode == 0, done.stderr[-3000:]
     return out, json.loads(done.stdout), done.stderr
 
