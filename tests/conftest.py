@@ -287,8 +287,7 @@ def cli(capsys, monkeypatch, tmp_path):
     from pipeline.local import logs
 
     monkeypatch.setenv(logs.LOG_DIR_VAR, str(tmp_path / "logs"))
-    root = logging.getLogger()
-    level = root.level
+    level = logging.getLogger().level
 
     def run(*argv):
         capsys.readouterr()
@@ -300,6 +299,15 @@ def cli(capsys, monkeypatch, tmp_path):
         return subprocess.CompletedProcess(list(argv), code, out, err)
 
     yield run
+    _undo_cli_logging(level)
+
+
+def _undo_cli_logging(level: int) -> None:
+    """Undo what the CLI's logging set-up did in this process: its handlers on the root logger, the root's level
+    (back to ``level``) and the capture of warnings."""
+    import logging
+
+    root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, "_albert_tfx", False)]:
         root.removeHandler(handler)
         handler.close()
@@ -317,18 +325,14 @@ def cli_in_process(argv, log_dir) -> subprocess.CompletedProcess:
     from pipeline import cli as cli_module
     from pipeline.local import logs
 
-    root, out, err = logging.getLogger(), io.StringIO(), io.StringIO()
-    level, old = root.level, os.environ.get(logs.LOG_DIR_VAR)
+    out, err = io.StringIO(), io.StringIO()
+    level, old = logging.getLogger().level, os.environ.get(logs.LOG_DIR_VAR)
     os.environ[logs.LOG_DIR_VAR] = str(log_dir)
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
             code = cli_module.run_cli([str(a) for a in argv])
     finally:
-        for handler in [h for h in root.handlers if getattr(h, "_albert_tfx", False)]:
-            root.removeHandler(handler)
-            handler.close()
-        root.setLevel(level)
-        logging.captureWarnings(False)
+        _undo_cli_logging(level)
         if old is None:
             os.environ.pop(logs.LOG_DIR_VAR)
         else:
