@@ -9,9 +9,10 @@ There is no Docker engine here, so the image is emulated from ``infra/Dockerfile
 * its final stage's ``COPY`` lines fill an image home (``ALBERT_TFX_HOME``, as the Dockerfile sets it), which is
   the working folder of every command: no source package is importable from there.
 
-The spec test runs ``albert-pipeline rehearse`` (``pipeline/rehearsal/rehearsal.py``) from that environment rather than
-``kfp.local``: kfp's local runners run KFP-SDK components (``SubprocessRunner`` only lightweight Python
-components, ``DockerRunner`` needs a Docker engine); neither executes a TFX-compiled container spec without Docker.
+The spec test rehearses the compiled spec (``pipeline/rehearsal/rehearsal.py``'s ``rehearse()``, five ticks in a row
+from one warm launcher) from that environment rather than ``kfp.local``: kfp's local runners run
+KFP-SDK components (``SubprocessRunner`` only lightweight Python components, ``DockerRunner`` needs a Docker engine);
+neither executes a TFX-compiled container spec without Docker.
 """
 import json
 import os
@@ -260,10 +261,35 @@ def _local_tick(root, overrides):
                 "init_from": config.train.init_from}
 
 
+# The five ticks in one process of the image environment, one rehearsal each through `rehearse()` with one warm
+# launcher for all (its `launcher`: the entrypoint's imports once, not once per tick, 7-9 s of CPU each): a schedule's
+# ticks rehearsed in a row. The test changes the data between ticks; a line on stdin starts the next tick, whose
+# summary (or failure) and progress lines come back as one JSON line. `albert-pipeline rehearse` itself, its output
+# and its failure line, is tests/test_rehearsal.py's; `albert-pipeline compile` runs here.
+_TICKS = r"""
+import json, os, sys
+from pipeline.rehearsal import rehearsal
+from pipeline.tasks.task_launcher import WarmLauncher
+
+spec, out = sys.argv[1:3]
+with WarmLauncher(sys.executable, rehearsal.task_environment(os.path.dirname(sys.executable))) as launcher:
+    for _ in sys.stdin:
+        lines = []
+        try:
+            summary = rehearsal.rehearse(spec, out, launcher=launcher,
+                                         log=lambda line: lines.append(f"albert-pipeline rehearse: {line}"))
+            reply = {"summary": summary}
+        except rehearsal.TaskFailed as exc:
+            reply = {"failed": str(exc)}
+        print(json.dumps({**reply, "log": "\n".join(lines) + "\n"}), flush=True)
+"""
+
+
 @pytest.fixture(scope="module")
 def image_ticks(image_env, tmp_path_factory):
     """(data root, rehearsal output folder, the four rehearsals' summaries, their progress logs, the local tick 1,
-    the fifth rehearsal's (exit code, stderr): a bad span)."""
+    the fifth rehearsal's (failure, progress log): a bad span)."""
+    from tests.image_env import image_env_vars
     from tests.test_data_gate import garbage_docs, write_extracted
     from tests.test_schedule_ticks import add_span_2, change_glue_in_place, data_layout
 
@@ -276,23 +302,40 @@ def image_ticks(image_env, tmp_path_factory):
                          "--pipeline-root", str(root / "compiled_root"), *sets)
     assert done.returncode == 0, done.stderr[-3000:]
     summaries, logs = [], []
+    with open(tmp_path_factory.mktemp("image_ticks_log") / "stderr", "w+") as stderr:
+        ticks = subprocess.Popen([image_env.python, "-c", _TICKS, spec_path, out], cwd=image_env.home,
+                                 env=image_env_vars(image_env.home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=stderr, text=True)
 
-    def tick():
-        done = image_env.run(image_env.cli, "rehearse", "--spec", spec_path, "--output-dir", out, timeout=1800)
-        assert done.returncode == 0, done.stderr[-3000:]
-        summaries.append(json.loads(done.stdout))
-        logs.append(done.stderr)
+        def tick():
+            ticks.stdin.write("\n")
+            ticks.stdin.flush()
+            line = ticks.stdout.readline()
+            stderr.seek(0)
+            assert line, f"the ticks' process ended (exit {ticks.wait()}): {stderr.read()[-3000:]}"
+            return json.loads(line)
 
-    tick()
-    local = _local_tick(root, overrides + [f"corpus.books_dir={image_env.home}/data/sample/books"])
-    tick()
-    add_span_2(root)
-    tick()
-    change_glue_in_place(root)
-    tick()
-    write_extracted(root / "data" / "wiki" / "span-3", garbage_docs())
-    done = image_env.run(image_env.cli, "rehearse", "--spec", spec_path, "--output-dir", out, timeout=1800)
-    return root, out, summaries, logs, local, (done.returncode, done.stderr)
+        def passing_tick():
+            reply = tick()
+            assert "summary" in reply, reply["failed"]
+            summaries.append(reply["summary"])
+            logs.append(reply["log"])
+
+        try:
+            passing_tick()
+            local = _local_tick(root, overrides + [f"corpus.books_dir={image_env.home}/data/sample/books"])
+            passing_tick()
+            add_span_2(root)
+            passing_tick()
+            change_glue_in_place(root)
+            passing_tick()
+            write_extracted(root / "data" / "wiki" / "span-3", garbage_docs())
+            bad = tick()
+        finally:
+            ticks.stdin.close()
+            ticks.wait(timeout=120)
+    assert ticks.returncode == 0
+    return root, out, summaries, logs, local, (bad.get("failed"), bad["log"])
 
 
 def _outcomes(summary):
@@ -441,9 +484,9 @@ def test_a_bad_span_stops_the_rehearsal_at_the_data_gate_check(image_ticks):
     (tests/test_data_gate.py), with the check's line and one line per failed check, compared with span 2 (the last
     span that went through: tick 3's result); nothing after the gate ran (VocabGen, the Trainer), and nothing was
     pushed."""
-    _, out, summaries, _, _, (code, stderr) = image_ticks
-    assert code == 1, stderr[-3000:]
-    done = re.findall(r"\[\d+/20\] ([\w-]+): \w+ (.*) in ", stderr)
+    _, out, summaries, _, _, (failed, log) = image_ticks
+    assert failed is not None, log[-3000:]
+    done = re.findall(r"\[\d+/20\] ([\w-]+): \w+ (.*) in ", log)
     assert ("DataGate", "cache miss, ran") in done and ("InitFrom", "ran") in done
     assert not {"DataGateCheck", "VocabGen", "PretrainingDataGen", "Trainer"} & {name for name, _ in done}
     (run,) = set(os.listdir(os.path.join(out, "pipeline_root"))) - {s["run_id"] for s in summaries} - {"_checkpoints"}
@@ -455,9 +498,8 @@ def test_a_bad_span_stops_the_rehearsal_at_the_data_gate_check(image_ticks):
     gate = _gate_summary(os.path.join(run_dir, "DataGate", "result"))
     assert (gate["span"], gate["baseline"]["span"], gate["passed"], gate["accepted"]) == (3, 2, False, False)
     assert gate["baseline_note"] == "drift checked against span 2, the last span that went through the gate"
-    (failed,) = [line for line in stderr.splitlines() if "failed: task " in line]
     assert failed.startswith(
-        "albert-pipeline rehearse: failed: task DataGateCheck failed (exit 1): components.datagate.datagate_result."
+        "task DataGateCheck failed (exit 1): components.datagate.datagate_result."
         "DataGateError: the data gate stopped span 3 before the vocabulary, pretraining data and Trainer: 3 of 18 "
         f"checks failed; anomalies in {os.path.join(run_dir, 'DataGate', 'result')}; --set gate.accept=3 lets it"), \
         failed

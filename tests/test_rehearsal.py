@@ -305,3 +305,28 @@ def test_a_resolver_answers_the_compiled_filter_with_the_newest_match_of_this_pi
         store.resolve('schema_title="tfx.ModelBlessing" AND create_time>5', "p")
     store.save()
     assert Store(str(tmp_path)).resolve(query, "p")["name"] == "b3"  # kept between rehearsals
+
+
+def test_rehearsals_in_a_row_fork_their_tasks_from_the_launcher_given_and_leave_it_open(tmp_path):
+    """``rehearse(launcher=…)``, a schedule's ticks rehearsed in a row: each rehearsal forks its ``python -m`` tasks
+    from the launcher given (its imports paid once for all of them), and leaves it serving, failed task or not. A
+    launcher started with another environment than the tasks get is refused before any task is forked from it."""
+    from pipeline.tasks.task_launcher import WarmLauncher
+
+    python = os.path.join(os.path.dirname(sys.executable), "python")
+    path = make_spec(tmp_path, command=["python", "-m", "json.tool"])  # its argument, the executor input, is no file
+    with WarmLauncher(python, rehearsal.task_environment(os.path.dirname(python)), preload=["json"]) as launcher:
+        forked, real_run = [], launcher.run
+        launcher.run = lambda argv, **kwargs: forked.append(argv[:3]) or real_run(argv, **kwargs)
+        for n in (1, 2):
+            with pytest.raises(rehearsal.TaskFailed,
+                               match=r"^task Echo failed \(exit 2\): python -m json.tool: error: argument infile: "):
+                rehearsal.rehearse(path, str(tmp_path / f"out{n}"), python=python, launcher=launcher,
+                                   log=lambda line: None)
+            assert launcher._process.poll() is None  # still serving
+    assert forked == [["python", "-m", "json.tool"]] * 2
+    with WarmLauncher(python, {"PATH": os.path.dirname(python)}, preload=[]) as other:
+        other.run = lambda argv, **kwargs: pytest.fail("a task was forked from a launcher of another environment")
+        with pytest.raises(rehearsal.RehearsalError, match="task Echo: the launcher given runs .* with another "
+                                                           "environment than this rehearsal's tasks get"):
+            rehearsal.rehearse(path, str(tmp_path / "out3"), python=python, launcher=other, log=lambda line: None)

@@ -26,7 +26,8 @@ do:
   way), in an empty working folder, with no ``PYTHONPATH``: only what is installed in that environment can be
   imported. A ``python -m MODULE`` command (every task TFX compiles) is forked from a server in that environment that
   imported TFX's entrypoint's dependencies once (:mod:`pipeline.tasks.task_launcher`: 7-9 s of CPU saved per task);
-  ``cold=True`` (``rehearse --cold``) starts each as a new interpreter instead.
+  ``cold=True`` (``rehearse --cold``) starts each as a new interpreter instead. Rehearsals in a row (a schedule's
+  ticks, each after its data changed) can share one server: :func:`rehearse`'s ``launcher``.
 
 A rehearsal writes nothing outside its output folder and sends nothing anywhere (:class:`Destinations`): the
 pipeline root moves to a local folder (every compiled string under the spec's root moves with it), so does every
@@ -192,10 +193,13 @@ def _inside(path: str, folder: str) -> bool:
 
 class _Rehearsal:
     def __init__(self, spec_path: str, output_dir: str, parameter_values: Optional[Dict[str, Any]],
-                 python: str, log: Callable[[str], None], cold: bool = False):
+                 python: str, log: Callable[[str], None], cold: bool = False,
+                 launcher: Optional[WarmLauncher] = None):
         self.spec_path = spec_path
         self.cold = cold
-        self.launcher: Optional[WarmLauncher] = None  # started at the first container task (pipeline/tasks/task_launcher.py)
+        # Started at the first container task (pipeline/tasks/task_launcher.py), unless the caller gave one.
+        self.launcher: Optional[WarmLauncher] = launcher
+        self.owns_launcher = launcher is None
         self.data, self.pipeline_spec = spec.load(spec_path)
         spec.check_schema(spec_path, self.pipeline_spec, "the backends fill only `parameterValues`, which older "
                                                          "specs do not read")
@@ -360,18 +364,21 @@ class _Rehearsal:
         }
         argv = [self._placeholders(name, part, executor_input) for part in argv_spec]
         log_path = os.path.join(task_root, "log.txt")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-        env["PATH"] = self.python_bin + os.pathsep + env.get("PATH", "")
-        base_env = dict(env)
-        env.update(self.destinations.registry(parameters))
+        base_env = task_environment(self.python_bin)
+        env = {**base_env, **self.destinations.registry(parameters)}
         with tempfile.TemporaryDirectory(prefix="rehearsal-cwd-") as cwd:
             if self.cold or module_of(argv) is None:
                 with open(log_path, "w") as log_file:
                     code = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
                                           stderr=subprocess.STDOUT).returncode
             else:
+                python = os.path.join(self.python_bin, os.path.basename(argv[0]))
                 if self.launcher is None:
-                    self.launcher = WarmLauncher(os.path.join(self.python_bin, os.path.basename(argv[0])), base_env)
+                    self.launcher = WarmLauncher(python, base_env)
+                elif (self.launcher.python, self.launcher.env) != (python, base_env):
+                    raise RehearsalError(f"task {name}: the launcher given runs {self.launcher.python} with another "
+                                         f"environment than this rehearsal's tasks get ({python}): start it with "
+                                         f"WarmLauncher(python, task_environment(os.path.dirname(python)))")
                 code = self.launcher.run(argv, cwd=cwd, env=env, log_path=log_path)
         if code != 0:
             raise TaskFailed(f"task {name} failed (exit {code}): {_last_error(log_path)} (log: {log_path})")
@@ -421,9 +428,17 @@ def _last_error(log_path: str) -> str:
     return (errors or lines or ["(empty log)"])[-1][:2000]  # whole: an error's last words name what to --set
 
 
+def task_environment(python_bin: str) -> Dict[str, str]:
+    """The environment every container task of a rehearsal gets before its own additions: this process's, without
+    ``PYTHONPATH`` and ``PYTHONHOME``, with the chosen environment's ``bin`` folder (``python_bin``) first on ``PATH``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
+    return env
+
+
 def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict[str, Any]] = None,
              python: Optional[str] = None, log: Callable[[str], None] = print,
-             cold: bool = False) -> Dict[str, Any]:
+             cold: bool = False, launcher: Optional[WarmLauncher] = None) -> Dict[str, Any]:
     """Run every task of ``spec_path`` with its pipeline root under ``output_dir`` (see the module docstring).
 
     Rehearsals in one ``output_dir`` share its store: each is a later run of the pipeline than the one before.
@@ -431,15 +446,17 @@ def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict
     ``python``: the interpreter of the environment to run the containers' commands in (default: this one's).
     ``cold``: start every container task as a new interpreter, as a backend does, instead of forking it from a
     server that imported the entrypoint's dependencies once (:mod:`pipeline.tasks.task_launcher`).
-    Returns a JSON-ready summary. Raises :class:`TaskFailed` at the first task that fails, and
+    ``launcher``: a running server to fork the warm tasks from, for rehearsals in a row (each otherwise starts its
+    own at its first container task and stops it at its end: 7-9 s of CPU each); it must run the tasks' interpreter
+    with :func:`task_environment`, and it stays open. Returns a JSON-ready summary. Raises :class:`TaskFailed` at the first task that fails, and
     :class:`RehearsalError` or :class:`pipeline.cloud.spec.SpecError` before any task runs when the spec cannot run here. A success is recorded next to the spec (``<spec>.rehearsal.json``) for ``submit``'s hint.
     """
-    rehearsal = _Rehearsal(spec_path, output_dir, parameter_values, python or sys.executable, log, cold)
+    rehearsal = _Rehearsal(spec_path, output_dir, parameter_values, python or sys.executable, log, cold, launcher)
     start = time.monotonic()
     try:
         results = rehearsal.run()
     finally:
-        if rehearsal.launcher is not None:
+        if rehearsal.owns_launcher and rehearsal.launcher is not None:
             rehearsal.launcher.close()
     summary = {
         "spec": spec_path, "spec_sha256": spec_digest(spec_path),

@@ -52,6 +52,7 @@ class WarmLauncher:
     form ``python -m MODULE …``; :meth:`close` (or the ``with`` block's end) stops the server."""
 
     def __init__(self, python: str, env: Dict[str, str], preload: Sequence[str] = (TFX_ENTRYPOINT,)):
+        self.python, self.env = python, dict(env)  # what the server runs with (a rehearsal given one checks them)
         self._cwd = tempfile.TemporaryDirectory(prefix="rehearsal-launcher-")
         self._server_log = open(os.path.join(self._cwd.name, "launcher.log"), "w+")
         argv = [python, "-m", MODULE] + [arg for module in preload for arg in ("--preload", module)]
