@@ -83,6 +83,58 @@ class ImageEnv:
         return done.returncode, json.loads(done.stdout) if done.stdout.strip() else None, done.stderr
 
 
+# A schedule's ticks rehearsed in a row: one process of the image environment, one rehearsal per tick through
+# `rehearse()` with one warm launcher for all (its `launcher`: the entrypoint's imports once, not once per tick, 7-9 s
+# of CPU each). A line on stdin starts the next tick; its summary (or failure) and progress lines come back as one
+# JSON line. `albert-pipeline rehearse` itself, its output and its failure line, is tests/test_rehearsal.py's.
+_TICKS = r"""
+import json, os, sys
+from pipeline.rehearsal import rehearsal
+from pipeline.tasks.task_launcher import WarmLauncher
+
+spec, out = sys.argv[1:3]
+with WarmLauncher(sys.executable, rehearsal.task_environment(os.path.dirname(sys.executable))) as launcher:
+    for _ in sys.stdin:
+        lines = []
+        try:
+            summary = rehearsal.rehearse(spec, out, launcher=launcher,
+                                         log=lambda line: lines.append(f"albert-pipeline rehearse: {line}"))
+            reply = {"summary": summary}
+        except rehearsal.TaskFailed as exc:
+            reply = {"failed": str(exc)}
+        print(json.dumps({**reply, "log": "\n".join(lines) + "\n"}), flush=True)
+"""
+
+
+class TickRehearsals:
+    """Rehearsals of ``spec`` into ``out`` in the image environment, one per :meth:`tick` (the data may change
+    between ticks): ``{"summary": …}`` or ``{"failed": the TaskFailed message}``, with ``"log"``, the progress
+    lines. The process's own stderr goes to a file in ``log_dir``."""
+
+    def __init__(self, env: ImageEnv, spec: str, out: str, log_dir: str):
+        self._stderr = open(os.path.join(log_dir, "ticks.stderr"), "w+")
+        self._proc = subprocess.Popen([env.python, "-c", _TICKS, spec, out], cwd=env.home,
+                                      env=image_env_vars(env.home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self._stderr, text=True)
+
+    def tick(self) -> dict:
+        self._proc.stdin.write("\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        self._stderr.seek(0)
+        assert line, f"the ticks' process ended (exit {self._proc.wait()}): {self._stderr.read()[-3000:]}"
+        return json.loads(line)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._proc.stdin.close()
+        code = self._proc.wait(timeout=120)
+        self._stderr.close()
+        assert exc[0] is not None or code == 0, f"the ticks' process exited {code}"
+
+
 def build_env(context: str, venv: str, uv: str) -> None:
     for phase in ("deps", "project"):
         subprocess.run([os.path.join(context, "infra", "build_env.sh"), phase, context, venv], check=True,

@@ -22,8 +22,8 @@ import subprocess
 
 import pytest
 
-from tests.image_env import (SITE, ImageEnv, build_context, build_env, card_differences, differences, final_stage_copies,
-                              link_compiled_bytecode, product_packages, shared_roots, uv_path)
+from tests.image_env import (SITE, ImageEnv, TickRehearsals, build_context, build_env, card_differences, differences,
+                              final_stage_copies, link_compiled_bytecode, product_packages, shared_roots, uv_path)
 
 pytestmark = [pytest.mark.slow, pytest.mark.longest_first(1)]
 
@@ -261,35 +261,10 @@ def _local_tick(root, overrides):
                 "init_from": config.train.init_from}
 
 
-# The five ticks in one process of the image environment, one rehearsal each through `rehearse()` with one warm
-# launcher for all (its `launcher`: the entrypoint's imports once, not once per tick, 7-9 s of CPU each): a schedule's
-# ticks rehearsed in a row. The test changes the data between ticks; a line on stdin starts the next tick, whose
-# summary (or failure) and progress lines come back as one JSON line. `albert-pipeline rehearse` itself, its output
-# and its failure line, is tests/test_rehearsal.py's; `albert-pipeline compile` runs here.
-_TICKS = r"""
-import json, os, sys
-from pipeline.rehearsal import rehearsal
-from pipeline.tasks.task_launcher import WarmLauncher
-
-spec, out = sys.argv[1:3]
-with WarmLauncher(sys.executable, rehearsal.task_environment(os.path.dirname(sys.executable))) as launcher:
-    for _ in sys.stdin:
-        lines = []
-        try:
-            summary = rehearsal.rehearse(spec, out, launcher=launcher,
-                                         log=lambda line: lines.append(f"albert-pipeline rehearse: {line}"))
-            reply = {"summary": summary}
-        except rehearsal.TaskFailed as exc:
-            reply = {"failed": str(exc)}
-        print(json.dumps({**reply, "log": "\n".join(lines) + "\n"}), flush=True)
-"""
-
-
 @pytest.fixture(scope="module")
 def image_ticks(image_env, tmp_path_factory):
     """(data root, rehearsal output folder, the four rehearsals' summaries, their progress logs, the local tick 1,
     the fifth rehearsal's (failure, progress log): a bad span)."""
-    from tests.image_env import image_env_vars
     from tests.test_data_gate import garbage_docs, write_extracted
     from tests.test_schedule_ticks import add_span_2, change_glue_in_place, data_layout
 
@@ -302,39 +277,23 @@ def image_ticks(image_env, tmp_path_factory):
                          "--pipeline-root", str(root / "compiled_root"), *sets)
     assert done.returncode == 0, done.stderr[-3000:]
     summaries, logs = [], []
-    with open(tmp_path_factory.mktemp("image_ticks_log") / "stderr", "w+") as stderr:
-        ticks = subprocess.Popen([image_env.python, "-c", _TICKS, spec_path, out], cwd=image_env.home,
-                                 env=image_env_vars(image_env.home), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=stderr, text=True)
 
-        def tick():
-            ticks.stdin.write("\n")
-            ticks.stdin.flush()
-            line = ticks.stdout.readline()
-            stderr.seek(0)
-            assert line, f"the ticks' process ended (exit {ticks.wait()}): {stderr.read()[-3000:]}"
-            return json.loads(line)
+    def passing_tick():
+        reply = ticks.tick()
+        assert "summary" in reply, reply["failed"]
+        summaries.append(reply["summary"])
+        logs.append(reply["log"])
 
-        def passing_tick():
-            reply = tick()
-            assert "summary" in reply, reply["failed"]
-            summaries.append(reply["summary"])
-            logs.append(reply["log"])
-
-        try:
-            passing_tick()
-            local = _local_tick(root, overrides + [f"corpus.books_dir={image_env.home}/data/sample/books"])
-            passing_tick()
-            add_span_2(root)
-            passing_tick()
-            change_glue_in_place(root)
-            passing_tick()
-            write_extracted(root / "data" / "wiki" / "span-3", garbage_docs())
-            bad = tick()
-        finally:
-            ticks.stdin.close()
-            ticks.wait(timeout=120)
-    assert ticks.returncode == 0
+    with TickRehearsals(image_env, spec_path, out, str(tmp_path_factory.mktemp("image_ticks_log"))) as ticks:
+        passing_tick()
+        local = _local_tick(root, overrides + [f"corpus.books_dir={image_env.home}/data/sample/books"])
+        passing_tick()
+        add_span_2(root)
+        passing_tick()
+        change_glue_in_place(root)
+        passing_tick()
+        write_extracted(root / "data" / "wiki" / "span-3", garbage_docs())
+        bad = ticks.tick()
     return root, out, summaries, logs, local, (bad.get("failed"), bad["log"])
 
 
