@@ -199,7 +199,6 @@ class _Rehearsal:
         self.cold = cold
         # Started at the first container task (pipeline/tasks/task_launcher.py), unless the caller gave one.
         self.launcher: Optional[WarmLauncher] = launcher
-        self.owns_launcher = launcher is None
         self.data, self.pipeline_spec = spec.load(spec_path)
         spec.check_schema(spec_path, self.pipeline_spec, "the backends fill only `parameterValues`, which older "
                                                          "specs do not read")
@@ -456,7 +455,7 @@ def rehearse(spec_path: str, output_dir: str, *, parameter_values: Optional[Dict
     try:
         results = rehearsal.run()
     finally:
-        if rehearsal.owns_launcher and rehearsal.launcher is not None:
+        if launcher is None and rehearsal.launcher is not None:  # the one it started; a launcher given stays open
             rehearsal.launcher.close()
     summary = {
         "spec": spec_path, "spec_sha256": spec_digest(spec_path),
