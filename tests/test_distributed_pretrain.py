@@ -22,7 +22,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, cli_in_process
 from tests.reliability.fixtures import kill_when
 from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _assert_same_run, _checkpoint_steps,
                                         _train_lines)
@@ -77,13 +77,11 @@ def examples(resume_examples):
 def reference(examples, tmp_path_factory):
     """The default-device run: what ``albert-pipeline pretrain`` with ``train.strategy=cpu`` does, in this process
     (each run it is compared with is a process of its own)."""
-    from pipeline.settings.configs import build_config
-    from pipeline.settings.resolve import resolve_config
-    from trainer.task import pretrain_from_examples
-
-    out = str(tmp_path_factory.mktemp("reference") / "run")
-    config = resolve_config(build_config("sample", overrides=DATA + TRAIN + ["train.strategy=cpu"]), local=False)
-    assert pretrain_from_examples(examples, out, config)["final_step"] == STEPS
+    base = tmp_path_factory.mktemp("reference")
+    out = str(base / "run")
+    done = cli_in_process(_cmd(examples, out, "train.strategy=cpu")[1:], base / "logs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["final_step"] == STEPS
     return out
 
 

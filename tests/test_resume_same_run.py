@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, cli_in_process
 from tests.conftest import RESUME_DATA as DATA
 from tests.reliability.fixtures import kill_when
 
@@ -39,14 +39,6 @@ def _cmd(examples, output):
     exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
     return [exe, "pretrain", "--examples", examples, "--output", output] + [
         f"--set={o}" for o in DATA + TRAIN]
-
-
-def _config():
-    """What ``_cmd``'s flags configure."""
-    from pipeline.settings.configs import build_config
-    from pipeline.settings.resolve import resolve_config
-
-    return resolve_config(build_config("sample", overrides=DATA + TRAIN), local=False)
 
 
 def _env():
@@ -112,11 +104,11 @@ def _assert_same_run(reference, resumed, weight_atol=1e-7):
 def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp_path):
     """(A resume with gradient accumulation, ``train.grad_accum_steps=2``: tests/test_distributed_pretrain.py's
     mirrored run, which is killed and resumed with it.)"""
-    from trainer.task import pretrain_from_examples
-
     reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
-    # The uninterrupted run: the command's work in this process (each run it is compared with is a process of its own).
-    assert pretrain_from_examples(examples, reference, _config())["final_step"] == STEPS
+    # The uninterrupted run: the same command in this process (each run it is compared with is a process of its own).
+    done = cli_in_process(_cmd(examples, reference)[1:], tmp_path / "logs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout)["final_step"] == STEPS
     # 1. SIGKILL between two checkpoints: after ckpt-5, once step 6 is logged (a step that is not a checkpoint).
     proc = subprocess.Popen(_cmd(examples, killed), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(killed)), "step 6",
