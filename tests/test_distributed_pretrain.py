@@ -9,7 +9,9 @@ The same real run (the resume test's masked examples, albert-tiny, 12 steps of b
 * ``multi_worker``: 2 processes on loopback ports (``TF_CONFIG``), one SIGKILLed mid-run, both relaunched with
   the same command, the cluster then described as Vertex AI does (``CLUSTER_SPEC``);
 
-each equal to the reference: every logged loss within 1e-5 relative, the exported weights within 1e-5. Dropout
+each equal to the reference: every logged loss within 1e-5 relative, the exported weights within 1e-5. Every run
+but the reference is a process of its own, forked from the warm fork server of tests/warm_processes.py (the command's
+console-script start is tests/test_cli_run.py's). Dropout
 is 0 here: with dropout, each replica draws its own masks (folded from its replica id), as in any data-parallel
 run. A worker whose peers never come fails within ``train.peer_timeout_s``, exit 2, one line naming the address.
 """
@@ -22,6 +24,7 @@ import time
 import numpy as np
 import pytest
 
+from tests import warm_processes
 from tests.conftest import REPO, cli_in_process
 from tests.reliability.fixtures import kill_when
 from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _assert_same_run, _checkpoint_steps,
@@ -88,14 +91,12 @@ def reference(examples, tmp_path_factory):
 def test_mirrored_over_two_cpu_replicas_equals_one_device_through_a_kill(examples, reference, tmp_path):
     out = str(tmp_path / "mirrored")
     mirrored = ["train.strategy=mirrored", "train.cpu_replicas=2", "train.grad_accum_steps=2"]
-    proc = subprocess.Popen(_cmd(examples, out, *mirrored), env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = warm_processes.start(_cmd(examples, out, *mirrored), env=_env())
     kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6", timeout=300,
               poll=0.01)
     assert _checkpoint_steps(out) == [CHECKPOINT_EVERY]
     # Rerun: resumes at step 5 and runs the rest 4 optimizer steps per call into the device (steps 6-8, 9-10 ...).
-    done = subprocess.run(_cmd(examples, out, *mirrored, "train.steps_per_loop=4"), env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    done = warm_processes.run(_cmd(examples, out, *mirrored, "train.steps_per_loop=4"), env=_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads(done.stdout)
     assert (info["start_step"], info["final_step"]) == (CHECKPOINT_EVERY, STEPS)
@@ -108,8 +109,7 @@ def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examp
     out = str(tmp_path / "cluster")
     addresses = free_loopback_addresses(2)
     cmd = _cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=600")
-    procs = [subprocess.Popen(cmd, env=_env(TF_CONFIG=_tf_config(addresses, i)), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    procs = [warm_processes.start(cmd, env=_env(TF_CONFIG=_tf_config(addresses, i))) for i in range(2)]
     try:
         # SIGKILL worker 1 once the chief logged step 6 (after checkpoint 5, before checkpoint 10).
         kill_when(procs[1], lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(out)), "step 6",
@@ -132,9 +132,8 @@ def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examp
 
     # Relaunch both with the same command; the cluster now described as Vertex AI does (chief pool + worker pool).
     spec = {"cluster": {"workerpool0": addresses[:1], "workerpool1": addresses[1:]}, "environment": "cloud"}
-    procs = [subprocess.Popen(cmd, env=_env(CLUSTER_SPEC=json.dumps(
-        {**spec, "task": {"type": f"workerpool{i}", "index": 0}})), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True) for i in range(2)]
+    procs = [warm_processes.start(cmd, env=_env(CLUSTER_SPEC=json.dumps(
+        {**spec, "task": {"type": f"workerpool{i}", "index": 0}}))) for i in range(2)]
     results = []
     for p in procs:
         try:
@@ -156,9 +155,8 @@ def test_two_workers_equal_one_process_and_resume_after_a_worker_is_killed(examp
 def test_a_worker_whose_peer_never_comes_fails_in_bounded_time(examples, tmp_path):
     out = str(tmp_path / "alone")
     addresses = free_loopback_addresses(2)
-    proc = subprocess.Popen(_cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=5"),
-                            env=_env(TF_CONFIG=_tf_config(addresses, 0)), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = warm_processes.start(_cmd(examples, out, "train.strategy=multi_worker", "train.peer_timeout_s=5"),
+                                env=_env(TF_CONFIG=_tf_config(addresses, 0)))
     try:
         # The bound runs from the moment the worker listens on its address (the rendezvous), not from process
         # start: importing TensorFlow takes minutes on a slow shared host, and that is not what is bounded.
@@ -258,8 +256,9 @@ def test_vertex_trainer_job_on_two_machines(examples, reference, tmp_path, monke
                 command = pool["container_spec"]["command"]
                 assert command[:3] == ["python", "-m", "tfx.scripts.run_executor"]
                 spec = {"cluster": cluster, "task": {"type": f"workerpool{i}", "index": index}, "environment": "cloud"}
-                procs.append(subprocess.Popen([sys.executable] + command[1:], env=_env(CLUSTER_SPEC=json.dumps(spec)),
-                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+                log = str(tmp_path / f"workerpool{i}-{index}.log")
+                procs.append(warm_processes.start([sys.executable] + command[1:], stdout=log, stderr=log,
+                                                  env=_env(CLUSTER_SPEC=json.dumps(spec))))
         for p in procs:
             out, _ = p.communicate(timeout=600)
             finished.append((p.returncode, out[-3000:]))

@@ -1,7 +1,9 @@
 """Two ticks that overlap (issue 46): two `albert-pipeline run` processes started at once on one output folder.
 
 The first to take the folder's lock (pipeline/local/run_lock.py) runs the smallest DAG (tests/test_change_impact.py's
-BASE, without its benchmarks: what is tested is the folder's lock, the store and the one version); the other refuses within seconds, in one line naming the run that holds the folder, exit code 2. Afterwards
+BASE, without its benchmarks: what is tested is the folder's lock, the store and the one version); the other refuses
+within seconds, in one line naming the run that holds the folder, exit code 2. Both are processes forked from
+tests/warm_processes.py's server (the console script's own start is tests/test_cli_run.py's). Afterwards
 the store opens and holds one run, the destination holds one version, and the JSON of the run that pushed it names
 that version. The lock on its own (waiting, a killed holder) is tests/test_run_lock.py.
 """
@@ -9,11 +11,11 @@ import json
 import os
 import shlex
 import socket
-import subprocess
 import time
 
 import pytest
 
+from tests import warm_processes
 from tests.conftest import CLI, cli_env
 from tests.test_change_impact import BASE
 
@@ -30,8 +32,7 @@ def test_two_runs_started_at_once_on_one_folder(tmp_path):
     settings = BASE + ["benchmarks.glue_dir=null", "benchmarks.race_dir=null"]
     args = ["run", "--output-dir", str(out)] + [a for setting in settings for a in ("--set", setting)]
     started = time.monotonic()
-    procs = [subprocess.Popen([CLI, *args], cwd=tmp_path, env=cli_env(), text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    procs = [warm_processes.start([CLI, *args], cwd=tmp_path, env=cli_env()) for _ in range(2)]
     ended = {}
     while len(ended) < 2:
         for proc in procs:

@@ -7,12 +7,12 @@ state must resume too), 12 steps of batch 8, checkpoints every 5 steps, a histor
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from tests import warm_processes
 from tests.conftest import REPO, cli_in_process
 from tests.conftest import RESUME_DATA as DATA
 from tests.reliability.fixtures import kill_when
@@ -105,12 +105,13 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
     """(A resume with gradient accumulation, ``train.grad_accum_steps=2``: tests/test_distributed_pretrain.py's
     mirrored run, which is killed and resumed with it.)"""
     reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
-    # The uninterrupted run: the same command in this process (each run it is compared with is a process of its own).
+    # The uninterrupted run: the same command in this process. Each run it is compared with is a process of its own,
+    # forked from tests/warm_processes.py's server.
     done = cli_in_process(_cmd(examples, reference)[1:], tmp_path / "logs")
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)["final_step"] == STEPS
     # 1. SIGKILL between two checkpoints: after ckpt-5, once step 6 is logged (a step that is not a checkpoint).
-    proc = subprocess.Popen(_cmd(examples, killed), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = warm_processes.start(_cmd(examples, killed), env=_env())
     kill_when(proc, lambda: any(h["step"] > CHECKPOINT_EVERY for h in _train_lines(killed)), "step 6",
               timeout=300, poll=0.01)
     logged, saved = [h["step"] for h in _train_lines(killed)], _checkpoint_steps(killed)
@@ -118,15 +119,14 @@ def test_sigkilled_and_rerun_pretrain_equals_the_uninterrupted_run(examples, tmp
     assert not os.path.exists(os.path.join(killed, "model", "albert", "export_info.json"))
 
     # 2. The rerun, SIGKILLed again while it exports (training finished, the SavedModel is being written).
-    proc = subprocess.Popen(_cmd(examples, killed), env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = warm_processes.start(_cmd(examples, killed), env=_env())
     kill_when(proc, lambda: os.path.exists(os.path.join(killed, "model", "Format-Serving")), "the export",
               timeout=300, poll=0.01)
     assert not os.path.exists(os.path.join(killed, "model", "albert", "export_info.json"))
     assert STEPS in _checkpoint_steps(killed)
 
     # 3. The same command completes the run.
-    done = subprocess.run(_cmd(examples, killed), env=_env(), capture_output=True, text=True, timeout=600)
+    done = warm_processes.run(_cmd(examples, killed), env=_env(), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads(done.stdout)
     assert info["final_step"] == STEPS

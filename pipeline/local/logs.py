@@ -170,6 +170,9 @@ def _quiet_absl(verbose: bool = False) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's C++ INFO/WARNING banner lines
 
 
+_looked_for_gpus = False  # whether import_tensorflow made this process's first look for GPUs
+
+
 def import_tensorflow(log_path: str) -> None:
     """Import TensorFlow with file descriptor 2 pointed at the log file.
 
@@ -177,9 +180,12 @@ def import_tensorflow(log_path: str) -> None:
     and "Could not find cuda drivers" from static initialisers, before TF_CPP_MIN_LOG_LEVEL is read, so no
     setting silences them; the first look for GPUs prints "failed call to cuInit" on a machine without one. They
     are kept, in the log file, instead of on the terminal. (Listing physical devices leaves the runtime
-    unconfigured: logical CPU devices and collective ops can still be set up afterwards.)
+    unconfigured: logical CPU devices and collective ops can still be set up afterwards.) In a process that imported
+    TensorFlow before (a program calling :func:`pipeline.cli.run_cli`, a process forked after the import), the first
+    look for GPUs is still made here, once.
     """
-    if "tensorflow" in sys.modules:
+    global _looked_for_gpus
+    if _looked_for_gpus:
         return
     sys.stderr.flush()
     saved = os.dup(2)
@@ -189,6 +195,7 @@ def import_tensorflow(log_path: str) -> None:
             import tensorflow  # lazy: tensorflow (2.8 s), with fd 2 pointed at the log file
 
             tensorflow.config.list_physical_devices("GPU")
+            _looked_for_gpus = True
     finally:
         os.dup2(saved, 2)
         os.close(saved)

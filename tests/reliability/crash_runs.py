@@ -5,7 +5,7 @@ test_crash_rerun_bytes.py (late, with the other readers of the shared sample run
 run's). The shared sample run ends minutes into the session; a worker that waited for it right after the crash runs
 sat idle that long. So the runs are made once in the folder every pytest-xdist worker sees (tests/conftest.py's
 ``shared_tmp``), under a file lock, and what they recorded is a JSON file there: whichever worker comes first makes
-them, the other reads the file.
+them, the other reads the file. Each run is a process of its own, forked from tests/warm_processes.py's server.
 """
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import fcntl
 import glob
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests import warm_processes
 from tests.reliability import fixtures, mlmd
 
 # The run is killed after the first checkpoint (step CHECKPOINT_EVERY) and resumed from it to STEPS.
@@ -42,8 +42,9 @@ def _env():
 
 
 def _start(cmd, log):
-    return subprocess.Popen(cmd, env=_env(), cwd=fixtures.REPO, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)  # own process group: the kill takes its Beam workers too
+    # A process forked from tests/warm_processes.py's server, leading its own process group: the kill takes its Beam
+    # workers too.
+    return warm_processes.start(cmd, env=_env(), cwd=fixtures.REPO, stdout=log, stderr=log, new_session=True)
 
 
 def _uris(live):
@@ -53,42 +54,38 @@ def _uris(live):
 
 def _make(base) -> dict:
     out = base / "killed"
-    logs = {name: open(base / f"{name}.log", "wb") for name in ("kill_data", "kill_train", "final")}
+    logs = {name: str(base / f"{name}.log") for name in ("kill_data", "kill_train", "final")}
     root = out / "pipeline_root"
     metadata = str(out / "metadata.sqlite")
     record = {"base": str(base), "metadata_path": metadata}
-    try:
-        # 1. Killed while PretrainingDataGen's Beam job runs (its staging folder exists, nothing published).
-        proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_data"])
-        staging = str(root / "PretrainingDataGen" / "examples" / "*" / ".staging-*" / "Split-train")
-        fixtures.kill_when(proc, lambda: glob.glob(staging), "PretrainingDataGen to start", timeout=900, group=True)
-        store = mlmd.open_store(metadata)
-        record["after_kill_data"] = {"states": mlmd.states_by_node(store), "live": _uris(mlmd.live_artifacts(store)),
-                                     "examples_dirs": glob.glob(str(root / "PretrainingDataGen" / "examples" / "*"))}
-        mark1 = mlmd.max_execution_id(store)
+    # 1. Killed while PretrainingDataGen's Beam job runs (its staging folder exists, nothing published).
+    proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_data"])
+    staging = str(root / "PretrainingDataGen" / "examples" / "*" / ".staging-*" / "Split-train")
+    fixtures.kill_when(proc, lambda: glob.glob(staging), "PretrainingDataGen to start", timeout=900, group=True)
+    store = mlmd.open_store(metadata)
+    record["after_kill_data"] = {"states": mlmd.states_by_node(store), "live": _uris(mlmd.live_artifacts(store)),
+                                 "examples_dirs": glob.glob(str(root / "PretrainingDataGen" / "examples" / "*"))}
+    mark1 = mlmd.max_execution_id(store)
 
-        # 2. Rerun, killed after the first checkpoint of training.
-        proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_train"])
-        ckpt = str(root / "_checkpoints" / "*" / f"ckpt-{CHECKPOINT_EVERY}.index")
-        fixtures.kill_when(proc, lambda: glob.glob(ckpt), f"the step-{CHECKPOINT_EVERY} checkpoint", timeout=900,
-                           group=True)
-        store = mlmd.open_store(metadata)
-        record["run2"] = mlmd.states_by_node(store, mark1)
-        record["run2_live"] = {t: len(a) for t, a in mlmd.live_artifacts(store).items()}
-        mark2 = mlmd.max_execution_id(store)
-        record["checkpoints_at_kill"] = sorted(
-            int(p.rsplit("ckpt-", 1)[1].split(".")[0]) for p in glob.glob(str(root / "_checkpoints" / "*" / "ckpt-*.index")))
+    # 2. Rerun, killed after the first checkpoint of training.
+    proc = _start(_cmd(out, [TWO_WORKERS]), logs["kill_train"])
+    ckpt = str(root / "_checkpoints" / "*" / f"ckpt-{CHECKPOINT_EVERY}.index")
+    fixtures.kill_when(proc, lambda: glob.glob(ckpt), f"the step-{CHECKPOINT_EVERY} checkpoint", timeout=900,
+                       group=True)
+    store = mlmd.open_store(metadata)
+    record["run2"] = mlmd.states_by_node(store, mark1)
+    record["run2_live"] = {t: len(a) for t, a in mlmd.live_artifacts(store).items()}
+    mark2 = mlmd.max_execution_id(store)
+    record["checkpoints_at_kill"] = sorted(
+        int(p.rsplit("ckpt-", 1)[1].split(".")[0]) for p in glob.glob(str(root / "_checkpoints" / "*" / "ckpt-*.index")))
 
-        # 3. Rerun to the end.
-        final = subprocess.run(_cmd(out, [TWO_WORKERS]), env=_env(), cwd=fixtures.REPO, stdout=logs["final"],
-                               stderr=subprocess.STDOUT, timeout=900)
-        assert final.returncode == 0, open(base / "final.log", errors="replace").read()[-3000:]
-        store = mlmd.open_store(metadata)
-        record["run3"] = mlmd.states_by_node(store, mark2)
-        record["live"] = _uris(mlmd.live_artifacts(store))
-    finally:
-        for f in logs.values():
-            f.close()
+    # 3. Rerun to the end.
+    final = warm_processes.run(_cmd(out, [TWO_WORKERS]), env=_env(), cwd=fixtures.REPO, stdout=logs["final"],
+                               stderr=logs["final"], timeout=900)
+    assert final.returncode == 0, open(base / "final.log", errors="replace").read()[-3000:]
+    store = mlmd.open_store(metadata)
+    record["run3"] = mlmd.states_by_node(store, mark2)
+    record["live"] = _uris(mlmd.live_artifacts(store))
     return record
 
 
