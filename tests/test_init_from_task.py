@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
+from tests import warm_processes
 from tests.conftest import REPO
 
 SPAN_1 = {"fingerprint": "f1", "spans": [1]}
@@ -120,8 +120,9 @@ def _run(tmp_path, models, corpus, destination):
             "vocab_config": canonical_json(params["VocabGen"]["config"])},
             "artifacts": {"model": {"artifacts": models}}},
         "outputs": {"outputFile": str(output_file)}}
-    done = subprocess.run([sys.executable, "-m", MODULE, "--executor_input", json.dumps(executor_input)], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
+    # The task as a backend starts it (``python -m``), forked from tests/warm_processes.py's server.
+    done = warm_processes.run([sys.executable, "-m", MODULE, "--executor_input", json.dumps(executor_input)], cwd=REPO,
+                              timeout=300)
     values = json.loads(output_file.read_text())["parameterValues"] if done.returncode == 0 else None
     return done, values
 

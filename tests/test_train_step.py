@@ -8,7 +8,6 @@
 """
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ import trainer  # noqa: F401
 import tensorflow as tf
 import tf_keras
 
+from tests import warm_processes
 from tests.conftest import REPO
 from trainer import losses, run_state, train_step
 from trainer.dropout import DropoutSeeds, use_stateless_dropout
@@ -185,11 +185,11 @@ print("RESULT" + json.dumps(out))
 
 
 def test_two_replicas_give_the_update_of_one_device():
-    """MirroredStrategy over 2 logical CPUs (a fresh process: logical devices must be set before TF starts), with
-    accumulation (k = 1 over two replicas is tests/test_distributed_pretrain.py's mirrored run, equal to one device
-    within 1e-5 through a kill and a resume)."""
-    done = subprocess.run([sys.executable, "-c", _REPLICAS_SCRIPT], cwd=REPO, capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    """MirroredStrategy over 2 logical CPUs (a process of its own, forked from tests/warm_processes.py's server
+    before TensorFlow starts: logical devices must be set before), with accumulation (k = 1 over two replicas is
+    tests/test_distributed_pretrain.py's mirrored run, equal to one device within 1e-5 through a kill and a resume)."""
+    done = warm_processes.run([sys.executable, "-c", _REPLICAS_SCRIPT], cwd=REPO, timeout=600,
+                              env={**os.environ, "PYTHONPATH": REPO, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT", 1)[1])
     assert result["global_k2"]["weights"] < 1e-5 and result["global_k2"]["metrics"] < 1e-4, result

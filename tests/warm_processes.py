@@ -14,8 +14,8 @@ creates a TensorFlow context or starts a Beam pipeline, so nothing of a run's ru
 fork. The child, before anything else, takes the given environment (replacing every variable), working folder and
 ``sys.argv``, points descriptors 0, 1 and 2 at ``/dev/null`` and the given files, with ``new_session`` leads a process
 group of its own, and drops the placeholder root handler the server imported its libraries with (as a command sets
-its handlers before it imports them: tests/warm_preload.py); then it runs ``pipeline.cli.main`` (``albert-pipeline ARGS``) or a module as ``python -m``
-does.
+its handlers before it imports them: tests/warm_preload.py); then it runs ``pipeline.cli.main`` (``albert-pipeline
+ARGS``), or a module or code as ``python -m`` and ``python -c`` do.
 """
 from __future__ import annotations
 
@@ -74,8 +74,12 @@ def _child(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: 
         sys.argv = list(argv)
         from pipeline import cli
         cli.main(argv[1:])
+    elif argv[1] == "-c":  # [python, "-c", CODE, ARGS...]
+        sys.argv = ["-c"] + list(argv[3:])
+        sys.path.insert(0, "")
+        exec(compile(argv[2], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
     else:  # [python, "-m", MODULE, ARGS...]
-        assert len(argv) >= 3 and argv[1] == "-m", argv
+        assert argv[1] == "-m", argv
         sys.argv = [argv[2]] + list(argv[3:])
         sys.path.insert(0, cwd)
         runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
@@ -127,7 +131,8 @@ class WarmProcess:
 
 def start(argv: Sequence[str], *, env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
           stdout: Optional[str] = None, stderr: Optional[str] = None, new_session: bool = False) -> WarmProcess:
-    """``argv`` (``[CLI, ARGS…]`` or ``[python, "-m", MODULE, ARGS…]``) as a process forked from the warm server.
+    """``argv`` (``[CLI, ARGS…]``, ``[python, "-m", MODULE, ARGS…]`` or ``[python, "-c", CODE, ARGS…]``) as a
+    process forked from the warm server.
     Its output goes to the files ``stdout`` and ``stderr`` (the same file for both when they are equal; files in a
     new temporary folder when not given); ``env`` defaults to :func:`tests.conftest.cli_env`."""
     if stdout is None or stderr is None:
