@@ -33,11 +33,13 @@ from tests.conftest import cli_env
 
 # What the server imports once: a placeholder root handler first (tests/warm_preload.py), the CLI, the Trainer
 # (pretrain), the local DAG runners (run) and TFX's executor entrypoint (a Vertex AI worker pool's container command).
-PRELOAD = ("tests.warm_preload", "pipeline.cli", "trainer.task", "pipeline.local.local_runner", "tfx.scripts.run_executor")
+PRELOAD = ("tests.warm_preload", "pipeline.cli", "trainer.task", "pipeline.local.local_runner",
+           "tfx.scripts.run_executor")
 # The command-line tool as ``argv[0]``: what the child runs with :func:`pipeline.cli.main`.
 CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
 
 _context = None
+_scratch = None  # the folder of the output files not named by the caller, removed when this process exits
 
 
 def _server():
@@ -133,10 +135,14 @@ def start(argv: Sequence[str], *, env: Optional[Dict[str, str]] = None, cwd: Opt
           stdout: Optional[str] = None, stderr: Optional[str] = None, new_session: bool = False) -> WarmProcess:
     """``argv`` (``[CLI, ARGS…]``, ``[python, "-m", MODULE, ARGS…]`` or ``[python, "-c", CODE, ARGS…]``) as a
     process forked from the warm server.
-    Its output goes to the files ``stdout`` and ``stderr`` (the same file for both when they are equal; files in a
-    new temporary folder when not given); ``env`` defaults to :func:`tests.conftest.cli_env`."""
+    Its output goes to the files ``stdout`` and ``stderr`` (the same file for both when they are equal; when not
+    given, files in a temporary folder this process removes when it exits); ``env`` defaults to
+    :func:`tests.conftest.cli_env`."""
+    global _scratch
     if stdout is None or stderr is None:
-        folder = tempfile.mkdtemp(prefix="warm-process-")
+        if _scratch is None:
+            _scratch = tempfile.TemporaryDirectory(prefix="warm-processes-")
+        folder = tempfile.mkdtemp(dir=_scratch.name)
         stdout = stdout or os.path.join(folder, "stdout")
         stderr = stderr or os.path.join(folder, "stderr")
     args = [str(a) for a in argv]
