@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Dict, List, Optional, Sequence
 
 from tests.conftest import cli_env
@@ -149,6 +150,13 @@ def start(argv: Sequence[str], *, env: Optional[Dict[str, str]] = None, cwd: Opt
     process = _server().Process(target=_child, args=(args, dict(env if env is not None else cli_env()),
                                                      str(cwd or os.getcwd()), str(stdout), str(stderr), new_session))
     process.start()
+    while new_session and process.exitcode is None:  # as Popen(start_new_session=True): the group exists on return
+        try:
+            if os.getpgid(process.pid) == process.pid:
+                break
+        except ProcessLookupError:
+            break
+        time.sleep(0.001)
     return WarmProcess(args, process, str(stdout), str(stderr))
 
 
