@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tests import warm_processes
-from tests.conftest import REPO, cli_in_process
+from tests.conftest import CLI, REPO, cli_in_process
 from tests.reliability.fixtures import kill_when
 from tests.test_resume_same_run import (CHECKPOINT_EVERY, DATA, METRICS, STEPS, _assert_same_run, _checkpoint_steps,
                                         _train_lines)
@@ -41,8 +41,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.longest_first(3)]
 
 
 def _cmd(examples, output, *extra):
-    exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
-    return [exe, "pretrain", "--examples", examples, "--output", output] + [
+    return [CLI, "pretrain", "--examples", examples, "--output", output] + [
         f"--set={o}" for o in DATA + TRAIN + list(extra)]
 
 

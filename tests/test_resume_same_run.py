@@ -7,13 +7,12 @@ state must resume too), 12 steps of batch 8, checkpoints every 5 steps, a histor
 import glob
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from tests import warm_processes
-from tests.conftest import REPO, cli_in_process
+from tests.conftest import CLI, REPO, cli_in_process
 from tests.conftest import RESUME_DATA as DATA
 from tests.reliability.fixtures import kill_when
 
@@ -36,8 +35,7 @@ def examples(resume_examples):
 
 
 def _cmd(examples, output):
-    exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
-    return [exe, "pretrain", "--examples", examples, "--output", output] + [
+    return [CLI, "pretrain", "--examples", examples, "--output", output] + [
         f"--set={o}" for o in DATA + TRAIN]
 
 

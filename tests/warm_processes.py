@@ -30,14 +30,12 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
 
-from tests.conftest import cli_env
+from tests.conftest import CLI, cli_env
 
 # What the server imports once: a placeholder root handler first (tests/warm_preload.py), the CLI, the Trainer
 # (pretrain), the local DAG runners (run) and TFX's executor entrypoint (a Vertex AI worker pool's container command).
 PRELOAD = ("tests.warm_preload", "pipeline.cli", "trainer.task", "pipeline.local.local_runner",
            "tfx.scripts.run_executor")
-# The command-line tool as ``argv[0]``: what the child runs with :func:`pipeline.cli.main`.
-CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
 
 _context = None
 _scratch = None  # the folder of the output files not named by the caller, removed when this process exits
@@ -73,7 +71,7 @@ def _child(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: 
     os.chdir(cwd)
     from tests.warm_preload import PLACEHOLDER
     logging.getLogger().removeHandler(PLACEHOLDER)
-    if argv[0] == CLI:
+    if argv[0] == CLI:  # tests.conftest's CLI, this venv's console script: run as pipeline.cli.main
         sys.argv = list(argv)
         from pipeline import cli
         cli.main(argv[1:])

@@ -14,11 +14,11 @@ import fcntl
 import glob
 import json
 import os
-import sys
 
 import pytest
 
 from tests import warm_processes
+from tests.conftest import CLI
 from tests.reliability import fixtures, mlmd
 
 # The run is killed after the first checkpoint (step CHECKPOINT_EVERY) and resumed from it to STEPS.
@@ -30,11 +30,10 @@ DATA_NODES = ("CorpusGen", "VocabGen", "PretrainingDataGen")
 
 
 def _cmd(out, extra=()):
-    exe = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
     sets = [f"--set={o}" for o in OVERRIDES + list(extra)]
     # TFX's BeamDagRunner (`--runner beam`; the default is LocalDagRunner): its kills and reruns, and the outputs'
     # bytes against the shared sample run's (made by the default runner) in test_crash_rerun_bytes.py.
-    return [exe, "run", "--runner", "beam", "--preset", "sample", "--output-dir", str(out)] + sets
+    return [CLI, "run", "--runner", "beam", "--preset", "sample", "--output-dir", str(out)] + sets
 
 
 def _env():
@@ -82,7 +81,7 @@ def _make(base) -> dict:
     # 3. Rerun to the end.
     final = warm_processes.run(_cmd(out, [TWO_WORKERS]), env=_env(), cwd=fixtures.REPO, stdout=logs["final"],
                                stderr=logs["final"], timeout=900)
-    assert final.returncode == 0, open(base / "final.log", errors="replace").read()[-3000:]
+    assert final.returncode == 0, final.stdout[-3000:]
     store = mlmd.open_store(metadata)
     record["run3"] = mlmd.states_by_node(store, mark2)
     record["live"] = _uris(mlmd.live_artifacts(store))
