@@ -11,11 +11,12 @@ and are tested by the runs that start the console script itself (tests/test_cli_
 :data:`PRELOAD` imported and the environment of :func:`tests.conftest.cli_env`. As
 :class:`pipeline.tasks.task_launcher.WarmLauncher` does for a rehearsal's tasks, the server never parses flags,
 creates a TensorFlow context or starts a Beam pipeline, so nothing of a run's runtime state comes from before the
-fork. The child, before anything else, takes the given environment (replacing every variable), working folder and
-``sys.argv``, points descriptors 0, 1 and 2 at ``/dev/null`` and the given files, with ``new_session`` leads a process
-group of its own, and drops the placeholder root handler the server imported its libraries with (as a command sets
-its handlers before it imports them: tests/warm_preload.py); then it runs ``pipeline.cli.main`` (``albert-pipeline
-ARGS``), or a module or code as ``python -m`` and ``python -c`` do.
+fork. :func:`start` creates the output files empty before it forks (they exist once it returns, as a ``Popen``
+caller's files do). The child, before anything else, takes the given environment (replacing every variable), working
+folder and ``sys.argv``, points descriptors 0, 1 and 2 at ``/dev/null`` and the given files, with ``new_session``
+leads a process group of its own, and drops the placeholder root handler the server imported its libraries with (as
+a command sets its handlers before it imports them: tests/warm_preload.py); then it runs ``pipeline.cli.main``
+(``albert-pipeline ARGS``), or a module or code as ``python -m`` and ``python -c`` do.
 """
 from __future__ import annotations
 
@@ -63,9 +64,8 @@ def _child(argv: List[str], env: Dict[str, str], cwd: str, stdout: str, stderr: 
     if new_session:
         os.setsid()
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    os.dup2(os.open(stdout, flags, 0o644), 1)
-    os.dup2(os.open(stderr, flags, 0o644) if stderr != stdout else 1, 2)
+    os.dup2(os.open(stdout, os.O_WRONLY), 1)  # created empty by start() before the fork
+    os.dup2(os.open(stderr, os.O_WRONLY) if stderr != stdout else 1, 2)
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
@@ -145,6 +145,8 @@ def start(argv: Sequence[str], *, env: Optional[Dict[str, str]] = None, cwd: Opt
         stdout = stdout or os.path.join(folder, "stdout")
         stderr = stderr or os.path.join(folder, "stderr")
     args = [str(a) for a in argv]
+    for path in {str(stdout), str(stderr)}:  # as Popen's caller opens them: the files exist once start returns
+        open(path, "w").close()
     process = _server().Process(target=_child, args=(args, dict(env if env is not None else cli_env()),
                                                      str(cwd or os.getcwd()), str(stdout), str(stderr), new_session))
     process.start()
