@@ -218,8 +218,8 @@ def hf_peer():
 # Run order, for `make test`'s workers (pytest-xdist hands out whole files in collection order): the longest files
 # first, `pytestmark = pytest.mark.longest_first(RANK)` (measured; 1 = the longest), so no worker starts one near the
 # end while the other has nothing left; the files that read the shared sample run last,
-# `pytestmark = pytest.mark.reads_sample_run`, when it has finished (it starts with the session:
-# _start_sample_run_early); every other file between them, in collection order.
+# `pytestmark = pytest.mark.reads_sample_run`, when it has finished (it starts with the session, in the background);
+# every other file between them, in collection order.
 SAMPLE_RUN_FIXTURES = ("sample_run", "sample_run_pending")
 
 
@@ -360,12 +360,10 @@ class SampleRun:
     """``albert-pipeline run --preset sample`` on the whole DAG, once per test session, then the same command
     through ``make sample`` on the same folder (every node CACHED).
 
-    The first run starts when the session begins, as a process of its own (the console script); the worker that
-    started it either waits for it there or lets it run beside the tests (``_start_sample_run_early`` says when).
-    ``wait()`` waits for it and does the rerun; ``finish()`` also checks that the run succeeded. The rerun is on the
-    run's own folder, not a copy: the Trainer's ``checkpoint_root`` (an absolute path under the pipeline root) is one
-    of its parameters, so a copy elsewhere would re-run the Trainer and everything after it. Tests only read what
-    ``finish()`` returns.
+    The first run starts in the background when the session begins (it overlaps the unit tests); ``finish()``
+    waits for it and does the rerun. The rerun is on the run's own folder, not a copy: the Trainer's
+    ``checkpoint_root`` (an absolute path under the pipeline root) is one of its parameters, so a copy elsewhere
+    would re-run the Trainer and everything after it. Tests only read what ``finish()`` returns.
 
     One run serves every pytest-xdist worker: ``base`` is in the folder the workers share, the first worker to ask
     starts the run under a file lock, and the run's exit code and the rerun's result are files there, so whichever
@@ -410,25 +408,12 @@ class SampleRun:
                 # The shell writes the exit code when the run ends, whichever process waits for it.
                 script = ('d=$1; shift; "$@" >"$d/first.stdout" 2>"$d/first.stderr"; echo $? >"$d/first.rc.tmp"; '
                           'mv "$d/first.rc.tmp" "$d/first.rc"')
-                self._proc = subprocess.Popen(["sh", "-c", script, "sh", str(self.base), CLI, *SAMPLE_RUN,
-                                               str(self.out)], cwd=REPO, env=cli_env(), start_new_session=True)
+                self._proc = subprocess.Popen(["sh", "-c", script, "sh", str(self.base), CLI, *SAMPLE_RUN, str(self.out)],
+                                              cwd=REPO, env=cli_env(), start_new_session=True)
                 (self.base / "started").write_text(str(self._proc.pid))
         return self
 
-    @property
-    def started_here(self) -> bool:
-        """This process started the run (the first worker to ask)."""
-        return self._proc is not None
-
     def finish(self, timeout: float = 1800) -> "SampleRun":
-        """Wait for the run, do the rerun, and check that the run succeeded."""
-        self.wait(timeout)
-        assert self.first.returncode == 0, (f"the shared sample run failed (exit {self.first.returncode}):\n"
-                                            f"{self.first.stderr[-4000:]}")
-        return self
-
-    def wait(self, timeout: float = 1800) -> "SampleRun":
-        """Wait for the run and, when it succeeded, do the rerun; a failed run is for its readers to report."""
         if self.first is None:
             self.start()
             rc, deadline = self.base / "first.rc", time.time() + timeout
@@ -450,6 +435,8 @@ class SampleRun:
                 self.rerun = subprocess.CompletedProcess(record["args"], record["returncode"], record["stdout"],
                                                          record["stderr"])
                 self.rerun_by_make = record["why"]
+        assert self.first.returncode == 0, (f"the shared sample run failed (exit {self.first.returncode}):\n"
+                                            f"{self.first.stderr[-4000:]}")
         return self
 
     def _text(self, name: str) -> str:
@@ -514,19 +501,9 @@ def sample_run(sample_run_pending) -> SampleRun:
 @pytest.fixture(scope="session", autouse=True)
 def _start_sample_run_early(request):
     """Start the shared sample run with the session's first test if any collected test needs it (under xdist
-    every worker collects every test; the first to get here starts the one run).
-
-    When the session's workers already take every core (``make test`` on 2 cores), the worker that started the run
-    waits for it, and its rerun, before its first test: the run then takes that worker's core instead of running
-    as one more busy process beside the workers, which cost every process about 14 % more CPU for the same work
-    (three small DAG runs at once on 2 cores against two; benchmarks/results/suite/2026-11-29.md). With spare cores
-    (no xdist on a multi-core machine, or fewer workers than cores) it runs beside the tests."""
+    every worker collects every test; the first to get here starts the one run)."""
     if any("sample_run_pending" in getattr(item, "fixturenames", ()) for item in request.session.items):
-        from trainer.precision import thread_count  # os only
-
-        run = request.getfixturevalue("sample_run_pending")
-        if run.started_here and _xdist_workers(request.config) >= thread_count():
-            run.wait()
+        request.getfixturevalue("sample_run_pending")
 
 
 # -------------------------------------------------------------------------------------- progress, as it happens
