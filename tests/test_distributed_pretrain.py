@@ -11,9 +11,9 @@ The same real run (the resume test's masked examples, albert-tiny, 12 steps of b
 
 each equal to the reference: every logged loss within 1e-5 relative, the exported weights within 1e-5. Every run
 but the reference is a process of its own, forked from the warm fork server of tests/warm_processes.py (the command's
-console-script start is tests/test_cli_run.py's). Dropout
-is 0 here: with dropout, each replica draws its own masks (folded from its replica id), as in any data-parallel
-run. A worker whose peers never come fails within ``train.peer_timeout_s``, exit 2, one line naming the address.
+console-script start is tests/test_cli_run.py's). Dropout is 0 here: with dropout, each replica draws its own masks
+(folded from its replica id), as in any data-parallel run. A worker whose peers never come fails within
+``train.peer_timeout_s``, exit 2, one line naming the address.
 """
 import json
 import os

@@ -3,9 +3,9 @@
 The first to take the folder's lock (pipeline/local/run_lock.py) runs the smallest DAG (tests/test_change_impact.py's
 BASE, without its benchmarks: what is tested is the folder's lock, the store and the one version); the other refuses
 within seconds, in one line naming the run that holds the folder, exit code 2. Both are processes forked from
-tests/warm_processes.py's server (the console script's own start is tests/test_cli_run.py's). Afterwards
-the store opens and holds one run, the destination holds one version, and the JSON of the run that pushed it names
-that version. The lock on its own (waiting, a killed holder) is tests/test_run_lock.py.
+tests/warm_processes.py's server (the console script's own start is tests/test_cli_run.py's). Afterwards the store
+opens and holds one run, the destination holds one version, and the JSON of the run that pushed it names that
+version. The lock on its own (waiting, a killed holder) is tests/test_run_lock.py.
 """
 import json
 import os
