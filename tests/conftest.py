@@ -360,10 +360,12 @@ class SampleRun:
     """``albert-pipeline run --preset sample`` on the whole DAG, once per test session, then the same command
     through ``make sample`` on the same folder (every node CACHED).
 
-    The first run starts in the background when the session begins (it overlaps the unit tests); ``finish()``
-    waits for it and does the rerun. The rerun is on the run's own folder, not a copy: the Trainer's
-    ``checkpoint_root`` (an absolute path under the pipeline root) is one of its parameters, so a copy elsewhere
-    would re-run the Trainer and everything after it. Tests only read what ``finish()`` returns.
+    The first run starts in the background when the session begins (it overlaps the unit tests), forked from
+    tests/warm_processes.py's server (the imports before the command's first line are that server's); ``finish()``
+    waits for it and does the rerun, a new interpreter through the console script, as a user starts it. The rerun
+    is on the run's own folder, not a copy: the Trainer's ``checkpoint_root`` (an absolute path under the pipeline
+    root) is one of its parameters, so a copy elsewhere would re-run the Trainer and everything after it. Tests only
+    read what ``finish()`` returns.
 
     One run serves every pytest-xdist worker: ``base`` is in the folder the workers share, the first worker to ask
     starts the run under a file lock, and the run's exit code and the rerun's result are files there, so whichever
@@ -377,7 +379,7 @@ class SampleRun:
         self.metadata_path = str(self.out / "metadata.sqlite")
         self.first = self.rerun = None
         self.rerun_by_make = None  # None: by make; else why the rerun ran the CLI directly
-        self._proc = None  # the run, where this process started it
+        self._proc = self._recorder = None  # where this process started the run: it, and the thread recording its exit
 
     @property
     def config(self):
@@ -403,15 +405,25 @@ class SampleRun:
 
     def start(self) -> "SampleRun":
         """Start the first run unless a worker already did."""
+        import threading
+
+        from tests import warm_processes
+
         with self._lock():
             if not (self.base / "started").exists():
-                # The shell writes the exit code when the run ends, whichever process waits for it.
-                script = ('d=$1; shift; "$@" >"$d/first.stdout" 2>"$d/first.stderr"; echo $? >"$d/first.rc.tmp"; '
-                          'mv "$d/first.rc.tmp" "$d/first.rc"')
-                self._proc = subprocess.Popen(["sh", "-c", script, "sh", str(self.base), CLI, *SAMPLE_RUN, str(self.out)],
-                                              cwd=REPO, env=cli_env(), start_new_session=True)
+                self._proc = warm_processes.start([CLI, *SAMPLE_RUN, str(self.out)], env=cli_env(), cwd=REPO,
+                                                  stdout=str(self.base / "first.stdout"),
+                                                  stderr=str(self.base / "first.stderr"), new_session=True)
+                # The exit code goes to a file when the run ends, for whichever worker waits for it.
+                self._recorder = threading.Thread(target=self._record_exit, daemon=True)
+                self._recorder.start()
                 (self.base / "started").write_text(str(self._proc.pid))
         return self
+
+    def _record_exit(self) -> None:
+        code = self._proc.wait()
+        (self.base / "first.rc.tmp").write_text(f"{code}\n")
+        os.replace(self.base / "first.rc.tmp", self.base / "first.rc")
 
     def finish(self, timeout: float = 1800) -> "SampleRun":
         if self.first is None:
@@ -458,16 +470,17 @@ class SampleRun:
     def stop(self, other_workers: bool):
         """At the end of the session of the process that started the run: kill it, unless other workers may still
         read it (they wait for it; it ends on its own)."""
-        if self._proc is None or self._proc.poll() is not None:
+        if self._proc is None:
             return
-        if other_workers:
+        if self._proc.poll() is None and other_workers:
             try:
                 self._proc.wait(timeout=1800)
-                return
             except subprocess.TimeoutExpired:
                 pass
-        os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
+        if self._proc.poll() is None:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
+        self._recorder.join()  # its exit code is on file before this process leaves
 
 
 def _xdist_workers(config) -> int:

@@ -4,8 +4,8 @@ The tests that kill and rerun ``albert-pipeline pretrain`` or ``run``, or start 
 a process of its own: its own pid to SIGKILL (with its process group: Beam's workers), its exit code, its terminal
 output and its own TensorFlow runtime. They do not test the interpreter's start and the imports before the command's
 first line, which cost 5-11 s of CPU a process (TensorFlow; TensorFlow, Beam and TFX for ``run``: docs/performance.md)
-and are tested by the runs that start the console script itself (tests/test_cli_run.py, the shared sample run and
-``make sample`` in tests/conftest.py, the image's ticks).
+and are tested by the runs that start the console script itself (tests/test_cli_run.py, ``make sample``'s rerun of
+the shared sample run in tests/conftest.py, the image's ticks). The shared sample run's first run is forked too.
 
 :func:`start` forks such a process from :mod:`multiprocessing`'s fork server, started once per test process with
 :data:`PRELOAD` imported and the environment of :func:`tests.conftest.cli_env`. As
