@@ -1,20 +1,30 @@
-"""The ``sample-multi`` preset (issue 63) through the product's own stages, without TFX: CorpusGen's Beam code
-(``ingest``) tags the five bundled books by the language identifier and writes one documents file per language,
-VocabGen's code learns one SentencePiece vocabulary for the mix, and PretrainingDataGen's code
-(``make-pretraining-data``) writes the examples, masking each file by its language's word starts. The preset's
-config is the one ``run --preset sample-multi`` builds."""
+"""The ``sample-multi`` preset (issue 63): one model for English, Chinese, Japanese, Korean and German.
+
+Its data stages through the product's own code, without TFX: CorpusGen's Beam code (``ingest``) tags the five
+bundled books by the language identifier and writes one documents file per language, VocabGen's code learns one
+SentencePiece vocabulary for the mix, and PretrainingDataGen's code (``make-pretraining-data``) writes the examples,
+masking each file by its language's word starts. Then the whole DAG, ``albert-pipeline run --preset sample-multi``:
+pretrained, PAWS-X fine-tuned once in English and scored in each of the run's languages, reported, carded with the
+run's languages and pushed, its task model serving raw text in every language as the benchmark predicted."""
+import csv
+import glob
 import json
 import os
 
 import numpy as np
+import pytest
 import sentencepiece as spm
+import yaml
 
 from components.corpus.ingest_tool import ingest
 from components.datagen.datagen_tool import make_pretraining_data
 from components.vocab.vocab_lib import build_vocab
+from pipeline.settings import sample_multi
 from pipeline.settings.configs import build_config
+from tests.conftest import REPO, cli_in_process
 
 LANGUAGES = ["en", "zh", "ja", "ko", "de"]
+PAWS_X_LANGUAGES = ["en", "de", "zh", "ja", "ko"]  # PAWS-X's order; its fr rows are not a language of the run
 
 
 def test_sample_multi_tags_splits_learns_one_vocabulary_and_writes_examples(tmp_path):
@@ -56,3 +66,93 @@ def test_sample_multi_tags_splits_learns_one_vocabulary_and_writes_examples(tmp_
         unk_share[code] = round(float(np.mean(ids == sp.unk_id())), 4)
     # Korean's few: Hangul syllables seen once fall outside the 0.9995 coverage of the mix.
     assert unk_share == {"en": 0.0, "zh": 0.0, "ja": 0.0, "ko": 0.0032, "de": 0.0}
+
+
+def test_the_presets_cross_lingual_task_is_the_english_samples_but_for_its_languages():
+    """PAWS-X is defined for the English sample in data/sample/cross-lingual.yaml (a user's config file) and for this
+    preset in Python: the same spec and fine-tuning settings, scored on the languages the run pretrains on."""
+    with open(os.path.join(REPO, "data", "sample", "cross-lingual.yaml"), encoding="utf-8") as f:
+        english = yaml.safe_load(f)["benchmarks"]
+    config = build_config("sample-multi").benchmarks
+    assert config.glue_tasks == ["PAWS-X"] and config.tasks == {"PAWS-X": sample_multi.PAWS_X}
+    assert {**english["tasks"]["PAWS-X"], "languages": PAWS_X_LANGUAGES} == sample_multi.PAWS_X
+    assert english["hparams"]["PAWS-X"] == config.hparams["PAWS-X"].to_dict()
+
+
+@pytest.fixture(scope="module")
+def multi_run(tmp_path_factory):
+    """``albert-pipeline run --preset sample-multi``, in this process (tests/conftest.py's ``cli_in_process``)."""
+    base = tmp_path_factory.mktemp("multi")
+    out = base / "run"
+    done = cli_in_process(["run", "--preset", "sample-multi", "--output-dir", out], base / "logs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, json.loads(done.stdout), done.stderr
+
+
+def _glue_metrics(out):
+    (path,) = glob.glob(str(out / "pipeline_root" / "GlueBenchmark" / "result" / "*" / "metrics.json"))
+    with open(path, encoding="utf-8") as f:
+        return os.path.dirname(path), json.load(f)["tasks"]
+
+
+@pytest.mark.slow
+def test_the_multilingual_sample_runs_every_node_and_scores_paws_x_in_each_language(multi_run):
+    out, summary, stderr = multi_run
+    assert summary["release"]["version"] == 1 and summary["release"]["blessed"] is True
+    finished = [line.split(": ")[1] for line in stderr.splitlines() if line.endswith(" s") and ": finished in " in line]
+    assert finished == ["CorpusGen", "DataGate", "DataGateCheck", "VocabGen", "PretrainingDataGen", "ExamplesGate",
+                        "Trainer", "GlueBenchmark", "BenchmarkReport", "Blesser", "Pusher"]
+    _, tasks = _glue_metrics(out)
+    names = [f"PAWS-X-{c}" for c in PAWS_X_LANGUAGES]
+    assert sorted(tasks) == sorted(["PAWS-X", *names])
+    for code, name in zip(PAWS_X_LANGUAGES, names):
+        assert tasks[name]["cross_lingual"] == {"task": "PAWS-X", "language": code, "train_language": "en"}
+        assert (tasks[name]["num_train"], tasks[name]["num_dev"]) == (32, 16)
+    mean = tasks["PAWS-X"]
+    assert (mean["languages"], mean["num_dev"]) == (PAWS_X_LANGUAGES, 80)
+    assert mean["accuracy"] == pytest.approx(sum(tasks[n]["accuracy"] for n in names) / 5)
+    with open(summary["report"], encoding="utf-8") as f:
+        report = f.read()
+    section = report.split("## Cross-lingual (dev)\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ")[1] for line in section.splitlines() if line.startswith("| PAWS-X |")]
+    assert rows == ["en (fine-tuned in)", "de", "zh", "ja", "ko", "mean of 5"]
+    languages = report.split("## Languages\n", 1)[1].split("\n## ", 1)[0]
+    assert [line.split(" | ")[0][2:] for line in languages.splitlines() if line.startswith("| ") and
+            line[2:4] in LANGUAGES] == sorted(LANGUAGES)
+
+
+@pytest.mark.slow
+def test_the_card_names_the_runs_languages_and_files_each_paws_x_language(multi_run):
+    """The card's ``language:`` is the run's list, and its model-index has one PAWS-X result per language (the
+    language its config), as huggingface_hub's parser reads it, each value the benchmark's."""
+    from benchmarks import hf_packages
+
+    out, summary, _ = multi_run
+    _, tasks = _glue_metrics(out)
+    hf_packages.use()
+    hub = pytest.importorskip("huggingface_hub", reason="the test-only Hugging Face packages are not installed")
+    with open(os.path.join(summary["release"]["path"], "model_card.md"), encoding="utf-8") as f:
+        card = hub.ModelCard(f.read())
+    assert card.data.language == LANGUAGES
+    assert sorted((r.dataset_type, r.dataset_config, r.metric_type, r.metric_value)
+                  for r in card.data.eval_results) == sorted(
+        ("paws-x", code, "accuracy", tasks[f"PAWS-X-{code}"]["accuracy"]) for code in PAWS_X_LANGUAGES)
+
+
+@pytest.mark.slow
+def test_the_paws_x_model_serves_raw_text_in_every_language_as_the_benchmark_predicted(multi_run):
+    """The task's raw-text serving model (its tokenizer inside the graph) labels each language's dev pairs as the
+    benchmark's prediction files say, row for row: no client-side tokenizer, in any of the five languages."""
+    import tensorflow as tf
+
+    out, _, _ = multi_run
+    result_dir, tasks = _glue_metrics(out)
+    serve = tf.saved_model.load(os.path.join(result_dir, "PAWS-X", "serving_model")).signatures["serving_default"]
+    for code in PAWS_X_LANGUAGES:
+        with open(os.path.join(REPO, "data", "sample", "glue", "PAWS-X", code, "dev_2k.tsv"), encoding="utf-8") as f:
+            rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        with open(os.path.join(result_dir, tasks[f"PAWS-X-{code}"]["predictions"]), encoding="utf-8") as f:
+            predicted = [line.split("\t")[1] for line in f.read().splitlines()[1:]]
+        served = serve(text_a=tf.constant([r["sentence1"] for r in rows]),
+                       text_b=tf.constant([r["sentence2"] for r in rows]))["label"].numpy()
+        assert [label.decode() for label in served] == predicted and len(predicted) == 16, code
