@@ -110,6 +110,8 @@ def test_the_model_card_numbers_are_those_of_results_json(first):
     summary = results["summary"]
     assert f"| tokens (train split) | {summary['datagen']['train']['tokens']} |" in body
     assert "BLESSED: no criteria. Baseline: none" in body
+    # One language: no languages table in the summary or the card (tests/test_sample_multi.py: a run of several)
+    assert "languages" not in summary and "\n## Languages\n" not in body
 
 
 def test_an_unchanged_rerun_pushes_nothing_new(first):

@@ -123,8 +123,9 @@ def test_the_multilingual_sample_runs_every_node_and_scores_paws_x_in_each_langu
 
 @pytest.mark.slow
 def test_the_card_names_the_runs_languages_and_files_each_paws_x_language(multi_run):
-    """The card's ``language:`` is the run's list, and its model-index has one PAWS-X result per language (the
-    language its config), as huggingface_hub's parser reads it, each value the benchmark's."""
+    """The card's ``language:`` is the run's list, its body the report's languages table, and its model-index has
+    one PAWS-X result per language (the language its config), as huggingface_hub's parser reads it, each value the
+    benchmark's."""
     from benchmarks import hf_packages
 
     out, summary, _ = multi_run
@@ -134,6 +135,11 @@ def test_the_card_names_the_runs_languages_and_files_each_paws_x_language(multi_
     with open(os.path.join(summary["release"]["path"], "model_card.md"), encoding="utf-8") as f:
         card = hub.ModelCard(f.read())
     assert card.data.language == LANGUAGES
+    # The report's languages table, the same rows: documents, characters, target and realised shares, instances
+    with open(summary["report"], encoding="utf-8") as f:
+        report = f.read()
+    table = report.split("\n## Languages\n", 1)[1].split("\n## ", 1)[0]
+    assert table.count("\n| ") == 1 + len(LANGUAGES) and "\n## Languages\n" + table + "\n## " in card.text
     assert sorted((r.dataset_type, r.dataset_config, r.metric_type, r.metric_value)
                   for r in card.data.eval_results) == sorted(
         ("paws-x", code, "accuracy", tasks[f"PAWS-X-{code}"]["accuracy"]) for code in PAWS_X_LANGUAGES)

@@ -21,6 +21,7 @@ import yaml
 from components.evaluation.benchmark_config import CLUE_TASKS, GLUE_TASKS
 from components.report import data_gate as gate_text
 from components.report.document import Block, Document, Section, Table, to_markdown
+from components.report.language_table import languages_section
 from components.report.scores import task_family, task_metrics
 from trainer.formatting import NONE_TEXT, number_text
 
@@ -241,6 +242,7 @@ def render(facts: Mapping[str, Any]) -> str:
                "`sequence_output`), and `text_model/` (`embed`, and `fill_mask` when the model has its MLM head)."),
             Table(["setting", "value"], _rows(facts["albert_config"]))]),
         *_pretraining_sections(facts),
+        *[section for section in [languages_section(facts.get("languages"))] if section is not None],
         *_data_gate_section(facts),
         Section("Benchmarks", [
             f"Dev-set scores (0-100) of fine-tuning this encoder; protocol: {b['protocol']}.",

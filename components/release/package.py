@@ -138,6 +138,9 @@ def card_facts(*, name: str, license: str, version: int, results: Mapping[str, A
         "blessing": dict(decision),
         # What the run read of each raw-data location (spans, folder, fingerprint): the report's "Data read".
         "data_read": dict(((results or {}).get("summary") or {}).get("data_read") or {}),
+        # A run of several languages: datagen's per_language block, the report's "Languages" table (absent: one
+        # language, or a report written before the report kept it).
+        **({"languages": summary["languages"]} if summary.get("languages") else {}),
         # The data gate's verdict on the span and the benchmarks' contamination: the report's "Data gate" (None: the
         # run had no gate; absent: a report written before the report kept it).
         **({"data_gate": summary["data_gate"]} if "data_gate" in summary else {}),

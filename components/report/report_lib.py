@@ -119,6 +119,8 @@ def write_report(out_dir: str, cfg, results: Mapping[str, Mapping[str, Any]], mo
     suite = suite_row(tasks)
     if suite["columns"]:  # tasks beyond English: their row in Table 2's shape (absent from an English report)
         summary["suite"] = suite
+    if inputs.languages:  # a run of several languages: the Languages table's rows (absent from a one-language run)
+        summary["languages"] = inputs.languages
     payload = {"summary": summary, "results": inputs.results, "config": inputs.settings}
     write(join(out_dir, RESULTS_JSON), json.dumps(json_safe(payload), indent=2, sort_keys=True, allow_nan=False))
     return json_safe(summary)
