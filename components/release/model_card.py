@@ -190,6 +190,13 @@ def _data_gate_section(facts: Mapping[str, Any]) -> List[Section]:
     return [Section("Data gate", blocks)]
 
 
+def _languages_section(facts: Mapping[str, Any]) -> List[Section]:
+    """A run of several languages: the report's "Languages" table (each language's documents, characters, target and
+    realised shares of the pretraining instances); none for one language."""
+    section = languages_section(facts.get("languages"))
+    return [section] if section is not None else []
+
+
 def _pretraining_sections(facts: Mapping[str, Any]) -> List[Section]:
     """The card's "Pretraining data" and "Training" sections: this pipeline's pretraining, or (a benchmark-only
     run's model, ``facts["source"]``) one line saying where the model came from, with no number invented."""
@@ -242,7 +249,7 @@ def render(facts: Mapping[str, Any]) -> str:
                "`sequence_output`), and `text_model/` (`embed`, and `fill_mask` when the model has its MLM head)."),
             Table(["setting", "value"], _rows(facts["albert_config"]))]),
         *_pretraining_sections(facts),
-        *[section for section in [languages_section(facts.get("languages"))] if section is not None],
+        *_languages_section(facts),
         *_data_gate_section(facts),
         Section("Benchmarks", [
             f"Dev-set scores (0-100) of fine-tuning this encoder; protocol: {b['protocol']}.",
