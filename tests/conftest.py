@@ -340,6 +340,17 @@ def cli_in_process(argv, log_dir) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess([str(a) for a in argv], code, out.getvalue(), err.getvalue())
 
 
+def preset_run_in_process(tmp_path_factory, preset: str):
+    """``albert-pipeline run --preset PRESET`` on a fresh folder, in this process (:func:`cli_in_process`), for a
+    module fixture: the output folder, the run's JSON and its stderr; a failed run fails the fixture with its
+    stderr's end."""
+    base = tmp_path_factory.mktemp(preset)
+    out = base / "run"
+    done = cli_in_process(["run", "--preset", preset, "--output-dir", out], base / "logs")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, json.loads(done.stdout), done.stderr
+
+
 # ------------------------------------------------------------------------------------------ the shared sample run
 CLI = os.path.join(os.path.dirname(sys.executable), "albert-pipeline")
 # What `make sample` runs (tests/test_docs.py checks the recipe), with the output folder given.

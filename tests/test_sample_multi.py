@@ -21,7 +21,7 @@ from components.datagen.datagen_tool import make_pretraining_data
 from components.vocab.vocab_lib import build_vocab
 from pipeline.settings import sample_multi
 from pipeline.settings.configs import build_config
-from tests.conftest import REPO, cli_in_process
+from tests.conftest import REPO, preset_run_in_process
 
 LANGUAGES = ["en", "zh", "ja", "ko", "de"]
 PAWS_X_LANGUAGES = ["en", "de", "zh", "ja", "ko"]  # PAWS-X's order; its fr rows are not a language of the run
@@ -82,11 +82,12 @@ def test_the_presets_cross_lingual_task_is_the_english_samples_but_for_its_langu
 @pytest.fixture(scope="module")
 def multi_run(tmp_path_factory):
     """``albert-pipeline run --preset sample-multi``, in this process (tests/conftest.py's ``cli_in_process``)."""
-    base = tmp_path_factory.mktemp("multi")
-    out = base / "run"
-    done = cli_in_process(["run", "--preset", "sample-multi", "--output-dir", out], base / "logs")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, json.loads(done.stdout), done.stderr
+    return preset_run_in_process(tmp_path_factory, "sample-multi")
+
+
+def _section(markdown: str, title: str) -> str:
+    """The body of the report's or card's ``## TITLE`` section, up to the next section."""
+    return markdown.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def _glue_metrics(out):
@@ -113,11 +114,10 @@ def test_the_multilingual_sample_runs_every_node_and_scores_paws_x_in_each_langu
     assert mean["accuracy"] == pytest.approx(sum(tasks[n]["accuracy"] for n in names) / 5)
     with open(summary["report"], encoding="utf-8") as f:
         report = f.read()
-    section = report.split("## Cross-lingual (dev)\n", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split(" | ")[1] for line in section.splitlines() if line.startswith("| PAWS-X |")]
+    rows = [line.split(" | ")[1] for line in _section(report, "Cross-lingual (dev)").splitlines()
+            if line.startswith("| PAWS-X |")]
     assert rows == ["en (fine-tuned in)", "de", "zh", "ja", "ko", "mean of 5"]
-    languages = report.split("## Languages\n", 1)[1].split("\n## ", 1)[0]
-    assert [line.split(" | ")[0][2:] for line in languages.splitlines() if line.startswith("| ") and
+    assert [line.split(" | ")[0][2:] for line in _section(report, "Languages").splitlines() if line.startswith("| ") and
             line[2:4] in LANGUAGES] == sorted(LANGUAGES)
 
 
@@ -138,7 +138,7 @@ def test_the_card_names_the_runs_languages_and_files_each_paws_x_language(multi_
     # The report's languages table, the same rows: documents, characters, target and realised shares, instances
     with open(summary["report"], encoding="utf-8") as f:
         report = f.read()
-    table = report.split("\n## Languages\n", 1)[1].split("\n## ", 1)[0]
+    table = _section(report, "Languages")
     assert table.count("\n| ") == 1 + len(LANGUAGES) and "\n## Languages\n" + table + "\n## " in card.text
     assert sorted((r.dataset_type, r.dataset_config, r.metric_type, r.metric_value)
                   for r in card.data.eval_results) == sorted(

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from tests.conftest import cli_in_process
+from tests.conftest import preset_run_in_process
 
 
 pytestmark = pytest.mark.slow
@@ -19,11 +19,7 @@ pytestmark = pytest.mark.slow
 def zh_run(tmp_path_factory):
     """``albert-pipeline run --preset sample-zh``, in this process (tests/conftest.py's ``cli_in_process``; the CLI as
     a process of its own is the shared sample run's, tests/test_cli_run.py's and tests/test_pipeline_e2e.py's)."""
-    base = tmp_path_factory.mktemp("zh")
-    out = base / "run"
-    done = cli_in_process(["run", "--preset", "sample-zh", "--output-dir", out], base / "logs")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return out, json.loads(done.stdout), done.stderr
+    return preset_run_in_process(tmp_path_factory, "sample-zh")
 
 
 def test_the_chinese_sample_runs_every_node_and_scores_clue(zh_run):
